@@ -1,0 +1,155 @@
+package io.tensorsocket;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+
+/**
+ * Ordered, named tensors that share a first (batch) dimension, together with where the batch sits in
+ * its epoch: the epoch number, the batch's index in the epoch and the sample positions
+ * {@code [sampleStart, sampleStart + size)} it covers.
+ *
+ * <p>A batch received from a {@link TensorConsumer} is a lease on shared memory: it is valid until the
+ * consumer is asked for the next batch or until {@link #close()}; any later access throws
+ * {@link BatchReleasedException}. Closing is idempotent.
+ */
+public final class Batch implements AutoCloseable {
+    private final Map<String, Tensor> tensors;
+    private final long epoch;
+    private final long index;
+    private final long sampleStart;
+    private final int size;
+    private final Lease lease;
+    private final Runnable onClose;
+
+    Batch(Map<String, Tensor> tensors, long epoch, long index, long sampleStart, Lease lease, Runnable onClose) {
+        if (tensors.isEmpty()) {
+            throw new IllegalArgumentException("a batch needs at least one tensor");
+        }
+        long n = -1;
+        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+            Tensor t = Objects.requireNonNull(e.getValue(), e.getKey());
+            if (t.rank() == 0) {
+                throw new IllegalArgumentException("tensor '" + e.getKey() + "' is a scalar; batch tensors need a batch dimension");
+            }
+            if (n >= 0 && t.dim(0) != n) {
+                throw new IllegalArgumentException("tensor '" + e.getKey() + "' has " + t.dim(0)
+                        + " entries in its first dimension but the batch's other tensors have " + n);
+            }
+            n = t.dim(0);
+        }
+        if (n > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("batch of " + n + " samples is too large");
+        }
+        this.tensors = Collections.unmodifiableMap(new LinkedHashMap<>(tensors));
+        this.epoch = epoch;
+        this.index = index;
+        this.sampleStart = sampleStart;
+        this.size = (int) n;
+        this.lease = lease;
+        this.onClose = onClose;
+    }
+
+    /**
+     * A batch of caller-owned tensors, as a loader produces it. Epoch and positions are assigned by the
+     * producer; here they are zero.
+     */
+    public static Batch of(Map<String, Tensor> tensors) {
+        return new Batch(tensors, 0, 0, 0, Lease.OWNED, null);
+    }
+
+    /** A batch of caller-owned tensors given as name/tensor pairs: {@code Batch.of("x", x, "y", y)}. */
+    public static Batch of(Object... namesAndTensors) {
+        if (namesAndTensors.length % 2 != 0) {
+            throw new IllegalArgumentException("pass name, tensor, name, tensor, ...");
+        }
+        Map<String, Tensor> m = new LinkedHashMap<>();
+        for (int i = 0; i < namesAndTensors.length; i += 2) {
+            if (!(namesAndTensors[i] instanceof String name) || !(namesAndTensors[i + 1] instanceof Tensor t)) {
+                throw new IllegalArgumentException("argument " + i + " must be a name followed by a Tensor");
+            }
+            if (m.put(name, t) != null) {
+                throw new IllegalArgumentException("tensor name '" + name + "' appears twice");
+            }
+        }
+        return of(m);
+    }
+
+    /** The tensor called {@code name}. */
+    public Tensor tensor(String name) {
+        lease.check();
+        Tensor t = tensors.get(name);
+        if (t == null) {
+            throw new NoSuchElementException("no tensor '" + name + "' in this batch; it has " + tensors.keySet());
+        }
+        return t;
+    }
+
+    /** The tensor at position {@code i} in the batch's order. */
+    public Tensor tensor(int i) {
+        lease.check();
+        return List.copyOf(tensors.values()).get(i);
+    }
+
+    /** All tensors, in order. */
+    public Map<String, Tensor> tensors() {
+        lease.check();
+        return tensors;
+    }
+
+    /** Tensor names, in order. */
+    public List<String> names() {
+        return List.copyOf(tensors.keySet());
+    }
+
+    /** Number of samples (the first dimension). */
+    public int size() {
+        return size;
+    }
+
+    /** Epoch this batch belongs to. */
+    public long epoch() {
+        return epoch;
+    }
+
+    /** Index of this batch within its epoch, from 0. */
+    public long index() {
+        return index;
+    }
+
+    /** Position in the epoch of the batch's first sample. */
+    public long sampleStart() {
+        return sampleStart;
+    }
+
+    /** Position in the epoch just past the batch's last sample. */
+    public long sampleEnd() {
+        return sampleStart + size;
+    }
+
+    /** Whether the batch was released. */
+    public boolean isReleased() {
+        return lease.isReleased();
+    }
+
+    /** Releases the batch: its memory may be reused and its tensors become unreadable. */
+    @Override
+    public void close() {
+        if (lease == Lease.OWNED || lease.isReleased()) {
+            return;
+        }
+        lease.release();
+        if (onClose != null) {
+            onClose.run();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Batch[epoch=" + epoch + ", index=" + index + ", samples=[" + sampleStart + ", " + sampleEnd() + "), "
+                + tensors.values() + "]";
+    }
+}

@@ -1,0 +1,21 @@
+package io.tensorsocket;
+
+/**
+ * Where a {@link BatchSource} puts an epoch's batches: the producer's arena. Both methods block while
+ * every slot is still being read by some consumer (the group runs at its slowest consumer's pace).
+ */
+public interface BatchSink {
+
+    /**
+     * Copies {@code batch} into the next free slot and publishes it to every consumer. The batch must fit
+     * the source's {@link BatchLayout}; the caller may reuse its memory as soon as this returns.
+     */
+    void put(Batch batch);
+
+    /**
+     * Claims the next free slot for the source to fill in place. Claims are published in the order they
+     * were made, whatever order {@link SlotWriter#publish(int)} is called in. A source may hold at most
+     * the producer's {@code claimsAhead} unpublished claims at once.
+     */
+    SlotWriter claim();
+}

@@ -1,0 +1,64 @@
+package io.tensorsocket;
+
+import io.tensorsocket.source.IterableSource;
+
+import java.util.function.LongFunction;
+
+/**
+ * Where a producer's batches come from: for epoch {@code e} it emits that epoch's batches, in order,
+ * into a {@link BatchSink}, so it can reshuffle per epoch. Every epoch holds exactly
+ * {@link #samplesPerEpoch()} samples; the producer checks this and reports a source that breaks it as
+ * a loader failure.
+ *
+ * <p>A source either hands finished batches to {@link BatchSink#put(Batch)} (one copy into shared
+ * memory, works for any loader) or claims a slot with {@link BatchSink#claim()} and writes samples
+ * straight into it (no copy).
+ */
+public interface BatchSource extends AutoCloseable {
+
+    /** The tensors of every batch and the loader's batch size. */
+    BatchLayout layout();
+
+    /** Samples in one epoch. */
+    long samplesPerEpoch();
+
+    /**
+     * Emits epoch {@code epoch}'s batches into {@code sink}, in order, then returns. An exception
+     * thrown here reaches every consumer as a {@link ProducerFailedException} naming it.
+     */
+    void emitEpoch(long epoch, BatchSink sink) throws Exception;
+
+    /**
+     * A short description consumers receive (at most 4096 bytes). Sources whose samples a consumer can
+     * recompute, like the synthetic one, put their parameters here.
+     */
+    default String description() {
+        return getClass().getSimpleName();
+    }
+
+    @Override
+    default void close() throws Exception {
+    }
+
+    /**
+     * Wraps any loader: {@code epochs.apply(e)} returns the batches of epoch {@code e}. The layout is
+     * taken from the first batch of epoch 0.
+     */
+    static BatchSource fromIterable(LongFunction<? extends Iterable<Batch>> epochs, long samplesPerEpoch) {
+        return new IterableSource(epochs, samplesPerEpoch);
+    }
+
+    /** Wraps a loader given as one iterator per epoch: {@code epochs.apply(e)} iterates epoch {@code e}. */
+    static BatchSource fromIterators(LongFunction<? extends java.util.Iterator<Batch>> epochs, long samplesPerEpoch) {
+        return new IterableSource(e -> () -> {
+            @SuppressWarnings("unchecked")
+            java.util.Iterator<Batch> it = (java.util.Iterator<Batch>) epochs.apply(e);
+            return it;
+        }, samplesPerEpoch);
+    }
+
+    /** Wraps a loader that yields the same sequence every epoch (for example one that shuffles itself). */
+    static BatchSource fromIterable(Iterable<Batch> loader, long samplesPerEpoch) {
+        return new IterableSource(e -> loader, samplesPerEpoch);
+    }
+}

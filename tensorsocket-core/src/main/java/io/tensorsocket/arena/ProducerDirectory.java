@@ -1,0 +1,260 @@
+package io.tensorsocket.arena;
+
+import io.tensorsocket.PermissionDeniedException;
+import io.tensorsocket.ProducerAlreadyRunningException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Where a producer lives: a private directory holding its lock, control socket and arena.
+ *
+ * <pre>
+ *  /dev/shm/tensorsocket-&lt;user&gt;/          0700, one per user (a temp directory where /dev/shm is missing)
+ *   └── &lt;name&gt;/                           0700, one per producer
+ *        ├── producer.lock                 0600, locked by the live producer; holds its pid
+ *        ├── control.sock                  0600, Unix-domain socket consumers connect to
+ *        └── arena                         0600, the shared memory (see ArenaLayout)
+ * </pre>
+ *
+ * A producer that dies leaves the files behind but the operating system drops its lock, which is how
+ * the next producer of the same name tells stale from live and reclaims the directory.
+ */
+public final class ProducerDirectory implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(ProducerDirectory.class);
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    public static final String LOCK_FILE = "producer.lock";
+    public static final String SOCKET_FILE = "control.sock";
+    public static final String ARENA_FILE = "arena";
+    private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
+
+    /**
+     * Directories claimed by this JVM. POSIX record locks are per process and closing any descriptor of
+     * the lock file drops them, so this JVM never opens a lock file it already holds.
+     */
+    private static final Set<Path> HELD = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private final Path dir;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+
+    private ProducerDirectory(Path dir, FileChannel lockChannel, FileLock lock) {
+        this.dir = dir;
+        this.lockChannel = lockChannel;
+        this.lock = lock;
+    }
+
+    /** The per-user directory under which named producers live. */
+    public static Path baseDirectory() {
+        String override = System.getProperty("tensorsocket.base");
+        if (override == null) {
+            override = System.getenv("TENSORSOCKET_BASE");
+        }
+        if (override != null && !override.isBlank()) {
+            return Path.of(override);
+        }
+        Path shm = Path.of("/dev/shm");
+        Path root = Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir"));
+        return root.resolve("tensorsocket-" + System.getProperty("user.name"));
+    }
+
+    /** The directory of the producer called {@code name}. */
+    public static Path forName(String name) {
+        checkName(name);
+        return baseDirectory().resolve(name);
+    }
+
+    /**
+     * Checks a producer name: 1 to 64 letters, digits, '.', '_' or '-', not starting with '.', '_' or '-'.
+     */
+    public static void checkName(String name) {
+        if (name == null || !NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException("invalid producer name '" + name
+                    + "': use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit");
+        }
+    }
+
+    /**
+     * Claims {@code dir} for a new producer: creates it (0700) if needed, refuses one owned by another
+     * user or held by a live producer, and removes what a dead producer left there.
+     */
+    public static ProducerDirectory claim(Path dir) throws IOException {
+        dir = dir.toAbsolutePath().normalize();
+        ensurePrivateDirectory(dir.getParent(), false);
+        ensurePrivateDirectory(dir, true);
+        if (!HELD.add(dir)) {
+            throw new ProducerAlreadyRunningException("a producer of this process already runs in " + dir
+                    + "; close it, or choose another name or directory");
+        }
+        try {
+            return lock(dir);
+        } catch (IOException | RuntimeException e) {
+            HELD.remove(dir);
+            throw e;
+        }
+    }
+
+    private static ProducerDirectory lock(Path dir) throws IOException {
+        Path lockFile = dir.resolve(LOCK_FILE);
+        FileChannel ch = FileChannel.open(lockFile, Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
+                StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        FileLock lock;
+        try {
+            lock = ch.tryLock();
+        } catch (OverlappingFileLockException e) {
+            lock = null;
+        }
+        if (lock == null) {
+            String pid = readPid(ch);
+            ch.close();
+            throw new ProducerAlreadyRunningException("a producer is already running in " + dir + " (pid " + pid
+                    + "); stop it, or choose another name or directory");
+        }
+        String stalePid = readPid(ch);
+        boolean stale = Files.exists(dir.resolve(SOCKET_FILE)) || Files.exists(dir.resolve(ARENA_FILE));
+        Files.deleteIfExists(dir.resolve(SOCKET_FILE));
+        Files.deleteIfExists(dir.resolve(ARENA_FILE));
+        if (stale) {
+            log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
+        }
+        ch.truncate(0);
+        ch.write(ByteBuffer.wrap((ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
+        ch.force(false);
+        return new ProducerDirectory(dir, ch, lock);
+    }
+
+    private static String readPid(FileChannel ch) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(32);
+        int n = ch.read(b, 0);
+        return n <= 0 ? "unknown" : new String(b.array(), 0, n, StandardCharsets.US_ASCII).trim();
+    }
+
+    /**
+     * Checks a directory a consumer is about to use: it must exist and belong to the current user.
+     *
+     * @throws PermissionDeniedException if another user owns it
+     */
+    public static void checkOwnedByCurrentUser(Path dir) throws IOException {
+        UserPrincipal owner = Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS);
+        String me = System.getProperty("user.name");
+        if (!owner.getName().equals(me)) {
+            throw new PermissionDeniedException(dir + " belongs to user '" + owner.getName() + "', not to '" + me
+                    + "'; connect only to producers you started, or pass a directory of your own");
+        }
+    }
+
+    private static void ensurePrivateDirectory(Path dir, boolean isProducerDir) throws IOException {
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+            try {
+                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                // another producer created it at the same moment; the checks below still apply
+            }
+            return;
+        }
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IOException(dir + " exists and is not a directory");
+        }
+        if (!isProducerDir && !dir.getFileName().toString().startsWith("tensorsocket-")) {
+            return; // a parent the user chose (e.g. /tmp): not ours to police
+        }
+        checkOwnedByCurrentUser(dir);
+        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS);
+        if (!perms.equals(PRIVATE_DIR)) {
+            Files.setPosixFilePermissions(dir, PRIVATE_DIR);
+        }
+    }
+
+    /** Names of producer directories under the base directory whose producer is alive. */
+    public static List<String> liveProducers() {
+        List<String> live = new ArrayList<>();
+        Path base = baseDirectory();
+        if (!Files.isDirectory(base)) {
+            return live;
+        }
+        try (Stream<Path> s = Files.list(base)) {
+            for (Path p : s.sorted().toList()) {
+                if (Files.exists(p.resolve(SOCKET_FILE)) && isLocked(p)) {
+                    live.add(p.getFileName().toString());
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return live;
+    }
+
+    /** Whether a live producer holds {@code dir}'s lock. */
+    public static boolean isLocked(Path dir) {
+        if (HELD.contains(dir.toAbsolutePath().normalize())) {
+            return true;
+        }
+        Path lockFile = dir.resolve(LOCK_FILE);
+        if (!Files.exists(lockFile)) {
+            return false;
+        }
+        try (FileChannel ch = FileChannel.open(lockFile, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            FileLock l = ch.tryLock();
+            if (l == null) {
+                return true;
+            }
+            l.release();
+            return false;
+        } catch (OverlappingFileLockException e) {
+            return true; // held by this very JVM
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    public Path path() {
+        return dir;
+    }
+
+    public Path socketPath() {
+        return dir.resolve(SOCKET_FILE);
+    }
+
+    public Path arenaPath() {
+        return dir.resolve(ARENA_FILE);
+    }
+
+    /** Removes the producer's files and the directory, then drops the lock. */
+    @Override
+    public void close() {
+        try {
+            Files.deleteIfExists(socketPath());
+            Files.deleteIfExists(arenaPath());
+            Files.deleteIfExists(dir.resolve(LOCK_FILE));
+            lock.release();
+            lockChannel.close();
+            HELD.remove(dir);
+            try {
+                Files.deleteIfExists(dir);
+            } catch (java.nio.file.DirectoryNotEmptyException e) {
+                log.debug("{} holds files of someone else; left in place", dir);
+            }
+        } catch (IOException e) {
+            log.warn("could not remove {}: {}", dir, e.toString());
+        }
+    }
+}

@@ -1,0 +1,114 @@
+package io.tensorsocket.arena;
+
+import io.tensorsocket.ProtocolException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+
+/**
+ * One mapping of an arena file (see {@link ArenaLayout} for what is in it). The producer creates the
+ * file and maps it read-write; consumers map it read-only. The mapping is made once per process and
+ * pre-touched, because first access to a fresh mapping is what costs here; slots are reused for the
+ * producer's whole life.
+ */
+public final class SharedArena implements AutoCloseable {
+    private final ArenaLayout layout;
+    private final Arena scope;
+    private final MemorySegment segment;
+
+    private SharedArena(ArenaLayout layout, Arena scope, MemorySegment segment) {
+        this.layout = layout;
+        this.scope = scope;
+        this.segment = segment;
+    }
+
+    /** Creates, sizes, maps and pre-touches the arena file of a producer; the file is 0600. */
+    public static SharedArena create(Path file, ArenaLayout layout, long sessionId, long pid) throws IOException {
+        Files.deleteIfExists(file);
+        Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Arena scope = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.truncate(layout.fileBytes());
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.fileBytes(), scope);
+            // Writing every page now moves the page-fault cost out of the first epoch.
+            seg.fill((byte) 0);
+            layout.writeHeader(seg, sessionId, pid);
+            return new SharedArena(layout, scope, seg);
+        } catch (IOException | RuntimeException e) {
+            scope.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Maps an existing arena read-only, checks its header against what the producer announced and
+     * pre-touches it.
+     *
+     * @throws ProtocolException if the file is not the arena the producer announced
+     */
+    public static SharedArena openReadOnly(Path file, ArenaLayout layout, long sessionId) throws IOException {
+        Arena scope = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size < layout.fileBytes()) {
+                throw new ProtocolException("arena " + file + " is " + size + " bytes but the producer announced "
+                        + layout.fileBytes() + "; is another producer using this directory?");
+            }
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, layout.fileBytes(), scope).asReadOnly();
+            String problem = layout.verifyHeader(seg, sessionId);
+            if (problem != null) {
+                throw new ProtocolException("arena " + file + " does not match the producer's announcement: " + problem);
+            }
+            pretouch(seg);
+            return new SharedArena(layout, scope, seg);
+        } catch (IOException | RuntimeException e) {
+            scope.close();
+            throw e;
+        }
+    }
+
+    private static volatile long sink;
+
+    private static void pretouch(MemorySegment seg) {
+        long acc = 0;
+        for (long off = 0; off < seg.byteSize(); off += ArenaLayout.PAGE) {
+            acc += seg.get(ValueLayout.JAVA_BYTE, off);
+        }
+        sink = acc;
+    }
+
+    public ArenaLayout layout() {
+        return layout;
+    }
+
+    /** The whole mapping. */
+    public MemorySegment segment() {
+        return segment;
+    }
+
+    /** Slot {@code slot}'s bytes. */
+    public MemorySegment slot(int slot) {
+        if (slot < 0 || slot >= layout.slotCount()) {
+            throw new ProtocolException("slot " + slot + " outside the arena's " + layout.slotCount() + " slots");
+        }
+        return segment.asSlice(layout.slotOffset(slot), layout.slotBytes());
+    }
+
+    /** The region of tensor {@code tensor} in slot {@code slot}, for a full batch. */
+    public MemorySegment region(int slot, int tensor) {
+        return slot(slot).asSlice(layout.regionOffset(tensor), layout.regionBytes(tensor));
+    }
+
+    /** Unmaps. Views into the mapping must no longer be used (their batches are closed first). */
+    @Override
+    public void close() {
+        scope.close();
+    }
+}

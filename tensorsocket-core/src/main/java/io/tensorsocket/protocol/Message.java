@@ -1,0 +1,79 @@
+package io.tensorsocket.protocol;
+
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorSpec;
+
+import java.util.List;
+
+/**
+ * The control messages. Their bytes are defined in {@link WireFormat}; nothing else encodes them.
+ */
+public sealed interface Message {
+
+    /** Consumer to producer, first message: what the consumer wants. */
+    record Hello(int batchSize, boolean dropLast, long pid, String client) implements Message {
+    }
+
+    /** Producer to consumer, answer to {@link Hello}: where the data is and where the consumer starts. */
+    record Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
+                   int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
+                   StartMode startMode, long startEpoch, long startSample, String source) implements Message {
+        public Welcome {
+            tensors = List.copyOf(tensors);
+        }
+    }
+
+    /** Producer to consumer: batch {@code seq} of the stream sits in {@code slot}. */
+    record BatchReady(long seq, int slot, long epoch, long index, long sampleStart, int samples) implements Message {
+    }
+
+    /** Consumer to producer: the consumer no longer reads batch {@code seq}. */
+    record Release(long seq) implements Message {
+    }
+
+    /** Producer to consumer: producer epoch {@code epoch} ended after {@code batches} batches. */
+    record EpochEnd(long epoch, long batches, long samples) implements Message {
+    }
+
+    /** Producer to consumer: the producer ran its last epoch; no batch follows. */
+    record EndOfStream(long epochs) implements Message {
+    }
+
+    /** Either side: something went wrong; the sender closes the connection after it. */
+    record Error(ErrorCode code, String message) implements Message {
+    }
+
+    /** Consumer to producer: orderly goodbye; everything the consumer held is released. */
+    record Bye() implements Message {
+    }
+
+    /** Why an {@link Error} was sent. Codes are wire values and never change. */
+    enum ErrorCode {
+        VERSION_MISMATCH(1),
+        BAD_FRAME(2),
+        BAD_REQUEST(3),
+        EVICTED(4),
+        LOADER_FAILED(5),
+        PRODUCER_CLOSED(6),
+        INTERNAL(7);
+
+        private final int code;
+
+        ErrorCode(int code) {
+            this.code = code;
+        }
+
+        public int code() {
+            return code;
+        }
+
+        public static ErrorCode fromCode(int code) {
+            for (ErrorCode c : values()) {
+                if (c.code == code) {
+                    return c;
+                }
+            }
+            return INTERNAL;
+        }
+    }
+}

@@ -1,0 +1,280 @@
+package io.tensorsocket.protocol;
+
+import io.tensorsocket.DType;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.TensorSpec;
+
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The control protocol's bytes: the one place they are defined. Every integer is little-endian.
+ *
+ * <pre>
+ * frame:
+ *   0        4         6      7      8               12
+ *   ┌────────┬─────────┬──────┬──────┬───────────────┬──────────────────────────┐
+ *   │ magic  │ version │ type │  0   │ payload bytes │ payload                  │
+ *   │ u32    │ u16     │ u8   │ u8   │ u32 ≤ 65536   │                          │
+ *   └────────┴─────────┴──────┴──────┴───────────────┴──────────────────────────┘
+ *   magic = "TSKT"; version = {@value #VERSION}. The header and the ERROR payload keep this form in
+ *   every version, so peers of different versions can always tell each other so.
+ *
+ * payloads (str = u16 byte count + UTF-8, at most 4096 bytes; bool = u8 0 or 1):
+ *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client
+ *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
+ *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
+ *                  u8 startMode (0 epoch start, 1 rolling), i64 startEpoch, i64 startSample, str source,
+ *                  u16 tensorCount, then per tensor: str name, u8 dtype, u8 rank, rank × i64 sampleDims
+ *   3 BATCH        i64 seq, i32 slot, i64 epoch, i64 index, i64 sampleStart, i32 samples
+ *   4 RELEASE      i64 seq
+ *   5 EPOCH_END    i64 epoch, i64 batches, i64 samples
+ *   6 END          i64 epochs
+ *   7 ERROR        i32 code, str message
+ *   8 BYE          (empty)
+ * </pre>
+ *
+ * A decoder never trusts a length: the payload length is bounded before anything is read, and every
+ * count and string is checked against the bytes that are actually there.
+ */
+public final class WireFormat {
+    public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
+    public static final int VERSION = 1;
+    public static final int HEADER_BYTES = 12;
+    public static final int MAX_PAYLOAD = 65536;
+    public static final int MAX_STRING = 4096;
+    static final int MAX_TENSORS = 256;
+
+    static final int HELLO = 1;
+    static final int WELCOME = 2;
+    static final int BATCH = 3;
+    static final int RELEASE = 4;
+    static final int EPOCH_END = 5;
+    static final int END = 6;
+    static final int ERROR = 7;
+    static final int BYE = 8;
+
+    private WireFormat() {
+    }
+
+    /** Header fields of a frame, after validation. */
+    public record Header(int version, int type, int payloadBytes) {
+    }
+
+    /**
+     * Validates a frame header.
+     *
+     * @throws ProtocolException for a wrong magic, an oversized payload or an unknown type; a frame of
+     *                           another version passes, so the caller can answer with VERSION_MISMATCH
+     */
+    public static Header decodeHeader(ByteBuffer b) {
+        b.order(ByteOrder.LITTLE_ENDIAN);
+        int magic = b.getInt();
+        if (magic != MAGIC) {
+            throw new ProtocolException(String.format("not a TensorSocket frame (magic 0x%08x); is something other than a"
+                    + " TensorSocket peer on this socket?", magic));
+        }
+        int version = Short.toUnsignedInt(b.getShort());
+        int type = Byte.toUnsignedInt(b.get());
+        int reserved = Byte.toUnsignedInt(b.get());
+        long len = Integer.toUnsignedLong(b.getInt());
+        if (len > MAX_PAYLOAD) {
+            throw new ProtocolException("frame claims a payload of " + len + " bytes; the limit is " + MAX_PAYLOAD);
+        }
+        if (version == VERSION && (type < HELLO || type > BYE || reserved != 0)) {
+            throw new ProtocolException("unknown message type " + type);
+        }
+        return new Header(version, type, (int) len);
+    }
+
+    /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
+    public static void encode(Message m, ByteBuffer b) {
+        b.order(ByteOrder.LITTLE_ENDIAN);
+        int start = b.position();
+        b.putInt(MAGIC).putShort((short) VERSION).put((byte) typeOf(m)).put((byte) 0).putInt(0);
+        int payloadStart = b.position();
+        switch (m) {
+            case Message.Hello h -> {
+                b.putInt(h.batchSize()).put(bool(h.dropLast())).putLong(h.pid());
+                putString(b, h.client());
+            }
+            case Message.Welcome w -> {
+                b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
+                putString(b, w.arenaPath());
+                b.putInt(w.slotCount()).putLong(w.slotBytes()).putInt(w.producerBatchSize())
+                        .putLong(w.samplesPerEpoch()).putLong(w.epochs()).put((byte) w.startMode().ordinal())
+                        .putLong(w.startEpoch()).putLong(w.startSample());
+                putString(b, w.source());
+                b.putShort((short) w.tensors().size());
+                for (TensorSpec t : w.tensors()) {
+                    putString(b, t.name());
+                    long[] dims = t.sampleShape();
+                    b.put((byte) t.dtype().code()).put((byte) dims.length);
+                    for (long d : dims) {
+                        b.putLong(d);
+                    }
+                }
+            }
+            case Message.BatchReady r -> b.putLong(r.seq()).putInt(r.slot()).putLong(r.epoch()).putLong(r.index())
+                    .putLong(r.sampleStart()).putInt(r.samples());
+            case Message.Release r -> b.putLong(r.seq());
+            case Message.EpochEnd e -> b.putLong(e.epoch()).putLong(e.batches()).putLong(e.samples());
+            case Message.EndOfStream e -> b.putLong(e.epochs());
+            case Message.Error e -> {
+                b.putInt(e.code().code());
+                putString(b, truncate(e.message()));
+            }
+            case Message.Bye ignored -> {
+            }
+        }
+        b.putInt(start + 8, b.position() - payloadStart);
+    }
+
+    /** The encoded frame of {@code m}, in a new buffer ready to be written. */
+    public static ByteBuffer encode(Message m) {
+        ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES + MAX_PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+        encode(m, b);
+        return b.flip();
+    }
+
+    /**
+     * Decodes a payload of the current version.
+     *
+     * @throws ProtocolException if the payload is truncated, has trailing bytes, or holds an invalid value
+     */
+    public static Message decodePayload(int type, ByteBuffer p) {
+        p.order(ByteOrder.LITTLE_ENDIAN);
+        try {
+            Message m = switch (type) {
+                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p));
+                case WELCOME -> decodeWelcome(p);
+                case BATCH -> new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
+                case RELEASE -> new Message.Release(p.getLong());
+                case EPOCH_END -> new Message.EpochEnd(p.getLong(), p.getLong(), p.getLong());
+                case END -> new Message.EndOfStream(p.getLong());
+                case ERROR -> new Message.Error(Message.ErrorCode.fromCode(p.getInt()), getString(p));
+                case BYE -> new Message.Bye();
+                default -> throw new ProtocolException("unknown message type " + type);
+            };
+            if (p.hasRemaining()) {
+                throw new ProtocolException("message type " + type + " has " + p.remaining() + " unexpected trailing bytes");
+            }
+            return m;
+        } catch (BufferUnderflowException e) {
+            throw new ProtocolException("message type " + type + " is truncated");
+        }
+    }
+
+    /** Decodes an ERROR payload of any version (its form never changes), or null if it is not one. */
+    public static Message.Error decodeAnyVersionError(int type, ByteBuffer p) {
+        if (type != ERROR) {
+            return null;
+        }
+        try {
+            p.order(ByteOrder.LITTLE_ENDIAN);
+            return new Message.Error(Message.ErrorCode.fromCode(p.getInt()), getString(p));
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static Message.Welcome decodeWelcome(ByteBuffer p) {
+        long session = p.getLong();
+        int consumerId = p.getInt();
+        long pid = p.getLong();
+        String arena = getString(p);
+        int slotCount = p.getInt();
+        long slotBytes = p.getLong();
+        int batchSize = p.getInt();
+        long samples = p.getLong();
+        long epochs = p.getLong();
+        int mode = Byte.toUnsignedInt(p.get());
+        long startEpoch = p.getLong();
+        long startSample = p.getLong();
+        String source = getString(p);
+        int count = Short.toUnsignedInt(p.getShort());
+        if (slotCount < 1 || slotBytes < 1 || batchSize < 1 || samples < 0 || epochs < 0 || startEpoch < 0
+                || startSample < 0 || mode > 1 || count < 1 || count > MAX_TENSORS) {
+            throw new ProtocolException("WELCOME holds an invalid value");
+        }
+        List<TensorSpec> tensors = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            String name = getString(p);
+            int dtype = Byte.toUnsignedInt(p.get());
+            int rank = Byte.toUnsignedInt(p.get());
+            if (rank > 16) {
+                throw new ProtocolException("WELCOME tensor '" + name + "' has rank " + rank);
+            }
+            long[] dims = new long[rank];
+            for (int d = 0; d < rank; d++) {
+                dims[d] = p.getLong();
+            }
+            try {
+                tensors.add(new TensorSpec(name, DType.fromCode(dtype), dims));
+            } catch (IllegalArgumentException | ArithmeticException e) {
+                throw new ProtocolException("WELCOME tensor '" + name + "' is invalid: " + e.getMessage());
+            }
+        }
+        return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
+                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source);
+    }
+
+    private static int typeOf(Message m) {
+        return switch (m) {
+            case Message.Hello h -> HELLO;
+            case Message.Welcome w -> WELCOME;
+            case Message.BatchReady r -> BATCH;
+            case Message.Release r -> RELEASE;
+            case Message.EpochEnd e -> EPOCH_END;
+            case Message.EndOfStream e -> END;
+            case Message.Error e -> ERROR;
+            case Message.Bye b -> BYE;
+        };
+    }
+
+    private static byte bool(boolean v) {
+        return (byte) (v ? 1 : 0);
+    }
+
+    private static boolean getBool(ByteBuffer p) {
+        int v = Byte.toUnsignedInt(p.get());
+        if (v > 1) {
+            throw new ProtocolException("boolean field holds " + v);
+        }
+        return v == 1;
+    }
+
+    private static String truncate(String s) {
+        return s.length() > MAX_STRING / 4 ? s.substring(0, MAX_STRING / 4) : s;
+    }
+
+    private static void putString(ByteBuffer b, String s) {
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_STRING) {
+            throw new IllegalArgumentException("string of " + bytes.length + " bytes exceeds the protocol's " + MAX_STRING);
+        }
+        b.putShort((short) bytes.length).put(bytes);
+    }
+
+    private static String getString(ByteBuffer p) {
+        int len = Short.toUnsignedInt(p.getShort());
+        if (len > MAX_STRING || len > p.remaining()) {
+            throw new ProtocolException("string of " + len + " bytes where " + Math.min(p.remaining(), MAX_STRING)
+                    + " are allowed");
+        }
+        ByteBuffer slice = p.slice(p.position(), len);
+        p.position(p.position() + len);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(slice).toString();
+        } catch (CharacterCodingException e) {
+            throw new ProtocolException("string is not valid UTF-8");
+        }
+    }
+}

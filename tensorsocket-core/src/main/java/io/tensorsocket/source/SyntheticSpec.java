@@ -1,0 +1,203 @@
+package io.tensorsocket.source;
+
+import io.tensorsocket.DType;
+import io.tensorsocket.Tensor;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * Parameters of the synthetic data set and the function that generates it: the content of every
+ * sample is a deterministic function of (seed, sample id), so a consumer that knows the parameters can
+ * check every byte it receives.
+ *
+ * <p>Written as {@code samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]}.
+ */
+public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, int classes) {
+    /** Prefix of a synthetic source's description. */
+    public static final String PREFIX = "synthetic:";
+
+    public SyntheticSpec {
+        if (samples < 1) {
+            throw new IllegalArgumentException("synthetic samples must be at least 1, got " + samples);
+        }
+        if (samples > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("synthetic samples must be at most " + Integer.MAX_VALUE);
+        }
+        shape = shape.clone();
+        Tensor.numel(shape);
+        if (classes < 1) {
+            throw new IllegalArgumentException("synthetic classes must be at least 1, got " + classes);
+        }
+    }
+
+    /**
+     * Parses {@code samples=S,shape=AxBxC,dtype=T,seed=K[,classes=C]}; {@code shape}, {@code dtype},
+     * {@code seed} and {@code classes} default to 3x32x32, float32, 0 and 10.
+     *
+     * @throws IllegalArgumentException naming the bad part
+     */
+    public static SyntheticSpec parse(String text) {
+        String t = text.startsWith(PREFIX) ? text.substring(PREFIX.length()) : text;
+        Map<String, String> kv = new LinkedHashMap<>();
+        for (String part : t.split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            int eq = part.indexOf('=');
+            if (eq < 1) {
+                throw new IllegalArgumentException("synthetic parameter '" + part + "' is not key=value");
+            }
+            kv.put(part.substring(0, eq).trim().toLowerCase(Locale.ROOT), part.substring(eq + 1).trim());
+        }
+        for (String k : kv.keySet()) {
+            if (!k.equals("samples") && !k.equals("shape") && !k.equals("dtype") && !k.equals("seed") && !k.equals("classes")) {
+                throw new IllegalArgumentException("unknown synthetic parameter '" + k + "': use samples, shape, dtype, seed, classes");
+            }
+        }
+        if (!kv.containsKey("samples")) {
+            throw new IllegalArgumentException("synthetic data needs samples=N");
+        }
+        try {
+            long samples = Long.parseLong(kv.get("samples"));
+            long[] shape = Arrays.stream(kv.getOrDefault("shape", "3x32x32").split("x")).mapToLong(Long::parseLong).toArray();
+            DType dtype = DType.parse(kv.getOrDefault("dtype", "float32"));
+            long seed = Long.parseLong(kv.getOrDefault("seed", "0"));
+            int classes = Integer.parseInt(kv.getOrDefault("classes", "10"));
+            return new SyntheticSpec(samples, shape, dtype, seed, classes);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("synthetic parameters '" + text + "' hold a non-number: " + e.getMessage());
+        }
+    }
+
+    /** The text form, as {@link #parse(String)} reads it, with the description prefix. */
+    public String format() {
+        StringBuilder s = new StringBuilder();
+        for (int i = 0; i < shape.length; i++) {
+            s.append(i == 0 ? "" : "x").append(shape[i]);
+        }
+        return PREFIX + "samples=" + samples + ",shape=" + s + ",dtype=" + dtype.lowerName() + ",seed=" + seed
+                + ",classes=" + classes;
+    }
+
+    @Override
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /** Bytes of one sample's data tensor. */
+    public long sampleBytes() {
+        return Tensor.numel(shape) * dtype.byteSize();
+    }
+
+    /** The label of sample {@code id}. */
+    public long label(long id) {
+        return Long.remainderUnsigned(mix(seed ^ 0x5DEECE66DL, id), classes);
+    }
+
+    /** The order of sample ids in epoch {@code epoch}: a permutation of {@code [0, samples)}. */
+    public int[] order(long epoch) {
+        int n = (int) samples;
+        int[] ids = new int[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = i;
+        }
+        SplittableRandom r = new SplittableRandom(mix(seed, epoch + 0x9E3779B97F4A7C15L));
+        for (int i = n - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            int tmp = ids[i];
+            ids[i] = ids[j];
+            ids[j] = tmp;
+        }
+        return ids;
+    }
+
+    /** Writes sample {@code id}'s data into {@code dst} ({@link #sampleBytes()} bytes). */
+    public void fill(long id, MemorySegment dst) {
+        long state = mix(seed, id);
+        long n = Tensor.numel(shape);
+        switch (dtype) {
+            case FLOAT32 -> {
+                for (long i = 0; i < n; i++) {
+                    state += GOLDEN;
+                    dst.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, unit(state));
+                }
+            }
+            case FLOAT64 -> {
+                for (long i = 0; i < n; i++) {
+                    state += GOLDEN;
+                    dst.setAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i, (finish(state) >>> 11) * 0x1.0p-53);
+                }
+            }
+            case FLOAT16 -> {
+                for (long i = 0; i < n; i++) {
+                    state += GOLDEN;
+                    dst.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16(unit(state)));
+                }
+            }
+            case BFLOAT16 -> {
+                for (long i = 0; i < n; i++) {
+                    state += GOLDEN;
+                    dst.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (Float.floatToRawIntBits(unit(state)) >>> 16));
+                }
+            }
+            case BOOL -> {
+                for (long i = 0; i < n; i++) {
+                    state += GOLDEN;
+                    dst.set(ValueLayout.JAVA_BYTE, i, (byte) (finish(state) & 1));
+                }
+            }
+            default -> {
+                // integer types: raw random bits, eight bytes at a time
+                long bytes = n * dtype.byteSize();
+                long i = 0;
+                for (; i + 8 <= bytes; i += 8) {
+                    state += GOLDEN;
+                    dst.set(ValueLayout.JAVA_LONG_UNALIGNED, i, finish(state));
+                }
+                state += GOLDEN;
+                long last = finish(state);
+                for (; i < bytes; i++, last >>>= 8) {
+                    dst.set(ValueLayout.JAVA_BYTE, i, (byte) last);
+                }
+            }
+        }
+    }
+
+    private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+
+    private static float unit(long state) {
+        return (finish(state) >>> 40) * 0x1.0p-24f;
+    }
+
+    private static long finish(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+
+    static long mix(long a, long b) {
+        return finish(finish(a + GOLDEN) ^ (b * GOLDEN + 0x632BE59BD9B4E019L));
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof SyntheticSpec s && s.samples == samples && Arrays.equals(s.shape, shape) && s.dtype == dtype
+                && s.seed == seed && s.classes == classes;
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(samples * 31 + seed) ^ Arrays.hashCode(shape) ^ dtype.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return format();
+    }
+}
