@@ -1,0 +1,43 @@
+package io.tensorsocket;
+
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+
+import java.io.IOException;
+import java.util.ArrayDeque;
+
+/**
+ * The producer's view of one attached consumer: its connection, what it asked for and which batches it
+ * still holds. Mutated only under the producer's lock.
+ */
+final class ConsumerSession {
+    final int id;
+    final MessageChannel channel;
+    final Message.Hello hello;
+    /** Sequence numbers sent and not yet released, oldest first (releases arrive in order). */
+    final ArrayDeque<Long> held = new ArrayDeque<>();
+    final long joinedNanos = System.nanoTime();
+    long batchesSent;
+    long releases;
+    boolean attached = true;
+
+    ConsumerSession(int id, MessageChannel channel, Message.Hello hello) {
+        this.id = id;
+        this.channel = channel;
+        this.hello = hello;
+    }
+
+    /** Sends, reporting failure instead of throwing: a broken connection is dealt with by its reader. */
+    boolean send(Message m) {
+        try {
+            channel.send(m);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    String describe() {
+        return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize() + ")";
+    }
+}

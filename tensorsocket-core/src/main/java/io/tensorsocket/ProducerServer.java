@@ -1,0 +1,188 @@
+package io.tensorsocket;
+
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+/**
+ * The producer's control socket: accepts consumers, reads their HELLO (bounded by a timeout), and then
+ * reads their releases until they leave. One virtual thread per connection; a connection that sends
+ * garbage is answered with an error and closed without disturbing anyone else.
+ */
+final class ProducerServer implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(ProducerServer.class);
+
+    private final ServerSocketChannel server;
+    private final ProducerCore core;
+    private final Duration helloTimeout;
+    private final Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate;
+    private final ScheduledExecutorService timer;
+    private final AtomicInteger ids = new AtomicInteger();
+    private final Thread acceptor;
+    private volatile boolean closed;
+
+    ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
+                   Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
+        this.core = core;
+        this.helloTimeout = helloTimeout;
+        this.welcomeTemplate = welcomeTemplate;
+        Files.deleteIfExists(socket);
+        server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(socket));
+        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+        timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tensorsocket-hello-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        acceptor = Thread.ofPlatform().daemon().name("tensorsocket-accept").start(this::acceptLoop);
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            try {
+                SocketChannel ch = server.accept();
+                Thread.ofVirtual().name("tensorsocket-conn").start(() -> serve(new MessageChannel(ch)));
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                if (!closed) {
+                    log.warn("accept failed: {}", e.toString());
+                }
+            }
+        }
+    }
+
+    private void serve(MessageChannel ch) {
+        ScheduledFuture<?> deadline = timer.schedule(ch::close, helloTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        ConsumerSession session = null;
+        try {
+            Message first = ch.read();
+            deadline.cancel(false);
+            if (first == null) {
+                ch.close();
+                return;
+            }
+            if (!(first instanceof Message.Hello hello)) {
+                reject(ch, Message.ErrorCode.BAD_FRAME, "expected HELLO as the first message, got "
+                        + first.getClass().getSimpleName());
+                return;
+            }
+            String problem = checkRequest(hello);
+            if (problem != null) {
+                reject(ch, Message.ErrorCode.BAD_REQUEST, problem);
+                return;
+            }
+            int id = ids.incrementAndGet();
+            session = core.join(id, ch, hello, start -> withConsumer(welcomeTemplate.apply(start), id));
+            if (session == null) {
+                return;
+            }
+            readReleases(session);
+        } catch (ProtocolVersionException e) {
+            reject(ch, Message.ErrorCode.VERSION_MISMATCH, e.getMessage());
+        } catch (ProtocolException e) {
+            log.warn("dropping a connection that sent an invalid frame: {}", e.getMessage());
+            reject(ch, Message.ErrorCode.BAD_FRAME, e.getMessage());
+        } catch (IOException e) {
+            // EOF mid-frame or reset: the peer went away
+            if (session == null) {
+                ch.close();
+            }
+        } finally {
+            deadline.cancel(false);
+            if (session != null) {
+                core.leave(session, "disconnected");
+            }
+        }
+    }
+
+    private void readReleases(ConsumerSession session) throws IOException {
+        while (true) {
+            Message m = session.channel.read();
+            switch (m) {
+                case null -> {
+                    core.leave(session, "connection closed");
+                    return;
+                }
+                case Message.Release r -> {
+                    if (!core.release(session, r.seq())) {
+                        String msg = "released batch " + r.seq() + " which it does not hold";
+                        log.warn("{} {}; disconnecting it", session.describe(), msg);
+                        session.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "you " + msg));
+                        core.leave(session, "protocol violation");
+                        return;
+                    }
+                }
+                case Message.Bye b -> {
+                    core.leave(session, "said goodbye");
+                    return;
+                }
+                default -> {
+                    String msg = "unexpected " + m.getClass().getSimpleName() + " from a consumer";
+                    session.send(new Message.Error(Message.ErrorCode.BAD_FRAME, msg));
+                    core.leave(session, "protocol violation");
+                    return;
+                }
+            }
+        }
+    }
+
+    private String checkRequest(Message.Hello hello) {
+        int b = hello.batchSize();
+        if (b < 1) {
+            return "batch size " + b + " is invalid: a consumer's batch size must be at least 1";
+        }
+        int max = core.maxConsumerBatch();
+        if (b > max) {
+            return "batch size " + b + " needs up to " + core.slotsNeeded(b) + " arena slots at once, more than this producer"
+                    + " can ever hold; use a batch size of at most " + max + ", or restart the producer with a larger arena";
+        }
+        return null;
+    }
+
+    private static Message.Welcome withConsumer(Message.Welcome w, int id) {
+        return new Message.Welcome(w.sessionId(), id, w.producerPid(), w.arenaPath(), w.slotCount(), w.slotBytes(),
+                w.producerBatchSize(), w.tensors(), w.samplesPerEpoch(), w.epochs(), w.startMode(), w.startEpoch(),
+                w.startSample(), w.source());
+    }
+
+    private static void reject(MessageChannel ch, Message.ErrorCode code, String message) {
+        ch.sendQuietly(new Message.Error(code, message));
+        ch.close();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // nothing more to release
+        }
+        timer.shutdownNow();
+        try {
+            acceptor.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

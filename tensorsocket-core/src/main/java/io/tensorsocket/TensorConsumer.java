@@ -1,0 +1,553 @@
+package io.tensorsocket;
+
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.ConnectException;
+import java.net.SocketException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Reads the batches of a running {@link TensorProducer}, at this consumer's own batch size, from shared
+ * memory.
+ *
+ * <pre>{@code
+ * try (TensorConsumer c = TensorConsumer.connect("cifar", ConsumerOptions.batchSize(64))) {
+ *     for (int e = 0; e < 10; e++) {
+ *         for (Batch b : c) train(b.tensor("data"), b.tensor("label"));   // one epoch, then the loop ends
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>Each {@code for} loop over the consumer yields one epoch: every sample exactly once, in the
+ * producer's order, the last short batch included unless {@link ConsumerOptions#dropLast()}. A batch
+ * that lies inside one arena slot is a zero-copy view; one that spans slots is gathered into a buffer
+ * this consumer owns. A batch is valid until the next one is requested or it is closed.
+ *
+ * <p>Not for concurrent iteration: one thread iterates; {@link Batch#close()} may be called from any.
+ */
+public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
+    private final String producer;
+    private final ConsumerOptions options;
+    private final ConsumerLink link;
+    private final Message.Welcome welcome;
+    private final SharedArena arena;
+    private final ArenaLayout layout;
+    private final List<TensorSpec> specs;
+    private final long[] sampleBytes;
+    private final Arena gatherScope;
+    private final MemorySegment[] gather;
+    private final long samplesPerEpoch;
+    private final int batchSize;
+    private final ReentrantLock lock = new ReentrantLock();
+
+    /** Descriptors received and not yet released, in stream order. */
+    private final ArrayDeque<Held> held = new ArrayDeque<>();
+    private long expectedSeq = -1;
+    /** Stream position (epoch × samplesPerEpoch + sample) up to which descriptors have arrived. */
+    private long receivedUpTo;
+    /** Stream position of the next sample to hand out. */
+    private long position;
+    private long epochBase;
+    private long epochNumber;
+    private boolean epochStarted;
+    private long batchIndex;
+    private Batch current;
+    private boolean closed;
+    /** Whether the producer's end-of-stream message was taken from the inbox. */
+    private boolean endSeen;
+
+    private static final class Held {
+        final Message.BatchReady batch;
+        final long start;
+        final long end;
+        long consumed;
+        boolean pinned;
+
+        Held(Message.BatchReady batch, long start) {
+            this.batch = batch;
+            this.start = start;
+            this.end = start + batch.samples();
+            this.consumed = start;
+        }
+    }
+
+    private TensorConsumer(String producer, ConsumerOptions options, ConsumerLink link, Message.Welcome w, SharedArena arena) {
+        this.producer = producer;
+        this.options = options;
+        this.link = link;
+        this.welcome = w;
+        this.arena = arena;
+        this.layout = arena.layout();
+        this.specs = w.tensors();
+        this.samplesPerEpoch = w.samplesPerEpoch();
+        this.batchSize = options.batchSize();
+        this.sampleBytes = specs.stream().mapToLong(TensorSpec::sampleBytes).toArray();
+        this.gatherScope = Arena.ofShared();
+        this.gather = new MemorySegment[specs.size()];
+        for (int t = 0; t < gather.length; t++) {
+            gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);
+            gather[t].fill((byte) 0); // pre-touch: first use of fresh memory is what costs here
+        }
+        this.epochBase = w.startEpoch() * samplesPerEpoch + w.startSample();
+        this.position = epochBase;
+        this.receivedUpTo = epochBase;
+        this.epochNumber = w.startEpoch();
+    }
+
+    /** Connects to the producer called {@code name} (see {@link TensorProducer.Builder#name(String)}). */
+    public static TensorConsumer connect(String name, ConsumerOptions options) {
+        return connect(ProducerDirectory.forName(name), name, options);
+    }
+
+    /** Connects to the producer whose directory is {@code directory}. */
+    public static TensorConsumer connect(Path directory, ConsumerOptions options) {
+        return connect(directory, directory.getFileName().toString(), options);
+    }
+
+    private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
+        if (!Files.isDirectory(dir)) {
+            throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
+                    + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
+        }
+        try {
+            ProducerDirectory.checkOwnedByCurrentUser(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
+        SocketChannel ch;
+        try {
+            ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        try {
+            ch.connect(UnixDomainSocketAddress.of(socket));
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw connectFailure(name, dir, socket, e);
+        }
+        MessageChannel mc = new MessageChannel(ch);
+        ConsumerLink link = new ConsumerLink(mc, name);
+        SharedArena arena = null;
+        try {
+            mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
+                    ProcessHandle.current().info().command().orElse("java")));
+            Message first = link.take(options.connectTimeout().toNanos(), "the answer to HELLO");
+            if (!(first instanceof Message.Welcome w)) {
+                throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
+            }
+            link.producerPid(w.producerPid());
+            ArenaLayout layout = ArenaLayout.of(new BatchLayout(w.tensors(), w.producerBatchSize()), w.slotCount());
+            Path arenaPath = dir.resolve(ProducerDirectory.ARENA_FILE);
+            if (!Path.of(w.arenaPath()).toAbsolutePath().normalize().equals(arenaPath.toAbsolutePath().normalize())) {
+                throw new ProtocolException("producer '" + name + "' announced arena " + w.arenaPath() + " outside its directory " + dir);
+            }
+            if (layout.slotBytes() != w.slotBytes()) {
+                throw new ProtocolException("producer '" + name + "' announced " + w.slotBytes() + "-byte slots where its layout needs "
+                        + layout.slotBytes());
+            }
+            arena = SharedArena.openReadOnly(arenaPath, layout, w.sessionId());
+            return new TensorConsumer(name, options, link, w, arena);
+        } catch (IOException e) {
+            link.close();
+            if (arena != null) {
+                arena.close();
+            }
+            if (e instanceof NoSuchFileException) {
+                throw new ProducerGoneException("producer '" + name + "' went away while this consumer connected", e);
+            }
+            throw new UncheckedIOException(e);
+        } catch (RuntimeException e) {
+            link.close();
+            if (arena != null) {
+                arena.close();
+            }
+            throw e;
+        }
+    }
+
+    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e) {
+        String msg = String.valueOf(e.getMessage());
+        if (msg.contains("Permission denied")) {
+            return new PermissionDeniedException("not allowed to connect to producer '" + name + "' (" + socket
+                    + "); it belongs to another user or its permissions exclude you");
+        }
+        if (e instanceof ConnectException || e instanceof SocketException) {
+            if (!Files.exists(socket)) {
+                return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
+                        + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
+            }
+            return new ProducerNotFoundException("producer '" + name + "' is not running (" + socket + " is left over from a"
+                    + " producer that died); start it again, or remove the leftovers with: tensorsocket clean");
+        }
+        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + ": " + msg);
+    }
+
+    private static void closeQuietly(SocketChannel ch) {
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // nothing to report about a socket that never connected
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ info
+
+    /** Batches in one epoch at this consumer's batch size. */
+    public long size() {
+        return options.dropLast() ? samplesPerEpoch / batchSize : (samplesPerEpoch + batchSize - 1) / batchSize;
+    }
+
+    /** Samples in one epoch. */
+    public long samplesPerEpoch() {
+        return samplesPerEpoch;
+    }
+
+    /** This consumer's batch size. */
+    public int batchSize() {
+        return batchSize;
+    }
+
+    /** The producer's (loader's) batch size. */
+    public int producerBatchSize() {
+        return welcome.producerBatchSize();
+    }
+
+    /**
+     * The epoch being iterated, or about to be: the producer's epoch number for a consumer that started at
+     * an epoch start; for a rolling consumer, the producer epoch it joined in, plus one per finished epoch.
+     */
+    public long epoch() {
+        return epochNumber;
+    }
+
+    /** Whether this consumer started at an epoch start or mid-epoch. */
+    public StartMode startMode() {
+        return welcome.startMode();
+    }
+
+    /** The producer epoch in which this consumer's first epoch begins. */
+    public long startEpoch() {
+        return welcome.startEpoch();
+    }
+
+    /** The sample position, in {@link #startEpoch()}, where this consumer's first epoch begins (0 at an epoch start). */
+    public long startSample() {
+        return welcome.startSample();
+    }
+
+    /**
+     * Position in the producer's stream (producer epoch × samples per epoch + sample) of a batch's first
+     * sample: where the producer emitted it.
+     */
+    public long streamPosition(Batch batch) {
+        return welcome.startEpoch() * samplesPerEpoch + welcome.startSample()
+                + (batch.epoch() - welcome.startEpoch()) * samplesPerEpoch + batch.sampleStart();
+    }
+
+    /** Tensors of every batch, in order, with their per-sample shapes. */
+    public List<TensorSpec> tensors() {
+        return specs;
+    }
+
+    /** The source's description as the producer gave it (for a synthetic source, its parameters). */
+    public String sourceDescription() {
+        return welcome.source();
+    }
+
+    /** Epochs the producer runs (0 = unbounded). */
+    public long producerEpochs() {
+        return welcome.epochs();
+    }
+
+    /** Whether the producer's stream has ended and every batch of it was handed out. */
+    public boolean isEndOfStream() {
+        lock.lock();
+        try {
+            if (!closed && !endSeen && link.streamEnded()) {
+                for (Message m = link.poll(); m != null; m = link.poll()) {
+                    handle(m);
+                }
+            }
+            boolean pastLastEpoch = welcome.epochs() > 0 && position >= welcome.epochs() * samplesPerEpoch;
+            return pastLastEpoch || (endSeen && position >= receivedUpTo);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ iteration
+
+    /**
+     * Iterates the next epoch. If the previous epoch was left unfinished, its remaining samples are
+     * skipped first.
+     */
+    @Override
+    public Iterator<Batch> iterator() {
+        lock.lock();
+        try {
+            checkOpen();
+            link.check();
+            closeCurrent();
+            if (epochStarted) {
+                skipTo(epochEnd());
+                epochBase += samplesPerEpoch;
+                epochNumber++;
+            }
+            epochStarted = true;
+            batchIndex = 0;
+            return new EpochIterator();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private final class EpochIterator implements Iterator<Batch> {
+        private final long epochBaseAtStart = epochBase;
+
+        @Override
+        public boolean hasNext() {
+            lock.lock();
+            try {
+                checkOpen();
+                if (epochBase != epochBaseAtStart) {
+                    return false; // a newer iterator took over
+                }
+                return nextBatchSize() > 0;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public Batch next() {
+            lock.lock();
+            try {
+                checkOpen();
+                closeCurrent();
+                int n = epochBase == epochBaseAtStart ? nextBatchSize() : 0;
+                if (n == 0) {
+                    throw new NoSuchElementException("epoch " + epochNumber + " has no more batches");
+                }
+                current = assemble(n);
+                return current;
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    private long epochEnd() {
+        return epochBase + samplesPerEpoch;
+    }
+
+    /**
+     * Samples in the next batch of this epoch, waiting for them to arrive; 0 at the end of the epoch
+     * (or of the stream). Skips the short tail when dropping the last batch.
+     */
+    private int nextBatchSize() {
+        link.check();
+        long remaining = epochEnd() - position;
+        if (remaining <= 0) {
+            return 0;
+        }
+        int want = (int) Math.min(batchSize, remaining);
+        long available = awaitReceived(position + want) - position;
+        if (available <= 0 || (options.dropLast() && available < batchSize)) {
+            skipTo(Math.min(epochEnd(), receivedUpTo));
+            return 0;
+        }
+        return (int) Math.min(want, available);
+    }
+
+    /** Receives descriptors until {@code target} is covered or the stream ended; returns what is covered. */
+    private long awaitReceived(long target) {
+        while (receivedUpTo < target) {
+            if (endSeen) {
+                break;
+            }
+            handle(link.take(options.batchTimeout().toNanos(), "batch data"));
+        }
+        return Math.min(target, receivedUpTo);
+    }
+
+    private void handle(Message m) {
+            switch (m) {
+                case Message.BatchReady r -> accept(r);
+                case Message.EpochEnd e -> {
+                    if (e.samples() != samplesPerEpoch) {
+                        throw new ProtocolException("producer '" + producer + "' ended epoch " + e.epoch() + " after "
+                                + e.samples() + " samples, not " + samplesPerEpoch);
+                    }
+                }
+                case Message.EndOfStream e -> endSeen = true;
+                default -> throw new ProtocolException("unexpected " + m.getClass().getSimpleName() + " from producer '"
+                        + producer + "'");
+            }
+    }
+
+    private void accept(Message.BatchReady r) {
+        int B = welcome.producerBatchSize();
+        long start = r.epoch() * samplesPerEpoch + r.sampleStart();
+        if ((expectedSeq >= 0 && r.seq() != expectedSeq) || r.slot() != (int) (r.seq() % layout.slotCount())
+                || r.samples() < 1 || r.samples() > B || r.sampleStart() < 0 || r.sampleStart() + r.samples() > samplesPerEpoch
+                || start != receivedUpTo) {
+            throw new ProtocolException("producer '" + producer + "' sent an inconsistent batch descriptor " + r
+                    + " (expected seq " + expectedSeq + " at stream position " + receivedUpTo + ")");
+        }
+        expectedSeq = r.seq() + 1;
+        held.addLast(new Held(r, start));
+        receivedUpTo = start + r.samples();
+    }
+
+    /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
+    private void skipTo(long target) {
+        if (target <= position) {
+            return;
+        }
+        long covered = awaitReceived(target);
+        for (Held h : held) {
+            if (h.start < covered) {
+                h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+            }
+        }
+        position = Math.max(position, covered);
+        releaseConsumed();
+    }
+
+    private Batch assemble(int n) {
+        long from = position;
+        long to = from + n;
+        Held single = null;
+        for (Held h : held) {
+            if (h.start <= from && to <= h.end) {
+                single = h;
+                break;
+            }
+        }
+        Lease lease = Lease.open("batch " + batchIndex + " of epoch " + epochNumber);
+        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        for (int t = 0; t < specs.size(); t++) {
+            TensorSpec spec = specs.get(t);
+            long sb = sampleBytes[t];
+            MemorySegment view;
+            if (single != null) {
+                view = arena.region(single.batch.slot(), t).asSlice((from - single.start) * sb, n * sb);
+            } else {
+                for (Held h : held) {
+                    long a = Math.max(from, h.start);
+                    long b = Math.min(to, h.end);
+                    if (a < b) {
+                        MemorySegment.copy(arena.region(h.batch.slot(), t), (a - h.start) * sb, gather[t], (a - from) * sb,
+                                (b - a) * sb);
+                    }
+                }
+                view = gather[t].asSlice(0, n * sb);
+            }
+            tensors.put(spec.name(), new Tensor(spec.dtype(), spec.batchShape(n),
+                    view.reinterpret(lease.scope(), null).asReadOnly(), lease));
+        }
+        for (Held h : held) {
+            if (h.start < to) {
+                h.consumed = Math.max(h.consumed, Math.min(h.end, to));
+            }
+        }
+        Held pinned = single;
+        if (pinned != null) {
+            pinned.pinned = true;
+        }
+        Batch batch = new Batch(tensors, epochNumber, batchIndex, from - epochBase, lease,
+                () -> onBatchClosed(pinned));
+        batchIndex++;
+        position = to;
+        releaseConsumed();
+        return batch;
+    }
+
+    private void onBatchClosed(Held pinned) {
+        lock.lock();
+        try {
+            if (pinned != null) {
+                pinned.pinned = false;
+            }
+            if (!closed) {
+                releaseConsumed();
+            }
+        } catch (TensorSocketException e) {
+            // the producer is gone; the next call on the consumer reports it, closing a batch does not
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void releaseConsumed() {
+        while (!held.isEmpty()) {
+            Held h = held.peekFirst();
+            if (h.consumed < h.end || h.pinned) {
+                return;
+            }
+            held.pollFirst();
+            link.send(new Message.Release(h.batch.seq()));
+        }
+    }
+
+    private void closeCurrent() {
+        Batch b = current;
+        current = null;
+        if (b != null) {
+            b.close();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this consumer of producer '" + producer + "' is closed");
+        }
+    }
+
+    /**
+     * Leaves the producer: the current batch is released and the producer frees everything this consumer
+     * held. Idempotent.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            Batch b = current;
+            current = null;
+            closed = true;
+            if (b != null) {
+                b.close();
+            }
+            link.close();
+            arena.close();
+            gatherScope.close();
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,405 @@
+package io.tensorsocket;
+
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.protocol.Message;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs one data loader for many consumers: every batch of the {@link BatchSource} is written once into a
+ * shared-memory arena, and each attached {@link TensorConsumer} reads it from there.
+ *
+ * <pre>{@code
+ * try (TensorProducer p = TensorProducer.builder().name("cifar").source(source).epochs(10).build()) {
+ *     p.run();   // or p.start() to serve in the background
+ * }
+ * }</pre>
+ *
+ * The producer waits (up to the idle timeout) while no consumer is attached, never overwrites a batch a
+ * live consumer has not released, and evicts a consumer that holds up everyone for longer than the
+ * stall timeout. {@link #close()} stops it and removes its files.
+ */
+public final class TensorProducer implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
+
+    private final String name;
+    private final BatchSource source;
+    private final long epochs;
+    private final Duration drainTimeout;
+    private final ProducerDirectory directory;
+    private final SharedArena arena;
+    private final ProducerCore core;
+    private final ProducerServer server;
+    private final CountDownLatch finished = new CountDownLatch(1);
+    private volatile Thread thread;
+    private volatile Throwable failure;
+    private volatile boolean closing;
+
+    private TensorProducer(Builder b) throws IOException {
+        this.source = Objects.requireNonNull(b.source, "source");
+        Path dir = b.directory != null ? b.directory : ProducerDirectory.forName(b.name);
+        this.name = b.name != null ? b.name : dir.getFileName().toString();
+        this.epochs = b.epochs;
+        this.drainTimeout = b.drainTimeout;
+        BatchLayout batch = source.layout();
+        int slots = b.slotCount(batch);
+        ArenaLayout layout = ArenaLayout.of(batch, slots);
+        long sessionId = new SecureRandom().nextLong();
+        long pid = ProcessHandle.current().pid();
+        ProducerDirectory d = ProducerDirectory.claim(dir);
+        SharedArena a = null;
+        try {
+            a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
+            this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
+                    b.stallTimeout, b.idleTimeout, name);
+            String description = source.description();
+            String arenaPath = d.arenaPath().toString();
+            this.server = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
+                    sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
+                    source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), description));
+        } catch (IOException | RuntimeException e) {
+            if (a != null) {
+                a.close();
+            }
+            d.close();
+            throw e;
+        }
+        this.directory = d;
+        this.arena = a;
+        log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
+                source.description(), dir, slots, layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
+    }
+
+    /** A builder; {@link Builder#source(BatchSource)} and a name or directory are required. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Starts serving in a background thread and returns at once. */
+    public TensorProducer start() {
+        synchronized (this) {
+            if (thread != null) {
+                throw new IllegalStateException("producer '" + name + "' was already started");
+            }
+            thread = Thread.ofPlatform().name("tensorsocket-producer-" + name).start(this::loop);
+        }
+        return this;
+    }
+
+    /**
+     * Serves in the calling thread until the last epoch was consumed (or the producer is closed).
+     *
+     * @throws ProducerFailedException       if the source threw
+     * @throws TensorSocketTimeoutException  if no consumer came within the idle timeout
+     */
+    public void run() {
+        synchronized (this) {
+            if (thread != null) {
+                throw new IllegalStateException("producer '" + name + "' was already started");
+            }
+            thread = Thread.currentThread();
+        }
+        loop();
+        rethrowFailure();
+    }
+
+    /**
+     * Waits for a started producer to finish.
+     *
+     * @return false if it was still running after {@code timeout}
+     * @throws ProducerFailedException if the source threw
+     */
+    public boolean await(Duration timeout) throws InterruptedException {
+        if (!finished.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            return false;
+        }
+        rethrowFailure();
+        return true;
+    }
+
+    private void rethrowFailure() {
+        Throwable f = failure;
+        if (f instanceof TensorSocketException e) {
+            throw e;
+        }
+        if (f != null) {
+            throw new ProducerFailedException("producer '" + name + "' failed: " + f, f);
+        }
+    }
+
+    private void loop() {
+        long epoch = 0;
+        try {
+            for (; epochs == 0 || epoch < epochs; epoch++) {
+                try {
+                    source.emitEpoch(epoch, core);
+                } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
+                    throw e;
+                } catch (Throwable t) {
+                    throw new LoaderFailure(epoch, t);
+                }
+                core.endEpoch(epoch);
+            }
+            core.endStream(epoch);
+            log.info("producer '{}' finished {} epochs; waiting up to {} s for consumers to finish", name, epoch,
+                    drainTimeout.toSeconds());
+            core.awaitConsumersGone(drainTimeout);
+        } catch (ProducerCore.Stopped e) {
+            if (!closing) {
+                failure = new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage());
+            }
+        } catch (LoaderFailure e) {
+            String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": " + e.getCause();
+            log.error(msg, e.getCause());
+            failure = new ProducerFailedException(msg, e.getCause());
+            core.shutdown("loader failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
+        } catch (TensorSocketTimeoutException e) {
+            log.warn(e.getMessage());
+            failure = e;
+        } catch (RuntimeException | Error e) {
+            String msg = "producer '" + name + "' failed: " + e;
+            log.error(msg, e);
+            failure = new ProducerFailedException(msg, e);
+            core.shutdown("failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
+        } finally {
+            core.shutdown("finished", null);
+            finished.countDown();
+        }
+    }
+
+    private static final class LoaderFailure extends RuntimeException {
+        final long epoch;
+
+        LoaderFailure(long epoch, Throwable cause) {
+            super(cause);
+            this.epoch = epoch;
+        }
+    }
+
+    /** The producer's name. */
+    public String name() {
+        return name;
+    }
+
+    /** The directory holding the producer's socket and arena. */
+    public Path directory() {
+        return directory.path();
+    }
+
+    /** Consumers attached now. */
+    public int consumerCount() {
+        return core.consumerCount();
+    }
+
+    /** Batches written to the arena so far. */
+    public long batchesPublished() {
+        return core.batchesPublished();
+    }
+
+    /** Whether the producer has stopped serving. */
+    public boolean isFinished() {
+        return finished.getCount() == 0;
+    }
+
+    /**
+     * Stops serving: attached consumers get a {@link ProducerGoneException} on their next call. Removes
+     * the producer's socket, arena and directory. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closing) {
+                return;
+            }
+            closing = true;
+        }
+        core.shutdown("closed", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED,
+                "producer '" + name + "' was closed"));
+        server.close();
+        Thread t = thread;
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                if (!finished.await(10, TimeUnit.SECONDS)) {
+                    log.warn("the source of producer '{}' did not stop within 10 s; closing the arena under it", name);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            source.close();
+        } catch (Exception e) {
+            log.warn("closing the source failed: {}", e.toString());
+        }
+        arena.close();
+        directory.close();
+    }
+
+    /** Options of a producer. */
+    public static final class Builder {
+        private String name;
+        private Path directory;
+        private BatchSource source;
+        private long arenaBytes;
+        private int slots;
+        private int rubberBand = 2;
+        private int claimsAhead = 2;
+        private long epochs = 1;
+        private Duration stallTimeout = Duration.ofSeconds(30);
+        private Duration idleTimeout = Duration.ofMinutes(10);
+        private Duration helloTimeout = Duration.ofSeconds(5);
+        private Duration drainTimeout = Duration.ofSeconds(30);
+
+        private Builder() {
+        }
+
+        /** Producer name; its directory is {@code /dev/shm/tensorsocket-<user>/<name>}. */
+        public Builder name(String name) {
+            ProducerDirectory.checkName(name);
+            this.name = name;
+            return this;
+        }
+
+        /** An explicit directory instead of a name. */
+        public Builder directory(Path directory) {
+            this.directory = directory;
+            return this;
+        }
+
+        public Builder source(BatchSource source) {
+            this.source = source;
+            return this;
+        }
+
+        /** Arena size in MiB; the number of slots is what fits. Default: {@link #slots(int)}'s default. */
+        public Builder arenaMiB(long mib) {
+            if (mib < 1) {
+                throw new IllegalArgumentException("arena size must be at least 1 MiB, got " + mib);
+            }
+            this.arenaBytes = mib << 20;
+            return this;
+        }
+
+        /** Number of batch slots in the arena. Default: rubber band + claims ahead + 4, at least 8. */
+        public Builder slots(int slots) {
+            if (slots < 2) {
+                throw new IllegalArgumentException("an arena needs at least 2 slots, got " + slots);
+            }
+            this.slots = slots;
+            return this;
+        }
+
+        /**
+         * Batches kept after publication so late joiners can still start at the epoch start (default 2).
+         * A consumer that joins while its epoch's first batch is among the last {@code batches}
+         * published starts at the epoch start; later joiners start where the producer is.
+         */
+        public Builder rubberBand(int batches) {
+            if (batches < 0) {
+                throw new IllegalArgumentException("rubber band must be 0 or more batches, got " + batches);
+            }
+            this.rubberBand = batches;
+            return this;
+        }
+
+        /** How many slots a source may claim ahead of publishing (default 2; parallel pipelines use more). */
+        public Builder claimsAhead(int claims) {
+            if (claims < 1) {
+                throw new IllegalArgumentException("claims ahead must be at least 1, got " + claims);
+            }
+            this.claimsAhead = claims;
+            return this;
+        }
+
+        /** Epochs to run; 0 runs until closed. Default 1. */
+        public Builder epochs(long epochs) {
+            if (epochs < 0) {
+                throw new IllegalArgumentException("epochs must be 0 (unbounded) or more, got " + epochs);
+            }
+            this.epochs = epochs;
+            return this;
+        }
+
+        /** How long the producer waits on one consumer's unreleased batch before evicting it (default 30 s). */
+        public Builder stallTimeout(Duration timeout) {
+            this.stallTimeout = positive(timeout, "stall timeout");
+            return this;
+        }
+
+        /** How long the producer waits while no consumer is attached before it stops (default 10 min). */
+        public Builder idleTimeout(Duration timeout) {
+            this.idleTimeout = positive(timeout, "idle timeout");
+            return this;
+        }
+
+        /** How long a new connection may take to say HELLO (default 5 s). */
+        public Builder helloTimeout(Duration timeout) {
+            this.helloTimeout = positive(timeout, "hello timeout");
+            return this;
+        }
+
+        /** After the last epoch, how long to wait for consumers to finish reading (default 30 s). */
+        public Builder drainTimeout(Duration timeout) {
+            this.drainTimeout = Objects.requireNonNull(timeout);
+            return this;
+        }
+
+        private static Duration positive(Duration d, String what) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(what + " must be positive, got " + d);
+            }
+            return d;
+        }
+
+        int slotCount(BatchLayout batch) {
+            int min = Math.max(2, rubberBand + claimsAhead + 1);
+            int n;
+            if (slots > 0) {
+                n = slots;
+            } else if (arenaBytes > 0) {
+                n = (int) Math.min(Integer.MAX_VALUE, ArenaLayout.slotsThatFit(batch, arenaBytes));
+            } else {
+                n = Math.max(8, rubberBand + claimsAhead + 4);
+            }
+            if (n < min) {
+                long slotBytes = ArenaLayout.slotBytesFor(batch);
+                long neededMiB = (ArenaLayout.HEADER_BYTES + slotBytes * min + (1 << 20) - 1) >> 20;
+                throw new IllegalArgumentException("the arena holds " + n + " slots of " + (slotBytes >> 10)
+                        + " KiB (a batch of " + batch.batchSize() + " samples); this producer needs at least " + min
+                        + " (rubber band " + rubberBand + " + claims ahead " + claimsAhead + " + 1): give it at least "
+                        + neededMiB + " MiB or lower the rubber band");
+            }
+            return n;
+        }
+
+        /**
+         * Creates the producer: claims its directory, maps and pre-touches the arena and opens the control
+         * socket. Serving begins with {@link TensorProducer#start()} or {@link TensorProducer#run()}.
+         *
+         * @throws ProducerAlreadyRunningException if a live producer holds the name or directory
+         * @throws PermissionDeniedException       if the directory belongs to another user
+         */
+        public TensorProducer build() {
+            if ((name == null) == (directory == null)) {
+                throw new IllegalArgumentException("give the producer either a name or a directory");
+            }
+            try {
+                return new TensorProducer(this);
+            } catch (IOException e) {
+                throw new UncheckedIOException("could not set up producer '" + (name != null ? name : directory) + "': "
+                        + e.getMessage(), e);
+            }
+        }
+    }
+}
