@@ -47,6 +47,7 @@ final class ProducerCore implements BatchSink {
     private final int claimsAhead;
     private final Duration stallTimeout;
     private final Duration idleTimeout;
+    private final int minConsumers;
     private final String producerName;
 
     private final long[] slotSeq;
@@ -72,7 +73,8 @@ final class ProducerCore implements BatchSink {
     private long totalPublished;
 
     ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
-                 Duration stallTimeout, Duration idleTimeout, String producerName) {
+                 Duration stallTimeout, Duration idleTimeout, int minConsumers, String producerName) {
+        this.minConsumers = minConsumers;
         this.arena = arena;
         this.layout = arena.layout();
         this.samplesPerEpoch = samplesPerEpoch;
@@ -150,8 +152,9 @@ final class ProducerCore implements BatchSink {
         long stalledSince = System.nanoTime();
         while (true) {
             checkOpen();
-            if (consumers.isEmpty()) {
-                awaitConsumer();
+            int needed = totalPublished == 0 && claims.isEmpty() ? minConsumers : 1;
+            if (consumers.size() < needed) {
+                awaitConsumers(needed);
                 stalledSince = System.nanoTime();
                 continue;
             }
@@ -169,19 +172,21 @@ final class ProducerCore implements BatchSink {
         }
     }
 
-    private void awaitConsumer() {
+    private void awaitConsumers(int needed) {
         long deadline = System.nanoTime() + idleTimeout.toNanos();
         if (totalPublished == 0) {
-            log.info("producer '{}' waits for its first consumer (up to {} s)", producerName, idleTimeout.toSeconds());
+            log.info("producer '{}' waits for {} consumer(s) before it starts (up to {} s)", producerName, needed,
+                    idleTimeout.toSeconds());
         } else {
             log.info("no consumer attached; producer '{}' pauses (up to {} s)", producerName, idleTimeout.toSeconds());
         }
-        while (consumers.isEmpty()) {
+        while (consumers.size() < needed) {
             checkOpen();
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                throw new TensorSocketTimeoutException("no consumer attached to producer '" + producerName + "' for "
-                        + idleTimeout.toSeconds() + " s; it stops (raise the idle timeout, --idle-timeout-s, to wait longer)");
+                throw new TensorSocketTimeoutException(consumers.size() + " of the " + needed + " consumer(s) producer '"
+                        + producerName + "' waits for attached within " + idleTimeout.toSeconds()
+                        + " s; it stops (raise the idle timeout, --idle-timeout-s, to wait longer)");
             }
             awaitNanos(left);
         }

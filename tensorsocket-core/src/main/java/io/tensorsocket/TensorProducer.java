@@ -62,7 +62,7 @@ public final class TensorProducer implements AutoCloseable {
         try {
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
-                    b.stallTimeout, b.idleTimeout, name);
+                    b.stallTimeout, b.idleTimeout, b.minConsumers, name);
             String description = source.description();
             String arenaPath = d.arenaPath().toString();
             this.server = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
@@ -260,6 +260,7 @@ public final class TensorProducer implements AutoCloseable {
         private Duration idleTimeout = Duration.ofMinutes(10);
         private Duration helloTimeout = Duration.ofSeconds(5);
         private Duration drainTimeout = Duration.ofSeconds(30);
+        private int minConsumers = 1;
 
         private Builder() {
         }
@@ -291,7 +292,10 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
-        /** Number of batch slots in the arena. Default: rubber band + claims ahead + 4, at least 8. */
+        /**
+         * Number of batch slots in the arena. Default: rubber band + claims ahead + 4, at least 8, and for
+         * small batches as many as fit in 64 MiB, up to 64.
+         */
         public Builder slots(int slots) {
             if (slots < 2) {
                 throw new IllegalArgumentException("an arena needs at least 2 slots, got " + slots);
@@ -349,6 +353,18 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Consumers to wait for before the first batch (default 1), so a sweep of jobs started together all
+         * begin at the first epoch's start. Bounded by the idle timeout.
+         */
+        public Builder minConsumers(int consumers) {
+            if (consumers < 1) {
+                throw new IllegalArgumentException("min consumers must be at least 1, got " + consumers);
+            }
+            this.minConsumers = consumers;
+            return this;
+        }
+
         /** After the last epoch, how long to wait for consumers to finish reading (default 30 s). */
         public Builder drainTimeout(Duration timeout) {
             this.drainTimeout = Objects.requireNonNull(timeout);
@@ -370,7 +386,9 @@ public final class TensorProducer implements AutoCloseable {
             } else if (arenaBytes > 0) {
                 n = (int) Math.min(Integer.MAX_VALUE, ArenaLayout.slotsThatFit(batch, arenaBytes));
             } else {
-                n = Math.max(8, rubberBand + claimsAhead + 4);
+                // Small batches get more slots (up to 64 within 64 MiB), so large consumer batch sizes fit.
+                long cheap = Math.min(64, (64L << 20) / ArenaLayout.slotBytesFor(batch));
+                n = (int) Math.max(Math.max(8, rubberBand + claimsAhead + 4), cheap);
             }
             if (n < min) {
                 long slotBytes = ArenaLayout.slotBytesFor(batch);

@@ -9,6 +9,7 @@ import io.tensorsocket.TensorSpec;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -23,9 +24,19 @@ public final class SyntheticSource implements BatchSource {
 
     private final SyntheticSpec spec;
     private final BatchLayout layout;
+    private final long delayNanos;
 
     public SyntheticSource(SyntheticSpec spec, int batchSize) {
+        this(spec, batchSize, Duration.ZERO);
+    }
+
+    /**
+     * A source that also spends {@code delayPerBatch} on every batch, standing in for an expensive loader
+     * (decoding, augmentation) in demos and tests.
+     */
+    public SyntheticSource(SyntheticSpec spec, int batchSize, Duration delayPerBatch) {
         this.spec = spec;
+        this.delayNanos = delayPerBatch.toNanos();
         this.layout = new BatchLayout(List.of(new TensorSpec(DATA, spec.dtype(), spec.shape()),
                 TensorSpec.of(LABEL, DType.INT64), TensorSpec.of(ID, DType.INT64)), batchSize);
     }
@@ -45,12 +56,15 @@ public final class SyntheticSource implements BatchSource {
     }
 
     @Override
-    public void emitEpoch(long epoch, BatchSink sink) {
+    public void emitEpoch(long epoch, BatchSink sink) throws InterruptedException {
         int[] order = spec.order(epoch);
         int b = layout.batchSize();
         long sampleBytes = spec.sampleBytes();
         for (int start = 0; start < order.length; start += b) {
             int n = Math.min(b, order.length - start);
+            if (delayNanos > 0) {
+                Thread.sleep(Duration.ofNanos(delayNanos));
+            }
             SlotWriter slot = sink.claim();
             MemorySegment data = slot.tensor(0);
             MemorySegment label = slot.tensor(1);

@@ -1,0 +1,106 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.source.SyntheticSpec;
+import io.tensorsocket.source.SyntheticVerifier;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code tensorsocket consume}: reads epochs from a producer and checks every sample of a synthetic
+ * source against the generator, printing one JSON line per epoch.
+ */
+@Command(name = "consume", mixinStandardHelpOptions = true,
+        description = "Consume from a producer, verify every sample, and print one JSON line per epoch.")
+final class ConsumeCommand implements Callable<Integer> {
+
+    @ArgGroup(multiplicity = "1")
+    ServeCommand.Target target;
+
+    @Option(names = "--batch-size", required = true, description = "This consumer's batch size.")
+    int batchSize;
+
+    @Option(names = "--epochs", description = "Epochs to consume (default: until the producer's stream ends).")
+    Long epochs;
+
+    @Option(names = "--drop-last", description = "Drop each epoch's last batch if it is short.")
+    boolean dropLast;
+
+    @Option(names = "--step-ms", defaultValue = "0", description = "Sleep this long per batch, standing in for training.")
+    double stepMs;
+
+    @Option(names = "--connect-timeout-s", defaultValue = "10", description = "Wait this long for the producer's answer.")
+    double connectTimeoutS;
+
+    @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")
+    double batchTimeoutS;
+
+    @Override
+    public Integer call() throws Exception {
+        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
+                .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
+                .withBatchTimeout(ServeCommand.seconds(batchTimeoutS));
+        try (TensorConsumer c = target.name != null ? TensorConsumer.connect(target.name, opts)
+                : TensorConsumer.connect(target.dir, opts)) {
+            String description = c.sourceDescription();
+            if (!description.startsWith(SyntheticSpec.PREFIX)) {
+                throw new IllegalStateException("the producer serves '" + description
+                        + "', not synthetic data; consume can only verify synthetic sources");
+            }
+            SyntheticSpec spec = SyntheticSpec.parse(description);
+            long samplesPerEpoch = c.samplesPerEpoch();
+            long expected = dropLast ? samplesPerEpoch / batchSize * batchSize : samplesPerEpoch;
+            String failure = null;
+            try (SyntheticVerifier v = new SyntheticVerifier(spec)) {
+                for (long e = 0; epochs == null || e < epochs; e++) {
+                    long epoch = -1;
+                    long started = System.nanoTime();
+                    for (Batch b : c) {
+                        epoch = b.epoch();
+                        v.accept(b, c.streamPosition(b));
+                        if (stepMs > 0) {
+                            Thread.sleep((long) stepMs, (int) ((stepMs % 1) * 1e6));
+                        }
+                    }
+                    double seconds = (System.nanoTime() - started) / 1e9;
+                    SyntheticVerifier.EpochCounts counts = v.finishEpoch();
+                    if (counts.samples() == 0 && c.isEndOfStream()) {
+                        break;
+                    }
+                    boolean complete = counts.samples() == expected;
+                    boolean epochStart = c.startMode() == StartMode.EPOCH_START;
+                    System.out.println(Json.object().put("epoch", epoch).put("batches", counts.batches())
+                            .put("samples", counts.samples()).put("expected", expected).put("unique", counts.unique())
+                            .put("duplicates", counts.duplicates()).put("corrupt", counts.corrupt())
+                            .put("out_of_order", counts.outOfOrder()).put("start", c.startMode().label())
+                            .put("complete", complete).put("batch_size", batchSize)
+                            .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9)));
+                    System.out.flush();
+                    if (!counts.intact()) {
+                        failure = "epoch " + epoch + ": " + counts.corrupt() + " corrupt and " + counts.outOfOrder()
+                                + " out-of-order samples";
+                    } else if (epochStart && complete && !counts.exact(samplesPerEpoch) && !dropLast) {
+                        failure = "epoch " + epoch + " delivered " + counts.unique() + " distinct of " + samplesPerEpoch
+                                + " samples with " + counts.duplicates() + " duplicates";
+                    } else if (!complete && !c.isEndOfStream()) {
+                        failure = "epoch " + epoch + " ended after " + counts.samples() + " of " + expected + " samples";
+                    }
+                    if (failure != null || c.isEndOfStream()) {
+                        break;
+                    }
+                }
+            }
+            if (failure != null) {
+                throw new IllegalStateException(failure);
+            }
+        }
+        return 0;
+    }
+}

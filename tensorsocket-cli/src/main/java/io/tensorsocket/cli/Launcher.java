@@ -1,0 +1,21 @@
+package io.tensorsocket.cli;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/** Builds the command line that starts another {@code tensorsocket} JVM like this one. */
+final class Launcher {
+    private Launcher() {
+    }
+
+    static List<String> javaCommand(String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+}

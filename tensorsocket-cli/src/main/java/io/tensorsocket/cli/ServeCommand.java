@@ -1,0 +1,105 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+
+/** {@code tensorsocket serve}: runs a producer until its epochs are done. */
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = "Run a producer: load each batch once into shared memory and serve it to every consumer.")
+final class ServeCommand implements Callable<Integer> {
+
+    @ArgGroup(multiplicity = "1")
+    Target target;
+
+    static final class Target {
+        @Option(names = "--name", description = "Producer name; consumers connect by it.")
+        String name;
+        @Option(names = "--dir", description = "Explicit producer directory instead of a name.")
+        Path dir;
+    }
+
+    @Option(names = "--synthetic", required = true, paramLabel = "SPEC",
+            description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]")
+    String synthetic;
+
+    @Option(names = "--batch-size", required = true, description = "The loader's batch size.")
+    int batchSize;
+
+    @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
+    long epochs;
+
+    @Option(names = "--arena-mb", description = "Arena size in MiB (default: room for 8 batches).")
+    Long arenaMb;
+
+    @Option(names = "--slots", description = "Number of batch slots in the arena (instead of --arena-mb).")
+    Integer slots;
+
+    @Option(names = "--loader-delay-ms", defaultValue = "0",
+            description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
+    double loaderDelayMs;
+
+    @Option(names = "--hello-timeout-s", defaultValue = "5",
+            description = "Drop a connection that has not said HELLO after this long (default ${DEFAULT-VALUE}).")
+    double helloTimeoutS;
+
+    @Option(names = "--rubber-band", defaultValue = "2",
+            description = "Batches kept so late joiners can start at the epoch start (default ${DEFAULT-VALUE}).")
+    int rubberBand;
+
+    @Option(names = "--stall-timeout-s", defaultValue = "30",
+            description = "Evict a consumer that holds everyone up this long (default ${DEFAULT-VALUE}).")
+    double stallTimeoutS;
+
+    @Option(names = "--idle-timeout-s", defaultValue = "600",
+            description = "Stop when no consumer is attached for this long (default ${DEFAULT-VALUE}).")
+    double idleTimeoutS;
+
+    @Option(names = "--min-consumers", defaultValue = "1",
+            description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
+    int minConsumers;
+
+    @Override
+    public Integer call() throws Exception {
+        BatchSource source = new SyntheticSource(SyntheticSpec.parse(synthetic), batchSize,
+                Duration.ofNanos((long) (loaderDelayMs * 1e6)));
+        TensorProducer.Builder b = TensorProducer.builder().source(source).epochs(epochs).rubberBand(rubberBand)
+                .stallTimeout(seconds(stallTimeoutS)).idleTimeout(seconds(idleTimeoutS)).minConsumers(minConsumers)
+                .helloTimeout(seconds(helloTimeoutS));
+        if (target.name != null) {
+            b.name(target.name);
+        } else {
+            b.directory(target.dir);
+        }
+        if (slots != null) {
+            b.slots(slots);
+        }
+        if (arenaMb != null) {
+            b.arenaMiB(arenaMb);
+        }
+        try (TensorProducer p = b.build()) {
+            Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
+            System.out.println(Json.object().put("event", "ready").put("name", p.name())
+                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid()));
+            System.out.flush();
+            p.run();
+            System.out.println(Json.object().put("event", "finished").put("batches", p.batchesPublished()));
+        }
+        return 0;
+    }
+
+    static Duration seconds(double s) {
+        if (!(s > 0)) {
+            throw new IllegalArgumentException("timeouts must be positive, got " + s);
+        }
+        return Duration.ofNanos((long) (s * 1e9));
+    }
+}

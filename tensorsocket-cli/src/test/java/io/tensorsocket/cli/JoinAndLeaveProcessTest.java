@@ -1,0 +1,124 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Consumers that arrive late, die, or stall, while the others carry on exactly. */
+class JoinAndLeaveProcessTest extends ProcessTestBase {
+
+    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
+    }
+
+    @Test
+    void lateJoinerInsideTheRubberBandStartsAtTheEpochStart() throws Exception {
+        // A slow loader (150 ms per batch) and a 16-batch rubber band: the epoch's first batch stays
+        // retained for 2.4 s, longer than the second JVM takes to start.
+        Proc producer = serve("band", "samples=200,shape=4,dtype=float32,seed=1", 10, 2, "--loader-delay-ms", "150",
+                "--rubber-band", "16");
+        Proc first = consume("band", 10);
+        awaitJoined(producer, 1);
+        Proc late = consume("band", 7);
+        assertEquals(0, first.exitCode(Duration.ofSeconds(60)), first.stderr());
+        assertEquals(0, late.exitCode(Duration.ofSeconds(60)), late.stderr());
+        for (Proc c : List.of(first, late)) {
+            assertEquals(2, c.json().size(), c.json().toString());
+            for (Map<String, String> e : c.json()) {
+                assertExactEpoch(e, 200, "epoch_start");
+            }
+        }
+    }
+
+    @Test
+    void lateJoinerOutsideTheWindowRollsAndItsLastEpochIsCutShort() throws Exception {
+        // 80 batches of 50 ms per epoch and a 2-batch window: a consumer arriving a second later is rolling.
+        Proc producer = serve("roll", "samples=800,shape=4,dtype=float32,seed=2", 10, 2, "--loader-delay-ms", "50",
+                "--rubber-band", "2");
+        Proc first = consume("roll", 10);
+        awaitJoined(producer, 1);
+        Thread.sleep(800);
+        Proc late = consume("roll", 25);
+        assertEquals(0, first.exitCode(Duration.ofSeconds(60)), first.stderr());
+        assertEquals(0, late.exitCode(Duration.ofSeconds(60)), late.stderr());
+        for (Map<String, String> e : first.json()) {
+            assertExactEpoch(e, 800, "epoch_start");
+        }
+        List<Map<String, String>> rolling = late.json();
+        assertEquals(2, rolling.size(), rolling.toString());
+        Map<String, String> full = rolling.get(0);
+        assertEquals("rolling", full.get("start"));
+        assertEquals("800", full.get("samples"), full.toString());
+        assertEquals("true", full.get("complete"));
+        assertEquals("0", full.get("corrupt"));
+        assertEquals("0", full.get("out_of_order"), "a rolling epoch is the producer's stream, in order");
+        Map<String, String> cut = rolling.get(1);
+        assertEquals("false", cut.get("complete"), "the stream ended inside the second rolling epoch: " + cut);
+        long cutSamples = Long.parseLong(cut.get("samples"));
+        assertTrue(cutSamples > 0 && cutSamples < 800, cut.toString());
+        assertEquals("0", cut.get("corrupt"));
+        assertEquals("0", cut.get("out_of_order"));
+    }
+
+    @Test
+    void killedConsumerReleasesEverythingAtOnceAndTheOthersFinishExactly() throws Exception {
+        // The stall timeout is a minute: the survivors must not wait for it.
+        Proc producer = serve("kill", "samples=3000,shape=8,dtype=float32,seed=3", 20, 2, "--min-consumers", "3",
+                "--stall-timeout-s", "60");
+        Proc a = consume("kill", 20, "--step-ms", "8");
+        Proc b = consume("kill", 50, "--step-ms", "8");
+        Proc victim = consume("kill", 30, "--step-ms", "8");
+        awaitJoined(producer, 3);
+        Thread.sleep(700);
+        assertTrue(victim.isAlive(), "the victim should still be mid-epoch");
+        long killedAt = System.nanoTime();
+        victim.kill();
+        assertEquals(0, a.exitCode(Duration.ofSeconds(50)), a.stderr());
+        assertEquals(0, b.exitCode(Duration.ofSeconds(50)), b.stderr());
+        double secondsAfterKill = (System.nanoTime() - killedAt) / 1e9;
+        assertTrue(secondsAfterKill < 30, "survivors took " + secondsAfterKill + " s after the kill");
+        for (Proc c : List.of(a, b)) {
+            assertEquals(2, c.json().size());
+            for (Map<String, String> e : c.json()) {
+                assertExactEpoch(e, 3000, "epoch_start");
+            }
+        }
+        assertTrue(producer.stderr().contains("left (disconnected)") || producer.stderr().contains("left (connection closed)"),
+                producer.stderr());
+    }
+
+    @Test
+    void stalledConsumerIsEvictedAndTheOthersContinue() throws Exception {
+        Proc producer = serve("stall", "samples=2000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
+                "--stall-timeout-s", "1");
+        Proc healthy = consume("stall", 10, "--step-ms", "1");
+        Proc stalled = consume("stall", 10, "--step-ms", "1");
+        awaitJoined(producer, 2);
+        stalled.signal("STOP");
+        try {
+            assertEquals(0, healthy.exitCode(Duration.ofSeconds(60)), healthy.stderr());
+        } finally {
+            stalled.signal("CONT");
+        }
+        for (Map<String, String> e : healthy.json()) {
+            assertExactEpoch(e, 2000, "epoch_start");
+        }
+        assertEquals(2, healthy.json().size());
+        assertFalse(stalled.exitCode(Duration.ofSeconds(30)) == 0);
+        String err = stalled.errorLine();
+        assertTrue(err.contains("stall timeout") && err.contains("disconnected"), err);
+    }
+}
