@@ -35,10 +35,8 @@ final class ConsumerLink implements AutoCloseable {
             while (true) {
                 Message m = channel.read();
                 if (m == null) {
-                    if (!streamEnded && !closing) {
-                        fail(new ProducerGoneException("lost the connection to producer '" + producer + "'"
-                                + (producerPid > 0 ? " (pid " + producerPid + ")" : "")
-                                + ": it exited or was killed; restart it and connect again"));
+                    if (!streamEnded) {
+                        fail(lostConnection(null));
                     }
                     return;
                 }
@@ -54,10 +52,16 @@ final class ConsumerLink implements AutoCloseable {
         } catch (ProtocolException | ProtocolVersionException e) {
             fail(e);
         } catch (IOException e) {
-            if (!closing) {
-                fail(new ProducerGoneException("lost the connection to producer '" + producer + "': " + e.getMessage(), e));
+            if (!streamEnded) {
+                fail(lostConnection(e));
             }
         }
+    }
+
+    private ProducerGoneException lostConnection(IOException cause) {
+        return new ProducerGoneException("lost the connection to producer '" + producer + "'"
+                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
+                + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
     }
 
     private void fail(TensorSocketException e) {
@@ -146,7 +150,7 @@ final class ConsumerLink implements AutoCloseable {
             channel.send(m);
         } catch (IOException e) {
             check();
-            fail(new ProducerGoneException("lost the connection to producer '" + producer + "': " + e.getMessage(), e));
+            fail(lostConnection(e));
             check();
         }
     }

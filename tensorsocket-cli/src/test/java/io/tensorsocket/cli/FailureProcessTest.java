@@ -1,11 +1,27 @@
 package io.tensorsocket.cli;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.ProducerFailedException;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
 import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.Iterator;
 
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The producer dies, is replaced, or is refused: consumers get a specific error quickly, never a hang. */
@@ -27,6 +43,81 @@ class FailureProcessTest extends ProcessTestBase {
         double seconds = (System.nanoTime() - killedAt) / 1e9;
         // one second to notice, plus the JVMs' own exit
         assertTrue(seconds < 3, "consumers took " + seconds + " s to fail");
+    }
+
+    @Test
+    void nextCallAfterTheProducerIsKilledThrowsWithinOneSecond() throws Exception {
+        Proc producer = serve("gone", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
+        try (TensorConsumer c = TensorConsumer.connect(base.resolve("gone"), ConsumerOptions.batchSize(10))) {
+            Iterator<Batch> it = c.iterator();
+            for (int i = 0; i < 20; i++) {
+                it.next();
+            }
+            producer.kill();
+            long killed = System.nanoTime();
+            ProducerGoneException e = assertThrows(ProducerGoneException.class, () -> {
+                while (true) {
+                    it.next();
+                }
+            });
+            double seconds = (System.nanoTime() - killed) / 1e9;
+            assertTrue(seconds < 1.0, "took " + seconds + " s");
+            assertTrue(e.getMessage().contains("exited or was killed"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aLoaderExceptionReachesEveryConsumerByName() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("samples=1000,shape=4,dtype=float32,seed=1");
+        SyntheticSource good = new SyntheticSource(spec, 10);
+        BatchSource failing = new BatchSource() {
+            @Override
+            public BatchLayout layout() {
+                return good.layout();
+            }
+
+            @Override
+            public long samplesPerEpoch() {
+                return good.samplesPerEpoch();
+            }
+
+            @Override
+            public void emitEpoch(long epoch, BatchSink sink) throws Exception {
+                int[] n = {0};
+                good.emitEpoch(epoch, new BatchSink() {
+                    @Override
+                    public void put(Batch batch) {
+                        sink.put(batch);
+                    }
+
+                    @Override
+                    public SlotWriter claim() {
+                        if (++n[0] == 30) {
+                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire"));
+                        }
+                        return sink.claim();
+                    }
+                });
+            }
+
+            @Override
+            public String description() {
+                return good.description();
+            }
+        };
+        Path dir = base.resolve("failing");
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(failing).minConsumers(2).build()) {
+            p.start();
+            Proc a = start("consume", "--dir", dir.toString(), "--batch-size", "10");
+            Proc b = start("consume", "--dir", dir.toString(), "--batch-size", "7");
+            for (Proc c : new Proc[]{a, b}) {
+                assertEquals(1, c.exitCode(Duration.ofSeconds(30)));
+                assertTrue(c.errorLine().contains("failed in epoch 0") && c.errorLine().contains("disk on fire"),
+                        c.errorLine());
+            }
+            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> p.await(Duration.ofSeconds(10)));
+            assertTrue(e.getMessage().contains("disk on fire"));
+        }
     }
 
     @Test

@@ -1,0 +1,149 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.WireFormat;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
+import java.time.Duration;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** Every bad input is a specific, actionable error, and the producer keeps serving everyone else. */
+class BadInputProcessTest extends ProcessTestBase {
+
+    private static void assertFailsWith(Proc p, String expected) throws InterruptedException {
+        assertEquals(1, p.exitCode(Duration.ofSeconds(30)), p.stderr());
+        assertTrue(p.errorLine().contains(expected), "expected '" + expected + "' in: " + p.errorLine());
+    }
+
+    @Test
+    void unknownNameSaysSoAndHowToStartOne() throws Exception {
+        assertFailsWith(consume("nobody-serves-this", 8), "no producer named 'nobody-serves-this'");
+    }
+
+    @Test
+    void invalidNameIsRejected() throws Exception {
+        assertFailsWith(consume("../etc", 8), "invalid producer name");
+    }
+
+    @Test
+    void directoryOwnedBySomeoneElseIsRefused() throws Exception {
+        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to hand a directory to another user");
+        Path foreign = Files.createDirectory(base.resolve("foreign"));
+        UserPrincipal nobody = foreign.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
+        Files.setOwner(foreign, nobody);
+        assertFailsWith(consume("foreign", 8), "belongs to user 'nobody'");
+        Proc serve = start("serve", "--name", "foreign", "--synthetic", "samples=10", "--batch-size", "2");
+        assertFailsWith(serve, "belongs to user 'nobody'");
+    }
+
+    @Test
+    void impossibleBatchSizesAreRejectedWithTheLimit() throws Exception {
+        serve("sizes", "samples=1000,shape=4,dtype=float32,seed=1", 10, 1, "--slots", "8");
+        assertFailsWith(consume("sizes", 0), "batch size 0 is invalid");
+        assertFailsWith(consume("sizes", -5), "batch size -5 is invalid");
+        // 8 slots, 2 claims ahead: at most (8 - 2 - 1) * 10 + 1 = 51 samples
+        assertFailsWith(consume("sizes", 52), "use a batch size of at most 51");
+        Proc ok = consume("sizes", 51);
+        assertEquals(0, ok.exitCode(Duration.ofSeconds(30)), ok.stderr());
+        assertExactEpoch(ok.json().getFirst(), 1000, "epoch_start");
+    }
+
+    @Test
+    void arenaTooSmallForOneBatchIsRefusedAtStart() throws Exception {
+        Proc serve = start("serve", "--name", "tiny", "--synthetic", "samples=100,shape=3x224x224", "--batch-size", "64",
+                "--arena-mb", "64");
+        assertFailsWith(serve, "give it at least");
+    }
+
+    @Test
+    void garbageAndForeignVersionsOnTheSocketAreAnsweredAndDoNotDisturbOthers() throws Exception {
+        serve("rogue", "samples=6000,shape=8,dtype=float32,seed=9", 10, 2, "--min-consumers", "1",
+                "--hello-timeout-s", "1");
+        Proc honest = consume("rogue", 16, "--step-ms", "5");
+        Path socket = base.resolve("rogue").resolve("control.sock");
+
+        // Random bytes: answered with BAD_FRAME (or closed) at once.
+        try (SocketChannel ch = connect(socket)) {
+            byte[] junk = new byte[256];
+            new Random(1).nextBytes(junk);
+            ch.write(ByteBuffer.wrap(junk));
+            Message.Error e = readError(ch);
+            assertEquals(Message.ErrorCode.BAD_FRAME, e.code());
+            assertTrue(e.message().contains("not a TensorSocket frame"), e.message());
+        }
+        // A HELLO of protocol version 99: answered with VERSION_MISMATCH.
+        try (SocketChannel ch = connect(socket)) {
+            ByteBuffer hello = WireFormat.encode(new Message.Hello(8, false, 1, "future"));
+            hello.putShort(4, (short) 99);
+            ch.write(hello);
+            Message.Error e = readError(ch);
+            assertEquals(Message.ErrorCode.VERSION_MISMATCH, e.code());
+            assertTrue(e.message().contains("version 99"), e.message());
+        }
+        // A frame header claiming a 1 GiB payload: refused without reading it.
+        try (SocketChannel ch = connect(socket)) {
+            ByteBuffer b = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
+            b.putInt(WireFormat.MAGIC).putShort((short) WireFormat.VERSION).put((byte) 1).put((byte) 0).putInt(1 << 30).flip();
+            ch.write(b);
+            Message.Error e = readError(ch);
+            assertTrue(e.message().contains("limit"), e.message());
+        }
+        // A client that connects and says nothing is dropped after the hello timeout.
+        try (SocketChannel ch = connect(socket)) {
+            long start = System.nanoTime();
+            int n = ch.read(ByteBuffer.allocate(16));
+            assertEquals(-1, n);
+            assertTrue((System.nanoTime() - start) / 1e9 < 10);
+        }
+        // A valid HELLO followed by a release of a batch it never held: told off and dropped.
+        try (SocketChannel ch = connect(socket)) {
+            ch.write(WireFormat.encode(new Message.Hello(8, false, 1, "liar")));
+            ch.write(WireFormat.encode(new Message.Release(123456789L)));
+            Message.Error e = null;
+            for (int i = 0; i < 1000 && e == null; i++) {
+                Message m = read(ch);
+                assertNotNull(m, "connection closed without an error");
+                if (m instanceof Message.Error err) {
+                    e = err;
+                }
+            }
+            assertNotNull(e);
+            assertTrue(e.message().contains("does not hold"), e.message());
+        }
+        assertEquals(0, honest.exitCode(Duration.ofSeconds(60)), honest.stderr());
+        for (var e : honest.json()) {
+            assertExactEpoch(e, 6000, "epoch_start");
+        }
+    }
+
+    private static SocketChannel connect(Path socket) throws IOException {
+        SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        ch.connect(UnixDomainSocketAddress.of(socket));
+        return ch;
+    }
+
+    private static Message.Error readError(SocketChannel ch) throws IOException {
+        Message m = read(ch);
+        assertNotNull(m, "the producer closed the connection without saying why");
+        assertTrue(m instanceof Message.Error, "expected an error, got " + m);
+        return (Message.Error) m;
+    }
+
+    private static Message read(SocketChannel ch) throws IOException {
+        return new io.tensorsocket.protocol.MessageChannel(ch).read();
+    }
+}
