@@ -72,7 +72,7 @@ final class ConsumerLink implements AutoCloseable {
     }
 
     private TensorSocketException toException(Message.Error e) {
-        String m = "producer '" + producer + "': " + e.message();
+        String m = e.message().contains("producer '") ? e.message() : "producer '" + producer + "': " + e.message();
         return switch (e.code()) {
             case VERSION_MISMATCH -> new ProtocolVersionException(m);
             case BAD_FRAME -> new ProtocolException(m);

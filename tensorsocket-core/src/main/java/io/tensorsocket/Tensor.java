@@ -226,21 +226,21 @@ public final class Tensor {
     public float[] toFloatArray() {
         require(DType.FLOAT32);
         lease.check();
-        return data.toArray(ValueLayout.JAVA_FLOAT);
+        return data.toArray(F32);
     }
 
     /** A copy of an int64 tensor's elements. */
     public long[] toLongArray() {
         require(DType.INT64);
         lease.check();
-        return data.toArray(ValueLayout.JAVA_LONG);
+        return data.toArray(I64);
     }
 
     /** A copy of an int32 tensor's elements. */
     public int[] toIntArray() {
         require(DType.INT32);
         lease.check();
-        return data.toArray(ValueLayout.JAVA_INT);
+        return data.toArray(I32);
     }
 
     /** Copies the data into {@code target} at {@code offset}. */

@@ -1,0 +1,205 @@
+package io.tensorsocket;
+
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import io.tensorsocket.source.SyntheticVerifier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Iterator;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Batch lifetimes, leaving, closing and the errors around them, in one JVM. */
+@Timeout(60)
+class LifetimeTest {
+    @TempDir
+    Path tmp;
+
+    private TensorProducer producer(String name, int samples, int batch, long epochs) {
+        return TensorProducer.builder().directory(tmp.resolve(name))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=" + samples + ",shape=4x4,dtype=float32,seed=1"), batch))
+                .epochs(epochs).build();
+    }
+
+    @Test
+    void aReleasedBatchCannotBeReadThroughAnyPath() {
+        try (TensorProducer p = producer("lease", 100, 10, 1).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("lease"), ConsumerOptions.batchSize(10))) {
+            Iterator<Batch> it = c.iterator();
+            Batch zeroCopy = it.next();
+            Tensor data = zeroCopy.tensor("data");
+            var segment = data.data();
+            assertTrue(segment.isReadOnly(), "consumers get read-only views");
+            float first = data.getFloat(0);
+            Batch next = it.next(); // releases the first batch
+            assertTrue(zeroCopy.isReleased());
+            assertThrows(BatchReleasedException.class, () -> data.getFloat(0));
+            assertThrows(BatchReleasedException.class, data::data);
+            assertThrows(BatchReleasedException.class, () -> zeroCopy.tensor("data"));
+            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_FLOAT, 0),
+                    "the raw view is closed by the JDK too");
+            assertNotEquals(Float.NaN, first);
+            next.close();
+            assertThrows(BatchReleasedException.class, () -> next.tensor("id"));
+            next.close(); // idempotent
+        }
+    }
+
+    @Test
+    void aGatheredBatchIsInvalidatedToo() {
+        try (TensorProducer p = producer("gather", 100, 10, 1).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("gather"), ConsumerOptions.batchSize(15))) {
+            Iterator<Batch> it = c.iterator();
+            it.next();
+            Batch spanning = it.next(); // samples 15..29 span two producer batches
+            Tensor ids = spanning.tensor("id");
+            var raw = ids.data();
+            long id = ids.getLong(0);
+            it.next();
+            assertThrows(BatchReleasedException.class, () -> ids.getLong(0));
+            assertThrows(IllegalStateException.class, () -> raw.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+            assertTrue(id >= 0);
+        }
+    }
+
+    @Test
+    void aCopyOutlivesItsBatch() {
+        try (TensorProducer p = producer("copy", 50, 10, 1).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("copy"), ConsumerOptions.batchSize(10))) {
+            Iterator<Batch> it = c.iterator();
+            Batch b = it.next();
+            Tensor kept = b.tensor("id").copy();
+            long[] ids = b.tensor("id").toLongArray();
+            b.close();
+            assertArrayEquals(ids, kept.toLongArray());
+        }
+    }
+
+    @Test
+    void aConsumerThatLeavesMidEpochDoesNotHoldUpTheOthers() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("samples=2000,shape=4x4,dtype=float32,seed=1");
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("leave")).source(new SyntheticSource(spec, 10))
+                .epochs(2).minConsumers(2).stallTimeout(Duration.ofSeconds(60)).build().start();
+             TensorConsumer stays = TensorConsumer.connect(tmp.resolve("leave"), ConsumerOptions.batchSize(16))) {
+            TensorConsumer leaves = TensorConsumer.connect(tmp.resolve("leave"), ConsumerOptions.batchSize(10));
+            Iterator<Batch> it = leaves.iterator();
+            for (int i = 0; i < 5; i++) {
+                it.next();
+            }
+            leaves.close();
+            assertThrows(IllegalStateException.class, it::next);
+            long started = System.nanoTime();
+            try (SyntheticVerifier v = new SyntheticVerifier(spec)) {
+                for (int e = 0; e < 2; e++) {
+                    for (Batch b : stays) {
+                        v.accept(b, stays.streamPosition(b));
+                    }
+                    assertTrue(v.finishEpoch().exact(2000));
+                }
+            }
+            assertTrue((System.nanoTime() - started) / 1e9 < 30);
+        }
+    }
+
+    @Test
+    void closingTheProducerTellsConsumersAndRemovesItsFiles() {
+        Path dir = tmp.resolve("closing");
+        TensorProducer p = TensorProducer.builder().directory(dir)
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=100000,shape=4"), 10)).epochs(0).build().start();
+        try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10))) {
+            Iterator<Batch> it = c.iterator();
+            it.next();
+            p.close();
+            ProducerGoneException e = assertThrows(ProducerGoneException.class, () -> {
+                while (true) {
+                    it.next();
+                }
+            });
+            assertTrue(e.getMessage().contains("was closed"), e.getMessage());
+        }
+        assertFalse(Files.exists(dir), "the producer removes its directory");
+    }
+
+    @Test
+    void breakingOutOfAnEpochSkipsToTheNextOne() {
+        try (TensorProducer p = producer("skip", 100, 10, 3).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("skip"), ConsumerOptions.batchSize(10))) {
+            for (Batch b : c) {
+                assertEquals(0, b.epoch());
+                break;
+            }
+            long n = 0;
+            for (Batch b : c) {
+                assertEquals(1, b.epoch());
+                assertEquals(n * 10, b.sampleStart());
+                n++;
+            }
+            assertEquals(10, n);
+            assertEquals(1, c.epoch());
+        }
+    }
+
+    @Test
+    void sizeIsBatchesPerEpochAtTheConsumersBatchSize() {
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("size"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=1003"), 16)).minConsumers(2).build().start();
+             TensorConsumer keep = TensorConsumer.connect(tmp.resolve("size"), ConsumerOptions.batchSize(10));
+             TensorConsumer drop = TensorConsumer.connect(tmp.resolve("size"), ConsumerOptions.batchSize(10).withDropLast(true))) {
+            assertEquals(101, keep.size());
+            assertEquals(100, drop.size());
+            assertEquals(1003, keep.samplesPerEpoch());
+            assertEquals(16, keep.producerBatchSize());
+        }
+    }
+
+    @Test
+    void aSecondProducerInTheSameDirectoryIsRefused() {
+        try (TensorProducer p = producer("twice", 10, 2, 1)) {
+            ProducerAlreadyRunningException e = assertThrows(ProducerAlreadyRunningException.class,
+                    () -> producer("twice", 10, 2, 1));
+            assertTrue(e.getMessage().contains("already"), e.getMessage());
+        }
+    }
+
+    @Test
+    void producerWithoutConsumersStopsAfterItsIdleTimeout() {
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("idle"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).idleTimeout(Duration.ofMillis(300)).build()) {
+            TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
+            assertTrue(e.getMessage().contains("idle timeout"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() {
+        SyntheticSource real = new SyntheticSource(SyntheticSpec.parse("samples=10"), 2);
+        BatchSource liar = new BatchSource() {
+            public BatchLayout layout() {
+                return real.layout();
+            }
+
+            public long samplesPerEpoch() {
+                return 12;
+            }
+
+            public void emitEpoch(long epoch, BatchSink sink) throws Exception {
+                real.emitEpoch(epoch, sink);
+            }
+        };
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
+            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
+                for (Batch b : c) {
+                    b.size();
+                }
+            });
+            assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,129 @@
+package io.tensorsocket.protocol;
+
+import io.tensorsocket.DType;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorSpec;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class WireFormatTest {
+
+    static final List<Message> ALL = List.of(
+            new Message.Hello(64, true, 1234, "python3 train.py — ü"),
+            new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
+                    List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64)),
+                    50000, 0, StartMode.ROLLING, 4, 1024, "synthetic:samples=5"),
+            new Message.BatchReady(1L << 40, 7, 3, 12, 768, 64),
+            new Message.Release(42),
+            new Message.EpochEnd(2, 782, 50000),
+            new Message.EndOfStream(10),
+            new Message.Error(Message.ErrorCode.EVICTED, "too slow"),
+            new Message.Bye());
+
+    static Message roundTrip(Message m) {
+        ByteBuffer b = WireFormat.encode(m);
+        WireFormat.Header h = WireFormat.decodeHeader(b);
+        assertEquals(WireFormat.VERSION, h.version());
+        assertEquals(b.remaining(), h.payloadBytes());
+        return WireFormat.decodePayload(h.type(), b.slice());
+    }
+
+    @Test
+    void everyMessageSurvivesARoundTrip() {
+        for (Message m : ALL) {
+            Message back = roundTrip(m);
+            if (m instanceof Message.Welcome w) {
+                Message.Welcome v = (Message.Welcome) back;
+                assertEquals(w.tensors(), v.tensors());
+                assertEquals(w.startMode(), v.startMode());
+                assertEquals(w.arenaPath(), v.arenaPath());
+                assertEquals(w.startSample(), v.startSample());
+            } else {
+                assertEquals(m, back);
+            }
+        }
+    }
+
+    @Test
+    void everyTruncationOfEveryMessageIsRejected() {
+        for (Message m : ALL) {
+            ByteBuffer b = WireFormat.encode(m);
+            WireFormat.Header h = WireFormat.decodeHeader(b);
+            ByteBuffer payload = b.slice();
+            for (int cut = 0; cut < payload.remaining(); cut++) {
+                ByteBuffer truncated = payload.slice(0, cut);
+                assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), truncated),
+                        m + " cut at " + cut);
+            }
+        }
+    }
+
+    @Test
+    void trailingBytesAreRejected() {
+        ByteBuffer b = ByteBuffer.allocate(9).order(ByteOrder.LITTLE_ENDIAN).putLong(5).put((byte) 1).flip();
+        ProtocolException e = assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(4, b));
+        assertTrue(e.getMessage().contains("trailing"));
+    }
+
+    @Test
+    void badMagicOversizeAndUnknownTypeAreRejectedFromTheHeader() {
+        ByteBuffer b = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(0x12345678).putShort((short) 1).put((byte) 1).put((byte) 0).putInt(4).flip();
+        assertTrue(assertThrows(ProtocolException.class, () -> WireFormat.decodeHeader(b)).getMessage().contains("magic"));
+
+        b.clear();
+        b.putInt(WireFormat.MAGIC).putShort((short) 1).put((byte) 3).put((byte) 0).putInt(-1).flip();
+        assertTrue(assertThrows(ProtocolException.class, () -> WireFormat.decodeHeader(b)).getMessage().contains("limit"));
+
+        b.clear();
+        b.putInt(WireFormat.MAGIC).putShort((short) 1).put((byte) 99).put((byte) 0).putInt(0).flip();
+        assertTrue(assertThrows(ProtocolException.class, () -> WireFormat.decodeHeader(b)).getMessage().contains("type 99"));
+    }
+
+    @Test
+    void aStringLongerThanItsPayloadIsRejectedWithoutAllocatingIt() {
+        ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(7).putShort((short) 0xFFFF).flip();
+        ProtocolException e = assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(7, b));
+        assertTrue(e.getMessage().contains("string"), e.getMessage());
+    }
+
+    @Test
+    void invalidUtf8AndBadBooleansAreRejected() {
+        ByteBuffer bad = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(7).putShort((short) 2)
+                .put((byte) 0xC3).put((byte) 0x28).flip();
+        assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(7, bad));
+        ByteBuffer hello = ByteBuffer.allocate(15).order(ByteOrder.LITTLE_ENDIAN).putInt(8).put((byte) 7).putLong(1)
+                .putShort((short) 0).flip();
+        assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(1, hello));
+    }
+
+    @Test
+    void randomPayloadsNeverEscapeAsAnythingButProtocolException() {
+        Random r = new Random(42);
+        for (int i = 0; i < 20000; i++) {
+            int type = 1 + r.nextInt(8);
+            byte[] bytes = new byte[r.nextInt(80)];
+            r.nextBytes(bytes);
+            try {
+                WireFormat.decodePayload(type, ByteBuffer.wrap(bytes));
+            } catch (ProtocolException expected) {
+                // the only acceptable failure
+            }
+        }
+    }
+
+    @Test
+    void anErrorOfAnyVersionCanBeRead() {
+        ByteBuffer b = WireFormat.encode(new Message.Error(Message.ErrorCode.VERSION_MISMATCH, "upgrade"));
+        WireFormat.Header h = WireFormat.decodeHeader(b);
+        assertEquals("upgrade", WireFormat.decodeAnyVersionError(h.type(), b.slice()).message());
+        assertNull(WireFormat.decodeAnyVersionError(3, ByteBuffer.allocate(0)));
+    }
+}
