@@ -1,0 +1,73 @@
+package io.tensorsocket.bench;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.TensorConsumer;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+
+/**
+ * A benchmark consumer process: iterates epochs, reads each batch (every byte, one word per page, or
+ * nothing), records the publish-to-hold latency of each batch, and prints one line of results.
+ * Arguments: directory, batch size, epochs, touch mode (all | page | none).
+ */
+public final class BenchConsumer {
+    private static volatile long sink;
+
+    public static void main(String[] args) {
+        Path dir = Path.of(args[0]);
+        int batchSize = Integer.parseInt(args[1]);
+        int epochs = Integer.parseInt(args[2]);
+        String touch = args[3];
+        try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
+                .withConnectTimeout(Duration.ofSeconds(30)))) {
+            long[] latencies = new long[(int) (c.size() * epochs)];
+            int n = 0;
+            long bytes = 0;
+            long start = 0;
+            for (int e = 0; e < epochs; e++) {
+                for (Batch b : c) {
+                    long held = System.nanoTime();
+                    if (start == 0) {
+                        start = held;
+                    }
+                    latencies[n++] = held - b.tensor(ReplaySource.STAMP).getLong(0);
+                    MemorySegment data = b.tensor(ReplaySource.DATA).data();
+                    bytes += data.byteSize();
+                    sink += read(data, touch);
+                }
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long[] sorted = Arrays.copyOf(latencies, n);
+            Arrays.sort(sorted);
+            // skip the first batch (it waited for everyone to join) in the rate
+            System.out.printf("RESULT batches=%d seconds=%.4f batches_per_s=%.2f gb_per_s=%.3f p50_us=%.1f p99_us=%.1f%n",
+                    n, seconds, (n - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
+                    sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
+        }
+    }
+
+    private static long read(MemorySegment data, String touch) {
+        long acc = 0;
+        switch (touch) {
+            case "all" -> {
+                long words = data.byteSize() / 8;
+                for (long i = 0; i < words; i++) {
+                    acc += data.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+                }
+            }
+            case "page" -> {
+                for (long off = 0; off < data.byteSize(); off += 4096) {
+                    acc += data.get(ValueLayout.JAVA_BYTE, off);
+                }
+            }
+            default -> {
+            }
+        }
+        return acc;
+    }
+}

@@ -1,0 +1,123 @@
+package io.tensorsocket.bench;
+
+import io.tensorsocket.DType;
+import io.tensorsocket.TensorProducer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The multi-process throughput and latency harness: one producer in this JVM, K consumer JVMs.
+ *
+ * <pre>
+ *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms
+ *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
+ * </pre>
+ * Prints a table and one JSON object per metric per line.
+ */
+public final class Harness {
+
+    public static void main(String[] args) throws Exception {
+        String what = args.length > 0 ? args[0] : "all";
+        String touch = "page";
+        List<Integer> ks = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--touch")) {
+                touch = args[++i];
+            } else {
+                ks.add(Integer.parseInt(args[i]));
+            }
+        }
+        if (ks.isEmpty()) {
+            ks = List.of(1, 2, 4);
+        }
+        if (what.equals("handoff") || what.equals("all")) {
+            handoff();
+        }
+        if (what.equals("fanout") || what.equals("all")) {
+            System.out.printf(Locale.ROOT, "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\"}%n", memcpy());
+            for (int k : ks) {
+                fanout(k, touch);
+            }
+        }
+    }
+
+    static void handoff() throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, 2000, 1_000_000);
+        Map<String, Double> r = run(src, 1, 1, "none").getFirst();
+        System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
+                + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d}%n", r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
+    }
+
+    static void fanout(int k, String touch) throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, 100, 0);
+        List<Map<String, Double>> rs = run(src, k, 2, touch);
+        double min = rs.stream().mapToDouble(m -> m.get("batches_per_s")).min().orElse(0);
+        double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
+        System.out.printf(Locale.ROOT, "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
+                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\"}%n", min, k, sum, touch);
+    }
+
+    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        List<Map<String, Double>> results = new ArrayList<>();
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
+                .slots(8).build()) {
+            p.start();
+            List<Process> procs = new ArrayList<>();
+            for (int i = 0; i < consumers; i++) {
+                procs.add(new ProcessBuilder(List.of(ProcessHandle.current().info().command().orElse("java"),
+                        "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                        BenchConsumer.class.getName(), dir.toString(), Integer.toString(src.layout().batchSize()),
+                        Integer.toString(epochs), touch)).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+            }
+            for (Process proc : procs) {
+                String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
+                        .lines().filter(l -> l.startsWith("RESULT")).findFirst().orElseThrow();
+                if (!proc.waitFor(10, TimeUnit.MINUTES)) {
+                    proc.destroyForcibly();
+                }
+                Map<String, Double> m = new HashMap<>();
+                for (String kv : result.substring(7).split(" ")) {
+                    String[] p2 = kv.split("=");
+                    m.put(p2[0], Double.parseDouble(p2[1]));
+                }
+                results.add(m);
+            }
+            p.await(Duration.ofSeconds(30));
+        } finally {
+            Files.deleteIfExists(dir.getParent());
+        }
+        return results;
+    }
+
+    /** Native-to-native copy bandwidth of a 64 MiB buffer: the physical limit of writing batches. */
+    static double memcpy() {
+        try (Arena a = Arena.ofConfined()) {
+            long n = 64L << 20;
+            MemorySegment x = a.allocate(n, 64);
+            MemorySegment y = a.allocate(n, 64);
+            x.fill((byte) 1);
+            y.fill((byte) 2);
+            double best = 0;
+            for (int i = 0; i < 10; i++) {
+                long t = System.nanoTime();
+                MemorySegment.copy(x, 0, y, 0, n);
+                best = Math.max(best, n / ((System.nanoTime() - t) / 1e9) / 1e9);
+            }
+            return best;
+        }
+    }
+}
