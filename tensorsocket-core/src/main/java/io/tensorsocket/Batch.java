@@ -138,11 +138,7 @@ public final class Batch implements AutoCloseable {
     /** Releases the batch: its memory may be reused and its tensors become unreadable. */
     @Override
     public void close() {
-        if (lease == Lease.OWNED || lease.isReleased()) {
-            return;
-        }
-        lease.release();
-        if (onClose != null) {
+        if (lease.release() && onClose != null) {
             onClose.run();
         }
     }

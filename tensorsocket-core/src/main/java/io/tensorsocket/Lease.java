@@ -41,17 +41,22 @@ final class Lease {
         }
     }
 
-    /** Ends the lease; idempotent. */
-    void release() {
+    /**
+     * Ends the lease; idempotent.
+     *
+     * @return whether this call ended it (false if it had ended already or never ends)
+     */
+    boolean release() {
         if (scope == null) {
-            return;
+            return false;
         }
         synchronized (this) {
             if (released) {
-                return;
+                return false;
             }
             released = true;
             scope.close();
+            return true;
         }
     }
 }

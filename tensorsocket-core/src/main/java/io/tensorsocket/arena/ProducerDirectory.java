@@ -247,7 +247,6 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();
             lockChannel.close();
-            HELD.remove(dir);
             try {
                 Files.deleteIfExists(dir);
             } catch (java.nio.file.DirectoryNotEmptyException e) {
@@ -255,6 +254,8 @@ public final class ProducerDirectory implements AutoCloseable {
             }
         } catch (IOException e) {
             log.warn("could not remove {}: {}", dir, e.toString());
+        } finally {
+            HELD.remove(dir);
         }
     }
 }
