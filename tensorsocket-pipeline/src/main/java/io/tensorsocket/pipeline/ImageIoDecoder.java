@@ -51,10 +51,9 @@ public final class ImageIoDecoder implements ImageDecoder {
 
         @Override
         public void decode(MemorySegment encoded, RgbImage into) throws IOException {
-            BufferedImage img;
-            try (ImageInputStream in = new MemoryCacheImageInputStream(new SegmentInputStream(encoded.asByteBuffer()))) {
-                img = ImageIO.read(in);
-            }
+            // ImageIO.read closes the stream itself; the stream holds only heap memory, so no try-with-resources.
+            ImageInputStream in = new MemoryCacheImageInputStream(new SegmentInputStream(encoded.asByteBuffer()));
+            BufferedImage img = ImageIO.read(in);
             if (img == null) {
                 throw new IOException("ImageIO has no reader for this format; use JPEG or PNG files");
             }

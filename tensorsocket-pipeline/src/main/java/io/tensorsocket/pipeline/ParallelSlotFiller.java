@@ -22,9 +22,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * are written; at most {@code prefetch} claims are outstanding, so workers start on the next batch while
  * the current one finishes. Each worker thread keeps one context (decoder, buffers) for its lifetime.
  *
- * @param <C> per-thread state of the sample writer
+ * @param <C> per-thread state of the sample writer; closed with the filler if it is {@link AutoCloseable}
  */
-final class ParallelSlotFiller<C extends AutoCloseable> implements AutoCloseable {
+final class ParallelSlotFiller<C> implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ParallelSlotFiller.class);
     private static final AtomicInteger POOLS = new AtomicInteger();
 
@@ -154,7 +154,9 @@ final class ParallelSlotFiller<C extends AutoCloseable> implements AutoCloseable
         C c;
         while ((c = contexts.poll()) != null) {
             try {
-                c.close();
+                if (c instanceof AutoCloseable closeable) {
+                    closeable.close();
+                }
             } catch (Exception e) {
                 LOG.warn("closing a pipeline worker's buffers failed: {}", e.toString());
             }

@@ -35,6 +35,11 @@ public sealed interface Transform {
         return new CenterCrop(size, size);
     }
 
+    /** {@code CenterCrop((height, width))}. */
+    static CenterCrop centerCrop(int height, int width) {
+        return new CenterCrop(height, width);
+    }
+
     /** {@code RandomHorizontalFlip(p)}. */
     static RandomHorizontalFlip randomHorizontalFlip(double p) {
         return new RandomHorizontalFlip(p);

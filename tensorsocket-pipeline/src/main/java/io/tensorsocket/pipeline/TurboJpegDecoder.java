@@ -139,12 +139,17 @@ public final class TurboJpegDecoder implements ImageDecoder {
                 throw new IllegalStateException("decoder worker is closed");
             }
             try {
+                width.set(ValueLayout.JAVA_INT, 0, 0);
+                height.set(ValueLayout.JAVA_INT, 0, 0);
                 int rc = (int) decompressHeader3.invokeExact(handle, encoded, encoded.byteSize(), width, height, subsamp, colorspace);
                 if (rc != 0) {
                     throw new IOException("not a JPEG TurboJPEG can read: " + error());
                 }
                 int w = width.get(ValueLayout.JAVA_INT, 0);
                 int h = height.get(ValueLayout.JAVA_INT, 0);
+                if (w < 1 || h < 1) {
+                    throw new IOException("TurboJPEG read an empty image size (" + w + "x" + h + ") from the header; the file is corrupt or truncated");
+                }
                 MemorySegment rgb = into.reset(w, h);
                 rc = (int) decompress2.invokeExact(handle, encoded, encoded.byteSize(), rgb, w, 0, h, TJPF_RGB, FLAGS);
                 // A warning (for example a truncated file) still yields an image, as ImageIO and PIL accept it.
