@@ -79,7 +79,7 @@ public final class IdxSource implements BatchSource {
         String d = "idx images=" + f + " samples=" + data.size() + " image=" + layout.tensors().getFirst().describe()
                 + (dtype == DType.FLOAT32 ? " mean=" + mean + " std=" + std : "")
                 + " shuffle=" + sampler.shuffle() + " dropLast=" + sampler.dropLast() + " seed=" + sampler.seed();
-        return d.length() <= 4000 ? d : d.substring(0, 4000) + "...";
+        return Descriptions.limit(d);
     }
 
     @Override

@@ -100,7 +100,7 @@ public final class ImagePipelineSource implements BatchSource {
                 + " decoder=" + decoder.name() + " workers=" + workers + " prefetch=" + prefetch
                 + " shuffle=" + sampler.shuffle() + " dropLast=" + sampler.dropLast() + " seed=" + sampler.seed()
                 + " transforms=" + transforms;
-        return d.length() <= 4000 ? d : d.substring(0, 4000) + "...";
+        return Descriptions.limit(d);
     }
 
     /** Stops the worker threads and frees their decode buffers. */

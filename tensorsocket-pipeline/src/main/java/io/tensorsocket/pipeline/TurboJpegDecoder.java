@@ -15,8 +15,11 @@ import java.lang.invoke.MethodHandle;
  * than ImageIO's bundled libjpeg on the same files.
  *
  * <p>The library is looked up as {@value #LIBRARY} on the system library path (Debian/Ubuntu package
- * {@code libturbojpeg0}), or at the path in the system property {@value #PATH_PROPERTY}.
+ * {@code libturbojpeg0}), or at the path in the system property {@value #PATH_PROPERTY}. Calling native
+ * code is restricted: run java with {@code --enable-native-access=ALL-UNNAMED} (or the module's name).
  */
+// Restricted FFM calls are this class's purpose; the JVM flag above is the user's opt-in.
+@SuppressWarnings("restricted")
 public final class TurboJpegDecoder implements ImageDecoder {
     public static final String LIBRARY = "libturbojpeg.so.0";
     public static final String PATH_PROPERTY = "tensorsocket.turbojpeg.path";
