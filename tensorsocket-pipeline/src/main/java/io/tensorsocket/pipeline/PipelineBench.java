@@ -1,0 +1,180 @@
+package io.tensorsocket.pipeline;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.SlotWriter;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.stream.Stream;
+
+/**
+ * Measures the image pipeline: photo-like 500x375 JPEGs to 224x224 float32 CHW through
+ * RandomResizedCrop + RandomHorizontalFlip + Normalize, decoded by TurboJPEG and by ImageIO, with 1
+ * and 2 worker threads, written into native slots as a producer would. Reports images/s, images/s
+ * per worker thread, and images per CPU-second of the whole process (the fairest "per core" number on
+ * a shared machine).
+ *
+ * <pre>
+ * java --enable-native-access=ALL-UNNAMED -cp ... io.tensorsocket.pipeline.PipelineBench [--dir DIR]
+ *      [--images 200] [--seconds 4] [--threads 1,2] [--decoders turbojpeg,imageio]
+ * </pre>
+ */
+public final class PipelineBench {
+    private PipelineBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(System.getProperty("java.io.tmpdir"), "tensorsocket-bench-jpegs");
+        int images = 200;
+        double seconds = 4;
+        String threads = "1,2";
+        String decoders = TurboJpegDecoder.isAvailable() ? "turbojpeg,imageio" : "imageio";
+        for (int i = 0; i < args.length; i++) {
+            String value = i + 1 < args.length ? args[i + 1] : "";
+            switch (args[i]) {
+                case "--dir" -> dir = Path.of(value);
+                case "--images" -> images = Integer.parseInt(value);
+                case "--seconds" -> seconds = Double.parseDouble(value);
+                case "--threads" -> threads = value;
+                case "--decoders" -> decoders = value;
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + "; use --dir DIR --images N --seconds S --threads 1,2 --decoders turbojpeg,imageio");
+            }
+            i++;
+        }
+        long t0 = System.nanoTime();
+        SyntheticImages.jpegFolder(dir, images, 10, 500, 375);
+        long bytes;
+        try (Stream<Path> s = Files.walk(dir)) {
+            bytes = s.filter(ImageFolder::isImage).mapToLong(p -> p.toFile().length()).sum();
+        }
+        System.out.printf(Locale.ROOT, "%d JPEGs 500x375 in %s, mean %.1f KiB (ready in %.1f s); %d processors; %s%n",
+                images, dir, bytes / 1024.0 / images, (System.nanoTime() - t0) / 1e9,
+                Runtime.getRuntime().availableProcessors(), Runtime.version());
+        System.out.println("500x375 JPEG -> RandomResizedCrop(224) + RandomHorizontalFlip(0.5) + Normalize(imagenet) -> float32 [3,224,224], batch 32");
+        ImageFolder folder = ImageFolder.scan(dir);
+        System.out.printf("%-10s %7s %10s %17s %15s%n", "decoder", "threads", "images/s", "images/s/thread", "images/cpu-s");
+        for (String d : decoders.split(",")) {
+            for (String t : threads.split(",")) {
+                Result r = run(folder, Decoders.named(d), Integer.parseInt(t.trim()), seconds);
+                System.out.printf(Locale.ROOT, "%-10s %7d %10.0f %17.0f %15.0f%n", d, r.threads, r.perSecond,
+                        r.perSecond / r.threads, r.perCpuSecond);
+            }
+        }
+        decodeOnly(folder, seconds);
+    }
+
+    private record Result(int threads, double perSecond, double perCpuSecond) {
+    }
+
+    private static Result run(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
+        try (ImagePipelineSource source = ImagePipelineSource.builder(folder).decoder(decoder)
+                .transforms(TransformPipeline.imagenetTrain(224)).batchSize(32).workers(threads).prefetch(2).seed(1).build();
+             RingSink sink = new RingSink(source.layout(), 3)) {
+            long epoch = 0;
+            long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
+            while (System.nanoTime() < warmEnd || epoch < 2) {
+                source.emitEpoch(epoch++, sink);
+            }
+            long samples = 0;
+            long cpu0 = processCpuNanos();
+            long start = System.nanoTime();
+            long end = start + (long) (seconds * 1e9);
+            do {
+                source.emitEpoch(epoch++, sink);
+                samples += source.samplesPerEpoch();
+            } while (System.nanoTime() < end);
+            double wall = (System.nanoTime() - start) / 1e9;
+            double cpu = (processCpuNanos() - cpu0) / 1e9;
+            return new Result(threads, samples / wall, samples / cpu);
+        }
+    }
+
+    /** Decode alone, one thread, for each available decoder: where the time goes. */
+    private static void decodeOnly(ImageFolder folder, double seconds) throws Exception {
+        List<ImageDecoder> all = new ArrayList<>();
+        if (TurboJpegDecoder.isAvailable()) {
+            all.add(TurboJpegDecoder.load());
+        }
+        all.add(ImageIoDecoder.INSTANCE);
+        for (ImageDecoder d : all) {
+            try (ImageFileReader reader = new ImageFileReader(d)) {
+                long n = 0;
+                long end = System.nanoTime() + (long) (seconds * 0.5e9);
+                long start = System.nanoTime();
+                while (System.nanoTime() < end) {
+                    reader.read(folder.file((int) (n++ % folder.size())));
+                }
+                System.out.printf(Locale.ROOT, "decode only, %-9s 1 thread: %6.0f images/s (includes warm-up)%n", d.name(),
+                        n / ((System.nanoTime() - start) / 1e9));
+            }
+        }
+    }
+
+    private static long processCpuNanos() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime() : -1;
+    }
+
+    /** A producer stand-in: a ring of pre-touched native slots, each published at once. */
+    private static final class RingSink implements BatchSink, AutoCloseable {
+        private final BatchLayout layout;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment[][] slots;
+        private int next;
+
+        RingSink(BatchLayout layout, int count) {
+            this.layout = layout;
+            this.slots = new MemorySegment[count][layout.tensors().size()];
+            for (MemorySegment[] slot : slots) {
+                for (int t = 0; t < slot.length; t++) {
+                    slot[t] = arena.allocate(layout.tensors().get(t).sampleBytes() * layout.batchSize(), 64);
+                    slot[t].fill((byte) 0);
+                }
+            }
+        }
+
+        @Override
+        public void put(Batch batch) {
+            throw new UnsupportedOperationException("the pipeline writes in place");
+        }
+
+        @Override
+        public SlotWriter claim() {
+            MemorySegment[] mem = slots[next++ % slots.length];
+            return new SlotWriter() {
+                @Override
+                public int capacity() {
+                    return layout.batchSize();
+                }
+
+                @Override
+                public MemorySegment tensor(int index) {
+                    return mem[index];
+                }
+
+                @Override
+                public MemorySegment tensor(String name) {
+                    return mem[layout.indexOf(name)];
+                }
+
+                @Override
+                public void publish(int samples) {
+                }
+            };
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+}
