@@ -3,6 +3,10 @@ package io.tensorsocket;
 /**
  * Where a {@link BatchSource} puts an epoch's batches: the producer's arena. Both methods block while
  * every slot is still being read by some consumer (the group runs at its slowest consumer's pace).
+ *
+ * <p>Any thread may call these methods and {@link SlotWriter#publish(int)}; batches enter the stream in
+ * the order their slots were claimed. If {@link BatchSource#emitEpoch} throws, the producer fails and
+ * discards the claims that were never published: there is nothing to give back.
  */
 public interface BatchSink {
 
@@ -18,4 +22,7 @@ public interface BatchSink {
      * the producer's {@code claimsAhead} unpublished claims at once.
      */
     SlotWriter claim();
+
+    /** The most claims a source may hold unpublished at once (the producer's {@code claimsAhead}). */
+    int claimsAhead();
 }

@@ -16,6 +16,9 @@ import java.util.function.LongFunction;
  */
 public interface BatchSource extends AutoCloseable {
 
+    /** Longest {@link #description()} the control protocol carries, in UTF-8 bytes. */
+    int MAX_DESCRIPTION_BYTES = 4096;
+
     /** The tensors of every batch and the loader's batch size. */
     BatchLayout layout();
 
@@ -29,7 +32,7 @@ public interface BatchSource extends AutoCloseable {
     void emitEpoch(long epoch, BatchSink sink) throws Exception;
 
     /**
-     * A short description consumers receive (at most 4096 bytes). Sources whose samples a consumer can
+     * A short description consumers receive (at most {@link #MAX_DESCRIPTION_BYTES} UTF-8 bytes). Sources whose samples a consumer can
      * recompute, like the synthetic one, put their parameters here.
      */
     default String description() {

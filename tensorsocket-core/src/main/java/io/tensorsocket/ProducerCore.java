@@ -147,6 +147,11 @@ final class ProducerCore implements BatchSink {
         }
     }
 
+    @Override
+    public int claimsAhead() {
+        return claimsAhead;
+    }
+
     /** Waits until {@code slot} is free and a consumer is attached, evicting whoever stalls it too long. */
     private void awaitFreeSlot(int slot) {
         long stalledSince = System.nanoTime();

@@ -91,6 +91,11 @@ class FailureProcessTest extends ProcessTestBase {
                     }
 
                     @Override
+                    public int claimsAhead() {
+                        return sink.claimsAhead();
+                    }
+
+                    @Override
                     public SlotWriter claim() {
                         if (++n[0] == 30) {
                             throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire"));

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * Fills claimed arena slots with samples on a fixed pool of worker threads. The calling thread claims
  * slots in sampler order, hands each sample to the pool, and publishes each batch once all its samples
- * are written; at most {@code prefetch} claims are outstanding, so workers start on the next batch while
+ * are written; at most {@code prefetch} claims are outstanding (fewer if the sink allows fewer), so workers start on the next batch while
  * the current one finishes. Each worker thread keeps one context (decoder, buffers) for its lifetime.
  *
  * @param <C> per-thread state of the sample writer; closed with the filler if it is {@link AutoCloseable}
@@ -77,9 +77,10 @@ final class ParallelSlotFiller<C> implements AutoCloseable {
     void emit(long epoch, int[] order, int batchSize, BatchSink sink) throws Exception {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         ArrayDeque<PendingBatch> pending = new ArrayDeque<>();
+        int ahead = Math.max(1, Math.min(prefetch, sink.claimsAhead()));
         try {
             for (int start = 0; start < order.length; start += batchSize) {
-                while (pending.size() >= prefetch) {
+                while (pending.size() >= ahead) {
                     finish(pending.removeFirst(), failure);
                 }
                 int n = Math.min(batchSize, order.length - start);

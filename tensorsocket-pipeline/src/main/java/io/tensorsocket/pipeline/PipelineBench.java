@@ -148,6 +148,11 @@ public final class PipelineBench {
         }
 
         @Override
+        public int claimsAhead() {
+            return slots.length - 1;
+        }
+
+        @Override
         public SlotWriter claim() {
             MemorySegment[] mem = slots[next++ % slots.length];
             return new SlotWriter() {

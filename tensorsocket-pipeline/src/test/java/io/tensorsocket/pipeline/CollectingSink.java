@@ -61,6 +61,11 @@ final class CollectingSink implements BatchSink, AutoCloseable {
     }
 
     @Override
+    public int claimsAhead() {
+        return claimsAhead;
+    }
+
+    @Override
     public synchronized SlotWriter claim() {
         if (unpublished.size() >= claimsAhead) {
             throw new AssertionError("source holds " + unpublished.size() + " unpublished claims; the limit is " + claimsAhead);
