@@ -38,6 +38,7 @@ public final class SharedDataset implements Dataset {
     private final TensorConsumer consumer;
     private final List<String> dataNames;
     private final List<String> labelNames;
+    private volatile long lastEpochSamples;
 
     private SharedDataset(TensorConsumer consumer, List<String> dataNames, List<String> labelNames) {
         List<String> names = consumer.tensors().stream().map(TensorSpec::name).toList();
@@ -68,6 +69,11 @@ public final class SharedDataset implements Dataset {
         return new SharedDataset(consumer, data, labels);
     }
 
+    /** Samples handed out by the most recent (or current) epoch. */
+    public long lastEpochSamples() {
+        return lastEpochSamples;
+    }
+
     /** Batches per epoch. */
     public long size() {
         return consumer.size();
@@ -92,6 +98,7 @@ public final class SharedDataset implements Dataset {
 
         Epoch(NDManager manager) {
             this.manager = manager;
+            lastEpochSamples = 0;
         }
 
         @Override
@@ -108,6 +115,7 @@ public final class SharedDataset implements Dataset {
                 throw new NoSuchElementException();
             }
             Batch b = batches.next();
+            lastEpochSamples += b.size();
             NDManager sub = manager.newSubManager();
             try {
                 previous = new SharedBatch(sub, wrap(sub, b, dataNames), wrap(sub, b, labelNames), b, index++, total);

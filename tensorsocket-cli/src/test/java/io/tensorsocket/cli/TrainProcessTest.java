@@ -1,0 +1,47 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.pipeline.IdxDataset;
+import io.tensorsocket.pipeline.IdxSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** Two DJL trainers with different learning rates and batch sizes learn Fashion-MNIST from one shared loader. */
+@Timeout(300)
+class TrainProcessTest extends ProcessTestBase {
+    static final Path FASHION = Path.of("/usr/share/datasets/fashion-mnist");
+
+    @Test
+    void twoTrainersShareOneFashionMnistLoaderAndBothLearnIt() throws Exception {
+        assumeTrue(Files.isDirectory(FASHION), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        Path dir = base.resolve("fmnist");
+        IdxSource source = IdxSource.builder(IdxDataset.open(FASHION, "train")).floats(0.2860f, 0.3530f).batchSize(100)
+                .seed(7).build();
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(1).minConsumers(2).build()) {
+            p.start();
+            Proc slow = start("train", "--dir", dir.toString(), "--model", "mlp", "--lr", "0.001", "--batch-size", "64",
+                    "--test-idx", FASHION.toString());
+            Proc fast = start("train", "--dir", dir.toString(), "--model", "mlp", "--lr", "0.002", "--batch-size", "128",
+                    "--test-idx", FASHION.toString());
+            for (Proc t : new Proc[]{slow, fast}) {
+                assertEquals(0, t.exitCode(Duration.ofSeconds(240)), t.stderr());
+                Map<String, String> epoch = t.json().getFirst();
+                System.out.println("trainer: " + t.lines().getFirst());
+                assertEquals("60000", epoch.get("samples"), epoch.toString());
+                assertEquals("test", epoch.get("accuracy_on"));
+                double accuracy = Double.parseDouble(epoch.get("accuracy"));
+                assertTrue(accuracy >= 0.80, "test accuracy " + accuracy + ": " + epoch);
+            }
+            assertTrue(p.await(Duration.ofSeconds(30)));
+        }
+    }
+}
