@@ -150,6 +150,19 @@ class FailureProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void sigtermStopsTheProducerCleanlyAndRemovesItsFiles() throws Exception {
+        Proc producer = serve("term", "samples=100000,shape=4,dtype=float32,seed=1", 10, 0);
+        Proc c = consume("term", 10, "--step-ms", "1");
+        producer.awaitLine(l -> l.contains("ready"), Duration.ofSeconds(5));
+        Thread.sleep(1000);
+        producer.signal("TERM");
+        producer.exitCode(Duration.ofSeconds(30));
+        assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
+        assertTrue(c.errorLine().contains("was closed"), c.errorLine());
+        assertTrue(!java.nio.file.Files.exists(base.resolve("term")), "the producer removes its directory on SIGTERM");
+    }
+
+    @Test
     void producerWithBoundedEpochsExitsCleanly() throws Exception {
         Proc producer = serve("bounded", "samples=100,shape=4,dtype=float32,seed=1", 10, 3);
         Proc c = consume("bounded", 9);
