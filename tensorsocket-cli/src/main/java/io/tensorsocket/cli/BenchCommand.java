@@ -61,7 +61,7 @@ final class BenchCommand implements Callable<Integer> {
                 List<Harness.Fanout> fs = new ArrayList<>();
                 for (int k : List.of(1, 2, 4, 8, 16)) {
                     progress.phase("fan-out to " + k + " consumer JVMs");
-                    Harness.Fanout f = Harness.fanout(k, "page", quick ? 30 : 100);
+                    Harness.Fanout f = Harness.fanout(k, "page", quick ? 20 : 100);
                     fs.add(f);
                     metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", k, "aggregate",
                             f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
@@ -73,8 +73,8 @@ final class BenchCommand implements Callable<Integer> {
                 Path images = DemoImages.ensure(DemoImages.defaultFolder(), 500, 10);
                 List<double[]> rows = new ArrayList<>();
                 for (int k : List.of(2, 3, 4)) {
-                    TrainingComparison.Config c = new TrainingComparison.Config(images, k, 32, 32, stepMs, quick ? 4 : 15,
-                            quick ? 1.5 : 3, cpus, "auto", "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
+                    TrainingComparison.Config c = new TrainingComparison.Config(images, k, 32, 32, stepMs, quick ? 3 : 15,
+                            quick ? 1 : 3, cpus, "auto", "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
                             "float32", 42);
                     progress.phase("speedup K=" + k + ": private pipelines");
                     TrainingComparison.ModeResult p = TrainingComparison.runPrivate(c);

@@ -82,7 +82,9 @@ final class DemoCommand implements Callable<Integer> {
             Path folder = images;
             if (folder == null) {
                 folder = DemoImages.defaultFolder();
-                progress.phase("preparing " + imageCount + " JPEGs in " + folder + " (once)");
+                if (!DemoImages.isReady(folder, imageCount, 10)) {
+                    progress.phase("preparing " + imageCount + " JPEGs in " + folder + " (once)");
+                }
                 DemoImages.ensure(folder, imageCount, 10);
             }
             TrainingComparison.Config c = new TrainingComparison.Config(folder, jobs, batchSize, batchSize, stepMs, seconds,

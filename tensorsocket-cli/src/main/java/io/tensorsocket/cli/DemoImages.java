@@ -26,6 +26,11 @@ final class DemoImages {
         return cache.resolve("tensorsocket").resolve("demo-jpegs");
     }
 
+    /** Whether {@link #ensure} already made these images. */
+    static boolean isReady(Path root, int count, int classes) {
+        return Files.exists(root.resolve(".complete-" + count + "-" + classes + "-" + WIDTH + "x" + HEIGHT));
+    }
+
     /** Makes {@code count} images over {@code classes} classes in {@code root} unless already there; two threads. */
     static Path ensure(Path root, int count, int classes) throws IOException {
         Path done = root.resolve(".complete-" + count + "-" + classes + "-" + WIDTH + "x" + HEIGHT);
