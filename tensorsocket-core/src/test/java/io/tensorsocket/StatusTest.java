@@ -38,10 +38,19 @@ class StatusTest {
                 Iterator<Batch> ib = b.iterator();
                 for (int i = 0; i < 5; i++) {
                     ia.next();
-                    Thread.sleep(250); // "work", so the consumer reports more work than wait
+                    Thread.sleep(300); // "work", so the consumer reports more work than wait
                 }
                 ib.next();
+                // releases and progress reports travel asynchronously: ask until they have arrived
                 ProducerStatus s = ProducerStatus.query(dir, Duration.ofSeconds(5));
+                for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; ) {
+                    if (s.consumers().size() == 2 && s.consumers().get(0).position() == 64
+                            && s.consumers().get(1).position() == 32 && s.consumers().get(0).workNanos() > 0) {
+                        break;
+                    }
+                    Thread.sleep(20);
+                    s = ProducerStatus.query(dir, Duration.ofSeconds(5));
+                }
                 assertEquals(ProducerStatus.State.SERVING, s.state());
                 assertEquals(2, s.consumersAttached());
                 assertEquals(2, s.consumers().size());
