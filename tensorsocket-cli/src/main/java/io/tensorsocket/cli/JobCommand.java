@@ -97,19 +97,34 @@ final class JobCommand implements Callable<Integer> {
         Path shm = Path.of("/dev/shm");
         Path tmp = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
                 "tensorsocket-private-");
+        // A signal skips finally blocks: a shutdown hook removes the private arena however the job ends.
+        Thread cleanup = new Thread(() -> delete(tmp), "tensorsocket-private-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
         BatchSource source = ps.source.build();
         try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("p")).source(source).epochs(0).slots(6)
                 .drainTimeout(Duration.ofSeconds(1)).build()) {
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+            cleanup = new Thread(() -> {
+                p.close();
+                delete(tmp);
+            }, "tensorsocket-private-cleanup");
+            Runtime.getRuntime().addShutdownHook(cleanup);
             p.start();
             try (TensorConsumer c = TensorConsumer.connect(tmp.resolve("p"), opts)) {
                 train(c, "private");
             }
         } finally {
-            try (Stream<Path> s = Files.walk(tmp)) {
-                s.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-            }
+            delete(tmp);
         }
         return 0;
+    }
+
+    private static void delete(Path tmp) {
+        try (Stream<Path> s = Files.walk(tmp)) {
+            s.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            // already gone
+        }
     }
 
     private static final long HASHED_SAMPLES = 64;

@@ -218,6 +218,14 @@ final class TrainingComparison {
 
         @Override
         public void close() {
+            try {
+                // a job that reported its result exits by itself (and cleans up); give it a moment first
+                if (index > 0 && lines.stream().anyMatch(l -> l.contains("\"done\""))) {
+                    process.waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             process.destroy();
             try {
                 if (!process.waitFor(10, TimeUnit.SECONDS)) {
