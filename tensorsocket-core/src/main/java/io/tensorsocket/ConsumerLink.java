@@ -155,6 +155,11 @@ final class ConsumerLink implements AutoCloseable {
         }
     }
 
+    /** Sends a message whose loss does not matter (a progress report): a broken connection is reported elsewhere. */
+    void sendQuietly(Message m) {
+        channel.sendQuietly(m);
+    }
+
     @Override
     public void close() {
         closing = true;

@@ -20,6 +20,16 @@ final class ConsumerSession {
     long batchesSent;
     long releases;
     boolean attached = true;
+    /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
+    String user = "?";
+    StartMode startMode = StartMode.EPOCH_START;
+    /** Stream position up to which this consumer has released every sample. */
+    long position;
+    /** Its last two progress reports, for status (null before the first). */
+    io.tensorsocket.protocol.Message.Progress progress;
+    long progressNanos;
+    io.tensorsocket.protocol.Message.Progress previousProgress;
+    long previousProgressNanos;
 
     ConsumerSession(int id, MessageChannel channel, Message.Hello hello) {
         this.id = id;

@@ -71,6 +71,9 @@ final class ProducerCore implements BatchSink {
     private boolean streamEnded;
     private String closedReason;
     private long totalPublished;
+    private long totalSamples;
+    private final long startedNanos = System.nanoTime();
+    private final RateWindow loaderRate = new RateWindow();
 
     ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, String producerName) {
@@ -263,6 +266,8 @@ final class ProducerCore implements BatchSink {
         }
         publishedSeq = c.seq;
         totalPublished++;
+        totalSamples += c.samples;
+        loaderRate.record(System.nanoTime(), totalSamples);
         nextIndex++;
         nextSample += c.samples;
         changed.signalAll();
@@ -375,7 +380,7 @@ final class ProducerCore implements BatchSink {
      *
      * @return null if the consumer was refused (an error was sent)
      */
-    ConsumerSession join(int id, io.tensorsocket.protocol.MessageChannel channel, Message.Hello hello,
+    ConsumerSession join(int id, io.tensorsocket.protocol.MessageChannel channel, Message.Hello hello, String user,
                          java.util.function.Function<StartPoint, Message.Welcome> welcome) {
         lock.lock();
         try {
@@ -389,6 +394,7 @@ final class ProducerCore implements BatchSink {
                 return null;
             }
             ConsumerSession s = new ConsumerSession(id, channel, hello);
+            s.user = user;
             StartPoint start;
             List<Long> retained = new ArrayList<>();
             if (nextSample == 0) {
@@ -401,6 +407,8 @@ final class ProducerCore implements BatchSink {
             } else {
                 start = new StartPoint(StartMode.ROLLING, nextEpoch, nextSample);
             }
+            s.position = start.epoch() * samplesPerEpoch + start.sample();
+            s.startMode = start.mode();
             if (!s.send(welcome.apply(start))) {
                 channel.close();
                 return null;
@@ -438,9 +446,80 @@ final class ProducerCore implements BatchSink {
                 return false;
             }
             s.releases++;
-            slotHolders[(int) (seq % layout.slotCount())]--;
+            int slot = (int) (seq % layout.slotCount());
+            slotHolders[slot]--;
+            s.position = Math.max(s.position, slotEpoch[slot] * samplesPerEpoch + slotSampleStart[slot] + slotSamples[slot]);
             changed.signalAll();
             return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Records a consumer's report about itself (for {@link #status}). */
+    void progress(ConsumerSession s, Message.Progress p) {
+        lock.lock();
+        try {
+            if (s.progress != null) {
+                s.previousProgress = s.progress;
+                s.previousProgressNanos = s.progressNanos;
+            }
+            s.progress = p;
+            s.progressNanos = System.nanoTime();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A consistent snapshot of the producer and its consumers, taken under the lock. */
+    ProducerStatus status(long pid, String source) {
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            ProducerStatus.State state;
+            if (closedReason != null) {
+                state = ProducerStatus.State.CLOSING;
+            } else if (streamEnded) {
+                state = ProducerStatus.State.DRAINING;
+            } else if (consumers.size() < (totalPublished == 0 ? minConsumers : 1)) {
+                state = ProducerStatus.State.WAITING_FOR_CONSUMERS;
+            } else {
+                state = ProducerStatus.State.SERVING;
+            }
+            int n = layout.slotCount();
+            int inUse = 0;
+            for (int slot = 0; slot < n; slot++) {
+                long q = slotSeq[slot];
+                if (q >= 0 && (slotHolders[slot] > 0 || q > publishedSeq || q > publishedSeq - rubberBand)) {
+                    inUse++;
+                }
+            }
+            int window = (int) Math.min(rubberBand, totalPublished);
+            long producerPosition = nextEpoch * samplesPerEpoch + nextSample;
+            List<ProducerStatus.Consumer> list = new ArrayList<>();
+            for (ConsumerSession c : consumers.values()) {
+                if (list.size() == ProducerStatus.MAX_LISTED) {
+                    break;
+                }
+                Message.Progress p = c.progress;
+                long epoch = p != null ? p.epoch() : samplesPerEpoch == 0 ? 0 : c.position / samplesPerEpoch;
+                double rate = 0;
+                if (p != null) {
+                    long fromNanos = c.previousProgress != null ? c.previousProgressNanos : c.joinedNanos;
+                    long fromSamples = c.previousProgress != null ? c.previousProgress.samples() : 0;
+                    long toNanos = now - c.progressNanos > 2_000_000_000L ? now : c.progressNanos;
+                    rate = toNanos > fromNanos ? (p.samples() - fromSamples) / ((toNanos - fromNanos) / 1e9) : 0;
+                }
+                list.add(new ProducerStatus.Consumer(c.id, Math.max(0, c.hello.pid()), c.user, c.hello.batchSize(),
+                        c.hello.dropLast(), c.startMode, epoch, c.position,
+                        Math.max(0, producerPosition - c.position), c.held.size(), c.batchesSent, p != null,
+                        p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
+                        p != null ? p.workNanos() : 0, now - c.joinedNanos));
+            }
+            return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
+                    samplesPerEpoch, epochs, nextEpoch, nextSample, totalPublished, totalSamples,
+                    loaderRate.perSecond(now), n, layout.slotBytes(), inUse, rubberBand, window, now - startedNanos,
+                    consumers.size(), list);
         } finally {
             lock.unlock();
         }
@@ -530,6 +609,43 @@ final class ProducerCore implements BatchSink {
         @Override
         public void publish(int samples) {
             ProducerCore.this.publish(this, samples);
+        }
+    }
+
+    /** Samples per second over roughly the last few seconds, from cumulative counts sampled as they change. */
+    private static final class RateWindow {
+        private static final int POINTS = 32;
+        private static final long SPACING = 100_000_000L;
+        private final long[] at = new long[POINTS];
+        private final long[] count = new long[POINTS];
+        private int size;
+        private int head;
+
+        void record(long nanos, long cumulative) {
+            int last = (head + size - 1) % POINTS;
+            if (size > 1 && nanos - at[(head + size - 2) % POINTS] < SPACING) {
+                at[last] = nanos; // too close to the one before: move the newest point instead of adding one
+                count[last] = cumulative;
+                return;
+            }
+            if (size == POINTS) {
+                head = (head + 1) % POINTS;
+                size--;
+            }
+            int i = (head + size) % POINTS;
+            at[i] = nanos;
+            count[i] = cumulative;
+            size++;
+        }
+
+        double perSecond(long now) {
+            if (size < 2) {
+                return 0;
+            }
+            long lastAt = at[(head + size - 1) % POINTS];
+            long dt = Math.max(now, lastAt) - at[head];
+            long dc = count[(head + size - 1) % POINTS] - count[head];
+            return dt > 0 ? dc / (dt / 1e9) : 0;
         }
     }
 

@@ -81,8 +81,14 @@ final class ProducerServer implements AutoCloseable {
                 ch.close();
                 return;
             }
+            if (first instanceof Message.StatusRequest) {
+                Message.Welcome w = welcomeTemplate.apply(new ProducerCore.StartPoint(StartMode.EPOCH_START, 0, 0));
+                ch.sendQuietly(new Message.Status(core.status(w.producerPid(), w.source())));
+                ch.close();
+                return;
+            }
             if (!(first instanceof Message.Hello hello)) {
-                reject(ch, Message.ErrorCode.BAD_FRAME, "expected HELLO as the first message, got "
+                reject(ch, Message.ErrorCode.BAD_FRAME, "expected HELLO or STATUS_REQUEST as the first message, got "
                         + first.getClass().getSimpleName());
                 return;
             }
@@ -92,7 +98,7 @@ final class ProducerServer implements AutoCloseable {
                 return;
             }
             int id = ids.incrementAndGet();
-            session = core.join(id, ch, hello, start -> withConsumer(welcomeTemplate.apply(start), id));
+            session = core.join(id, ch, hello, peerUser(ch), start -> withConsumer(welcomeTemplate.apply(start), id));
             if (session == null) {
                 return;
             }
@@ -132,6 +138,7 @@ final class ProducerServer implements AutoCloseable {
                         return;
                     }
                 }
+                case Message.Progress p -> core.progress(session, p);
                 case Message.Bye b -> {
                     core.leave(session, "said goodbye");
                     return;
@@ -143,6 +150,15 @@ final class ProducerServer implements AutoCloseable {
                     return;
                 }
             }
+        }
+    }
+
+    /** The connecting process's user name, from the kernel (SO_PEERCRED), or "?" where unavailable. */
+    private static String peerUser(MessageChannel ch) {
+        try {
+            return ch.channel().getOption(jdk.net.ExtendedSocketOptions.SO_PEERCRED).user().getName();
+        } catch (IOException | UnsupportedOperationException e) {
+            return "?";
         }
     }
 

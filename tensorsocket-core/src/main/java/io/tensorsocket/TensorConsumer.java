@@ -75,6 +75,13 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private boolean closed;
     /** Whether the producer's end-of-stream message was taken from the inbox. */
     private boolean endSeen;
+    /** Time inside the iterator (waiting for data) and outside it (the caller working), for progress reports. */
+    private long waitNanos;
+    private long workNanos;
+    private long outsideSince;
+    private long samplesHanded;
+    private long lastProgressNanos;
+    private static final long PROGRESS_EVERY_NANOS = 1_000_000_000L;
 
     private static final class Held {
         final Message.BatchReady batch;
@@ -329,6 +336,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public boolean hasNext() {
             lock.lock();
+            long entered = enter();
             try {
                 checkOpen();
                 if (epochBase != epochBaseAtStart) {
@@ -336,6 +344,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 }
                 return nextBatchSize() > 0;
             } finally {
+                leave(entered);
                 lock.unlock();
             }
         }
@@ -343,6 +352,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public Batch next() {
             lock.lock();
+            long entered = enter();
             try {
                 checkOpen();
                 closeCurrent();
@@ -351,10 +361,65 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                     throw new NoSuchElementException("epoch " + epochNumber + " has no more batches");
                 }
                 current = assemble(n);
+                samplesHanded += n;
                 return current;
             } finally {
+                leave(entered);
                 lock.unlock();
             }
+        }
+    }
+
+    private long enter() {
+        long now = System.nanoTime();
+        if (outsideSince != 0) {
+            workNanos += now - outsideSince;
+            outsideSince = 0;
+        }
+        return now;
+    }
+
+    private void leave(long entered) {
+        long now = System.nanoTime();
+        waitNanos += now - entered;
+        outsideSince = now;
+        if (!closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
+            lastProgressNanos = now;
+            link.sendQuietly(new Message.Progress(epochNumber, samplesHanded, waitNanos, workNanos));
+        }
+    }
+
+    /**
+     * Time this consumer's iterator spent waiting for data (inside {@code hasNext}/{@code next}), in
+     * nanoseconds since it connected. With {@link #workNanos()} it says whether the loader or the
+     * training loop is the bottleneck; the producer's status shows both.
+     */
+    public long waitNanos() {
+        lock.lock();
+        try {
+            return waitNanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Time spent outside the iterator between batches (the caller's work), in nanoseconds. */
+    public long workNanos() {
+        lock.lock();
+        try {
+            return workNanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Samples handed out so far, over all epochs. */
+    public long samplesConsumed() {
+        lock.lock();
+        try {
+            return samplesHanded;
+        } finally {
+            lock.unlock();
         }
     }
 

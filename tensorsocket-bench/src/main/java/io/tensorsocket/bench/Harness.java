@@ -54,20 +54,41 @@ public final class Harness {
         }
     }
 
+    /** Publish-to-consumer latency of small batches. */
+    public record Handoff(double p50Us, double p99Us, long batches) {
+    }
+
+    /** Batches/s of large batches to K consumers: the slowest consumer's rate and the sum over all. */
+    public record Fanout(int consumers, double perConsumer, double aggregate) {
+    }
+
     static void handoff() throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, 2000, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none").getFirst();
+        Handoff r = handoff(2000);
         System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
-                + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d}%n", r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
+                + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d}%n", r.p50Us(), r.p99Us(), r.batches());
+    }
+
+    /** Measures {@code batches} batches of 64×3×32×32 float32, the producer paced at one batch per millisecond. */
+    public static Handoff handoff(int batches) throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 1_000_000);
+        Map<String, Double> r = run(src, 1, 1, "none").getFirst();
+        return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
     static void fanout(int k, String touch) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, 100, 0);
+        Fanout f = fanout(k, touch, 100);
+        System.out.printf(Locale.ROOT, "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
+                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\"}%n",
+                f.perConsumer(), k, f.aggregate(), touch);
+    }
+
+    /** Serves two epochs of {@code batchesPerEpoch} 64×3×224×224 float32 batches to {@code k} consumer JVMs. */
+    public static Fanout fanout(int k, String touch, int batchesPerEpoch) throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, batchesPerEpoch, 0);
         List<Map<String, Double>> rs = run(src, k, 2, touch);
         double min = rs.stream().mapToDouble(m -> m.get("batches_per_s")).min().orElse(0);
         double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
-        System.out.printf(Locale.ROOT, "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
-                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\"}%n", min, k, sum, touch);
+        return new Fanout(k, min, sum);
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
@@ -79,8 +100,8 @@ public final class Harness {
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
                 procs.add(new ProcessBuilder(List.of(ProcessHandle.current().info().command().orElse("java"),
-                        "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                        BenchConsumer.class.getName(), dir.toString(), Integer.toString(src.layout().batchSize()),
+                        "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+                        System.getProperty("java.class.path"), BenchConsumer.class.getName(), dir.toString(), Integer.toString(src.layout().batchSize()),
                         Integer.toString(epochs), touch)).redirectError(ProcessBuilder.Redirect.INHERIT).start());
             }
             for (Process proc : procs) {
@@ -103,8 +124,58 @@ public final class Harness {
         return results;
     }
 
+    /** Resident memory of a consumer that read batches, beside one that connected and read nothing (kB). */
+    public record Rss(int batchSize, int batches, long baselineKb, long readerKb, long baselineAnonKb, long readerAnonKb,
+                      long readerShmemKb) {
+        public double extraMb() {
+            return (readerKb - baselineKb) / 1024.0;
+        }
+
+        public double extraAnonMb() {
+            return (readerAnonKb - baselineAnonKb) / 1024.0;
+        }
+    }
+
+    /**
+     * Starts a baseline consumer JVM (connects, reads nothing) and then one that reads {@code batches}
+     * 64×3×224×224 float32 batches at {@code consumerBatch} samples each, and reports both resident sizes.
+     */
+    public static Rss consumerRss(int consumerBatch, int batches) throws Exception {
+        int perEpoch = (int) ((long) consumerBatch * (batches + 4) / 64 + 16);
+        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, perEpoch, 0);
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).slots(8)
+                .drainTimeout(Duration.ofMillis(100)).build()) {
+            p.start();
+            long[] base = rss(dir, consumerBatch, 0);
+            long[] reader = rss(dir, consumerBatch, batches);
+            return new Rss(consumerBatch, batches, base[0], reader[0], base[1], reader[1], reader[2]);
+        } finally {
+            Files.deleteIfExists(dir.getParent());
+        }
+    }
+
+    private static long[] rss(Path dir, int batchSize, int batches) throws Exception {
+        Process proc = new ProcessBuilder(List.of(ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+                System.getProperty("java.class.path"), RssConsumer.class.getName(), dir.toString(),
+                Integer.toString(batchSize), Integer.toString(batches))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String line = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
+                .lines().filter(l -> l.startsWith("RSS")).findFirst()
+                .orElseThrow(() -> new IllegalStateException("the RSS probe consumer printed no result"));
+        if (!proc.waitFor(2, TimeUnit.MINUTES)) {
+            proc.destroyForcibly();
+        }
+        long[] out = new long[3];
+        String[] kv = line.substring(4).split(" ");
+        for (int i = 0; i < 3; i++) {
+            out[i] = Long.parseLong(kv[i].split("=")[1]);
+        }
+        return out;
+    }
+
     /** Native-to-native copy bandwidth of a 64 MiB buffer: the physical limit of writing batches. */
-    static double memcpy() {
+    public static double memcpy() {
         try (Arena a = Arena.ofConfined()) {
             long n = 64L << 20;
             MemorySegment x = a.allocate(n, 64);

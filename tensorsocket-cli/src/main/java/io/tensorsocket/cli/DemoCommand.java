@@ -1,90 +1,152 @@
 package io.tensorsocket.cli;
 
-import io.tensorsocket.TensorProducer;
-import io.tensorsocket.source.SyntheticSource;
-import io.tensorsocket.source.SyntheticSpec;
+import io.tensorsocket.pipeline.Decoders;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 
 /**
- * {@code tensorsocket demo}: one producer on synthetic data, several consumer processes with different
- * batch sizes, every sample verified.
+ * {@code tensorsocket demo}: the same K training jobs run twice for the same time, first each with its
+ * own private JPEG pipeline, then all sharing one producer; prints throughput and CPU per sample of
+ * both, and draws a chart.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Serve synthetic data to several consumer processes with different batch sizes and verify every sample.")
+        description = {"Run K simulated training jobs on JPEGs twice: each with a private pipeline, then sharing one producer.",
+                "Prints samples/s per job and in total, CPU time per sample (every process counted), the speedup, and"
+                        + " writes a chart. Needs no data: it makes photo-like JPEGs once and caches them."})
 final class DemoCommand implements Callable<Integer> {
 
-    @Option(names = "--consumers", defaultValue = "3", description = "Consumer processes (default ${DEFAULT-VALUE}).")
-    int consumers;
+    @Option(names = {"--jobs", "--consumers"}, defaultValue = "3", description = "Training jobs (default ${DEFAULT-VALUE}).")
+    int jobs;
 
-    @Option(names = "--samples", defaultValue = "20000", description = "Samples per epoch (default ${DEFAULT-VALUE}).")
-    long samples;
+    @Option(names = "--seconds", defaultValue = "20", description = "Measured time per mode (default ${DEFAULT-VALUE}).")
+    double seconds;
 
-    @Option(names = "--epochs", defaultValue = "2", description = "Epochs (default ${DEFAULT-VALUE}).")
-    long epochs;
+    @Option(names = "--warmup-s", defaultValue = "3", description = "Unmeasured time before each mode's window (default ${DEFAULT-VALUE}).")
+    double warmupS;
 
-    @Option(names = "--batch-size", defaultValue = "64", description = "The producer's batch size (default ${DEFAULT-VALUE}).")
+    @Option(names = "--batch-size", defaultValue = "32", description = "Each job's batch size (default ${DEFAULT-VALUE}).")
     int batchSize;
+
+    @Option(names = "--step-ms", defaultValue = "40",
+            description = "Simulated accelerator time per batch: the job sleeps this long per step (default ${DEFAULT-VALUE}).")
+    double stepMs;
+
+    @Option(names = "--workers", description = "Decode threads per pipeline, the same for each private pipeline and the shared producer"
+            + " (default: one per processor).")
+    Integer workers;
+
+    @Option(names = "--images", description = "Use this image folder instead of the generated JPEGs.")
+    Path images;
+
+    @Option(names = "--image-count", defaultValue = "500", description = "Generated JPEGs (default ${DEFAULT-VALUE}).")
+    int imageCount;
+
+    @Option(names = "--decoder", defaultValue = "auto", description = "auto, turbojpeg or imageio (default ${DEFAULT-VALUE}).")
+    String decoder;
+
+    @Option(names = "--transform", defaultValue = "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
+            description = "Image transforms (default ${DEFAULT-VALUE}).")
+    String transform;
+
+    @Option(names = "--output", defaultValue = "float32", description = "float32 or uint8 (default ${DEFAULT-VALUE}).")
+    String output;
+
+    @Option(names = "--chart", defaultValue = "tensorsocket-demo.png", description = "Where to write the chart (default ${DEFAULT-VALUE}).")
+    Path chart;
+
+    @Option(names = "--model", description = "Train a real DJL model in each job instead of simulating the step.")
+    String model;
 
     @Override
     public Integer call() throws Exception {
-        if (consumers < 1) {
-            throw new IllegalArgumentException("--consumers must be at least 1");
+        if (model != null) {
+            TrainCommand.block(model, 10); // rejects an unknown model name before anything starts
+        }
+        if (jobs < 1 || batchSize < 1 || !(seconds > 0) || warmupS < 0) {
+            throw new IllegalArgumentException("--jobs and --batch-size must be at least 1 and --seconds positive");
         }
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         }
-        SyntheticSpec spec = SyntheticSpec.parse("samples=" + samples + ",shape=3x32x32,dtype=float32,seed=42");
-        Path dir = Files.createTempDirectory("tensorsocket-demo-").resolve("producer");
-        int[] sizes = {batchSize, batchSize / 2 + 1, batchSize * 3, 100, 7};
-        System.out.printf("producer: %s, batch size %d, %d epochs; %d consumer processes%n", spec.format(), batchSize,
-                epochs, consumers);
-        List<Process> procs = new ArrayList<>();
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, batchSize))
-                .epochs(epochs).minConsumers(consumers).build()) {
-            p.start();
-            for (int i = 0; i < consumers; i++) {
-                int b = Math.max(1, sizes[i % sizes.length]);
-                procs.add(new ProcessBuilder(Launcher.javaCommand("consume", "--dir", dir.toString(), "--batch-size",
-                        Integer.toString(b))).redirectErrorStream(false).start());
-            }
-            boolean ok = true;
-            System.out.printf("%-9s %-10s %-7s %-9s %-8s %-10s %-8s %-12s%n", "consumer", "batch", "epoch", "samples",
-                    "unique", "duplicate", "corrupt", "samples/s");
-            for (int i = 0; i < procs.size(); i++) {
-                Process proc = procs.get(i);
-                List<String> lines = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
-                        .lines().toList();
-                String err = new String(proc.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-                if (!proc.waitFor(5, TimeUnit.MINUTES) || proc.exitValue() != 0) {
-                    ok = false;
-                    System.out.printf("consumer %d failed: %s%n", i, err.lines().reduce((a, b) -> b).orElse("?"));
+        int cpus = Runtime.getRuntime().availableProcessors();
+        int w = workers != null ? workers : cpus;
+        String decoderName = Decoders.named(decoder).name();
+        double perMode = seconds + warmupS + 6;
+        try (ProgressBar progress = new ProgressBar(2 * perMode + (images == null ? 3 : 0))) {
+            Path folder = images;
+            if (folder == null) {
+                folder = DemoImages.defaultFolder();
+                if (!DemoImages.isReady(folder, imageCount, 10)) {
+                    progress.phase("preparing " + imageCount + " JPEGs in " + folder + " (once)");
                 }
-                for (String line : lines) {
-                    var f = JsonLine.parse(line);
-                    System.out.printf("%-9d %-10s %-7s %-9s %-8s %-10s %-8s %-12.0f%n", i, f.get("batch_size"), f.get("epoch"),
-                            f.get("samples"), f.get("unique"), f.get("duplicates"), f.get("corrupt"),
-                            Double.parseDouble(f.get("samples_per_s")));
-                }
+                DemoImages.ensure(folder, imageCount, 10);
             }
-            p.await(java.time.Duration.ofSeconds(30));
-            System.out.println(ok ? "every consumer received every sample exactly once, byte-identical"
-                    : "some consumers failed");
+            TrainingComparison.Config c = new TrainingComparison.Config(folder, jobs, batchSize, batchSize, stepMs, seconds,
+                    warmupS, w, decoder, transform, output, 42, model);
+            System.out.printf(Locale.ROOT, "%d training jobs, batch %d, each step %s;"
+                            + " %s; %s decoder, %d decode thread(s) per pipeline; %d processors%n", jobs, batchSize,
+                    model != null ? "a real DJL " + model + " training step on the CPU"
+                            : String.format(Locale.ROOT, "simulated as %.0f ms of accelerator time (sleep)", stepMs),
+                    images == null ? imageCount + " photo-like " + DemoImages.WIDTH + "x" + DemoImages.HEIGHT + " JPEGs" : "images in " + folder,
+                    decoderName, w, cpus);
+            System.out.println("transforms: " + transform + " -> " + output);
+            System.out.flush();
+            progress.phase("private: " + jobs + " jobs, each decoding its own JPEGs");
+            TrainingComparison.ModeResult priv = TrainingComparison.runPrivate(c);
+            progress.phase("shared: " + jobs + " jobs reading from one producer");
+            TrainingComparison.ModeResult shared = TrainingComparison.runShared(c);
+            progress.close();
+            print(priv, shared);
+            writeChart(priv, shared, chart, String.format(Locale.ROOT, "%d jobs, batch %d, %.0f ms simulated step, %s, %d processors",
+                    jobs, batchSize, stepMs, decoderName, cpus));
+            System.out.println("chart: " + chart.toAbsolutePath());
+            boolean sameBytes = priv.jobs().stream().map(TrainingComparison.JobResult::crc)
+                    .allMatch(x -> x.equals(shared.jobs().getFirst().crc()))
+                    && shared.jobs().stream().allMatch(j -> j.crc().equals(shared.jobs().getFirst().crc()));
+            boolean ok = priv.inOrder() && shared.inOrder() && sameBytes;
+            System.out.println(ok ? "checked: every job got every sample once and in order, and the first "
+                    + "64 samples were byte-identical in every private pipeline and from the shared producer"
+                    : "CHECK FAILED: samples out of order, or the shared batches differ from the private ones");
             return ok ? 0 : 1;
-        } finally {
-            for (Process proc : procs) {
-                proc.destroyForcibly();
-            }
         }
+    }
+
+    static void print(TrainingComparison.ModeResult priv, TrainingComparison.ModeResult shared) {
+        System.out.printf("%n%-8s %-5s %10s %14s %7s%n", "mode", "job", "samples/s", "CPU ms/sample", "wait");
+        for (TrainingComparison.ModeResult m : List.of(priv, shared)) {
+            for (TrainingComparison.JobResult j : m.jobs()) {
+                double share = j.waitS() + j.workS() > 0 ? j.waitS() / (j.waitS() + j.workS()) : Double.NaN;
+                System.out.printf(Locale.ROOT, "%-8s %-5d %10.1f %14s %6.0f%%%n", m.mode(), j.job(), j.samplesPerS(), "", 100 * share);
+            }
+            System.out.printf(Locale.ROOT, "%-8s %-5s %10.1f %14.2f %6.0f%%%n", m.mode(), "all", m.aggregate(), m.cpuMsPerSample(),
+                    100 * m.waitShare());
+        }
+        System.out.printf(Locale.ROOT, "%nshared vs private: %.2fx the samples/s, %.2fx the CPU time per sample"
+                        + " (producer included: %.1f of %.1f CPU-s)%n", shared.aggregate() / priv.aggregate(),
+                shared.cpuMsPerSample() / priv.cpuMsPerSample(), shared.producerCpuS(), shared.cpuS());
+        System.out.println("CPU ms/sample: CPU time of every process of the mode (jobs and producer) per sample delivered to a job;"
+                + " wait: share of each job's time spent waiting for data rather than in its training step");
+    }
+
+    static void writeChart(TrainingComparison.ModeResult priv, TrainingComparison.ModeResult shared, Path file, String subtitle)
+            throws java.io.IOException {
+        List<String> cats = new ArrayList<>();
+        int k = priv.jobs().size();
+        double[] p = new double[k];
+        double[] s = new double[k];
+        for (int i = 0; i < k; i++) {
+            cats.add("job " + (i + 1));
+            p[i] = priv.jobs().get(i).samplesPerS();
+            s[i] = shared.jobs().get(i).samplesPerS();
+        }
+        new BarChart("Samples/s per training job: private pipelines vs one shared producer", "samples/s", cats)
+                .subtitle(String.format(Locale.ROOT, "all jobs: %.0f vs %.0f samples/s (%.2fx); %s", priv.aggregate(),
+                        shared.aggregate(), shared.aggregate() / priv.aggregate(), subtitle)).series("private pipeline per job", p).series("one shared producer", s).write(file);
     }
 }

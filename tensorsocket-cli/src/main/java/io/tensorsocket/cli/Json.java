@@ -16,6 +16,15 @@ final class Json {
         return this;
     }
 
+    /** A value that is already JSON (an array or object), written as is. */
+    Json putRaw(String key, String json) {
+        fields.put(key, new Raw(json));
+        return this;
+    }
+
+    private record Raw(String json) {
+    }
+
     @Override
     public String toString() {
         StringBuilder s = new StringBuilder("{");
@@ -30,6 +39,8 @@ final class Json {
             Object v = e.getValue();
             if (v == null) {
                 s.append("null");
+            } else if (v instanceof Raw r) {
+                s.append(r.json());
             } else if (v instanceof Double d) {
                 s.append(Double.isFinite(d) ? String.format(java.util.Locale.ROOT, "%.3f", d) : "null");
             } else if (v instanceof Number || v instanceof Boolean) {

@@ -9,9 +9,15 @@ final class Launcher {
     }
 
     static List<String> javaCommand(String... args) {
+        return javaCommand(List.of(), args);
+    }
+
+    /** The same, with extra JVM options (for example a quieter log level) before the main class. */
+    static List<String> javaCommand(List<String> jvmOptions, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(jvmOptions);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(Main.class.getName());

@@ -2,8 +2,6 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorProducer;
-import io.tensorsocket.source.SyntheticSource;
-import io.tensorsocket.source.SyntheticSpec;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -27,12 +25,8 @@ final class ServeCommand implements Callable<Integer> {
         Path dir;
     }
 
-    @Option(names = "--synthetic", required = true, paramLabel = "SPEC",
-            description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]")
-    String synthetic;
-
-    @Option(names = "--batch-size", required = true, description = "The loader's batch size.")
-    int batchSize;
+    @picocli.CommandLine.Mixin
+    SourceOptions source;
 
     @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
     long epochs;
@@ -42,10 +36,6 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--slots", description = "Number of batch slots in the arena (instead of --arena-mb).")
     Integer slots;
-
-    @Option(names = "--loader-delay-ms", defaultValue = "0",
-            description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
-    double loaderDelayMs;
 
     @Option(names = "--hello-timeout-s", defaultValue = "5",
             description = "Drop a connection that has not said HELLO after this long (default ${DEFAULT-VALUE}).")
@@ -69,9 +59,8 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        BatchSource source = new SyntheticSource(SyntheticSpec.parse(synthetic), batchSize,
-                Duration.ofNanos((long) (loaderDelayMs * 1e6)));
-        TensorProducer.Builder b = TensorProducer.builder().source(source).epochs(epochs).rubberBand(rubberBand)
+        BatchSource src = source.build();
+        TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
                 .stallTimeout(seconds(stallTimeoutS)).idleTimeout(seconds(idleTimeoutS)).minConsumers(minConsumers)
                 .helloTimeout(seconds(helloTimeoutS));
         if (target.name != null) {

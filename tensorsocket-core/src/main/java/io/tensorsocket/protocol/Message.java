@@ -47,6 +47,25 @@ public sealed interface Message {
     record Bye() implements Message {
     }
 
+    /**
+     * A client's first message instead of {@link Hello}: asks for one {@link Status}, after which the
+     * producer closes the connection. The client does not become a consumer.
+     */
+    record StatusRequest() implements Message {
+    }
+
+    /** Producer to a status client: a snapshot of the producer and its consumers. */
+    record Status(io.tensorsocket.ProducerStatus status) implements Message {
+    }
+
+    /**
+     * Consumer to producer, about once a second: what the consumer observed of itself, for status
+     * reports. Cumulative since it connected: its own epoch number, samples handed to the training loop,
+     * time spent inside the iterator waiting for data, and time spent outside it (working).
+     */
+    record Progress(long epoch, long samples, long waitNanos, long workNanos) implements Message {
+    }
+
     /** Why an {@link Error} was sent. Codes are wire values and never change. */
     enum ErrorCode {
         VERSION_MISMATCH(1),

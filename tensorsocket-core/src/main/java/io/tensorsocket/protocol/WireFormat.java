@@ -1,6 +1,7 @@
 package io.tensorsocket.protocol;
 
 import io.tensorsocket.DType;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.TensorSpec;
 
@@ -38,14 +39,29 @@ import java.util.List;
  *   6 END          i64 epochs
  *   7 ERROR        i32 code, str message
  *   8 BYE          (empty)
+ *   9 STATUS_REQ   (empty); a client's first message instead of HELLO: the producer answers STATUS and closes
+ *  10 STATUS       i64 producerPid, str name, str source, u8 state (0 waiting for consumers, 1 serving,
+ *                  2 draining, 3 closing), i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs, i64 epoch,
+ *                  i64 sample, i64 batchesPublished, i64 samplesPublished, f64 samplesPerSecond,
+ *                  i32 slotCount, i64 slotBytes, i32 slotsInUse, i32 rubberBand, i32 windowBatches,
+ *                  i64 uptimeNanos, i32 consumersAttached, u16 listed (≤ 256), then per consumer:
+ *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode, i64 epoch,
+ *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
+ *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
+ *                    i64 connectedNanos
+ *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
+ *
+ *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
+ *
+ * Version 2 added STATUS_REQ, STATUS and PROGRESS; a version-1 peer is told VERSION_MISMATCH.
  *
  * A decoder never trusts a length: the payload length is bounded before anything is read, and every
  * count and string is checked against the bytes that are actually there.
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -59,6 +75,10 @@ public final class WireFormat {
     static final int END = 6;
     static final int ERROR = 7;
     static final int BYE = 8;
+    static final int STATUS_REQUEST = 9;
+    static final int STATUS = 10;
+    static final int PROGRESS = 11;
+    static final int LAST_TYPE = PROGRESS;
 
     private WireFormat() {
     }
@@ -87,7 +107,7 @@ public final class WireFormat {
         if (len > MAX_PAYLOAD) {
             throw new ProtocolException("frame claims a payload of " + len + " bytes; the limit is " + MAX_PAYLOAD);
         }
-        if (version == VERSION && (type < HELLO || type > BYE || reserved != 0)) {
+        if (version == VERSION && (type < HELLO || type > LAST_TYPE || reserved != 0)) {
             throw new ProtocolException("unknown message type " + type);
         }
         return new Header(version, type, (int) len);
@@ -132,6 +152,11 @@ public final class WireFormat {
             }
             case Message.Bye ignored -> {
             }
+            case Message.StatusRequest ignored -> {
+            }
+            case Message.Status st -> encodeStatus(st.status(), b);
+            case Message.Progress pr -> b.putLong(pr.epoch()).putLong(pr.samples()).putLong(pr.waitNanos())
+                    .putLong(pr.workNanos());
         }
         b.putInt(start + 8, b.position() - payloadStart);
     }
@@ -160,6 +185,9 @@ public final class WireFormat {
                 case END -> new Message.EndOfStream(p.getLong());
                 case ERROR -> new Message.Error(Message.ErrorCode.fromCode(p.getInt()), getString(p));
                 case BYE -> new Message.Bye();
+                case STATUS_REQUEST -> new Message.StatusRequest();
+                case STATUS -> new Message.Status(decodeStatus(p));
+                case PROGRESS -> decodeProgress(p);
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -225,6 +253,108 @@ public final class WireFormat {
                 epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source);
     }
 
+    private static void encodeStatus(ProducerStatus s, ByteBuffer b) {
+        b.putLong(s.producerPid());
+        putString(b, truncate(s.name()));
+        putString(b, truncate(s.source()));
+        b.put((byte) s.state().ordinal()).putInt(s.producerBatchSize()).putLong(s.samplesPerEpoch()).putLong(s.epochs())
+                .putLong(s.epoch()).putLong(s.sample()).putLong(s.batchesPublished()).putLong(s.samplesPublished())
+                .putDouble(s.samplesPerSecond()).putInt(s.slotCount()).putLong(s.slotBytes()).putInt(s.slotsInUse())
+                .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached());
+        int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
+        b.putShort((short) listed);
+        for (int i = 0; i < listed; i++) {
+            ProducerStatus.Consumer c = s.consumers().get(i);
+            b.putInt(c.id()).putLong(c.pid());
+            putString(b, c.user().length() > 64 ? c.user().substring(0, 64) : c.user());
+            b.putInt(c.batchSize()).put(bool(c.dropLast())).put((byte) c.startMode().ordinal()).putLong(c.epoch())
+                    .putLong(c.position()).putLong(c.lagSamples()).putInt(c.batchesHeld()).putLong(c.batchesSent())
+                    .put(bool(c.reported())).putLong(c.samplesConsumed()).putDouble(c.samplesPerSecond())
+                    .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
+        }
+    }
+
+    private static ProducerStatus decodeStatus(ByteBuffer p) {
+        long pid = nonNegative(p.getLong());
+        String name = getString(p);
+        String source = getString(p);
+        int state = Byte.toUnsignedInt(p.get());
+        if (state >= ProducerStatus.State.values().length) {
+            throw new ProtocolException("STATUS holds unknown state " + state);
+        }
+        int batchSize = positive(p.getInt());
+        long samplesPerEpoch = nonNegative(p.getLong());
+        long epochs = nonNegative(p.getLong());
+        long epoch = nonNegative(p.getLong());
+        long sample = nonNegative(p.getLong());
+        long batches = nonNegative(p.getLong());
+        long samples = nonNegative(p.getLong());
+        double rate = rate(p.getDouble());
+        int slotCount = positive(p.getInt());
+        long slotBytes = nonNegative(p.getLong());
+        int inUse = nonNegative(p.getInt());
+        int rubberBand = nonNegative(p.getInt());
+        int window = nonNegative(p.getInt());
+        long uptime = nonNegative(p.getLong());
+        int attached = nonNegative(p.getInt());
+        int listed = Short.toUnsignedInt(p.getShort());
+        if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount) {
+            throw new ProtocolException("STATUS holds an invalid value");
+        }
+        List<ProducerStatus.Consumer> consumers = new ArrayList<>(listed);
+        for (int i = 0; i < listed; i++) {
+            int id = nonNegative(p.getInt());
+            long cpid = nonNegative(p.getLong());
+            String user = getString(p);
+            int cb = positive(p.getInt());
+            boolean dropLast = getBool(p);
+            int mode = Byte.toUnsignedInt(p.get());
+            if (mode > 1) {
+                throw new ProtocolException("STATUS holds start mode " + mode);
+            }
+            consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, io.tensorsocket.StartMode.values()[mode],
+                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
+                    nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
+                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong())));
+        }
+        return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
+                epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,
+                consumers);
+    }
+
+    private static Message.Progress decodeProgress(ByteBuffer p) {
+        return new Message.Progress(nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()),
+                nonNegative(p.getLong()));
+    }
+
+    private static long nonNegative(long v) {
+        if (v < 0) {
+            throw new ProtocolException("a count or position holds " + v);
+        }
+        return v;
+    }
+
+    private static int nonNegative(int v) {
+        if (v < 0) {
+            throw new ProtocolException("a count or position holds " + v);
+        }
+        return v;
+    }
+
+    private static int positive(int v) {
+        if (v < 1) {
+            throw new ProtocolException("a size holds " + v);
+        }
+        return v;
+    }
+
+    private static double rate(double v) {
+        if (!Double.isFinite(v) || v < 0) {
+            throw new ProtocolException("a rate holds " + v);
+        }
+        return v;
+    }
+
     private static int typeOf(Message m) {
         return switch (m) {
             case Message.Hello h -> HELLO;
@@ -235,6 +365,9 @@ public final class WireFormat {
             case Message.EndOfStream e -> END;
             case Message.Error e -> ERROR;
             case Message.Bye b -> BYE;
+            case Message.StatusRequest r -> STATUS_REQUEST;
+            case Message.Status st -> STATUS;
+            case Message.Progress pr -> PROGRESS;
         };
     }
 

@@ -1,6 +1,7 @@
 package io.tensorsocket.protocol;
 
 import io.tensorsocket.DType;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSpec;
@@ -25,7 +26,21 @@ class WireFormatTest {
             new Message.EpochEnd(2, 782, 50000),
             new Message.EndOfStream(10),
             new Message.Error(Message.ErrorCode.EVICTED, "too slow"),
-            new Message.Bye());
+            new Message.Bye(),
+            new Message.StatusRequest(),
+            new Message.Status(status(2, 1234.5)),
+            new Message.Progress(3, 12_800, 5_000_000_000L, 7_000_000_000L));
+
+    static ProducerStatus status(int consumers, double rate) {
+        List<ProducerStatus.Consumer> cs = new java.util.ArrayList<>();
+        for (int i = 0; i < consumers; i++) {
+            cs.add(new ProducerStatus.Consumer(i + 1, 4000 + i, "alice", 32 * (i + 1), i % 2 == 0,
+                    i % 2 == 0 ? StartMode.EPOCH_START : StartMode.ROLLING, 1, 60_000 + i, 128, 2, 900, i > 0, 57_000,
+                    rate / 2, 3_000_000_000L, 9_000_000_000L, 12_000_000_000L));
+        }
+        return new ProducerStatus(77, "imagenet", "image-folder root=/data ü", ProducerStatus.State.SERVING, 64, 50_000, 0, 1,
+                10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, cs);
+    }
 
     static Message roundTrip(Message m) {
         ByteBuffer b = WireFormat.encode(m);
@@ -49,6 +64,27 @@ class WireFormatTest {
                 assertEquals(m, back);
             }
         }
+    }
+
+    @Test
+    void aStatusListsAtMost256ConsumersAndStaysInOneFrame() {
+        ProducerStatus big = status(1000, 10);
+        ProducerStatus back = ((Message.Status) roundTrip(new Message.Status(big))).status();
+        assertEquals(1000, back.consumersAttached());
+        assertEquals(ProducerStatus.MAX_LISTED, back.consumers().size());
+        assertEquals(big.consumers().get(255), back.consumers().get(255));
+    }
+
+    @Test
+    void aStatusWithAnInvalidRateOrCountIsRejected() {
+        for (double bad : new double[]{Double.NaN, -1, Double.POSITIVE_INFINITY}) {
+            ByteBuffer b = WireFormat.encode(new Message.Status(status(1, bad)));
+            WireFormat.Header h = WireFormat.decodeHeader(b);
+            assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), b.slice()), "rate " + bad);
+        }
+        ByteBuffer p = WireFormat.encode(new Message.Progress(-1, 0, 0, 0));
+        WireFormat.Header h = WireFormat.decodeHeader(p);
+        assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), p.slice()));
     }
 
     @Test
@@ -83,7 +119,7 @@ class WireFormatTest {
         assertTrue(assertThrows(ProtocolException.class, () -> WireFormat.decodeHeader(b)).getMessage().contains("limit"));
 
         b.clear();
-        b.putInt(WireFormat.MAGIC).putShort((short) 1).put((byte) 99).put((byte) 0).putInt(0).flip();
+        b.putInt(WireFormat.MAGIC).putShort((short) WireFormat.VERSION).put((byte) 99).put((byte) 0).putInt(0).flip();
         assertTrue(assertThrows(ProtocolException.class, () -> WireFormat.decodeHeader(b)).getMessage().contains("type 99"));
     }
 
@@ -108,7 +144,7 @@ class WireFormatTest {
     void randomPayloadsNeverEscapeAsAnythingButProtocolException() {
         Random r = new Random(42);
         for (int i = 0; i < 20000; i++) {
-            int type = 1 + r.nextInt(8);
+            int type = 1 + r.nextInt(11);
             byte[] bytes = new byte[r.nextInt(80)];
             r.nextBytes(bytes);
             try {

@@ -3,17 +3,13 @@ package io.tensorsocket.djl;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.training.dataset.Dataset;
 import ai.djl.translate.Batchifier;
 import ai.djl.util.Progress;
 import io.tensorsocket.Batch;
 import io.tensorsocket.TensorConsumer;
-import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorSpec;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
@@ -131,9 +127,7 @@ public final class SharedDataset implements Dataset {
     private static NDList wrap(NDManager manager, Batch batch, List<String> names) {
         NDList list = new NDList(names.size());
         for (String n : names) {
-            Tensor t = batch.tensor(n);
-            ByteBuffer view = t.data().asByteBuffer().order(ByteOrder.nativeOrder()).slice().order(ByteOrder.nativeOrder());
-            NDArray a = manager.create(view, new Shape(t.shape()), DjlTypes.toDjl(t.dtype()));
+            NDArray a = TensorArrays.view(manager, batch.tensor(n));
             a.setName(n);
             list.add(a);
         }

@@ -1,0 +1,175 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.bench.Harness;
+import io.tensorsocket.pipeline.Decoders;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code tensorsocket bench}: the numbers that matter, measured side by side in one run. Prints a table,
+ * one JSON object per metric per line on stdout, and writes a CSV and PNG charts.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Measure hand-off latency, fan-out to 1..16 consumers beside memory bandwidth, the speedup of a"
+                + " shared JPEG pipeline over private ones for K = 2, 3, 4, and the memory each consumer adds.",
+                "Prints a table and one JSON object per metric per line; writes CSV and PNG charts. --quick takes about a minute."})
+final class BenchCommand implements Callable<Integer> {
+
+    @Option(names = "--quick", description = "Shorter runs (about a minute); noisier.")
+    boolean quick;
+
+    @Option(names = "--out", defaultValue = "bench-results", description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss.")
+    List<String> only;
+
+    @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
+    double stepMs;
+
+    private final List<Map<String, Object>> metrics = new ArrayList<>();
+
+    @Override
+    public Integer call() throws Exception {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        Files.createDirectories(out);
+        int cpus = Runtime.getRuntime().availableProcessors();
+        String machine = cpus + " processors, " + Runtime.version() + ", " + System.getProperty("os.arch");
+        System.out.println("# tensorsocket bench" + (quick ? " --quick" : "") + " on " + machine);
+        try (ProgressBar progress = new ProgressBar(quick ? 70 : 240)) {
+            if (wants("handoff")) {
+                progress.phase("handoff latency");
+                Harness.Handoff h = Harness.handoff(quick ? 1000 : 3000);
+                metric("handoff_us", h.p50Us(), "us", "stat", "p50", "batch", "64x3x32x32 float32", "batches", h.batches());
+                metric("handoff_us", h.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", h.batches());
+            }
+            if (wants("fanout")) {
+                progress.phase("memory bandwidth");
+                double memcpy = Harness.memcpy();
+                metric("memcpy_gb_per_s", memcpy, "GB/s", "what", "native-to-native copy of 64 MiB, best of 10");
+                double batchGb = 64 * 3 * 224 * 224 * 4 / 1e9;
+                List<Harness.Fanout> fs = new ArrayList<>();
+                for (int k : List.of(1, 2, 4, 8, 16)) {
+                    progress.phase("fan-out to " + k + " consumer JVMs");
+                    Harness.Fanout f = Harness.fanout(k, "page", quick ? 20 : 100);
+                    fs.add(f);
+                    metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", k, "aggregate",
+                            f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
+                            "memcpy_limit_batches_per_s", memcpy / batchGb);
+                }
+                fanoutChart(fs, memcpy / batchGb);
+            }
+            if (wants("speedup")) {
+                Path images = DemoImages.ensure(DemoImages.defaultFolder(), 500, 10);
+                List<double[]> rows = new ArrayList<>();
+                for (int k : List.of(2, 3, 4)) {
+                    TrainingComparison.Config c = new TrainingComparison.Config(images, k, 32, 32, stepMs, quick ? 3 : 15,
+                            quick ? 1 : 3, cpus, "auto", "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
+                            "float32", 42, null);
+                    progress.phase("speedup K=" + k + ": private pipelines");
+                    TrainingComparison.ModeResult p = TrainingComparison.runPrivate(c);
+                    progress.phase("speedup K=" + k + ": shared producer");
+                    TrainingComparison.ModeResult s = TrainingComparison.runShared(c);
+                    double speedup = s.aggregate() / p.aggregate();
+                    metric("shared_speedup", speedup, "x", "jobs", k, "private_samples_per_s", p.aggregate(),
+                            "shared_samples_per_s", s.aggregate(), "private_cpu_ms_per_sample", p.cpuMsPerSample(),
+                            "shared_cpu_ms_per_sample", s.cpuMsPerSample(), "step_ms", stepMs, "batch", 32,
+                            "decoder", Decoders.best().name(), "workers", cpus, "seconds", c.seconds());
+                    rows.add(new double[]{k, p.aggregate(), s.aggregate(), p.cpuMsPerSample(), s.cpuMsPerSample()});
+                }
+                speedupChart(rows);
+            }
+            if (wants("rss")) {
+                for (int b : List.of(64, 100)) {
+                    progress.phase("resident memory of a consumer, batch " + b);
+                    Harness.Rss r = Harness.consumerRss(b, quick ? 20 : 50);
+                    metric("consumer_extra_rss_mb", r.extraMb(), "MiB", "consumer_batch", b, "producer_batch", 64,
+                            "batches_read", r.batches(), "private_anon_mb", r.extraAnonMb(),
+                            "shared_mapped_mb", r.readerShmemKb() / 1024.0, "baseline_rss_mb", r.baselineKb() / 1024.0);
+                }
+            }
+        }
+        printTable();
+        writeCsv(out.resolve("bench.csv"));
+        System.out.println("# wrote " + out.resolve("bench.csv") + (Files.exists(out.resolve("fanout.png")) ? ", fanout.png" : "")
+                + (Files.exists(out.resolve("speedup.png")) ? ", speedup.png" : ""));
+        return 0;
+    }
+
+    private boolean wants(String what) {
+        return only == null || only.contains(what);
+    }
+
+    private void metric(String name, double value, String unit, Object... params) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("metric", name);
+        m.put("value", value);
+        m.put("unit", unit);
+        for (int i = 0; i + 1 < params.length; i += 2) {
+            m.put((String) params[i], params[i + 1]);
+        }
+        metrics.add(m);
+        Json j = Json.object();
+        m.forEach(j::put);
+        System.out.println(j);
+        System.out.flush();
+    }
+
+    private void printTable() {
+        System.out.printf("%n%-24s %12s  %-24s %s%n", "metric", "value", "unit", "parameters");
+        for (Map<String, Object> m : metrics) {
+            StringBuilder params = new StringBuilder();
+            m.forEach((k, v) -> {
+                if (!k.equals("metric") && !k.equals("value") && !k.equals("unit")) {
+                    params.append(k).append('=').append(v instanceof Double d ? String.format(Locale.ROOT, "%.2f", d) : v).append(' ');
+                }
+            });
+            System.out.printf(Locale.ROOT, "%-24s %12.2f  %-24s %s%n", m.get("metric"), (Double) m.get("value"), m.get("unit"), params);
+        }
+    }
+
+    private void writeCsv(Path file) throws IOException {
+        StringBuilder s = new StringBuilder("metric,value,unit,parameters\n");
+        for (Map<String, Object> m : metrics) {
+            StringBuilder params = new StringBuilder();
+            m.forEach((k, v) -> {
+                if (!k.equals("metric") && !k.equals("value") && !k.equals("unit")) {
+                    params.append(params.isEmpty() ? "" : ";").append(k).append('=').append(v);
+                }
+            });
+            s.append(m.get("metric")).append(',').append(String.format(Locale.ROOT, "%.4f", (Double) m.get("value"))).append(',')
+                    .append(m.get("unit")).append(",\"").append(params.toString().replace("\"", "'")).append("\"\n");
+        }
+        Files.writeString(file, s);
+    }
+
+    private void fanoutChart(List<Harness.Fanout> fs, double limit) throws IOException {
+        List<String> cats = fs.stream().map(f -> f.consumers() + (f.consumers() == 1 ? " consumer" : " consumers")).toList();
+        new BarChart("Fan-out of 64x3x224x224 float32 batches (38.5 MB) to K consumer JVMs", "batches/s", cats)
+                .subtitle("aggregate over all consumers and per consumer; dashed: one memory copy per batch at the measured bandwidth")
+                .series("aggregate", fs.stream().mapToDouble(Harness.Fanout::aggregate).toArray())
+                .series("per consumer (slowest)", fs.stream().mapToDouble(Harness.Fanout::perConsumer).toArray())
+                .reference(limit, String.format(Locale.ROOT, "memcpy limit %.0f batches/s", limit))
+                .write(out.resolve("fanout.png"));
+    }
+
+    private void speedupChart(List<double[]> rows) throws IOException {
+        List<String> cats = rows.stream().map(r -> (int) r[0] + " jobs").toList();
+        new BarChart("JPEG pipeline: K private pipelines vs one shared producer", "samples/s (all jobs)", cats)
+                .subtitle(String.format(Locale.ROOT, "batch 32, %.0f ms simulated step; speedup %s", stepMs,
+                        String.join(", ", rows.stream().map(r -> String.format(Locale.ROOT, "K=%d %.2fx", (int) r[0], r[2] / r[1])).toList())))
+                .series("private pipelines", rows.stream().mapToDouble(r -> r[1]).toArray())
+                .series("one shared producer", rows.stream().mapToDouble(r -> r[2]).toArray())
+                .write(out.resolve("speedup.png"));
+    }
+}

@@ -1,0 +1,45 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.arena.ProducerDirectory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code tensorsocket list}: the producers running for this user, one line each. */
+@Command(name = "list", mixinStandardHelpOptions = true, description = "List the producers running for this user.")
+final class ListCommand implements Callable<Integer> {
+
+    @Option(names = "--json", description = "One JSON object per producer.")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        List<String> names = ProducerDirectory.liveProducers();
+        if (names.isEmpty() && !json) {
+            System.out.println("no producers running in " + ProducerDirectory.baseDirectory());
+            return 0;
+        }
+        if (!json) {
+            System.out.printf("%-24s %8s %-22s %9s %7s %12s%n", "name", "pid", "state", "consumers", "epoch", "samples/s");
+        }
+        for (String n : names) {
+            ProducerStatus s = StatusCommand.tryQuery(ProducerDirectory.baseDirectory().resolve(n));
+            if (json) {
+                System.out.println(s == null ? Json.object().put("name", n).put("state", "not answering")
+                        : Json.object().put("name", n).put("pid", s.producerPid()).put("state", s.state().label())
+                        .put("consumers", s.consumersAttached()).put("epoch", s.epoch())
+                        .put("samples_per_s", s.samplesPerSecond()).put("source", s.source()));
+            } else if (s == null) {
+                System.out.printf("%-24s %8s %-22s%n", n, "?", "not answering");
+            } else {
+                System.out.printf(Locale.ROOT, "%-24s %8d %-22s %9d %7d %12.1f%n", n, s.producerPid(), s.state().label(),
+                        s.consumersAttached(), s.epoch(), s.samplesPerSecond());
+            }
+        }
+        return 0;
+    }
+}

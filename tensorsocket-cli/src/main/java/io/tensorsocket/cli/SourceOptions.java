@@ -1,0 +1,123 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.pipeline.Decoders;
+import io.tensorsocket.pipeline.IdxDataset;
+import io.tensorsocket.pipeline.IdxSource;
+import io.tensorsocket.pipeline.ImagePipelineSource;
+import io.tensorsocket.pipeline.OutputFormat;
+import io.tensorsocket.pipeline.TransformPipeline;
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What a producer serves, as {@code serve} and the private mode of {@code job} read it from the command line. */
+final class SourceOptions {
+
+    @ArgGroup(multiplicity = "1")
+    Kind kind;
+
+    static final class Kind {
+        @Option(names = "--synthetic", paramLabel = "SPEC",
+                description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]")
+        String synthetic;
+
+        @Option(names = "--images", paramLabel = "DIR",
+                description = "A folder of JPEG/PNG images, one sub-folder per class (torchvision ImageFolder layout).")
+        Path images;
+
+        @Option(names = "--idx", paramLabel = "DIR", description = "A folder of MNIST-format IDX files (e.g. Fashion-MNIST).")
+        Path idx;
+    }
+
+    @Option(names = "--batch-size", required = true, description = "The loader's batch size.")
+    int batchSize;
+
+    @Option(names = "--transform", paramLabel = "LIST",
+            defaultValue = "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
+            description = "Image transforms, torchvision style (default: ${DEFAULT-VALUE}).")
+    String transform;
+
+    @Option(names = "--output", defaultValue = "float32",
+            description = "Image tensor: float32 (CHW) or uint8 (HWC) (default ${DEFAULT-VALUE}).")
+    String output;
+
+    @Option(names = "--decoder", defaultValue = "auto",
+            description = "JPEG decoder: auto, turbojpeg or imageio (default ${DEFAULT-VALUE}).")
+    String decoder;
+
+    @Option(names = "--workers", description = "Decode threads (default: one per processor for images, 1 for IDX).")
+    Integer workers;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Seed of shuffling and augmentation (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--split", defaultValue = "train", description = "IDX split: train or test (default ${DEFAULT-VALUE}).")
+    String split;
+
+    @Option(names = "--no-shuffle", description = "Visit samples in file order every epoch.")
+    boolean noShuffle;
+
+    @Option(names = "--loader-drop-last", description = "The loader leaves out each epoch's last partial batch.")
+    boolean loaderDropLast;
+
+    @Option(names = "--loader-delay-ms", defaultValue = "0",
+            description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
+    double loaderDelayMs;
+
+    /** Builds the source. */
+    BatchSource build() throws Exception {
+        if (kind.synthetic != null) {
+            return new SyntheticSource(SyntheticSpec.parse(kind.synthetic), batchSize,
+                    Duration.ofNanos((long) (loaderDelayMs * 1e6)));
+        }
+        if (kind.images != null) {
+            ImagePipelineSource.Builder b = ImagePipelineSource.builder(kind.images)
+                    .transforms(TransformPipeline.parse(transform, OutputFormat.parse(output)))
+                    .decoder(Decoders.named(decoder)).batchSize(batchSize).seed(seed).shuffle(!noShuffle)
+                    .dropLast(loaderDropLast);
+            if (workers != null) {
+                b.workers(workers);
+            }
+            return b.build();
+        }
+        IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split)).batchSize(batchSize).seed(seed)
+                .shuffle(!noShuffle).dropLast(loaderDropLast);
+        if (output.trim().toLowerCase(java.util.Locale.ROOT).startsWith("uint8")) {
+            b.uint8();
+        }
+        if (workers != null) {
+            b.workers(workers);
+        }
+        return b.build();
+    }
+
+    /** The options again, as command-line arguments (to start another JVM with the same source). */
+    List<String> toArgs() {
+        List<String> a = new ArrayList<>();
+        if (kind.synthetic != null) {
+            a.addAll(List.of("--synthetic", kind.synthetic, "--loader-delay-ms", Double.toString(loaderDelayMs)));
+        } else if (kind.images != null) {
+            a.addAll(List.of("--images", kind.images.toString(), "--transform", transform, "--decoder", decoder));
+        } else {
+            a.addAll(List.of("--idx", kind.idx.toString(), "--split", split));
+        }
+        a.addAll(List.of("--batch-size", Integer.toString(batchSize), "--output", output, "--seed", Long.toString(seed)));
+        if (workers != null) {
+            a.addAll(List.of("--workers", Integer.toString(workers)));
+        }
+        if (noShuffle) {
+            a.add("--no-shuffle");
+        }
+        if (loaderDropLast) {
+            a.add("--loader-drop-last");
+        }
+        return a;
+    }
+}

@@ -1,0 +1,152 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.arena.ProducerDirectory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code tensorsocket status NAME}: what a running producer and each of its consumers are doing, asked
+ * on the producer's control socket. Refreshes in place on a terminal; {@code --once} prints one snapshot,
+ * {@code --json} one JSON object per snapshot.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true,
+        description = "Show a running producer and its consumers (refreshing; --once for one snapshot, --json for scripts).")
+final class StatusCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "NAME", description = "Producer name.")
+    String name;
+
+    @Option(names = "--dir", description = "Producer directory instead of a name.")
+    Path dir;
+
+    @Option(names = "--once", description = "Print one snapshot and exit.")
+    boolean once;
+
+    @Option(names = "--json", description = "One JSON object per snapshot (with --once: exactly one line).")
+    boolean json;
+
+    @Option(names = "--interval-s", defaultValue = "1", description = "Seconds between refreshes (default ${DEFAULT-VALUE}).")
+    double intervalS;
+
+    @Option(names = "--timeout-s", defaultValue = "5", description = "Wait this long for the producer's answer (default ${DEFAULT-VALUE}).")
+    double timeoutS;
+
+    @Override
+    public Integer call() throws Exception {
+        if ((name == null) == (dir == null)) {
+            throw new IllegalArgumentException("give a producer NAME or --dir DIR; running: " + ProducerDirectory.liveProducers());
+        }
+        Path d = dir != null ? dir : ProducerDirectory.forName(name);
+        boolean tty = Terminal.isInteractive();
+        PrintStream out = System.out;
+        while (true) {
+            ProducerStatus s = ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
+            if (json) {
+                out.println(toJson(s));
+            } else {
+                String view = render(s);
+                if (tty && !once) {
+                    out.print(Terminal.HOME_AND_CLEAR);
+                }
+                out.print(view);
+                if (!tty && !once) {
+                    out.println();
+                }
+            }
+            out.flush();
+            if (once) {
+                return 0;
+            }
+            Thread.sleep((long) (intervalS * 1000));
+        }
+    }
+
+    static String render(ProducerStatus s) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "producer %s  pid %d  %s  up %s%n", s.name(), s.producerPid(), s.state().label(),
+                duration(s.uptimeNanos())));
+        b.append("source   ").append(s.source().length() > 150 ? s.source().substring(0, 150) + "..." : s.source()).append('\n');
+        String epochs = s.epochs() == 0 ? "unbounded" : Long.toString(s.epochs());
+        b.append(String.format(Locale.ROOT, "epoch    %d of %s  %s %d/%d samples%n", s.epoch(), epochs,
+                Terminal.bar(s.epochProgress(), 30), s.sample(), s.samplesPerEpoch()));
+        b.append(String.format(Locale.ROOT, "loader   %.1f samples/s, %d batches of %d published (%d samples)%n",
+                s.samplesPerSecond(), s.batchesPublished(), s.producerBatchSize(), s.samplesPublished()));
+        b.append(String.format(Locale.ROOT, "arena    %d slots x %s = %s, %d in use %s; rubber band %d batches (%d retained)%n",
+                s.slotCount(), bytes(s.slotBytes()), bytes(s.slotBytes() * s.slotCount()), s.slotsInUse(),
+                Terminal.bar((double) s.slotsInUse() / s.slotCount(), 12), s.rubberBand(), s.windowBatches()));
+        b.append(String.format(Locale.ROOT, "consumers %d attached%s%n", s.consumersAttached(),
+                s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : ""));
+        if (!s.consumers().isEmpty()) {
+            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s%n", "id", "pid", "user",
+                    "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start"));
+            for (ProducerStatus.Consumer c : s.consumers()) {
+                double wf = c.waitFraction();
+                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s%n", c.id(), c.pid(),
+                        c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch(), c.position(),
+                        c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
+                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
+                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label()));
+            }
+            b.append("  lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
+        }
+        return b.toString();
+    }
+
+    static String toJson(ProducerStatus s) {
+        StringBuilder consumers = new StringBuilder("[");
+        for (ProducerStatus.Consumer c : s.consumers()) {
+            if (consumers.length() > 1) {
+                consumers.append(", ");
+            }
+            consumers.append(Json.object().put("id", c.id()).put("pid", c.pid()).put("user", c.user())
+                    .put("batch_size", c.batchSize()).put("drop_last", c.dropLast()).put("start", c.startMode().label())
+                    .put("epoch", c.epoch()).put("position", c.position()).put("lag_samples", c.lagSamples())
+                    .put("batches_held", c.batchesHeld()).put("batches_sent", c.batchesSent()).put("reported", c.reported())
+                    .put("samples", c.samplesConsumed()).put("samples_per_s", c.samplesPerSecond())
+                    .put("wait_s", c.waitNanos() / 1e9).put("work_s", c.workNanos() / 1e9)
+                    .put("connected_s", c.connectedNanos() / 1e9));
+        }
+        consumers.append(']');
+        return Json.object().put("name", s.name()).put("pid", s.producerPid()).put("state", s.state().label())
+                .put("source", s.source()).put("batch_size", s.producerBatchSize()).put("samples_per_epoch", s.samplesPerEpoch())
+                .put("epochs", s.epochs()).put("epoch", s.epoch()).put("sample", s.sample())
+                .put("batches_published", s.batchesPublished()).put("samples_published", s.samplesPublished())
+                .put("samples_per_s", s.samplesPerSecond()).put("slots", s.slotCount()).put("slot_bytes", s.slotBytes())
+                .put("arena_bytes", s.slotBytes() * s.slotCount()).put("slots_in_use", s.slotsInUse())
+                .put("rubber_band", s.rubberBand()).put("window_batches", s.windowBatches())
+                .put("uptime_s", s.uptimeNanos() / 1e9).put("consumers_attached", s.consumersAttached())
+                .putRaw("consumers", consumers.toString()).toString();
+    }
+
+    static String bytes(long n) {
+        if (n >= 1L << 30) {
+            return String.format(Locale.ROOT, "%.1f GiB", n / (double) (1L << 30));
+        }
+        if (n >= 1L << 20) {
+            return String.format(Locale.ROOT, "%.1f MiB", n / (double) (1L << 20));
+        }
+        return String.format(Locale.ROOT, "%.1f KiB", n / 1024.0);
+    }
+
+    static String duration(long nanos) {
+        long s = nanos / 1_000_000_000L;
+        return s >= 3600 ? String.format("%dh%02dm", s / 3600, s / 60 % 60) : s >= 60 ? String.format("%dm%02ds", s / 60, s % 60)
+                : s + "s";
+    }
+
+    static ProducerStatus tryQuery(Path dir) {
+        try {
+            return ProducerStatus.query(dir, Duration.ofSeconds(2));
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** status, list and clean against real producer and consumer JVMs. */
+class StatusListCleanProcessTest extends ProcessTestBase {
+
+    @Test
+    void statusShowsBothConsumersWithTheirBatchSizesAndListShowsTheProducer() throws Exception {
+        serve("st", "samples=4000,shape=3x8x8,dtype=float32,seed=3", 16, 0, "--min-consumers", "2");
+        consume("st", 16, "--step-ms", "20");
+        consume("st", 40, "--step-ms", "20");
+        Map<String, String> top = null;
+        List<Map<String, String>> consumers = List.of();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            Proc status = start("status", "st", "--once", "--json");
+            assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
+            String line = status.lines().getFirst();
+            top = JsonLine.parse(line.substring(0, line.indexOf("\"consumers\": [")));
+            consumers = consumerObjects(line);
+            if (consumers.size() == 2 && consumers.stream().allMatch(c -> c.get("reported").equals("true")
+                    && Double.parseDouble(c.get("work_s")) > 0)) {
+                break;
+            }
+            Thread.sleep(300);
+        }
+        assertNotNull(top);
+        assertEquals("st", top.get("name"));
+        assertEquals("serving", top.get("state"));
+        assertEquals("2", top.get("consumers_attached"));
+        assertEquals("16", top.get("batch_size"));
+        assertEquals(2, consumers.size(), consumers.toString());
+        assertEquals(List.of("16", "40"), consumers.stream().map(c -> c.get("batch_size")).sorted().toList());
+        for (Map<String, String> c : consumers) {
+            assertEquals(System.getProperty("user.name"), c.get("user"));
+            assertEquals("true", c.get("reported"), c.toString());
+            assertTrue(Double.parseDouble(c.get("work_s")) > 0, c.toString());
+        }
+
+        Proc text = start("status", "st", "--once");
+        assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+        String view = String.join("\n", text.lines());
+        assertTrue(view.contains("producer st") && view.contains("consumers 2 attached"), view);
+        assertFalse(view.contains("\033"), "no terminal control characters when not on a terminal");
+
+        Proc list = start("list");
+        assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
+        assertTrue(list.lines().stream().anyMatch(l -> l.startsWith("st ") && l.contains("serving")), list.lines().toString());
+    }
+
+    @Test
+    void cleanRemovesAKilledProducersLeftoversAndLeavesALiveOneAlone() throws Exception {
+        Proc dead = serve("dead", "samples=100,shape=4,dtype=float32,seed=1", 10, 1);
+        serve("alive", "samples=100,shape=4,dtype=float32,seed=1", 10, 1);
+        dead.kill();
+        assertTrue(Files.exists(base.resolve("dead").resolve("control.sock")), "SIGKILL leaves the socket behind");
+
+        Proc clean = start("clean");
+        assertEquals(0, clean.exitCode(Duration.ofSeconds(30)), clean.stderr());
+        String out = String.join("\n", clean.lines());
+        assertTrue(out.contains("removed " + base.resolve("dead")), out);
+        assertTrue(out.contains("1 running producer left alone"), out);
+        assertFalse(Files.exists(base.resolve("dead")));
+        assertTrue(Files.exists(base.resolve("alive").resolve("control.sock")));
+
+        Proc list = start("list");
+        assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
+        assertTrue(list.lines().stream().anyMatch(l -> l.startsWith("alive ")), list.lines().toString());
+        assertTrue(list.lines().stream().noneMatch(l -> l.startsWith("dead ")), list.lines().toString());
+    }
+
+    /** The objects of the "consumers" array of a status line (flat objects, so splitting on braces is enough). */
+    static List<Map<String, String>> consumerObjects(String line) {
+        String array = line.substring(line.indexOf("\"consumers\": [") + 14, line.lastIndexOf(']'));
+        List<Map<String, String>> out = new ArrayList<>();
+        for (String part : array.split("\\}")) {
+            int open = part.indexOf('{');
+            if (open >= 0) {
+                out.add(JsonLine.parse(part.substring(open) + "}"));
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,146 @@
+package io.tensorsocket;
+
+import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Timer;
+import java.util.TimerTask;
+
+/**
+ * A snapshot of a running producer, as it answers a status request on its control socket (the same
+ * socket consumers use; nothing listens anywhere else). All numbers were taken under the producer's
+ * lock at one instant.
+ *
+ * <p>Positions are stream positions: producer epoch × samples per epoch + sample. Rates are measured
+ * over the last few seconds. A consumer's {@code waitNanos}, {@code workNanos}, {@code samplesConsumed}
+ * and {@code samplesPerSecond} are what the consumer itself reports about once a second (time inside
+ * the iterator waiting for data vs time the training loop spent outside it); {@code reported} is false
+ * until its first report arrives.
+ *
+ * @param state              what the producer is doing now
+ * @param consumersAttached  consumers attached (the list holds at most {@link #MAX_LISTED} of them)
+ */
+public record ProducerStatus(long producerPid, String name, String source, State state, int producerBatchSize,
+                             long samplesPerEpoch, long epochs, long epoch, long sample, long batchesPublished,
+                             long samplesPublished, double samplesPerSecond, int slotCount, long slotBytes,
+                             int slotsInUse, int rubberBand, int windowBatches, long uptimeNanos, int consumersAttached,
+                             List<Consumer> consumers) {
+
+    /** Most consumers a status message lists; the count of attached consumers is always exact. */
+    public static final int MAX_LISTED = 256;
+
+    public ProducerStatus {
+        consumers = List.copyOf(consumers);
+    }
+
+    /** What the producer is doing. Wire values are the ordinals and never change order. */
+    public enum State {
+        /** Waiting for the first (or minimum number of) consumers, or paused with none attached. */
+        WAITING_FOR_CONSUMERS,
+        /** Serving batches. */
+        SERVING,
+        /** The last epoch was produced; waiting for consumers to finish reading. */
+        DRAINING,
+        /** Shutting down. */
+        CLOSING;
+
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    /**
+     * One attached consumer.
+     *
+     * @param position     stream position up to which it has released everything
+     * @param lagSamples   samples the producer has published beyond {@code position}
+     * @param epoch        the consumer's own epoch number (from its last report; else from its position)
+     */
+    public record Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode,
+                           long epoch, long position, long lagSamples, int batchesHeld, long batchesSent,
+                           boolean reported, long samplesConsumed, double samplesPerSecond, long waitNanos,
+                           long workNanos, long connectedNanos) {
+        /** Fraction of reported time the consumer spent waiting for data (0 to 1), or NaN before a report. */
+        public double waitFraction() {
+            long total = waitNanos + workNanos;
+            return reported && total > 0 ? (double) waitNanos / total : Double.NaN;
+        }
+    }
+
+    /** Where the producer is in its current epoch, 0 to 1. */
+    public double epochProgress() {
+        return samplesPerEpoch == 0 ? 0 : (double) sample / samplesPerEpoch;
+    }
+
+    /** Asks the producer called {@code name} for its status. */
+    public static ProducerStatus query(String name, Duration timeout) {
+        return query(ProducerDirectory.forName(name), timeout);
+    }
+
+    /**
+     * Asks the producer in {@code dir} for its status: connects to its control socket, sends a status
+     * request and reads the one answer.
+     *
+     * @throws ProducerNotFoundException if no producer is running there
+     * @throws TensorSocketTimeoutException if it does not answer within {@code timeout}
+     */
+    public static ProducerStatus query(Path dir, Duration timeout) {
+        Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
+        if (!Files.exists(socket)) {
+            throw new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
+                    + ProducerDirectory.liveProducers());
+        }
+        Timer timer = new Timer("tensorsocket-status-timeout", true);
+        try (MessageChannel ch = new MessageChannel(SocketChannel.open(StandardProtocolFamily.UNIX))) {
+            try {
+                ch.channel().connect(UnixDomainSocketAddress.of(socket));
+            } catch (IOException e) {
+                if (String.valueOf(e.getMessage()).contains("Permission denied")) {
+                    throw new PermissionDeniedException("not allowed to connect to " + socket + ": it belongs to another user");
+                }
+                throw new ProducerNotFoundException("no producer answers at " + socket + " (" + e.getMessage()
+                        + "); it may have died: tensorsocket clean removes its leftovers");
+            }
+            boolean[] timedOut = new boolean[1];
+            timer.schedule(new TimerTask() {
+                @Override
+                public void run() {
+                    timedOut[0] = true;
+                    ch.close();
+                }
+            }, timeout.toMillis());
+            try {
+                ch.send(new Message.StatusRequest());
+                Message m = ch.read();
+                return switch (m) {
+                    case Message.Status s -> s.status();
+                    case Message.Error e -> throw new TensorSocketException("producer in " + dir + " refused the status request: "
+                            + e.message());
+                    case null -> throw new ProducerGoneException("the producer in " + dir + " closed the connection without"
+                            + " answering the status request");
+                    default -> throw new ProtocolException("the producer in " + dir + " answered a status request with "
+                            + m.getClass().getSimpleName());
+                };
+            } catch (IOException e) {
+                if (timedOut[0]) {
+                    throw new TensorSocketTimeoutException("the producer in " + dir + " did not answer a status request within "
+                            + timeout.toMillis() + " ms");
+                }
+                throw new ProducerGoneException("lost the connection to the producer in " + dir + ": " + e.getMessage(), e);
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } finally {
+            timer.cancel();
+        }
+    }
+}
