@@ -160,6 +160,15 @@ final class ConsumerLink implements AutoCloseable {
         channel.sendQuietly(m);
     }
 
+    /** Gives the receiver up to {@code millis} to read what the producer sent before it closed the connection. */
+    void awaitReceiverEnd(long millis) {
+        try {
+            receiver.join(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     @Override
     public void close() {
         closing = true;

@@ -177,10 +177,13 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             arena = SharedArena.openReadOnly(arenaPath, layout, w.sessionId());
             return new TensorConsumer(name, options, link, w, arena);
         } catch (IOException e) {
+            // What the producer said before it went (an eviction, say) explains a vanished arena best.
+            link.awaitReceiverEnd(500);
             link.close();
             if (arena != null) {
                 arena.close();
             }
+            link.check();
             if (e instanceof NoSuchFileException) {
                 throw new ProducerGoneException("producer '" + name + "' went away while this consumer connected", e);
             }
