@@ -75,6 +75,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private boolean closed;
     /** Whether the producer's end-of-stream message was taken from the inbox. */
     private boolean endSeen;
+    /** The protocol violation seen from the producer, if any: every later call reports it again. */
+    private ProtocolException violation;
 
     private static final class Held {
         final Message.BatchReady batch;
@@ -158,7 +160,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
             }
             link.producerPid(w.producerPid());
-            ArenaLayout layout = ArenaLayout.of(new BatchLayout(w.tensors(), w.producerBatchSize()), w.slotCount());
+            ArenaLayout layout = announcedLayout(name, w);
             Path arenaPath = dir.resolve(ProducerDirectory.ARENA_FILE);
             if (!Path.of(w.arenaPath()).toAbsolutePath().normalize().equals(arenaPath.toAbsolutePath().normalize())) {
                 throw new ProtocolException("producer '" + name + "' announced arena " + w.arenaPath() + " outside its directory " + dir);
@@ -184,6 +186,18 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 arena.close();
             }
             throw e;
+        }
+    }
+
+    /** The arena layout a WELCOME describes; impossible geometry is the producer's protocol error. */
+    private static ArenaLayout announcedLayout(String name, Message.Welcome w) {
+        try {
+            ArenaLayout layout = ArenaLayout.of(new BatchLayout(w.tensors(), w.producerBatchSize()), w.slotCount());
+            layout.fileBytes(); // overflows for geometry no address space holds
+            return layout;
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount() + " slots of "
+                    + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
         }
     }
 
@@ -383,11 +397,20 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Receives descriptors until {@code target} is covered or the stream ended; returns what is covered. */
     private long awaitReceived(long target) {
+        if (violation != null) {
+            throw violation;
+        }
         while (receivedUpTo < target) {
             if (endSeen) {
                 break;
             }
-            handle(link.take(options.batchTimeout().toNanos(), "batch data"));
+            Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+            try {
+                handle(m);
+            } catch (ProtocolException e) {
+                violation = e;
+                throw e;
+            }
         }
         return Math.min(target, receivedUpTo);
     }
