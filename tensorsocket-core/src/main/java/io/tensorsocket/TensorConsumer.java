@@ -127,12 +127,21 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
+        try {
+            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new PermissionDeniedException("not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
+                    + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
+                    + " with --group <a group you are in>");
+        } catch (IOException e) {
+            // missing: reported just below
+        }
         if (!Files.isDirectory(dir)) {
             throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
                     + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
         }
         try {
-            ProducerDirectory.checkOwnedByCurrentUser(dir);
+            ProducerDirectory.checkAccessibleToCurrentUser(dir);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -67,6 +67,10 @@ final class ServeCommand implements Callable<Integer> {
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
 
+    @Option(names = "--group", paramLabel = "GROUP",
+            description = "Also let members of this group connect (default: only this user).")
+    String group;
+
     @Override
     public Integer call() throws Exception {
         BatchSource source = new SyntheticSource(SyntheticSpec.parse(synthetic), batchSize,
@@ -84,6 +88,9 @@ final class ServeCommand implements Callable<Integer> {
         }
         if (arenaMb != null) {
             b.arenaMiB(arenaMb);
+        }
+        if (group != null) {
+            b.accessGroup(group);
         }
         try (TensorProducer p = b.build()) {
             Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
