@@ -9,7 +9,8 @@ import java.io.UncheckedIOException;
 /** {@code tensorsocket}: serve a shared loader, consume from it, and try it out. */
 @Command(name = "tensorsocket", mixinStandardHelpOptions = true, version = "tensorsocket 0.1.0",
         description = "Share one data loader between many training processes on this host.",
-        subcommands = {ServeCommand.class, ConsumeCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, ConsumeCommand.class, DemoCommand.class, SoakCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main {
 
     public static void main(String[] args) {
