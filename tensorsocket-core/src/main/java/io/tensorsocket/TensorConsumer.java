@@ -455,17 +455,21 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
     private void skipTo(long target) {
-        if (target <= position) {
-            return;
-        }
-        long covered = awaitReceived(target);
-        for (Held h : held) {
-            if (h.start < covered) {
-                h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+        // Skips what has arrived, releases it, then waits for more: waiting for the whole range first would
+        // hold every slot it occupies, and a range longer than the arena could then never arrive.
+        while (position < target) {
+            long covered = awaitReceived(Math.min(target, Math.max(receivedUpTo, position + 1)));
+            if (covered <= position) {
+                return; // the stream ended
             }
+            for (Held h : held) {
+                if (h.start < covered) {
+                    h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+                }
+            }
+            position = covered;
+            releaseConsumed();
         }
-        position = Math.max(position, covered);
-        releaseConsumed();
     }
 
     private Batch assemble(int n) {
