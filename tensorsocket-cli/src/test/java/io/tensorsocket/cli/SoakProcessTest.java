@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The short version of {@code tensorsocket soak} (about 35 s): random joins, clean leaves, SIGKILLs,
  * SIGSTOP stalls and one producer kill and restart, with nothing lost and nothing leaked. The longer run
- * behind the README's figures is {@code bin/tensorsocket soak --minutes 5 --seed 1}.
+ * behind the README's figures is {@code bin/tensorsocket soak --minutes 4 --seed 1}.
  */
 class SoakProcessTest extends ProcessTestBase {
 
