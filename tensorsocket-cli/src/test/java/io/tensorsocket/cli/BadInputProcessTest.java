@@ -134,9 +134,15 @@ class BadInputProcessTest extends ProcessTestBase {
     @Test
     void hundredsOfMutatedTruncatedAndOversizedFramesLeaveHonestConsumersExact() throws Exception {
         // The decoders alone are fuzzed in WireFormatFuzzTest; this feeds the same kinds of frames to a live producer.
-        serve("fuzzed", "samples=4000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2", "--hello-timeout-s", "1");
+        Proc producer = serve("fuzzed", "samples=4000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
+                "--hello-timeout-s", "1");
         Proc a = consume("fuzzed", 16, "--step-ms", "2");
         Proc b = consume("fuzzed", 7, "--step-ms", "1");
+        // Both honest consumers are in before any rogue HELLO could count towards --min-consumers.
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
         Path socket = base.resolve("fuzzed").resolve("control.sock");
         Random random = new Random(5);
         List<Message> valid = List.of(new Message.Hello(8, false, 1, "rogue"), new Message.Release(3), new Message.Bye(),
