@@ -82,6 +82,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private long samplesHanded;
     private long lastProgressNanos;
     private static final long PROGRESS_EVERY_NANOS = 1_000_000_000L;
+    /** The protocol violation seen from the producer, if any: every later call reports it again. */
+    private ProtocolException violation;
 
     private static final class Held {
         final Message.BatchReady batch;
@@ -132,12 +134,21 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
+        try {
+            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new PermissionDeniedException("not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
+                    + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
+                    + " with --group <a group you are in>");
+        } catch (IOException e) {
+            // missing: reported just below
+        }
         if (!Files.isDirectory(dir)) {
             throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
                     + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
         }
         try {
-            ProducerDirectory.checkOwnedByCurrentUser(dir);
+            ProducerDirectory.checkAccessibleToCurrentUser(dir);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -165,7 +176,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
             }
             link.producerPid(w.producerPid());
-            ArenaLayout layout = ArenaLayout.of(new BatchLayout(w.tensors(), w.producerBatchSize()), w.slotCount());
+            ArenaLayout layout = announcedLayout(name, w);
             Path arenaPath = dir.resolve(ProducerDirectory.ARENA_FILE);
             if (!Path.of(w.arenaPath()).toAbsolutePath().normalize().equals(arenaPath.toAbsolutePath().normalize())) {
                 throw new ProtocolException("producer '" + name + "' announced arena " + w.arenaPath() + " outside its directory " + dir);
@@ -194,6 +205,18 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 arena.close();
             }
             throw e;
+        }
+    }
+
+    /** The arena layout a WELCOME describes; impossible geometry is the producer's protocol error. */
+    private static ArenaLayout announcedLayout(String name, Message.Welcome w) {
+        try {
+            ArenaLayout layout = ArenaLayout.of(new BatchLayout(w.tensors(), w.producerBatchSize()), w.slotCount());
+            layout.fileBytes(); // overflows for geometry no address space holds
+            return layout;
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount() + " slots of "
+                    + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
         }
     }
 
@@ -451,11 +474,20 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Receives descriptors until {@code target} is covered or the stream ended; returns what is covered. */
     private long awaitReceived(long target) {
+        if (violation != null) {
+            throw violation;
+        }
         while (receivedUpTo < target) {
             if (endSeen) {
                 break;
             }
-            handle(link.take(options.batchTimeout().toNanos(), "batch data"));
+            Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+            try {
+                handle(m);
+            } catch (ProtocolException e) {
+                violation = e;
+                throw e;
+            }
         }
         return Math.min(target, receivedUpTo);
     }
@@ -491,17 +523,21 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
     private void skipTo(long target) {
-        if (target <= position) {
-            return;
-        }
-        long covered = awaitReceived(target);
-        for (Held h : held) {
-            if (h.start < covered) {
-                h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+        // Skips what has arrived, releases it, then waits for more: waiting for the whole range first would
+        // hold every slot it occupies, and a range longer than the arena could then never arrive.
+        while (position < target) {
+            long covered = awaitReceived(Math.min(target, Math.max(receivedUpTo, position + 1)));
+            if (covered <= position) {
+                return; // the stream ended
             }
+            for (Held h : held) {
+                if (h.start < covered) {
+                    h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+                }
+            }
+            position = covered;
+            releaseConsumed();
         }
-        position = Math.max(position, covered);
-        releaseConsumed();
     }
 
     private Batch assemble(int n) {

@@ -57,18 +57,25 @@ public final class TensorProducer implements AutoCloseable {
         ArenaLayout layout = ArenaLayout.of(batch, slots);
         long sessionId = new SecureRandom().nextLong();
         long pid = ProcessHandle.current().pid();
-        ProducerDirectory d = ProducerDirectory.claim(dir);
+        ProducerDirectory d = ProducerDirectory.claim(dir, b.accessGroup);
         SharedArena a = null;
+        ProducerServer srv = null;
         try {
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
+            d.share(d.arenaPath(), false);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
                     b.stallTimeout, b.idleTimeout, b.minConsumers, name);
             String description = source.description();
             String arenaPath = d.arenaPath().toString();
-            this.server = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
+            srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
                     sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
                     source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), description));
+            d.share(d.socketPath(), true);
+            this.server = srv;
         } catch (IOException | RuntimeException e) {
+            if (srv != null) {
+                srv.close();
+            }
             if (a != null) {
                 a.close();
             }
@@ -261,8 +268,21 @@ public final class TensorProducer implements AutoCloseable {
         private Duration helloTimeout = Duration.ofSeconds(5);
         private Duration drainTimeout = Duration.ofSeconds(30);
         private int minConsumers = 1;
+        private String accessGroup;
 
         private Builder() {
+        }
+
+        /**
+         * Lets members of {@code group} connect too (default: only this user). The producer's directory
+         * becomes 0750, its socket 0660 and its arena 0640, all owned by the group.
+         */
+        public Builder accessGroup(String group) {
+            if (group == null || group.isBlank()) {
+                throw new IllegalArgumentException("an access group needs a name");
+            }
+            this.accessGroup = group;
+            return this;
         }
 
         /** Producer name; its directory is {@code /dev/shm/tensorsocket-<user>/<name>}. */

@@ -42,6 +42,10 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")
     double batchTimeoutS;
 
+    @Option(names = "--progress-ms", defaultValue = "0",
+            description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
+    long progressMs;
+
     @Override
     public Integer call() throws Exception {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
@@ -58,6 +62,8 @@ final class ConsumeCommand implements Callable<Integer> {
             long samplesPerEpoch = c.samplesPerEpoch();
             long expected = dropLast ? samplesPerEpoch / batchSize * batchSize : samplesPerEpoch;
             String failure = null;
+            long samplesSoFar = 0;
+            long lastProgress = System.nanoTime();
             try (SyntheticVerifier v = new SyntheticVerifier(spec)) {
                 for (long e = 0; epochs == null || e < epochs; e++) {
                     long epoch = -1;
@@ -65,6 +71,12 @@ final class ConsumeCommand implements Callable<Integer> {
                     for (Batch b : c) {
                         epoch = b.epoch();
                         v.accept(b, c.streamPosition(b));
+                        samplesSoFar += b.size();
+                        if (progressMs > 0 && System.nanoTime() - lastProgress >= progressMs * 1_000_000) {
+                            lastProgress = System.nanoTime();
+                            System.out.println(Json.object().put("event", "progress").put("samples", samplesSoFar));
+                            System.out.flush();
+                        }
                         if (stepMs > 0) {
                             Thread.sleep((long) stepMs, (int) ((stepMs % 1) * 1e6));
                         }

@@ -57,6 +57,10 @@ final class ServeCommand implements Callable<Integer> {
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
 
+    @Option(names = "--group", paramLabel = "GROUP",
+            description = "Also let members of this group connect (default: only this user).")
+    String group;
+
     @Override
     public Integer call() throws Exception {
         BatchSource src = source.build();
@@ -73,6 +77,9 @@ final class ServeCommand implements Callable<Integer> {
         }
         if (arenaMb != null) {
             b.arenaMiB(arenaMb);
+        }
+        if (group != null) {
+            b.accessGroup(group);
         }
         try (TensorProducer p = b.build()) {
             Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -127,6 +128,65 @@ class BadInputProcessTest extends ProcessTestBase {
         assertEquals(0, honest.exitCode(Duration.ofSeconds(60)), honest.stderr());
         for (var e : honest.json()) {
             assertExactEpoch(e, 6000, "epoch_start");
+        }
+    }
+
+    @Test
+    void hundredsOfMutatedTruncatedAndOversizedFramesLeaveHonestConsumersExact() throws Exception {
+        // The decoders alone are fuzzed in WireFormatFuzzTest; this feeds the same kinds of frames to a live producer.
+        Proc producer = serve("fuzzed", "samples=4000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
+                "--hello-timeout-s", "1");
+        Proc a = consume("fuzzed", 16, "--step-ms", "2");
+        Proc b = consume("fuzzed", 7, "--step-ms", "1");
+        // Both honest consumers are in before any rogue HELLO could count towards --min-consumers.
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        Path socket = base.resolve("fuzzed").resolve("control.sock");
+        Random random = new Random(5);
+        List<Message> valid = List.of(new Message.Hello(8, false, 1, "rogue"), new Message.Release(3), new Message.Bye(),
+                new Message.EpochEnd(0, 1, 1), new Message.Error(Message.ErrorCode.INTERNAL, "rogue"),
+                new Message.BatchReady(0, 0, 0, 0, 0, 1), new Message.EndOfStream(1));
+        int answered = 0;
+        for (int i = 0; i < 300; i++) {
+            ByteBuffer frame = WireFormat.encode(valid.get(random.nextInt(valid.size())));
+            byte[] bytes = new byte[frame.remaining()];
+            frame.get(bytes);
+            switch (i % 4) {
+                case 0 -> bytes[random.nextInt(bytes.length)] = (byte) random.nextInt(256); // mutated
+                case 1 -> bytes = java.util.Arrays.copyOf(bytes, random.nextInt(bytes.length)); // truncated
+                case 2 -> ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).putInt(8, WireFormat.MAX_PAYLOAD + 1
+                        + random.nextInt(Integer.MAX_VALUE - WireFormat.MAX_PAYLOAD - 1)); // oversized
+                default -> {
+                    bytes = new byte[1 + random.nextInt(300)]; // random
+                    random.nextBytes(bytes);
+                }
+            }
+            try (SocketChannel ch = connect(socket)) {
+                ch.write(ByteBuffer.wrap(bytes));
+                ch.shutdownOutput();
+                try {
+                    for (Message m; (m = read(ch)) != null; ) {
+                        if (m instanceof Message.Error) {
+                            answered++;
+                        }
+                        if (m instanceof Message.BatchReady r) {
+                            new io.tensorsocket.protocol.MessageChannel(ch).sendQuietly(new Message.Release(r.seq()));
+                        }
+                    }
+                } catch (IOException | io.tensorsocket.ProtocolException e) {
+                    // the producer hung up on us: fine
+                }
+            }
+        }
+        assertTrue(answered > 100, "most bad frames are answered with an error, got " + answered);
+        for (Proc c : List.of(a, b)) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+            assertEquals(2, c.json().size());
+            for (var e : c.json()) {
+                assertExactEpoch(e, 4000, "epoch_start");
+            }
         }
     }
 

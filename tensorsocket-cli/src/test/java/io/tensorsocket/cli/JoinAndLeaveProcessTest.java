@@ -105,8 +105,10 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
         Proc producer = serve("stall", "samples=2000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
                 "--stall-timeout-s", "1");
         Proc healthy = consume("stall", 10, "--step-ms", "1");
-        Proc stalled = consume("stall", 10, "--step-ms", "1");
+        Proc stalled = consume("stall", 10, "--step-ms", "1", "--progress-ms", "1");
         awaitJoined(producer, 2);
+        // Stop it only once it reads batches: stopped while still connecting, it would find the producer gone.
+        stalled.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
         stalled.signal("STOP");
         try {
             assertEquals(0, healthy.exitCode(Duration.ofSeconds(60)), healthy.stderr());

@@ -45,6 +45,14 @@ final class Proc implements AutoCloseable {
         return new Proc(pb.start(), err);
     }
 
+    /** Starts an arbitrary command (e.g. a consumer JVM under another user id) with producers under {@code base}. */
+    static Proc startCommand(Path base, List<String> command) throws IOException {
+        Path err = Files.createTempFile("tensorsocket-test-", ".err");
+        ProcessBuilder pb = new ProcessBuilder(command).redirectError(err.toFile()).directory(Path.of("/").toFile());
+        pb.environment().put("TENSORSOCKET_BASE", base.toString());
+        return new Proc(pb.start(), err);
+    }
+
     long pid() {
         return process.pid();
     }

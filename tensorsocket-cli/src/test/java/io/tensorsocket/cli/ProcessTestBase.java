@@ -46,6 +46,13 @@ abstract class ProcessTestBase {
         return p;
     }
 
+    /** Starts an arbitrary command; it is killed at the end of the test like the others. */
+    protected Proc startCommand(List<String> command) throws IOException {
+        Proc p = Proc.startCommand(base, command);
+        procs.add(p);
+        return p;
+    }
+
     protected Proc serve(String name, String synthetic, int batchSize, int epochs, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--synthetic", synthetic,
                 "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));

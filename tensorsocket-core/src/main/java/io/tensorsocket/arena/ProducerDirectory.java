@@ -16,9 +16,14 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.FileSystemException;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -36,6 +41,10 @@ import java.util.stream.Stream;
  *        └── arena                         0600, the shared memory (see ArenaLayout)
  * </pre>
  *
+ * A producer started with an access group shares with that group only: the per-user directory becomes
+ * 0711 (others may pass through it, not list it), the producer's directory 0750, the socket 0660 (connecting
+ * needs write permission) and the arena 0640, all three owned by the group.
+ *
  * A producer that dies leaves the files behind but the operating system drops its lock, which is how
  * the next producer of the same name tells stale from live and reclaims the directory.
  */
@@ -46,6 +55,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String SOCKET_FILE = "control.sock";
     public static final String ARENA_FILE = "arena";
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
+    private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
+    private static final Set<PosixFilePermission> GROUP_DIR = PosixFilePermissions.fromString("rwxr-x---");
 
     /**
      * Directories claimed by this JVM. POSIX record locks are per process and closing any descriptor of
@@ -56,6 +67,8 @@ public final class ProducerDirectory implements AutoCloseable {
     private final Path dir;
     private final FileChannel lockChannel;
     private final FileLock lock;
+    /** The group the producer shares with, or null for a private producer. */
+    private GroupPrincipal group;
 
     private ProducerDirectory(Path dir, FileChannel lockChannel, FileLock lock) {
         this.dir = dir;
@@ -98,7 +111,25 @@ public final class ProducerDirectory implements AutoCloseable {
      * user or held by a live producer, and removes what a dead producer left there.
      */
     public static ProducerDirectory claim(Path dir) throws IOException {
+        return claim(dir, null);
+    }
+
+    /**
+     * Claims {@code dir} like {@link #claim(Path)}; with a non-null {@code accessGroup}, the directory is
+     * shared with that group (see the class comment) and {@link #share(Path, boolean)} shares files in it.
+     *
+     * @throws IllegalArgumentException if no such group exists
+     */
+    public static ProducerDirectory claim(Path dir, String accessGroup) throws IOException {
         dir = dir.toAbsolutePath().normalize();
+        GroupPrincipal group = null;
+        if (accessGroup != null) {
+            try {
+                group = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(accessGroup);
+            } catch (UserPrincipalNotFoundException e) {
+                throw new IllegalArgumentException("no group named '" + accessGroup + "' on this host");
+            }
+        }
         ensurePrivateDirectory(dir.getParent(), false);
         ensurePrivateDirectory(dir, true);
         if (!HELD.add(dir)) {
@@ -106,11 +137,47 @@ public final class ProducerDirectory implements AutoCloseable {
                     + "; close it, or choose another name or directory");
         }
         try {
-            return lock(dir);
+            ProducerDirectory d = lock(dir);
+            if (group != null) {
+                try {
+                    d.shareWith(group);
+                } catch (IOException | RuntimeException e) {
+                    d.close();
+                    throw e;
+                }
+            }
+            return d;
         } catch (IOException | RuntimeException e) {
             HELD.remove(dir);
             throw e;
         }
+    }
+
+    private void shareWith(GroupPrincipal g) throws IOException {
+        Path parent = dir.getParent();
+        if (parent.getFileName().toString().startsWith("tensorsocket-")) {
+            Files.setPosixFilePermissions(parent, PASSABLE_DIR);
+        }
+        try {
+            Files.getFileAttributeView(dir, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).setGroup(g);
+        } catch (FileSystemException e) {
+            throw new PermissionDeniedException("cannot hand " + dir + " to group '" + g.getName() + "' (" + e.getMessage()
+                    + "); choose a group you are a member of");
+        }
+        Files.setPosixFilePermissions(dir, GROUP_DIR);
+        this.group = g;
+    }
+
+    /**
+     * Shares a file of this directory with the access group, if there is one: group read (the arena) or
+     * read and write (the socket, which a consumer must be able to write to connect). No-op otherwise.
+     */
+    public void share(Path file, boolean groupWrite) throws IOException {
+        if (group == null) {
+            return;
+        }
+        Files.getFileAttributeView(file, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).setGroup(group);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString(groupWrite ? "rw-rw----" : "rw-r-----"));
     }
 
     private static ProducerDirectory lock(Path dir) throws IOException {
@@ -162,6 +229,54 @@ public final class ProducerDirectory implements AutoCloseable {
         }
     }
 
+    /**
+     * Checks a directory a consumer is about to use: it must belong to the current user, or be shared by
+     * its owner's producer with a group the current user is in (group r-x, nothing for others).
+     *
+     * @throws PermissionDeniedException otherwise, saying who owns it and what would grant access
+     */
+    public static void checkAccessibleToCurrentUser(Path dir) throws IOException {
+        PosixFileAttributes a = Files.readAttributes(dir, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        String me = System.getProperty("user.name");
+        if (a.owner().getName().equals(me)) {
+            return;
+        }
+        Set<PosixFilePermission> p = a.permissions();
+        boolean groupShared = p.contains(PosixFilePermission.GROUP_READ) && p.contains(PosixFilePermission.GROUP_EXECUTE)
+                && !p.contains(PosixFilePermission.OTHERS_READ) && !p.contains(PosixFilePermission.OTHERS_WRITE)
+                && !p.contains(PosixFilePermission.OTHERS_EXECUTE);
+        if (!groupShared) {
+            throw new PermissionDeniedException(dir + " belongs to user '" + a.owner().getName() + "', not to '" + me
+                    + "', and is not shared with a group; connect only to producers you started, or ask the owner to"
+                    + " start it with --group <a group you are in>");
+        }
+        Object gid = Files.getAttribute(dir, "unix:gid", LinkOption.NOFOLLOW_LINKS);
+        if (!currentGroupIds().contains(((Number) gid).longValue())) {
+            throw new PermissionDeniedException(dir + " belongs to user '" + a.owner().getName() + "' and is shared with"
+                    + " group '" + a.group().getName() + "', which '" + me + "' is not in; ask to be added to it, or the owner"
+                    + " to start the producer with --group <a group you are in>");
+        }
+    }
+
+    /** The real, effective and supplementary group ids of this process (from /proc; empty where there is none). */
+    private static Set<Long> currentGroupIds() {
+        Set<Long> ids = new java.util.HashSet<>();
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("Gid:") || line.startsWith("Groups:")) {
+                    for (String f : line.substring(line.indexOf(':') + 1).trim().split("\\s+")) {
+                        if (!f.isEmpty()) {
+                            ids.add(Long.parseLong(f));
+                        }
+                    }
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            log.debug("cannot read this process's groups: {}", e.toString());
+        }
+        return ids;
+    }
+
     private static void ensurePrivateDirectory(Path dir, boolean isProducerDir) throws IOException {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             try {
@@ -179,7 +294,8 @@ public final class ProducerDirectory implements AutoCloseable {
         }
         checkOwnedByCurrentUser(dir);
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS);
-        if (!perms.equals(PRIVATE_DIR)) {
+        // A per-user directory left passable by a group-shared producer stays so: it still lists nothing.
+        if (!perms.equals(PRIVATE_DIR) && (isProducerDir || !perms.equals(PASSABLE_DIR))) {
             Files.setPosixFilePermissions(dir, PRIVATE_DIR);
         }
     }

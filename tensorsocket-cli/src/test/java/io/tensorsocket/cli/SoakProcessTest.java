@@ -1,0 +1,36 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The short version of {@code tensorsocket soak} (about 35 s): random joins, clean leaves, SIGKILLs,
+ * SIGSTOP stalls and one producer kill and restart, with nothing lost and nothing leaked. The longer run
+ * behind the README's figures is {@code bin/tensorsocket soak --minutes 4 --seed 1}.
+ */
+class SoakProcessTest extends ProcessTestBase {
+
+    @Test
+    void faultsLoseNoSampleAndLeakNothing() throws Exception {
+        Proc soak = start("soak", "--minutes", "0.55", "--seed", "42", "--producer-restarts", "1");
+        assertEquals(0, soak.exitCode(Duration.ofSeconds(110)), soak.lines() + soak.stderr());
+        Map<String, String> s = soak.json().getLast();
+        assertEquals("soak", s.get("event"));
+        assertEquals("true", s.get("ok"), s.toString());
+        assertEquals("0", s.get("samples_lost"), s.toString());
+        assertEquals("0", s.get("defects"), s.toString());
+        assertEquals("0", s.get("fd_leak"), s.toString());
+        assertEquals("0", s.get("thread_leak"), s.toString());
+        assertEquals("0", s.get("files_left"), s.toString());
+        assertEquals("1", s.get("producer_restarts"), s.toString());
+        assertTrue(Integer.parseInt(s.get("consumers_told_producer_gone")) >= 1, s.toString());
+        assertTrue(Integer.parseInt(s.get("kills")) >= 1 && Integer.parseInt(s.get("stalls")) >= 1, s.toString());
+        assertTrue(Long.parseLong(s.get("epoch_start_epochs")) >= 5, s.toString());
+        assertTrue(Long.parseLong(s.get("worst_resume_after_kill_ms")) < 2000, s.toString());
+    }
+}
