@@ -41,7 +41,7 @@ public final class IdxSource implements BatchSource {
         this.dtype = b.dtype;
         this.mean = b.mean;
         this.std = b.std;
-        this.sampler = new EpochSampler(data.size(), b.batchSize, b.shuffle, b.dropLast, b.seed);
+        this.sampler = b.sampler(data.size());
         TensorSpec image = dtype == DType.UINT8
                 ? TensorSpec.of(IMAGE, DType.UINT8, data.rows(), data.cols())
                 : TensorSpec.of(IMAGE, DType.FLOAT32, 1, data.rows(), data.cols());
@@ -131,19 +131,14 @@ public final class IdxSource implements BatchSource {
     }
 
     /** Options of an {@link IdxSource}. */
-    public static final class Builder {
+    public static final class Builder extends SamplingOptions<Builder> {
         private final IdxDataset data;
         private DType dtype = DType.FLOAT32;
         private float mean = 0f;
         private float std = 1f;
-        private int batchSize = 64;
-        private int workers = 1;
-        private int prefetch = 2;
-        private long seed;
-        private boolean shuffle = true;
-        private boolean dropLast;
 
         private Builder(IdxDataset data) {
+            super(1); // one worker already outruns any consumer for 28x28 images
             this.data = Objects.requireNonNull(data, "data");
         }
 
@@ -161,42 +156,6 @@ public final class IdxSource implements BatchSource {
         /** uint8 {@code [rows, cols]}, the bytes of the file. */
         public Builder uint8() {
             this.dtype = DType.UINT8;
-            return this;
-        }
-
-        /** Samples per batch; default 64. */
-        public Builder batchSize(int batchSize) {
-            this.batchSize = batchSize;
-            return this;
-        }
-
-        /** Threads writing samples; default 1, which already outruns any consumer for 28x28 images. */
-        public Builder workers(int workers) {
-            this.workers = workers;
-            return this;
-        }
-
-        /** Batches being filled at once (claims held); default 2. */
-        public Builder prefetch(int prefetch) {
-            this.prefetch = prefetch;
-            return this;
-        }
-
-        /** Seed of shuffling; default 0. */
-        public Builder seed(long seed) {
-            this.seed = seed;
-            return this;
-        }
-
-        /** Whether each epoch visits samples in a new random order; default true. */
-        public Builder shuffle(boolean shuffle) {
-            this.shuffle = shuffle;
-            return this;
-        }
-
-        /** Whether to leave out the last partial batch of each epoch; default false. */
-        public Builder dropLast(boolean dropLast) {
-            this.dropLast = dropLast;
             return this;
         }
 

@@ -45,7 +45,7 @@ public final class ImagePipelineSource implements BatchSource {
         this.folder = folder;
         this.transforms = b.transforms;
         this.decoder = b.decoder != null ? b.decoder : Decoders.best();
-        this.sampler = new EpochSampler(folder.size(), b.batchSize, b.shuffle, b.dropLast, b.seed);
+        this.sampler = b.sampler(folder.size());
         this.layout = new BatchLayout(List.of(transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)), b.batchSize);
         this.workers = b.workers;
         this.prefetch = b.prefetch;
@@ -146,19 +146,14 @@ public final class ImagePipelineSource implements BatchSource {
     }
 
     /** Options of an {@link ImagePipelineSource}; defaults follow PyTorch's DataLoader where it has one. */
-    public static final class Builder {
+    public static final class Builder extends SamplingOptions<Builder> {
         private final Path root;
         private final ImageFolder folder;
         private TransformPipeline transforms = TransformPipeline.imagenetTrain(224);
         private ImageDecoder decoder;
-        private int batchSize = 64;
-        private int workers = Math.max(1, Runtime.getRuntime().availableProcessors());
-        private int prefetch = 2;
-        private long seed;
-        private boolean shuffle = true;
-        private boolean dropLast;
 
         private Builder(Path root, ImageFolder folder) {
+            super(Math.max(1, Runtime.getRuntime().availableProcessors())); // decoding is the expensive part
             this.root = root;
             this.folder = folder;
         }
@@ -172,45 +167,6 @@ public final class ImagePipelineSource implements BatchSource {
         /** The JPEG decoder; default {@link Decoders#best()}. PNG always goes through ImageIO. */
         public Builder decoder(ImageDecoder decoder) {
             this.decoder = Objects.requireNonNull(decoder, "decoder");
-            return this;
-        }
-
-        /** Samples per batch; default 64. */
-        public Builder batchSize(int batchSize) {
-            this.batchSize = batchSize;
-            return this;
-        }
-
-        /** Decode threads; default one per available processor. */
-        public Builder workers(int workers) {
-            this.workers = workers;
-            return this;
-        }
-
-        /**
-         * Batches being filled at once (claims held); default 2. Must not exceed the producer's
-         * claims-ahead limit.
-         */
-        public Builder prefetch(int prefetch) {
-            this.prefetch = prefetch;
-            return this;
-        }
-
-        /** Seed of shuffling and augmentation; default 0. */
-        public Builder seed(long seed) {
-            this.seed = seed;
-            return this;
-        }
-
-        /** Whether each epoch visits samples in a new random order; default true. */
-        public Builder shuffle(boolean shuffle) {
-            this.shuffle = shuffle;
-            return this;
-        }
-
-        /** Whether to leave out the last partial batch of each epoch; default false. */
-        public Builder dropLast(boolean dropLast) {
-            this.dropLast = dropLast;
             return this;
         }
 
