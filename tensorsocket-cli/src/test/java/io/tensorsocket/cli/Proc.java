@@ -45,6 +45,15 @@ final class Proc implements AutoCloseable {
         return new Proc(pb.start(), err);
     }
 
+    /** Starts {@code command} (any program) with producers living under {@code base} and {@code env} added. */
+    static Proc startCommand(Path base, List<String> command, Map<String, String> env) throws IOException {
+        Path err = Files.createTempFile("tensorsocket-test-", ".err");
+        ProcessBuilder pb = new ProcessBuilder(command).redirectError(err.toFile());
+        pb.environment().put("TENSORSOCKET_BASE", base.toString());
+        pb.environment().putAll(env);
+        return new Proc(pb.start(), err);
+    }
+
     long pid() {
         return process.pid();
     }
