@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -107,8 +108,7 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
         Proc healthy = consume("stall", 10, "--step-ms", "1");
         Proc stalled = consume("stall", 10, "--step-ms", "1", "--progress-ms", "1");
         awaitJoined(producer, 2);
-        // Stop it only once it reads batches: stopped while still connecting, it would find the producer gone.
-        stalled.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        awaitMapped(stalled, base.resolve("stall/arena")); // stopped mid-stream, not half-way through connecting
         stalled.signal("STOP");
         try {
             assertEquals(0, healthy.exitCode(Duration.ofSeconds(60)), healthy.stderr());
@@ -122,5 +122,18 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
         assertFalse(stalled.exitCode(Duration.ofSeconds(30)) == 0);
         String err = stalled.errorLine();
         assertTrue(err.contains("stall timeout") && err.contains("disconnected"), err);
+    }
+
+    /** Waits until {@code p} has mapped {@code arena}, i.e. finished connecting. */
+    private static void awaitMapped(Proc p, Path arena) throws Exception {
+        Path maps = Path.of("/proc/" + p.pid() + "/maps");
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!java.nio.file.Files.exists(maps) || java.nio.file.Files.readString(maps).contains(arena.toString())) {
+                return; // no /proc to look at: go ahead
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("consumer " + p.pid() + " never mapped " + arena + "; stderr: " + p.stderr());
     }
 }

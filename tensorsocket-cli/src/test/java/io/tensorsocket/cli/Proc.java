@@ -45,11 +45,13 @@ final class Proc implements AutoCloseable {
         return new Proc(pb.start(), err);
     }
 
-    /** Starts an arbitrary command (e.g. a consumer JVM under another user id) with producers under {@code base}. */
-    static Proc startCommand(Path base, List<String> command) throws IOException {
+    /** Starts {@code command} (any program) with producers living under {@code base} and {@code env} added. */
+    static Proc startCommand(Path base, List<String> command, Map<String, String> env) throws IOException {
         Path err = Files.createTempFile("tensorsocket-test-", ".err");
+        // Started in / so that a process under another user id never depends on a private working directory.
         ProcessBuilder pb = new ProcessBuilder(command).redirectError(err.toFile()).directory(Path.of("/").toFile());
         pb.environment().put("TENSORSOCKET_BASE", base.toString());
+        pb.environment().putAll(env);
         return new Proc(pb.start(), err);
     }
 

@@ -48,7 +48,7 @@ abstract class ProcessTestBase {
 
     /** Starts an arbitrary command; it is killed at the end of the test like the others. */
     protected Proc startCommand(List<String> command) throws IOException {
-        Proc p = Proc.startCommand(base, command);
+        Proc p = Proc.startCommand(base, command, Map.of());
         procs.add(p);
         return p;
     }
@@ -64,6 +64,50 @@ abstract class ProcessTestBase {
         List<String> args = new ArrayList<>(List.of("consume", "--name", name, "--batch-size", Integer.toString(batchSize)));
         args.addAll(List.of(extra));
         return start(args.toArray(String[]::new));
+    }
+
+    /** Where the Python client lives: clients/python of this checkout. */
+    static Path pythonClient() {
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.isDirectory(p.resolve("clients/python/tensorsocket_client"))) {
+                return p.resolve("clients/python");
+            }
+        }
+        throw new AssertionError("clients/python not found above " + Path.of("").toAbsolutePath());
+    }
+
+    static final String PYTHON = "/usr/bin/python3";
+
+    /** Skips the test unless Debian's python3 can import {@code modules}. */
+    static void assumePython(String... modules) throws IOException, InterruptedException {
+        boolean ok = Files.isExecutable(Path.of(PYTHON));
+        if (ok) {
+            Process p = new ProcessBuilder(PYTHON, "-c", "import " + String.join(", ", modules))
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with " + String.join(", ", modules)
+                + " (apt-get install python3-numpy python3-torch)");
+    }
+
+    /** Starts {@code python3 args...} with the client on PYTHONPATH and producers under {@link #base}. */
+    protected Proc startPython(Map<String, String> env, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(PYTHON, "-u"));
+        cmd.addAll(List.of(args));
+        Map<String, String> all = new java.util.HashMap<>(env);
+        all.put("PYTHONPATH", pythonClient().toString());
+        all.put("PYTHONDONTWRITEBYTECODE", "1");
+        Proc p = Proc.startCommand(base, cmd, all);
+        procs.add(p);
+        return p;
+    }
+
+    /** {@code python3 -m tensorsocket_client consume --name N --batch-size b extra...}. */
+    protected Proc pythonConsume(String name, int batchSize, String... extra) throws IOException {
+        List<String> args = new ArrayList<>(List.of("-m", "tensorsocket_client", "consume", "--name", name,
+                "--batch-size", Integer.toString(batchSize)));
+        args.addAll(List.of(extra));
+        return startPython(Map.of(), args.toArray(String[]::new));
     }
 
     /** Asserts one epoch line is an exact, complete epoch of {@code samples}. */

@@ -8,7 +8,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 
 /**
- * Layout of the arena file: the one place it is defined. All integers are little-endian.
+ * Layout of the arena file, as specified in docs/PROTOCOL.md; this class is its Java side. All integers
+ * are little-endian.
  *
  * <pre>
  *  offset 0                                  HEADER_BYTES (4096)

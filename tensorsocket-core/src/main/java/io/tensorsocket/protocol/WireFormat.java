@@ -15,7 +15,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The control protocol's bytes: the one place they are defined. Every integer is little-endian.
+ * The control protocol's bytes, as specified in docs/PROTOCOL.md (which also states the rules: who
+ * releases what, ordering, validation, error codes, versioning); this class is the Java side of it and
+ * the only Java code that encodes frames. Every integer is little-endian.
  *
  * <pre>
  * frame:
@@ -55,6 +57,8 @@ import java.util.List;
  * </pre>
  *
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; a version-1 peer is told VERSION_MISMATCH.
+ *
+ * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
  * A decoder never trusts a length: the payload length is bounded before anything is read, and every
  * count and string is checked against the bytes that are actually there.

@@ -1,0 +1,19 @@
+"""TensorSocket client for Python: read a TensorSocket producer's batches from shared memory, zero-copy.
+
+    from tensorsocket_client import TensorConsumer
+    with TensorConsumer("fmnist", batch_size=64) as loader:
+        for batch in loader:
+            t = batch.torch(); train(t["data"], t["label"])
+
+The protocol it speaks is specified in docs/PROTOCOL.md.
+"""
+
+from .consumer import Batch, TensorConsumer
+from .errors import (BatchReleasedError, ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone,
+                     ProducerNotFound, ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
+                     TensorSocketTimeout)
+
+__version__ = "0.1.0"
+__all__ = ["TensorConsumer", "Batch", "TensorSocketError", "ProducerNotFound", "PermissionDenied", "ProducerGone",
+           "ProducerFailed", "ConsumerEvicted", "RequestRejected", "ProtocolError", "ProtocolVersionError",
+           "TensorSocketTimeout", "BatchReleasedError"]

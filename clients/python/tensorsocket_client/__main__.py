@@ -1,0 +1,113 @@
+"""``python3 -m tensorsocket_client consume ...``: the Python twin of ``tensorsocket consume``.
+
+Reads epochs from a producer, checks every sample of a synthetic source against the generator, and
+prints one JSON line per epoch with the same fields as the Java command. Exits 0 on success, else 1
+with one line on stderr: ``tensorsocket: error: ...``.
+"""
+
+import argparse
+import math
+import sys
+import time
+
+from .consumer import TensorConsumer
+from .errors import TensorSocketError
+from .synthetic import PREFIX, SyntheticSpec, Verifier
+
+
+class _Failure(Exception):
+    pass
+
+
+def _json(fields):
+    parts = []
+    for k, v in fields.items():
+        if isinstance(v, bool):
+            s = "true" if v else "false"
+        elif isinstance(v, float):
+            s = "%.3f" % v if math.isfinite(v) else "null"
+        elif isinstance(v, int):
+            s = str(v)
+        else:
+            s = '"%s"' % str(v).replace("\\", "\\\\").replace('"', '\\"')
+        parts.append('"%s": %s' % (k, s))
+    return "{" + ", ".join(parts) + "}"
+
+
+def consume(args):
+    target = dict(directory=args.dir) if args.dir else dict(name=args.name)
+    with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
+                        batch_timeout=args.batch_timeout_s, **target) as c:
+        description = c.source_description
+        if not description.startswith(PREFIX):
+            raise _Failure("the producer serves '%s', not synthetic data; consume can only verify synthetic sources"
+                           % description)
+        spec = SyntheticSpec.parse(description)
+        spe = c.samples_per_epoch
+        expected = spe // args.batch_size * args.batch_size if args.drop_last else spe
+        verifier = Verifier(spec)
+        failure = None
+        e = 0
+        while args.epochs is None or e < args.epochs:
+            e += 1
+            epoch = -1
+            started = time.monotonic()
+            for b in c:
+                epoch = b.epoch
+                verifier.accept(b["data"], b["label"], b["id"], c.stream_position(b))
+                if args.step_ms > 0:
+                    time.sleep(args.step_ms / 1000.0)
+            seconds = time.monotonic() - started
+            counts = verifier.finish_epoch()
+            if counts["samples"] == 0 and c.is_end_of_stream():
+                break
+            complete = counts["samples"] == expected
+            print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
+                             unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
+                             out_of_order=counts["out_of_order"], start=c.start_mode, complete=complete,
+                             batch_size=args.batch_size, seconds=float(seconds),
+                             samples_per_s=counts["samples"] / max(seconds, 1e-9))), flush=True)
+            intact = counts["corrupt"] == 0 and counts["out_of_order"] == 0
+            exact = counts["samples"] == spe and counts["unique"] == spe and counts["duplicates"] == 0 and intact
+            if not intact:
+                failure = "epoch %d: %d corrupt and %d out-of-order samples" % (epoch, counts["corrupt"],
+                                                                               counts["out_of_order"])
+            elif c.start_mode == "epoch_start" and complete and not exact and not args.drop_last:
+                failure = "epoch %d delivered %d distinct of %d samples with %d duplicates" % (
+                    epoch, counts["unique"], spe, counts["duplicates"])
+            elif not complete and not c.is_end_of_stream():
+                failure = "epoch %d ended after %d of %d samples" % (epoch, counts["samples"], expected)
+            if failure is not None or c.is_end_of_stream():
+                break
+        if failure is not None:
+            raise _Failure(failure)
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m tensorsocket_client")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("consume", help="Consume from a producer, verify every sample, and print one JSON line per "
+                                       "epoch.")
+    target = c.add_mutually_exclusive_group(required=True)
+    target.add_argument("--name", help="Producer name.")
+    target.add_argument("--dir", help="Explicit producer directory instead of a name.")
+    c.add_argument("--batch-size", type=int, required=True, help="This consumer's batch size.")
+    c.add_argument("--epochs", type=int, help="Epochs to consume (default: until the producer's stream ends).")
+    c.add_argument("--drop-last", action="store_true", help="Drop each epoch's last batch if it is short.")
+    c.add_argument("--step-ms", type=float, default=0.0, help="Sleep this long per batch, standing in for training.")
+    c.add_argument("--connect-timeout-s", type=float, default=10.0, help="Wait this long for the producer's answer.")
+    c.add_argument("--batch-timeout-s", type=float, default=120.0, help="Wait this long for any one batch.")
+    args = p.parse_args(argv)
+    try:
+        return consume(args)
+    except (TensorSocketError, _Failure, ValueError, OSError) as e:
+        print("tensorsocket: error: %s" % e, file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print("tensorsocket: error: interrupted", file=sys.stderr, flush=True)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Memory behind the arrays a consumer hands out, and how it stays valid after a batch is released.
+
+Zero-copy batches are numpy views of a per-slot read-only mapping of the arena. A slot is released to
+the producer only when no array, view or tensor made from that mapping is alive any more (CPython
+reference counts tell exactly). If arrays are still alive when the consumer must let the slot go, the
+mapping is *detached*: its pages are replaced, at the same addresses, by a private copy of their
+contents, so every outstanding array keeps the bytes it had and never sees the producer's next batch.
+Gathered batches live in consumer-owned buffers that are reused only when nothing references them.
+"""
+
+import ctypes
+import ctypes.util
+import mmap
+import sys
+
+import numpy as np
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mprotect.restype = ctypes.c_int
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_MAP_FIXED = 0x10
+_MAP_ANONYMOUS = getattr(mmap, "MAP_ANONYMOUS", 0x20)
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+
+def map_read_only(fd, length, offset):
+    """A shared read-only mapping of ``length`` bytes at ``offset``, its pages faulted in up front."""
+    return mmap.mmap(fd, length, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=offset)
+
+
+class SlotMap:
+    """One read-only mapping of one arena slot, shared by every batch that lies in that slot."""
+
+    __slots__ = ("mm", "size", "_baseline")
+
+    def __init__(self, fd, offset, size):
+        self.mm = map_read_only(fd, size, offset)
+        self.size = size
+        self._baseline = sys.getrefcount(self.mm)
+
+    def in_use(self):
+        """Whether any array (or view, or tensor) made from this mapping is still alive."""
+        return sys.getrefcount(self.mm) > self._baseline
+
+    def view(self, dtype, count, offset, shape):
+        a = np.frombuffer(self.mm, dtype=dtype, count=count, offset=offset).reshape(shape)
+        return a
+
+    def detach(self):
+        """Replaces the mapping's pages, in place, by a private read-only copy of their current bytes."""
+        snapshot = self.mm[:]  # a copy, taken while the slot is still held
+        probe = np.frombuffer(self.mm, dtype=np.uint8, count=1)
+        addr = probe.ctypes.data
+        del probe
+        got = _libc.mmap(addr, self.size, mmap.PROT_READ | mmap.PROT_WRITE,
+                         mmap.MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
+        if got is None or got == _MAP_FAILED or got != addr:
+            raise OSError(ctypes.get_errno(), "could not detach a held batch from the arena")
+        ctypes.memmove(addr, snapshot, self.size)
+        if _libc.mprotect(addr, self.size, mmap.PROT_READ) != 0:
+            raise OSError(ctypes.get_errno(), "could not protect a detached batch")
+
+    def close(self):
+        """Unmaps if nothing uses the mapping; a mapping still in use is left to its arrays."""
+        if not self.in_use():
+            try:
+                self.mm.close()
+            except BufferError:
+                pass
+
+
+class GatherPool:
+    """Consumer-owned buffers for batches that span slots; a buffer is reused only when unreferenced."""
+
+    def __init__(self, nbytes, keep=2):
+        self.nbytes = max(1, nbytes)
+        self.keep = keep
+        self.bufs = []
+        self.bufs.append(np.empty(1, dtype=np.uint8))
+        self._baseline = sys.getrefcount(self.bufs[0])
+        self.bufs.clear()
+
+    def take(self):
+        for i in range(len(self.bufs)):
+            if sys.getrefcount(self.bufs[i]) <= self._baseline:
+                return self.bufs[i]
+        buf = np.empty(self.nbytes, dtype=np.uint8)
+        buf.fill(0)  # fault the pages in now rather than while copying
+        if len(self.bufs) < self.keep:
+            self.bufs.append(buf)
+        return buf

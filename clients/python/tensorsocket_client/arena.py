@@ -1,0 +1,128 @@
+"""The arena file's layout, as specified in docs/PROTOCOL.md, and where producers live."""
+
+import os
+import pwd
+import re
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ProtocolError, ProtocolVersionError
+
+MAGIC = 0x31414E4552415354  # "TSARENA1" read little-endian
+LAYOUT_VERSION = 1
+HEADER_BYTES = 4096
+PAGE = 4096
+REGION_ALIGN = 64
+
+SOCKET_FILE = "control.sock"
+ARENA_FILE = "arena"
+LOCK_FILE = "producer.lock"
+
+# wire code -> (name, numpy dtype). bfloat16 has no numpy type: its raw bits come as uint16 and
+# Batch.torch() reinterprets them as torch.bfloat16.
+DTYPES = {
+    1: ("uint8", np.dtype("u1")),
+    2: ("int8", np.dtype("i1")),
+    3: ("int16", np.dtype("<i2")),
+    4: ("int32", np.dtype("<i4")),
+    5: ("int64", np.dtype("<i8")),
+    6: ("float16", np.dtype("<f2")),
+    7: ("bfloat16", np.dtype("<u2")),
+    8: ("float32", np.dtype("<f4")),
+    9: ("float64", np.dtype("<f8")),
+    10: ("bool", np.dtype("?")),
+}
+BFLOAT16 = 7
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+_HEADER = struct.Struct("<QIIqqIIqI")
+
+
+def _align_up(v, a):
+    return (v + a - 1) // a * a
+
+
+def sample_bytes(spec):
+    n = 1
+    for d in spec.shape:
+        n *= d
+    return n * DTYPES[spec.dtype][1].itemsize
+
+
+class Layout:
+    """Slot geometry: where each tensor's region starts inside a slot, and where each slot starts."""
+
+    def __init__(self, tensors, batch_size, slot_count):
+        self.tensors = tensors
+        self.batch_size = batch_size
+        self.slot_count = slot_count
+        self.sample_bytes = [sample_bytes(t) for t in tensors]
+        self.region_offsets = []
+        off = 0
+        for sb in self.sample_bytes:
+            self.region_offsets.append(off)
+            off = _align_up(off + sb * batch_size, REGION_ALIGN)
+        self.slot_bytes = max(PAGE, _align_up(off, PAGE))
+
+    @property
+    def file_bytes(self):
+        return HEADER_BYTES + self.slot_bytes * self.slot_count
+
+    def slot_offset(self, slot):
+        return HEADER_BYTES + self.slot_bytes * slot
+
+    def verify_header(self, header: bytes, session_id: int):
+        """None if the arena header matches what the producer announced, else what differs."""
+        if len(header) < HEADER_BYTES:
+            return "the file is %d bytes, smaller than an arena header" % len(header)
+        magic, version, _hb, session, _pid, slots, tensors, slot_bytes, batch = _HEADER.unpack_from(header, 0)
+        if magic != MAGIC:
+            return "the file is not a TensorSocket arena (bad magic)"
+        if version != LAYOUT_VERSION:
+            raise ProtocolVersionError("arena layout version %d, this library reads version %d"
+                                       % (version, LAYOUT_VERSION))
+        if session != session_id:
+            return "the arena belongs to another producer session (the producer was restarted)"
+        if (slots != self.slot_count or slot_bytes != self.slot_bytes or batch != self.batch_size
+                or tensors != len(self.tensors)):
+            return "the arena's slot geometry differs from what the producer announced"
+        return None
+
+
+def base_directory() -> Path:
+    """The per-user directory under which named producers live ($TENSORSOCKET_BASE overrides it)."""
+    override = os.environ.get("TENSORSOCKET_BASE")
+    if override and override.strip():
+        return Path(override)
+    shm = Path("/dev/shm")
+    root = shm if shm.is_dir() else Path(tempfile.gettempdir())
+    return root / ("tensorsocket-" + pwd.getpwuid(os.getuid()).pw_name)
+
+
+def check_name(name):
+    if name is None or not _NAME.match(name):
+        raise ValueError("invalid producer name '%s': use 1 to 64 letters, digits, '.', '_' or '-', starting with "
+                         "a letter or digit" % name)
+
+
+def directory_for(name) -> Path:
+    check_name(name)
+    return base_directory() / name
+
+
+def live_producers():
+    """Names of producer directories under the base directory that have a control socket."""
+    base = base_directory()
+    try:
+        return sorted(p.name for p in base.iterdir() if (p / SOCKET_FILE).exists())
+    except OSError:
+        return []
+
+
+def header_problem(layout, header, session_id, path):
+    problem = layout.verify_header(header, session_id)
+    if problem is not None:
+        raise ProtocolError("arena %s does not match the producer's announcement: %s" % (path, problem))

@@ -1,0 +1,684 @@
+"""A consumer of a TensorSocket producer: batches at this consumer's own batch size, from shared memory.
+
+The contract is the Java ``TensorConsumer``'s, specified in docs/PROTOCOL.md:
+
+* ``for batch in consumer:`` yields one epoch, every sample exactly once in the producer's order (the
+  short last batch included unless ``drop_last``); iterating again gives the next epoch.
+* A batch inside one arena slot is a zero-copy numpy view of the read-only mapping; a batch that spans
+  slots is gathered into a buffer this consumer owns.
+* A batch is released when the next one is requested, when ``batch.release()`` is called, or when the
+  consumer is closed. Reading ``batch[name]`` afterwards raises ``BatchReleasedError``. Arrays taken
+  from a batch before its release stay valid and unchanged (see ``_memory``): the slot goes back to the
+  producer only once they are gone, or after their pages were swapped for a private copy.
+* Every wait is bounded; a dead producer, an ERROR from it, or a broken rule raises a specific
+  exception (``errors``) within a second.
+
+One thread iterates a consumer.
+"""
+
+import collections
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from . import arena as _arena
+from . import wire
+from ._memory import GatherPool, SlotMap, map_read_only
+from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
+                     ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
+                     TensorSocketTimeout, BatchReleasedError)
+
+_WAKE = object()
+_SLICE = 0.05          # seconds between looks at held memory while waiting
+_DETACH_AFTER = 0.25   # waiting longer than this lets go of slots pinned only by user arrays
+
+
+class _Link:
+    """The control connection. A receiver thread reads every frame as it arrives, so the producer's
+    death (EOF) or an ERROR it sends is known at once, even while the consumer is busy training."""
+
+    def __init__(self, sock, producer):
+        self.sock = sock
+        self.producer = producer
+        self.inbox = queue.Queue()
+        self.failure = None
+        self.stream_ended = False
+        self.closing = False
+        self.producer_pid = -1
+        self._send_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._receive, name="tensorsocket-consumer-rx", daemon=True)
+        self.thread.start()
+
+    def _read_exact(self, n, eof_ok):
+        chunks = []
+        got = 0
+        while got < n:
+            b = self.sock.recv(n - got)
+            if not b:
+                if eof_ok and got == 0:
+                    return None
+                raise EOFError("connection closed in the middle of a frame")
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks)
+
+    def _read(self):
+        head = self._read_exact(wire.HEADER_BYTES, True)
+        if head is None:
+            return None
+        version, mtype, length = wire.decode_header(head)
+        payload = self._read_exact(length, False) if length else b""
+        if version != wire.VERSION:
+            return wire.check_version(version, mtype, payload)
+        return wire.decode_payload(mtype, payload)
+
+    def _receive(self):
+        try:
+            while True:
+                m = self._read()
+                if m is None:
+                    if not self.stream_ended:
+                        self._fail(self.lost_connection(None))
+                    return
+                if isinstance(m, wire.Error):
+                    self._fail(self.to_exception(m))
+                    return
+                if isinstance(m, wire.EndOfStream):
+                    self.stream_ended = True
+                self.inbox.put(m)
+        except TensorSocketError as e:
+            self._fail(e)
+        except (OSError, EOFError) as e:
+            if not self.stream_ended:
+                self._fail(self.lost_connection(e))
+
+    def lost_connection(self, cause):
+        return ProducerGone("lost the connection to producer '%s'%s: it exited or was killed%s; restart it and "
+                            "connect again" % (self.producer,
+                                               " (pid %d)" % self.producer_pid if self.producer_pid > 0 else "",
+                                               " (%s)" % cause if cause else ""))
+
+    def _fail(self, e):
+        if self.failure is None and not self.closing:
+            self.failure = e
+        self.inbox.put(_WAKE)
+
+    def to_exception(self, e):
+        msg = e.message if ("producer '" in e.message) else "producer '%s': %s" % (self.producer, e.message)
+        kind = {wire.VERSION_MISMATCH: ProtocolVersionError, wire.BAD_FRAME: ProtocolError,
+                wire.BAD_REQUEST: RequestRejected, wire.EVICTED: ConsumerEvicted,
+                wire.LOADER_FAILED: ProducerFailed, wire.PRODUCER_CLOSED: ProducerGone}.get(e.code, TensorSocketError)
+        return kind(msg)
+
+    def check(self):
+        if self.failure is not None:
+            raise self.failure
+
+    def poll(self, wait):
+        """The next message, waiting at most ``wait`` seconds; None if none came."""
+        self.check()
+        try:
+            m = self.inbox.get(timeout=wait) if wait > 0 else self.inbox.get_nowait()
+        except queue.Empty:
+            return None
+        if m is _WAKE:
+            self.check()
+            return None
+        return m
+
+    def send(self, m):
+        data = wire.encode(m)
+        try:
+            with self._send_lock:
+                self.sock.sendall(data)
+        except OSError as e:
+            if self.stream_ended:
+                return  # the producer may already be gone after a finished stream
+            self.check()
+            self._fail(self.lost_connection(e))
+            self.check()
+
+    def close(self):
+        self.closing = True
+        try:
+            with self._send_lock:
+                self.sock.sendall(wire.encode(wire.Bye()))
+        except OSError:
+            pass
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(1.0)
+
+
+class _Held:
+    """A producer batch this consumer received and has not released yet."""
+
+    __slots__ = ("batch", "start", "end", "consumed", "current", "slotmap")
+
+    def __init__(self, batch, start):
+        self.batch = batch
+        self.start = start
+        self.end = start + batch.samples
+        self.consumed = start
+        self.current = False   # the batch handed out now is a view of this slot
+        self.slotmap = None    # the mapping views of this slot came from
+
+
+class Batch:
+    """One consumer batch: named numpy arrays with the batch dimension first.
+
+    ``batch["data"]`` is an array; ``batch.torch()`` gives torch tensors sharing the same memory. The
+    arrays are read-only: they map memory other processes read too (copy one to modify it). A batch is
+    valid until the next is requested, ``release()`` or the consumer is closed; arrays taken from it
+    before then stay valid after.
+    """
+
+    __slots__ = ("epoch", "index", "sample_start", "size", "_arrays", "_on_release", "_label", "_bf16")
+
+    def __init__(self, arrays, epoch, index, sample_start, size, on_release, bf16=frozenset()):
+        self._arrays = arrays
+        self._bf16 = bf16
+        self.epoch = epoch
+        self.index = index
+        self.sample_start = sample_start
+        self.size = size
+        self._on_release = on_release
+        self._label = "batch %d of epoch %d" % (index, epoch)
+
+    def _live(self):
+        if self._arrays is None:
+            raise BatchReleasedError("%s was released (the next batch was requested, or it or its consumer was "
+                                     "closed); keep the arrays you need, or np.copy() them, before moving on"
+                                     % self._label)
+        return self._arrays
+
+    def __getitem__(self, name):
+        arrays = self._live()
+        try:
+            return arrays[name]
+        except KeyError:
+            raise KeyError("no tensor '%s' in this batch; it has %s" % (name, list(arrays))) from None
+
+    def __len__(self):
+        return self.size
+
+    def keys(self):
+        return list(self._live().keys())
+
+    def arrays(self):
+        """The tensors as a dict of read-only numpy arrays."""
+        return dict(self._live())
+
+    def torch(self):
+        """The tensors as a dict of torch tensors that share this batch's memory (no copy).
+
+        They are read-only in fact though torch does not know it: writing to one in place crashes the
+        process (the memory is mapped read-only). Use ``t.clone()`` or ``t.to(device)`` for a tensor to
+        modify.
+        """
+        import torch
+        out = {}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            for name, a in self._live().items():
+                if a.dtype == np.uint16 and name in self._bf16:
+                    out[name] = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+                else:
+                    out[name] = torch.from_numpy(a)
+        return out
+
+    @property
+    def released(self):
+        return self._arrays is None
+
+    def release(self):
+        """Gives the batch back; idempotent."""
+        if self._arrays is not None:
+            self._arrays = None
+            cb, self._on_release = self._on_release, None
+            cb()
+
+    close = release
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __repr__(self):
+        if self._arrays is None:
+            return "<Batch %s, released>" % self._label
+        return "<Batch %s, %d samples: %s>" % (self._label, self.size, ", ".join(
+            "%s %s%s" % (k, v.dtype, list(v.shape)) for k, v in self._arrays.items()))
+
+
+class TensorConsumer:
+    """Reads the batches of a running producer, at this consumer's own batch size, from shared memory.
+
+    ::
+
+        with TensorConsumer("cifar", batch_size=64) as consumer:
+            for epoch in range(10):
+                for batch in consumer:          # one epoch, then the loop ends
+                    x, y = batch.torch()["data"], batch.torch()["label"]
+    """
+
+    def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
+                 batch_timeout=120.0):
+        if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
+            raise ValueError("batch_size must be a positive integer, got %r" % (batch_size,))
+        if name is None and directory is None:
+            raise ValueError("give the producer's name or its directory")
+        self.batch_size = int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.connect_timeout = float(connect_timeout)
+        self.batch_timeout = float(batch_timeout)
+        d = os.path.abspath(os.fspath(directory)) if directory is not None else str(_arena.directory_for(name))
+        self.producer = name if name is not None else os.path.basename(d)
+        self.directory = d
+        self._closed = True
+        self._link = None
+        self._fd = -1
+        self._arena_mm = None
+        self._connect()
+
+    # -------------------------------------------------------------------------------------- connecting
+
+    def _connect(self):
+        name, d = self.producer, self.directory
+        if not os.path.isdir(d):
+            raise ProducerNotFound("no producer named '%s' (no directory %s); running: %s. Start one with: "
+                                   "tensorsocket serve --name %s ..." % (name, d, _arena.live_producers(), name))
+        st = os.stat(d, follow_symlinks=False)
+        if st.st_uid != os.getuid():
+            raise PermissionDenied("%s belongs to another user; connect only to producers you started, or pass a "
+                                   "directory of your own" % d)
+        sock_path = os.path.join(d, _arena.SOCKET_FILE)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(sock_path)
+        except PermissionError:
+            sock.close()
+            raise PermissionDenied("not allowed to connect to producer '%s' (%s); it belongs to another user or its "
+                                   "permissions exclude you" % (name, sock_path)) from None
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if not os.path.exists(sock_path):
+                raise ProducerNotFound("no producer is running in %s (no control socket); running: %s. Start one "
+                                       "with: tensorsocket serve --name %s ..."
+                                       % (d, _arena.live_producers(), name)) from None
+            raise ProducerNotFound("producer '%s' is not running (%s is left over from a producer that died); start "
+                                   "it again, or remove the leftovers with: tensorsocket clean"
+                                   % (name, sock_path)) from None
+        link = _Link(sock, name)
+        try:
+            client = ("python3 " + " ".join(sys.argv))[:1000]
+            link.send(wire.Hello(self.batch_size, self.drop_last, os.getpid(), client))
+            w = self._take_from(link, self.connect_timeout, "the answer to HELLO")
+            if not isinstance(w, wire.Welcome):
+                raise ProtocolError("producer '%s' answered HELLO with %s" % (name, type(w).__name__))
+            link.producer_pid = w.producer_pid
+            layout = _arena.Layout(w.tensors, w.producer_batch_size, w.slot_count)
+            arena_path = os.path.join(d, _arena.ARENA_FILE)
+            if os.path.normpath(os.path.abspath(w.arena_path)) != os.path.normpath(arena_path):
+                raise ProtocolError("producer '%s' announced arena %s outside its directory %s"
+                                    % (name, w.arena_path, d))
+            if layout.slot_bytes != w.slot_bytes:
+                raise ProtocolError("producer '%s' announced %d-byte slots where its layout needs %d"
+                                    % (name, w.slot_bytes, layout.slot_bytes))
+            try:
+                fd = os.open(arena_path, os.O_RDONLY)
+            except FileNotFoundError:
+                raise ProducerGone("producer '%s' went away while this consumer connected" % name) from None
+            try:
+                size = os.fstat(fd).st_size
+                if size < layout.file_bytes:
+                    raise ProtocolError("arena %s is %d bytes but the producer announced %d; is another producer "
+                                        "using this directory?" % (arena_path, size, layout.file_bytes))
+                _arena.header_problem(layout, os.pread(fd, _arena.HEADER_BYTES, 0), w.session_id, arena_path)
+                self._arena_mm = map_read_only(fd, layout.file_bytes, 0)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+        except BaseException:
+            link.close()
+            raise
+        self._link = link
+        self._welcome = w
+        self._layout = layout
+        self._arena_bytes = np.frombuffer(self._arena_mm, dtype=np.uint8)
+        self._closed = False
+        self._slotmaps = {}
+        spe = w.samples_per_epoch
+        self.samples_per_epoch = spe
+        self._specs = w.tensors
+        self._np_dtypes = [_arena.DTYPES[t.dtype][1] for t in w.tensors]
+        self._numel = [int(np.prod(t.shape, dtype=np.int64)) for t in w.tensors]
+        self._sample_bytes = layout.sample_bytes
+        self._gather_offsets = []
+        off = 0
+        for sb in self._sample_bytes:
+            self._gather_offsets.append(off)
+            off = _arena._align_up(off + sb * self.batch_size, 64)
+        self._gather = GatherPool(off)
+        bf16 = frozenset(t.name for t in w.tensors if t.dtype == _arena.BFLOAT16)
+        self._bf16 = bf16
+        self._held = collections.deque()
+        self._expected_seq = -1
+        self._epoch_base = w.start_epoch * spe + w.start_sample
+        self._position = self._epoch_base
+        self._received_up_to = self._epoch_base
+        self._epoch_number = w.start_epoch
+        self._epoch_started = False
+        self._batch_index = 0
+        self._current = None
+        self._end_seen = False
+
+    @staticmethod
+    def _take_from(link, timeout, awaited):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            m = link.poll(min(max(left, 0), _SLICE))
+            if m is not None:
+                return m
+            if left <= 0:
+                link.check()
+                raise TensorSocketTimeout("waited %d ms for %s from producer '%s'; the producer is alive but sent "
+                                          "nothing (a slow loader, or a stalled peer holding everyone up); raise the "
+                                          "consumer's timeout if that is expected"
+                                          % (timeout * 1000, awaited, link.producer))
+
+    # -------------------------------------------------------------------------------------- info
+
+    def __len__(self):
+        """Batches in one epoch at this consumer's batch size."""
+        spe, b = self.samples_per_epoch, self.batch_size
+        return spe // b if self.drop_last else (spe + b - 1) // b
+
+    @property
+    def producer_batch_size(self):
+        return self._welcome.producer_batch_size
+
+    @property
+    def epoch(self):
+        """The epoch being iterated, or about to be (see the Java TensorConsumer.epoch())."""
+        return self._epoch_number
+
+    @property
+    def start_mode(self):
+        """'epoch_start' or 'rolling': how this consumer's first epoch lines up with the producer's stream."""
+        return "rolling" if self._welcome.start_mode == wire.START_ROLLING else "epoch_start"
+
+    @property
+    def start_epoch(self):
+        return self._welcome.start_epoch
+
+    @property
+    def start_sample(self):
+        return self._welcome.start_sample
+
+    @property
+    def source_description(self):
+        return self._welcome.source
+
+    @property
+    def producer_epochs(self):
+        return self._welcome.epochs
+
+    @property
+    def tensors(self):
+        """(name, dtype name, per-sample shape) of every tensor of a batch, in order."""
+        return [(t.name, _arena.DTYPES[t.dtype][0], t.shape) for t in self._specs]
+
+    def stream_position(self, batch):
+        """Producer epoch x samples per epoch + sample, of a batch's first sample."""
+        w, spe = self._welcome, self.samples_per_epoch
+        return w.start_epoch * spe + w.start_sample + (batch.epoch - w.start_epoch) * spe + batch.sample_start
+
+    def is_end_of_stream(self):
+        """Whether the producer's stream has ended and every batch of it was handed out."""
+        if not self._closed and not self._end_seen and self._link.stream_ended:
+            while True:
+                m = self._link.poll(0)
+                if m is None:
+                    break
+                self._handle(m)
+        w = self._welcome
+        past_last = w.epochs > 0 and self._position >= w.epochs * self.samples_per_epoch
+        return past_last or (self._end_seen and self._position >= self._received_up_to)
+
+    # -------------------------------------------------------------------------------------- iteration
+
+    def __iter__(self):
+        """Iterates the next epoch; the unfinished rest of the previous one is skipped first."""
+        self._check_open()
+        self._link.check()
+        self._close_current()
+        if self._epoch_started:
+            self._skip_to(self._epoch_end())
+            self._epoch_base += self.samples_per_epoch
+            self._epoch_number += 1
+        self._epoch_started = True
+        self._batch_index = 0
+        return self._epoch(self._epoch_base)
+
+    def _epoch(self, base):
+        while True:
+            if self._closed or self._epoch_base != base:
+                return  # closed, or a newer iterator took over
+            self._close_current()
+            n = self._next_batch_size()
+            if n == 0:
+                return
+            self._current = self._assemble(n)
+            yield self._current
+
+    def _epoch_end(self):
+        return self._epoch_base + self.samples_per_epoch
+
+    def _next_batch_size(self):
+        self._link.check()
+        remaining = self._epoch_end() - self._position
+        if remaining <= 0:
+            return 0
+        want = min(self.batch_size, remaining)
+        available = self._await_received(self._position + want) - self._position
+        if available <= 0 or (self.drop_last and available < self.batch_size):
+            self._skip_to(min(self._epoch_end(), self._received_up_to))
+            return 0
+        return min(want, available)
+
+    def _await_received(self, target):
+        waited_from = time.monotonic()
+        deadline = waited_from + self.batch_timeout
+        while self._received_up_to < target and not self._end_seen:
+            m = self._link.poll(_SLICE)
+            if m is not None:
+                self._handle(m)
+                continue
+            now = time.monotonic()
+            if now - waited_from >= _DETACH_AFTER:
+                self._release_consumed(detach=True)  # never let user-held arrays stall the producer
+            else:
+                self._release_consumed()
+            if now >= deadline:
+                self._link.check()
+                raise TensorSocketTimeout("waited %d ms for batch data from producer '%s'; the producer is alive but "
+                                          "sent nothing (a slow loader, or a stalled peer holding everyone up); raise "
+                                          "the consumer's batch_timeout if that is expected"
+                                          % (self.batch_timeout * 1000, self.producer))
+        return min(target, self._received_up_to)
+
+    def _handle(self, m):
+        if isinstance(m, wire.BatchReady):
+            self._accept(m)
+        elif isinstance(m, wire.EpochEnd):
+            if m.samples != self.samples_per_epoch:
+                raise ProtocolError("producer '%s' ended epoch %d after %d samples, not %d"
+                                    % (self.producer, m.epoch, m.samples, self.samples_per_epoch))
+        elif isinstance(m, wire.EndOfStream):
+            self._end_seen = True
+        else:
+            raise ProtocolError("unexpected %s from producer '%s'" % (type(m).__name__, self.producer))
+
+    def _accept(self, r):
+        B = self._welcome.producer_batch_size
+        spe = self.samples_per_epoch
+        start = r.epoch * spe + r.sample_start
+        if ((self._expected_seq >= 0 and r.seq != self._expected_seq) or r.seq < 0
+                or r.slot != r.seq % self._layout.slot_count or r.samples < 1 or r.samples > B
+                or r.sample_start < 0 or r.sample_start + r.samples > spe or start != self._received_up_to):
+            raise ProtocolError("producer '%s' sent an inconsistent batch descriptor %s (expected seq %d at stream "
+                                "position %d)" % (self.producer, r, self._expected_seq, self._received_up_to))
+        self._expected_seq = r.seq + 1
+        self._held.append(_Held(r, start))
+        self._received_up_to = start + r.samples
+
+    def _skip_to(self, target):
+        if target <= self._position:
+            return
+        covered = self._await_received(target)
+        for h in self._held:
+            if h.start < covered:
+                h.consumed = max(h.consumed, min(h.end, covered))
+        self._position = max(self._position, covered)
+        self._release_consumed()
+
+    def _slotmap(self, slot):
+        sm = self._slotmaps.get(slot)
+        if sm is None:
+            sm = SlotMap(self._fd, self._layout.slot_offset(slot), self._layout.slot_bytes)
+            self._slotmaps[slot] = sm
+        return sm
+
+    def _assemble(self, n):
+        start, end = self._position, self._position + n
+        single = None
+        for h in self._held:
+            if h.start <= start and end <= h.end:
+                single = h
+                break
+        arrays = {}
+        layout = self._layout
+        if single is not None:
+            sm = self._slotmap(single.batch.slot)
+            single.slotmap = sm
+            single.current = True
+            for t, spec in enumerate(self._specs):
+                sb = self._sample_bytes[t]
+                off = layout.region_offsets[t] + (start - single.start) * sb
+                arrays[spec.name] = sm.view(self._np_dtypes[t], n * self._numel[t], off, (n,) + spec.shape)
+        else:
+            buf = self._gather.take()
+            for t, spec in enumerate(self._specs):
+                sb = self._sample_bytes[t]
+                g = self._gather_offsets[t]
+                for h in self._held:
+                    a, b = max(start, h.start), min(end, h.end)
+                    if a < b:
+                        src = layout.slot_offset(h.batch.slot) + layout.region_offsets[t] + (a - h.start) * sb
+                        dst = g + (a - start) * sb
+                        buf[dst:dst + (b - a) * sb] = self._arena_bytes[src:src + (b - a) * sb]
+                arr = buf[g:g + n * sb].view(self._np_dtypes[t]).reshape((n,) + spec.shape)
+                arr.flags.writeable = False
+                arrays[spec.name] = arr
+        for h in self._held:
+            if h.start < end:
+                h.consumed = max(h.consumed, min(h.end, end))
+        batch = Batch(arrays, self._epoch_number, self._batch_index, start - self._epoch_base, n,
+                      lambda: self._on_batch_released(single), self._bf16)
+        self._batch_index += 1
+        self._position = end
+        self._release_consumed()
+        return batch
+
+    def _on_batch_released(self, single):
+        if single is not None:
+            single.current = False
+        if not self._closed:
+            try:
+                self._release_consumed()
+            except TensorSocketError:
+                pass  # the next call on the consumer reports it; releasing a batch does not
+
+    def _release_consumed(self, detach=False):
+        """Releases, in stream order, every fully consumed batch nothing reads any more. A batch whose
+        slot only user-held arrays still use is detached (copied in place) if ``detach``, or if another
+        such batch is already waiting behind it, so at most one slot is ever pinned that way."""
+        held = self._held
+        while held:
+            h = held[0]
+            if h.consumed < h.end or h.current:
+                return
+            sm = h.slotmap
+            if sm is not None and sm.in_use():
+                waiting = sum(1 for x in held if x.consumed >= x.end and not x.current)
+                if not detach and waiting < 2:
+                    return
+                sm.detach()
+                if self._slotmaps.get(h.batch.slot) is sm:
+                    del self._slotmaps[h.batch.slot]
+            h.slotmap = None
+            held.popleft()
+            self._link.send(wire.Release(h.batch.seq))
+
+    def _close_current(self):
+        b, self._current = self._current, None
+        if b is not None:
+            b.release()
+
+    def _check_open(self):
+        if self._closed:
+            raise TensorSocketError("this consumer of producer '%s' is closed" % self.producer)
+
+    # -------------------------------------------------------------------------------------- closing
+
+    def close(self):
+        """Leaves the producer: the current batch is released, arrays still held by the caller are
+        detached from the arena, and the producer frees everything this consumer held. Idempotent."""
+        if self._closed:
+            return
+        b, self._current = self._current, None
+        if b is not None:
+            b._on_release = None
+            b._arrays = None
+        self._closed = True
+        try:
+            for h in self._held:
+                if h.slotmap is not None and h.slotmap.in_use():
+                    h.slotmap.detach()
+                    if self._slotmaps.get(h.batch.slot) is h.slotmap:
+                        del self._slotmaps[h.batch.slot]
+        finally:
+            self._held.clear()
+            self._link.close()
+            for sm in self._slotmaps.values():
+                if sm.in_use():
+                    sm.detach()
+                sm.close()
+            self._slotmaps.clear()
+            del self._arena_bytes
+            self._arena_mm.close()
+            os.close(self._fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<TensorConsumer of '%s', batch size %d%s>" % (self.producer, self.batch_size,
+                                                              ", closed" if self._closed else "")

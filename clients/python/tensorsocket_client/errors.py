@@ -1,0 +1,45 @@
+"""Exceptions of the TensorSocket client; the same kinds as the Java library's."""
+
+
+class TensorSocketError(Exception):
+    """Base class of every error this client raises."""
+
+
+class ProducerNotFound(TensorSocketError):
+    """No producer runs under that name or directory."""
+
+
+class PermissionDenied(TensorSocketError):
+    """The producer's directory or socket belongs to another user."""
+
+
+class ProducerGone(TensorSocketError):
+    """The producer exited, was killed, or has finished and closed the connection."""
+
+
+class ProducerFailed(TensorSocketError):
+    """The producer's loader raised an error (ERROR code LOADER_FAILED)."""
+
+
+class ConsumerEvicted(TensorSocketError):
+    """The producer disconnected this consumer for holding a batch too long (ERROR code EVICTED)."""
+
+
+class RequestRejected(TensorSocketError):
+    """The producer refused this consumer's request, e.g. an impossible batch size (ERROR code BAD_REQUEST)."""
+
+
+class ProtocolError(TensorSocketError):
+    """A frame, descriptor or arena file broke the protocol (docs/PROTOCOL.md)."""
+
+
+class ProtocolVersionError(ProtocolError):
+    """The peer speaks another version of the control protocol or arena layout."""
+
+
+class TensorSocketTimeout(TensorSocketError, TimeoutError):
+    """A bounded wait ran out: the producer is alive but sent nothing in time."""
+
+
+class BatchReleasedError(TensorSocketError):
+    """A batch was read after it was released (by asking for the next one, or closing it)."""

@@ -1,0 +1,293 @@
+"""The control protocol's frames, as specified in docs/PROTOCOL.md. Every integer is little-endian.
+
+A decoder never trusts a length: the payload length is bounded before anything is read, and every
+count and string is checked against the bytes that are actually there.
+"""
+
+import struct
+from dataclasses import dataclass
+from typing import Tuple
+
+from .errors import ProtocolError, ProtocolVersionError
+
+MAGIC = 0x544B5354  # "TSKT" read little-endian
+VERSION = 2
+HEADER_BYTES = 12
+MAX_PAYLOAD = 65536
+MAX_STRING = 4096
+MAX_TENSORS = 256
+MAX_RANK = 16
+
+HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS = range(1, 12)
+
+# ERROR codes: wire values that never change.
+VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL = range(1, 8)
+ERROR_NAMES = {VERSION_MISMATCH: "VERSION_MISMATCH", BAD_FRAME: "BAD_FRAME", BAD_REQUEST: "BAD_REQUEST",
+               EVICTED: "EVICTED", LOADER_FAILED: "LOADER_FAILED", PRODUCER_CLOSED: "PRODUCER_CLOSED",
+               INTERNAL: "INTERNAL"}
+
+START_EPOCH, START_ROLLING = 0, 1
+
+_HEADER = struct.Struct("<IHBBI")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: int  # wire code, see arena.DTYPES
+    shape: Tuple[int, ...]  # per-sample shape
+
+
+@dataclass(frozen=True)
+class Hello:
+    batch_size: int
+    drop_last: bool
+    pid: int
+    client: str
+
+
+@dataclass(frozen=True)
+class Welcome:
+    session_id: int
+    consumer_id: int
+    producer_pid: int
+    arena_path: str
+    slot_count: int
+    slot_bytes: int
+    producer_batch_size: int
+    samples_per_epoch: int
+    epochs: int
+    start_mode: int
+    start_epoch: int
+    start_sample: int
+    source: str
+    tensors: Tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True)
+class BatchReady:
+    seq: int
+    slot: int
+    epoch: int
+    index: int
+    sample_start: int
+    samples: int
+
+
+@dataclass(frozen=True)
+class Release:
+    seq: int
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    epoch: int
+    batches: int
+    samples: int
+
+
+@dataclass(frozen=True)
+class EndOfStream:
+    epochs: int
+
+
+@dataclass(frozen=True)
+class Error:
+    code: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Bye:
+    pass
+
+
+@dataclass(frozen=True)
+class StatusRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class Progress:
+    epoch: int
+    samples: int
+    wait_nanos: int
+    work_nanos: int
+
+
+_TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, EpochEnd: EPOCH_END,
+          EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Progress: PROGRESS}
+
+
+# ------------------------------------------------------------------------------------------ encoding
+
+def _string(s: str) -> bytes:
+    b = s.encode("utf-8")
+    if len(b) > MAX_STRING:
+        raise ValueError("string of %d bytes exceeds the protocol's %d" % (len(b), MAX_STRING))
+    return struct.pack("<H", len(b)) + b
+
+
+def encode(m) -> bytes:
+    """The frame of message ``m``."""
+    t = _TYPES[type(m)]
+    if t == HELLO:
+        p = struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
+    elif t == WELCOME:
+        p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
+        p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
+                         m.epochs, m.start_mode, m.start_epoch, m.start_sample)
+        p += _string(m.source) + struct.pack("<H", len(m.tensors))
+        for ts in m.tensors:
+            p += _string(ts.name) + struct.pack("<BB", ts.dtype, len(ts.shape))
+            p += b"".join(struct.pack("<q", d) for d in ts.shape)
+    elif t == BATCH:
+        p = struct.pack("<qiqqqi", m.seq, m.slot, m.epoch, m.index, m.sample_start, m.samples)
+    elif t == RELEASE:
+        p = struct.pack("<q", m.seq)
+    elif t == EPOCH_END:
+        p = struct.pack("<qqq", m.epoch, m.batches, m.samples)
+    elif t == END:
+        p = struct.pack("<q", m.epochs)
+    elif t == ERROR:
+        p = struct.pack("<i", m.code) + _string(m.message[:MAX_STRING // 4])
+    elif t == PROGRESS:
+        p = struct.pack("<qqqq", m.epoch, m.samples, m.wait_nanos, m.work_nanos)
+    else:
+        p = b""
+    return _HEADER.pack(MAGIC, VERSION, t, 0, len(p)) + p
+
+
+# ------------------------------------------------------------------------------------------ decoding
+
+def decode_header(b: bytes):
+    """Validates a 12-byte frame header; returns (version, type, payload_bytes).
+
+    A frame of another version passes, so the caller can report the mismatch (or read its ERROR).
+    """
+    magic, version, mtype, reserved, length = _HEADER.unpack(b)
+    if magic != MAGIC:
+        raise ProtocolError("not a TensorSocket frame (magic 0x%08x); is something other than a TensorSocket "
+                            "peer on this socket?" % magic)
+    if length > MAX_PAYLOAD:
+        raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
+    if version == VERSION and (mtype < HELLO or mtype > PROGRESS or reserved != 0):
+        raise ProtocolError("unknown message type %d" % mtype)
+    return version, mtype, length
+
+
+class _Reader:
+    __slots__ = ("b", "pos", "mtype")
+
+    def __init__(self, b, mtype):
+        self.b = b
+        self.pos = 0
+        self.mtype = mtype
+
+    def take(self, fmt):
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.b):
+            raise ProtocolError("message type %d is truncated" % self.mtype)
+        v = struct.unpack_from(fmt, self.b, self.pos)
+        self.pos += size
+        return v if len(v) > 1 else v[0]
+
+    def bool(self):
+        v = self.take("<B")
+        if v > 1:
+            raise ProtocolError("boolean field holds %d" % v)
+        return v == 1
+
+    def string(self):
+        n = self.take("<H")
+        remaining = len(self.b) - self.pos
+        if n > MAX_STRING or n > remaining:
+            raise ProtocolError("string of %d bytes where %d are allowed" % (n, min(remaining, MAX_STRING)))
+        raw = bytes(self.b[self.pos:self.pos + n])
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolError("string is not valid UTF-8") from None
+
+
+def decode_payload(mtype: int, payload: bytes):
+    """Decodes a payload of the current version; raises ProtocolError if it is truncated, has trailing
+    bytes or holds an invalid value."""
+    r = _Reader(payload, mtype)
+    if mtype == HELLO:
+        batch, drop = r.take("<i"), r.bool()
+        m = Hello(batch, drop, r.take("<q"), r.string())
+    elif mtype == WELCOME:
+        m = _decode_welcome(r)
+    elif mtype == BATCH:
+        m = BatchReady(*r.take("<qiqqqi"))
+    elif mtype == RELEASE:
+        m = Release(r.take("<q"))
+    elif mtype == EPOCH_END:
+        m = EpochEnd(*r.take("<qqq"))
+    elif mtype == END:
+        m = EndOfStream(r.take("<q"))
+    elif mtype == ERROR:
+        m = Error(r.take("<i"), r.string())
+    elif mtype == BYE:
+        m = Bye()
+    elif mtype == STATUS_REQUEST:
+        m = StatusRequest()
+    elif mtype == PROGRESS:
+        m = Progress(*r.take("<qqqq"))
+        if min(m.epoch, m.samples, m.wait_nanos, m.work_nanos) < 0:
+            raise ProtocolError("PROGRESS holds a negative count")
+    elif mtype == STATUS:
+        raise ProtocolError("a STATUS snapshot is for status clients; consumers never receive one")
+    else:
+        raise ProtocolError("unknown message type %d" % mtype)
+    if r.pos != len(payload):
+        raise ProtocolError("message type %d has %d unexpected trailing bytes" % (mtype, len(payload) - r.pos))
+    return m
+
+
+def decode_any_version_error(mtype: int, payload: bytes):
+    """An ERROR payload of any version (its form never changes), or None if it is not one."""
+    if mtype != ERROR:
+        return None
+    try:
+        r = _Reader(payload, mtype)
+        return Error(r.take("<i"), r.string())
+    except ProtocolError:
+        return None
+
+
+def _decode_welcome(r):
+    session, consumer, pid = r.take("<qiq")
+    arena = r.string()
+    slot_count, slot_bytes, batch, samples, epochs, mode, start_epoch, start_sample = r.take("<iqiqqBqq")
+    source = r.string()
+    count = r.take("<H")
+    if (slot_count < 1 or slot_bytes < 1 or batch < 1 or samples < 0 or epochs < 0 or start_epoch < 0
+            or start_sample < 0 or mode > 1 or count < 1 or count > MAX_TENSORS):
+        raise ProtocolError("WELCOME holds an invalid value")
+    from .arena import DTYPES  # the dtype table lives with the arena layout
+    tensors = []
+    for _ in range(count):
+        name = r.string()
+        dtype, rank = r.take("<BB")
+        if rank > MAX_RANK:
+            raise ProtocolError("WELCOME tensor '%s' has rank %d" % (name, rank))
+        shape = tuple(r.take("<q") for _ in range(rank))
+        if dtype not in DTYPES:
+            raise ProtocolError("WELCOME tensor '%s' is invalid: unknown dtype code %d" % (name, dtype))
+        if not name or len(name) > 255 or any(d < 0 for d in shape):
+            raise ProtocolError("WELCOME tensor '%s' is invalid" % name)
+        tensors.append(TensorSpec(name, dtype, shape))
+    return Welcome(session, consumer, pid, arena, slot_count, slot_bytes, batch, samples, epochs, mode,
+                   start_epoch, start_sample, source, tuple(tensors))
+
+
+def check_version(version: int, mtype: int, payload: bytes):
+    """For a frame of another version: its ERROR if it is one, else raises ProtocolVersionError."""
+    e = decode_any_version_error(mtype, payload)
+    if e is not None:
+        return e
+    raise ProtocolVersionError("the peer speaks control protocol version %d and this side version %d; run the "
+                               "same TensorSocket release on both sides" % (version, VERSION))

@@ -1,0 +1,113 @@
+"""The committed frames in docs/test-vectors decode to the expected messages and re-encode byte for byte.
+The Java suite (ProtocolVectorsTest) checks the same files from the other side."""
+
+import os
+import struct
+import unittest
+
+from tensorsocket_client import wire
+from tensorsocket_client.errors import ProtocolError, ProtocolVersionError
+
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "test-vectors")
+
+EXPECTED = {
+    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü"),
+    "welcome": wire.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64, 50000, 0,
+                            wire.START_ROLLING, 4, 1024, "synthetic:samples=5",
+                            (wire.TensorSpec("image", 8, (3, 224, 224)), wire.TensorSpec("label", 5, ()),
+                             wire.TensorSpec("mask", 10, (7,)))),
+    "batch": wire.BatchReady(1 << 40, 7, 3, 12, 768, 64),
+    "release": wire.Release(42),
+    "epoch_end": wire.EpochEnd(2, 782, 50000),
+    "end": wire.EndOfStream(10),
+    "error": wire.Error(wire.EVICTED, "consumer 3 held batch 9 too long"),
+    "bye": wire.Bye(),
+    "status_request": wire.StatusRequest(),
+    "progress": wire.Progress(3, 123456, 7_000_000_000, 21_000_000_000),
+}
+
+
+def read_hex(name):
+    with open(os.path.join(VECTORS, name + ".hex"), encoding="utf-8") as f:
+        return bytes.fromhex("".join(l for l in f.read().splitlines() if not l.startswith("#")).replace(" ", ""))
+
+
+def decode(frame):
+    version, mtype, length = wire.decode_header(frame[:wire.HEADER_BYTES])
+    payload = frame[wire.HEADER_BYTES:]
+    assert len(payload) == length, (len(payload), length)
+    if version != wire.VERSION:
+        return wire.check_version(version, mtype, payload)
+    return wire.decode_payload(mtype, payload)
+
+
+class VectorTest(unittest.TestCase):
+    def test_one_vector_per_message_type(self):
+        names = sorted(f[:-4] for f in os.listdir(VECTORS) if f.endswith(".hex"))
+        self.assertEqual(sorted(EXPECTED), names)
+
+    def test_every_vector_decodes_and_reencodes_byte_identically(self):
+        for name, expected in EXPECTED.items():
+            with self.subTest(name):
+                frame = read_hex(name)
+                self.assertEqual(expected, decode(frame))
+                self.assertEqual(frame, wire.encode(expected))
+
+    def test_every_truncation_is_rejected(self):
+        for name in EXPECTED:
+            frame = read_hex(name)
+            payload = frame[wire.HEADER_BYTES:]
+            _, mtype, _ = wire.decode_header(frame[:wire.HEADER_BYTES])
+            for cut in range(len(payload)):
+                with self.subTest(name, cut=cut):
+                    with self.assertRaises(ProtocolError):
+                        wire.decode_payload(mtype, payload[:cut])
+
+    def test_trailing_bytes_are_rejected(self):
+        frame = read_hex("release")
+        with self.assertRaisesRegex(ProtocolError, "trailing"):
+            wire.decode_payload(wire.RELEASE, frame[wire.HEADER_BYTES:] + b"\0")
+
+    def test_bad_header_fields_are_rejected(self):
+        good = read_hex("bye")
+        with self.assertRaisesRegex(ProtocolError, "magic"):
+            wire.decode_header(b"XXXX" + good[4:12])
+        with self.assertRaisesRegex(ProtocolError, "limit"):
+            wire.decode_header(good[:8] + struct.pack("<I", wire.MAX_PAYLOAD + 1))
+        with self.assertRaisesRegex(ProtocolError, "unknown message type"):
+            wire.decode_header(good[:6] + bytes([12, 0]) + good[8:12])
+        with self.assertRaisesRegex(ProtocolError, "unknown message type"):
+            wire.decode_header(good[:7] + bytes([1]) + good[8:12])
+
+    def test_invalid_values_are_rejected(self):
+        hello = bytearray(read_hex("hello")[wire.HEADER_BYTES:])
+        hello[4] = 2  # dropLast is a bool
+        with self.assertRaisesRegex(ProtocolError, "boolean"):
+            wire.decode_payload(wire.HELLO, bytes(hello))
+        err = struct.pack("<iH", 4, 2) + b"\xff\xfe"
+        with self.assertRaisesRegex(ProtocolError, "UTF-8"):
+            wire.decode_payload(wire.ERROR, err)
+        welcome = wire.encode(EXPECTED["welcome"])
+        bad = bytearray(welcome[wire.HEADER_BYTES:])
+        bad[-(8 + 1 + 1)] = 99  # the last tensor's dtype code (before its rank and one dimension)
+        with self.assertRaisesRegex(ProtocolError, "dtype"):
+            wire.decode_payload(wire.WELCOME, bytes(bad))
+
+    def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
+        frame = bytearray(read_hex("error"))
+        frame[4:6] = struct.pack("<H", 3)
+        self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
+        batch = bytearray(read_hex("batch"))
+        batch[4:6] = struct.pack("<H", 3)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 3"):
+            decode(bytes(batch))
+
+    def test_long_error_messages_are_truncated_and_long_strings_refused(self):
+        e = wire.encode(wire.Error(wire.INTERNAL, "x" * 5000))
+        self.assertEqual(wire.Error(wire.INTERNAL, "x" * 1024), decode(e))
+        with self.assertRaises(ValueError):
+            wire.encode(wire.Hello(1, False, 1, "y" * 4097))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,104 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.pipeline.IdxDataset;
+import io.tensorsocket.pipeline.IdxSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** Python consumer processes (clients/python) next to Java ones, on one Java producer. */
+class PythonProcessTest extends ProcessTestBase {
+
+    @Test
+    void javaAndPythonConsumersOfMixedBatchSizesGetEveryByteOfTwoEpochs() throws Exception {
+        assumePython("numpy");
+        int samples = 3000;
+        serve("mixed", "samples=" + samples + ",shape=4x6,dtype=bfloat16,seed=21", 32, 2, "--min-consumers", "4");
+        List<Proc> consumers = List.of(consume("mixed", 32), consume("mixed", 50), pythonConsume("mixed", 17),
+                pythonConsume("mixed", 100));
+        Proc dropping = null;
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+            List<Map<String, String>> epochs = c.json();
+            assertEquals(2, epochs.size(), c.lines().toString());
+            for (int e = 0; e < 2; e++) {
+                assertEquals(Integer.toString(e), epochs.get(e).get("epoch"));
+                assertExactEpoch(epochs.get(e), samples, "epoch_start");
+            }
+        }
+        System.out.println("python b=17: " + consumers.get(2).lines().getLast());
+        System.out.println("java   b=32: " + consumers.get(0).lines().getLast());
+    }
+
+    @Test
+    void aPythonConsumerKilledWithSigkillLeavesTheJavaConsumersExact() throws Exception {
+        assumePython("numpy");
+        int samples = 4000;
+        serve("killpy", "samples=" + samples + ",shape=16,dtype=float32,seed=3", 20, 3, "--min-consumers", "3");
+        Proc a = consume("killpy", 20, "--step-ms", "1");
+        Proc b = consume("killpy", 64, "--step-ms", "1");
+        Proc victim = pythonConsume("killpy", 30, "--step-ms", "5");
+        victim.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60)); // now it holds batches of epoch 1
+        assertTrue(victim.isAlive(), victim.stderr());
+        victim.kill();
+        for (Proc c : new Proc[]{a, b}) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+            List<Map<String, String>> epochs = c.json();
+            assertEquals(3, epochs.size(), c.lines().toString());
+            epochs.forEach(e -> assertExactEpoch(e, samples, "epoch_start"));
+        }
+    }
+
+    @Test
+    void aKilledProducerMakesAPythonConsumerFailWithinASecond() throws Exception {
+        assumePython("numpy");
+        Proc producer = serve("pydies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
+        Proc c = pythonConsume("pydies", 25, "--step-ms", "2");
+        Thread.sleep(2000); // it is iterating
+        assertTrue(c.isAlive(), c.stderr());
+        long killedAt = System.nanoTime();
+        producer.kill();
+        assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
+        double seconds = (System.nanoTime() - killedAt) / 1e9;
+        assertTrue(c.errorLine().startsWith("tensorsocket: error: lost the connection to producer 'pydies'"), c.stderr());
+        assertTrue(c.errorLine().contains("exited or was killed"), c.errorLine());
+        assertEquals(1, c.stderr().strip().lines().count(), c.stderr());
+        assertTrue(seconds < 1.5, "the Python consumer took " + seconds + " s to fail");
+    }
+
+    @Test
+    @Timeout(240)
+    void aPyTorchTrainingLoopLearnsFashionMnistFromTheJavaProducer() throws Exception {
+        Path fashion = TrainProcessTest.FASHION;
+        assumeTrue(Files.isDirectory(fashion), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        assumePython("numpy", "torch");
+        Path dir = base.resolve("fmnist-py");
+        IdxSource source = IdxSource.builder(IdxDataset.open(fashion, "train")).floats(0.2860f, 0.3530f).batchSize(100)
+                .seed(7).build();
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(1).build()) {
+            p.start();
+            Proc train = startPython(Map.of("OMP_NUM_THREADS", "1"),
+                    pythonClient().resolve("examples/train_mlp.py").toString(), "--dir", dir.toString(),
+                    "--batch-size", "128", "--lr", "0.002", "--test-idx", fashion.toString());
+            assertEquals(0, train.exitCode(Duration.ofSeconds(200)), train.stderr());
+            Map<String, String> epoch = train.json().getFirst();
+            System.out.println("python trainer: " + train.lines().getFirst());
+            assertEquals("60000", epoch.get("samples"), epoch.toString());
+            assertEquals("469", epoch.get("batches"), epoch.toString());
+            double accuracy = Double.parseDouble(epoch.get("accuracy"));
+            assertTrue(accuracy >= 0.80, "test accuracy " + accuracy + ": " + epoch);
+            assertTrue(p.await(Duration.ofSeconds(30)));
+        }
+    }
+}
