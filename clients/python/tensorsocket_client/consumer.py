@@ -37,6 +37,7 @@ from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, Producer
 _WAKE = object()
 _SLICE = 0.05          # seconds between looks at held memory while waiting
 _DETACH_AFTER = 0.25   # waiting longer than this lets go of slots pinned only by user arrays
+_PROGRESS_EVERY_NS = 1_000_000_000
 
 
 class _Link:
@@ -288,6 +289,11 @@ class TensorConsumer:
         self.directory = d
         self._closed = True
         self._link = None
+        self._wait_ns = 0
+        self._work_ns = 0
+        self._outside_since = 0
+        self._samples_handed = 0
+        self._last_progress_ns = 0
         self._fd = -1
         self._arena_mm = None
         self._connect()
@@ -478,12 +484,47 @@ class TensorConsumer:
         while True:
             if self._closed or self._epoch_base != base:
                 return  # closed, or a newer iterator took over
-            self._close_current()
-            n = self._next_batch_size()
-            if n == 0:
-                return
-            self._current = self._assemble(n)
+            entered = self._enter()
+            try:
+                self._close_current()
+                n = self._next_batch_size()
+                if n == 0:
+                    return
+                self._current = self._assemble(n)
+                self._samples_handed += n
+            finally:
+                self._leave(entered)
             yield self._current
+
+    # Time inside the iterator is waiting for data; time between batches is the caller's work. Both go to
+    # the producer about once a second (PROGRESS), for `tensorsocket status`.
+    def _enter(self):
+        now = time.monotonic_ns()
+        if self._outside_since:
+            self._work_ns += now - self._outside_since
+            self._outside_since = 0
+        return now
+
+    def _leave(self, entered):
+        now = time.monotonic_ns()
+        self._wait_ns += now - entered
+        self._outside_since = now
+        if not self._closed and self._samples_handed and now - self._last_progress_ns >= _PROGRESS_EVERY_NS:
+            self._last_progress_ns = now
+            try:
+                self._link.send(wire.Progress(self._epoch_number, self._samples_handed, self._wait_ns, self._work_ns))
+            except TensorSocketError:
+                pass  # the next call on the consumer reports a lost producer
+
+    @property
+    def wait_seconds(self):
+        """Time the iterator spent waiting for data since the consumer connected."""
+        return self._wait_ns / 1e9
+
+    @property
+    def work_seconds(self):
+        """Time spent outside the iterator (the caller's training step) since the first batch."""
+        return self._work_ns / 1e9
 
     def _epoch_end(self):
         return self._epoch_base + self.samples_per_epoch

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -58,6 +59,29 @@ class PythonProcessTest extends ProcessTestBase {
             assertEquals(3, epochs.size(), c.lines().toString());
             epochs.forEach(e -> assertExactEpoch(e, samples, "epoch_start"));
         }
+    }
+
+    @Test
+    void aPythonConsumerReportsItsWaitAndWorkTimeToStatus() throws Exception {
+        assumePython("numpy");
+        serve("pystatus", "samples=4000,shape=8,dtype=float32,seed=2", 16, 0);
+        pythonConsume("pystatus", 20, "--step-ms", "20");
+        Map<String, String> consumer = null;
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            Proc status = start("status", "pystatus", "--once", "--json");
+            assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
+            var consumers = StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
+            if (consumers.size() == 1 && consumers.getFirst().get("reported").equals("true")
+                    && Double.parseDouble(consumers.getFirst().get("work_s")) > 0) {
+                consumer = consumers.getFirst();
+                break;
+            }
+            Thread.sleep(300);
+        }
+        assertNotNull(consumer, "the Python consumer never reported time spent working");
+        assertEquals("20", consumer.get("batch_size"));
+        assertTrue(Double.parseDouble(consumer.get("work_s")) > 0, consumer.toString());
     }
 
     @Test
