@@ -39,8 +39,8 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * One regression test per defect of the reference implementation listed in DESIGN.md: each would fail if
- * that defect were present here. Where another test already covers the scenario in depth, it is named.
+ * One regression test per known defect of the reference implementation (TensorSocket 0.0.4, Python),
+ * each named and described at its test: each would fail if that defect were present here. Where another test already covers the scenario in depth, it is named.
  */
 class ReferenceDefectsTest extends ProcessTestBase {
 
