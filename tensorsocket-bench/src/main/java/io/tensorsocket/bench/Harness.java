@@ -99,10 +99,8 @@ public final class Harness {
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
-                procs.add(new ProcessBuilder(List.of(ProcessHandle.current().info().command().orElse("java"),
-                        "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
-                        System.getProperty("java.class.path"), BenchConsumer.class.getName(), dir.toString(), Integer.toString(src.layout().batchSize()),
-                        Integer.toString(epochs), touch)).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+                procs.add(startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
+                        Integer.toString(epochs), touch));
             }
             for (Process proc : procs) {
                 String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
@@ -155,11 +153,17 @@ public final class Harness {
         }
     }
 
-    private static long[] rss(Path dir, int batchSize, int batches) throws Exception {
-        Process proc = new ProcessBuilder(List.of(ProcessHandle.current().info().command().orElse("java"),
+    /** Starts {@code main} in a JVM like this one (same java, class path and native access); stderr is shared. */
+    private static Process startJvm(Class<?> main, String... args) throws java.io.IOException {
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
-                System.getProperty("java.class.path"), RssConsumer.class.getName(), dir.toString(),
-                Integer.toString(batchSize), Integer.toString(batches))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                System.getProperty("java.class.path"), main.getName()));
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static long[] rss(Path dir, int batchSize, int batches) throws Exception {
+        Process proc = startJvm(RssConsumer.class, dir.toString(), Integer.toString(batchSize), Integer.toString(batches));
         String line = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
                 .lines().filter(l -> l.startsWith("RSS")).findFirst()
                 .orElseThrow(() -> new IllegalStateException("the RSS probe consumer printed no result"));
