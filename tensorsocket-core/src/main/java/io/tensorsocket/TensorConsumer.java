@@ -3,6 +3,7 @@ package io.tensorsocket;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.consumer.ConsumerLink;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 

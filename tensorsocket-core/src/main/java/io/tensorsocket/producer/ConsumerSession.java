@@ -1,5 +1,6 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 

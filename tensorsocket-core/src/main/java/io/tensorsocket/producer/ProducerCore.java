@@ -1,5 +1,13 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.Tensor;
+import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
@@ -26,11 +34,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * window (the {@code R} most recently published batches). With at most {@code L} claims outstanding,
  * {@code N >= R + L} guarantees the slot about to be reused is never inside the window.
  */
-final class ProducerCore implements BatchSink {
+public final class ProducerCore implements BatchSink {
     private static final Logger log = LoggerFactory.getLogger(ProducerCore.class);
 
     /** Thrown inside the producer thread when the producer is being closed. */
-    static final class Stopped extends RuntimeException {
+    public static final class Stopped extends RuntimeException {
         Stopped(String message) {
             super(message, null, false, false);
         }
@@ -75,7 +83,7 @@ final class ProducerCore implements BatchSink {
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
 
-    ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
+    public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, String producerName) {
         this.minConsumers = minConsumers;
         this.arena = arena;
@@ -283,7 +291,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Called by the producer loop when the source returned from an epoch. */
-    void endEpoch(long epoch) {
+    public void endEpoch(long epoch) {
         lock.lock();
         try {
             checkOpen();
@@ -310,7 +318,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Marks the stream complete and tells every consumer. */
-    void endStream(long epochsRun) {
+    public void endStream(long epochsRun) {
         lock.lock();
         try {
             streamEnded = true;
@@ -324,7 +332,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Waits until every consumer has left, at most {@code timeout}. */
-    void awaitConsumersGone(Duration timeout) {
+    public void awaitConsumersGone(Duration timeout) {
         lock.lock();
         try {
             long deadline = System.nanoTime() + timeout.toNanos();
@@ -343,7 +351,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Stops everything: waiting calls throw {@link Stopped}; consumers get {@code error} if given. */
-    void shutdown(String reason, Message.Error error) {
+    public void shutdown(String reason, Message.Error error) {
         lock.lock();
         try {
             if (closedReason != null) {
@@ -428,7 +436,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Where a consumer starts. */
-    record StartPoint(StartMode mode, long epoch, long sample) {
+    public record StartPoint(StartMode mode, long epoch, long sample) {
     }
 
     /**
@@ -556,7 +564,7 @@ final class ProducerCore implements BatchSink {
         ch.close();
     }
 
-    int consumerCount() {
+    public int consumerCount() {
         lock.lock();
         try {
             return consumers.size();
@@ -565,7 +573,7 @@ final class ProducerCore implements BatchSink {
         }
     }
 
-    long batchesPublished() {
+    public long batchesPublished() {
         lock.lock();
         try {
             return totalPublished;

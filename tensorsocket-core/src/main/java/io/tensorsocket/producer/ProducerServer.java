@@ -1,5 +1,8 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.ProtocolVersionException;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import org.slf4j.Logger;
@@ -27,7 +30,7 @@ import java.util.function.Function;
  * reads their releases until they leave. One virtual thread per connection; a connection that sends
  * garbage is answered with an error and closed without disturbing anyone else.
  */
-final class ProducerServer implements AutoCloseable {
+public final class ProducerServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ProducerServer.class);
 
     private final ServerSocketChannel server;
@@ -39,7 +42,7 @@ final class ProducerServer implements AutoCloseable {
     private final Thread acceptor;
     private volatile boolean closed;
 
-    ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
+    public ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
                    Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
         this.core = core;
         this.helloTimeout = helloTimeout;

@@ -1,5 +1,13 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
 
+import io.tensorsocket.ConsumerEvictedException;
+import io.tensorsocket.ProducerFailedException;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.ProtocolVersionException;
+import io.tensorsocket.RequestRejectedException;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 
@@ -12,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * death of the producer or an error it sends is known at once, even while the consumer is busy training;
  * the iterating thread takes messages in order with a bounded wait.
  */
-final class ConsumerLink implements AutoCloseable {
+public final class ConsumerLink implements AutoCloseable {
     private static final Message WAKE = new Message.Bye();
 
     private final MessageChannel channel;
@@ -24,7 +32,7 @@ final class ConsumerLink implements AutoCloseable {
     private volatile boolean closing;
     private volatile long producerPid = -1;
 
-    ConsumerLink(MessageChannel channel, String producer) {
+    public ConsumerLink(MessageChannel channel, String producer) {
         this.channel = channel;
         this.producer = producer;
         this.receiver = Thread.ofPlatform().daemon().name("tensorsocket-consumer-rx").start(this::receive);
@@ -84,12 +92,12 @@ final class ConsumerLink implements AutoCloseable {
         };
     }
 
-    void producerPid(long pid) {
+    public void producerPid(long pid) {
         this.producerPid = pid;
     }
 
     /** Throws the failure the receiver saw, if any. */
-    void check() {
+    public void check() {
         TensorSocketException f = failure;
         if (f != null) {
             throw f;
@@ -101,7 +109,7 @@ final class ConsumerLink implements AutoCloseable {
      *
      * @throws TensorSocketTimeoutException saying what was awaited
      */
-    Message take(long timeoutNanos, String awaited) {
+    public Message take(long timeoutNanos, String awaited) {
         long deadline = System.nanoTime() + timeoutNanos;
         while (true) {
             check();
@@ -127,7 +135,7 @@ final class ConsumerLink implements AutoCloseable {
     }
 
     /** The next message if one is waiting, else null. */
-    Message poll() {
+    public Message poll() {
         check();
         Message m;
         while ((m = inbox.poll()) == WAKE) {
@@ -137,11 +145,11 @@ final class ConsumerLink implements AutoCloseable {
     }
 
     /** Whether the producer said the stream is over. */
-    boolean streamEnded() {
+    public boolean streamEnded() {
         return streamEnded;
     }
 
-    void send(Message m) {
+    public void send(Message m) {
         if (streamEnded) {
             channel.sendQuietly(m); // the producer may already be gone after a finished stream
             return;
@@ -156,12 +164,12 @@ final class ConsumerLink implements AutoCloseable {
     }
 
     /** Sends a message whose loss does not matter (a progress report): a broken connection is reported elsewhere. */
-    void sendQuietly(Message m) {
+    public void sendQuietly(Message m) {
         channel.sendQuietly(m);
     }
 
     /** Gives the receiver up to {@code millis} to read what the producer sent before it closed the connection. */
-    void awaitReceiverEnd(long millis) {
+    public void awaitReceiverEnd(long millis) {
         try {
             receiver.join(millis);
         } catch (InterruptedException e) {
