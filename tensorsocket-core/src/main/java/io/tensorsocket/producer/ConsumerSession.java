@@ -19,7 +19,6 @@ final class ConsumerSession {
     final ArrayDeque<Long> held = new ArrayDeque<>();
     final long joinedNanos = System.nanoTime();
     long batchesSent;
-    long releases;
     boolean attached = true;
     /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
     String user = "?";

@@ -3,6 +3,7 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import org.slf4j.Logger;
@@ -36,14 +37,14 @@ public final class ProducerServer implements AutoCloseable {
     private final ServerSocketChannel server;
     private final ProducerCore core;
     private final Duration helloTimeout;
-    private final Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate;
+    private final Function<StartPoint, Message.Welcome> welcomeTemplate;
     private final ScheduledExecutorService timer;
     private final AtomicInteger ids = new AtomicInteger();
     private final Thread acceptor;
     private volatile boolean closed;
 
     public ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
-                   Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
+                   Function<StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
         this.core = core;
         this.helloTimeout = helloTimeout;
         this.welcomeTemplate = welcomeTemplate;
@@ -85,7 +86,7 @@ public final class ProducerServer implements AutoCloseable {
                 return;
             }
             if (first instanceof Message.StatusRequest) {
-                Message.Welcome w = welcomeTemplate.apply(new ProducerCore.StartPoint(StartMode.EPOCH_START, 0, 0));
+                Message.Welcome w = welcomeTemplate.apply(StartPoint.of(StartMode.EPOCH_START, 0, 0));
                 ch.sendQuietly(new Message.Status(core.status(w.producerPid(), w.source())));
                 ch.close();
                 return;
