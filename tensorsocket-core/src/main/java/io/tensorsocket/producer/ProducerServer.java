@@ -117,6 +117,10 @@ public final class ProducerServer implements AutoCloseable {
             if (session == null) {
                 ch.close();
             }
+        } catch (RuntimeException e) {
+            // A bug must not leave the peer waiting for an answer that never comes: tell it, then drop it.
+            log.error("connection thread failed; answering the peer with an error and closing the connection", e);
+            reject(ch, Message.ErrorCode.INTERNAL, "the producer failed while serving this connection: " + e);
         } finally {
             deadline.cancel(false);
             if (session != null) {
