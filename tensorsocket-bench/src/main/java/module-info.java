@@ -3,6 +3,7 @@ module io.tensorsocket.bench {
     requires io.tensorsocket.core;
     requires org.slf4j;
     requires jmh.core;
+    requires jdk.management;
 
     exports io.tensorsocket.bench to io.tensorsocket.cli;
     opens io.tensorsocket.bench.jmh to jmh.core;
