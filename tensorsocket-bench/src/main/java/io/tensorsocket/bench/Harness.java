@@ -90,15 +90,36 @@ public final class Harness {
     /**
      * Publishes {@code batches} small batches (64×3×32×32 float32, paced at 5 000 batches/s) to {@code k}
      * consumer JVMs and divides this JVM's CPU time (producer thread, connection threads, everything) by
-     * the batches: an upper bound of what publishing costs, as the consumer count grows.
+     * the batches published after every consumer attached: an upper bound of what publishing costs (it
+ * includes filling each batch), as the consumer count grows.
      */
     public static ProducerCpu producerCpu(int k, int batches) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 200_000);
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        long cpu0 = os.getProcessCpuTime();
-        run(src, k, 1, "none");
-        long cpu = os.getProcessCpuTime() - cpu0;
-        return new ProducerCpu(k, batches, cpu / 1e3 / batches);
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).minConsumers(k).slots(8)
+                .build()) {
+            p.start();
+            List<Process> procs = new ArrayList<>();
+            for (int i = 0; i < k; i++) {
+                procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none"));
+            }
+            while (p.consumerCount() < k) { // the clock starts once everyone is attached, as publishing does
+                Thread.sleep(1);
+            }
+            long cpu0 = os.getProcessCpuTime();
+            long published0 = p.batchesPublished();
+            for (Process proc : procs) {
+                proc.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+                proc.waitFor(10, TimeUnit.MINUTES);
+            }
+            long cpu = os.getProcessCpuTime() - cpu0;
+            long published = p.batchesPublished() - published0;
+            p.await(Duration.ofSeconds(30));
+            return new ProducerCpu(k, published, cpu / 1e3 / Math.max(1, published));
+        } finally {
+            Files.deleteIfExists(dir.getParent());
+        }
     }
 
     static void fanout(int k, String touch) throws Exception {
