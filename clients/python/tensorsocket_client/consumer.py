@@ -13,10 +13,11 @@ The contract is the Java ``TensorConsumer``'s, specified in docs/PROTOCOL.md:
 * Every wait is bounded; a dead producer, an ERROR from it, or a broken rule raises a specific
   exception (``errors``) within a second.
 
+Positions, regrouping and releases follow the stream model (``stream``, a port of the Java one).
+
 One thread iterates a consumer.
 """
 
-import collections
 import os
 import queue
 import socket
@@ -28,6 +29,7 @@ import warnings
 import numpy as np
 
 from . import arena as _arena
+from . import stream as _stream
 from . import wire
 from ._memory import GatherPool, SlotMap, map_read_only
 from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
@@ -158,20 +160,6 @@ class _Link:
             pass
         self.sock.close()
         self.thread.join(1.0)
-
-
-class _Held:
-    """A producer batch this consumer received and has not released yet."""
-
-    __slots__ = ("batch", "start", "end", "consumed", "current", "slotmap")
-
-    def __init__(self, batch, start):
-        self.batch = batch
-        self.start = start
-        self.end = start + batch.samples
-        self.consumed = start
-        self.current = False   # the batch handed out now is a view of this slot
-        self.slotmap = None    # the mapping views of this slot came from
 
 
 class Batch:
@@ -380,16 +368,10 @@ class TensorConsumer:
         self._gather = GatherPool(off)
         bf16 = frozenset(t.name for t in w.tensors if t.dtype == _arena.BFLOAT16)
         self._bf16 = bf16
-        self._held = collections.deque()
-        self._expected_seq = -1
-        self._epoch_base = w.start_epoch * spe + w.start_sample
-        self._position = self._epoch_base
-        self._received_up_to = self._epoch_base
-        self._epoch_number = w.start_epoch
-        self._epoch_started = False
-        self._batch_index = 0
+        self._stream = _stream.ConsumerStream(_stream.StreamGeometry(spe, w.producer_batch_size), w.slot_count,
+                                              self.batch_size, self.drop_last, w.start_epoch, w.start_sample)
+        self._views = {}  # seq -> the SlotMap views of that batch's slot came from
         self._current = None
-        self._end_seen = False
 
     @staticmethod
     def _take_from(link, timeout, awaited):
@@ -410,8 +392,7 @@ class TensorConsumer:
 
     def __len__(self):
         """Batches in one epoch at this consumer's batch size."""
-        spe, b = self.samples_per_epoch, self.batch_size
-        return spe // b if self.drop_last else (spe + b - 1) // b
+        return self._stream.batches_per_epoch()
 
     @property
     def producer_batch_size(self):
@@ -420,7 +401,7 @@ class TensorConsumer:
     @property
     def epoch(self):
         """The epoch being iterated, or about to be (see the Java TensorConsumer.epoch())."""
-        return self._epoch_number
+        return self._stream.epoch
 
     @property
     def start_mode(self):
@@ -450,20 +431,17 @@ class TensorConsumer:
 
     def stream_position(self, batch):
         """Producer epoch x samples per epoch + sample, of a batch's first sample."""
-        w, spe = self._welcome, self.samples_per_epoch
-        return w.start_epoch * spe + w.start_sample + (batch.epoch - w.start_epoch) * spe + batch.sample_start
+        return self._stream.stream_position(batch.epoch, batch.sample_start)
 
     def is_end_of_stream(self):
         """Whether the producer's stream has ended and every batch of it was handed out."""
-        if not self._closed and not self._end_seen and self._link.stream_ended:
+        if not self._closed and not self._stream.stream_ended and self._link.stream_ended:
             while True:
                 m = self._link.poll(0)
                 if m is None:
                     break
                 self._handle(m)
-        w = self._welcome
-        past_last = w.epochs > 0 and self._position >= w.epochs * self.samples_per_epoch
-        return past_last or (self._end_seen and self._position >= self._received_up_to)
+        return self._stream.is_end_of_stream(self._welcome.epochs)
 
     # -------------------------------------------------------------------------------------- iteration
 
@@ -472,17 +450,14 @@ class TensorConsumer:
         self._check_open()
         self._link.check()
         self._close_current()
-        if self._epoch_started:
-            self._skip_to(self._epoch_end())
-            self._epoch_base += self.samples_per_epoch
-            self._epoch_number += 1
-        self._epoch_started = True
-        self._batch_index = 0
-        return self._epoch(self._epoch_base)
+        if self._stream.epoch_started:
+            self._skip_to(self._stream.epoch_end())
+        self._stream.begin_epoch()
+        return self._epoch(self._stream.epoch_base)
 
     def _epoch(self, base):
         while True:
-            if self._closed or self._epoch_base != base:
+            if self._closed or self._stream.epoch_base != base:
                 return  # closed, or a newer iterator took over
             entered = self._enter()
             try:
@@ -512,7 +487,7 @@ class TensorConsumer:
         if not self._closed and self._samples_handed and now - self._last_progress_ns >= _PROGRESS_EVERY_NS:
             self._last_progress_ns = now
             try:
-                self._link.send(wire.Progress(self._epoch_number, self._samples_handed, self._wait_ns, self._work_ns))
+                self._link.send(wire.Progress(self._stream.epoch, self._samples_handed, self._wait_ns, self._work_ns))
             except TensorSocketError:
                 pass  # the next call on the consumer reports a lost producer
 
@@ -526,75 +501,55 @@ class TensorConsumer:
         """Time spent outside the iterator (the caller's training step) since the first batch."""
         return self._work_ns / 1e9
 
-    def _epoch_end(self):
-        return self._epoch_base + self.samples_per_epoch
-
     def _next_batch_size(self):
         self._link.check()
-        remaining = self._epoch_end() - self._position
-        if remaining <= 0:
-            return 0
-        want = min(self.batch_size, remaining)
-        available = self._await_received(self._position + want) - self._position
-        if available <= 0 or (self.drop_last and available < self.batch_size):
-            self._skip_to(min(self._epoch_end(), self._received_up_to))
-            return 0
-        return min(want, available)
-
-    def _await_received(self, target):
         waited_from = time.monotonic()
-        deadline = waited_from + self.batch_timeout
-        while self._received_up_to < target and not self._end_seen:
-            m = self._link.poll(_SLICE)
-            if m is not None:
-                self._handle(m)
-                continue
-            now = time.monotonic()
-            if now - waited_from >= _DETACH_AFTER:
-                self._release_consumed(detach=True)  # never let user-held arrays stall the producer
-            else:
+        while True:
+            n = self._stream.next_batch()
+            if n != _stream.NEED_MORE:
                 self._release_consumed()
-            if now >= deadline:
-                self._link.check()
-                raise TensorSocketTimeout("waited %d ms for batch data from producer '%s'; the producer is alive but "
-                                          "sent nothing (a slow loader, or a stalled peer holding everyone up); raise "
-                                          "the consumer's batch_timeout if that is expected"
-                                          % (self.batch_timeout * 1000, self.producer))
-        return min(target, self._received_up_to)
+                return n
+            self._receive_one(waited_from)
+
+    def _receive_one(self, waited_from):
+        """Waits one slice for a message from the producer and applies it, letting go of held slots meanwhile."""
+        m = self._link.poll(_SLICE)
+        if m is not None:
+            self._handle(m)
+            return
+        now = time.monotonic()
+        self._release_consumed(detach=now - waited_from >= _DETACH_AFTER)  # user-held arrays never stall the producer
+        if now - waited_from >= self.batch_timeout:
+            self._link.check()
+            raise TensorSocketTimeout("waited %d ms for batch data from producer '%s'; the producer is alive but "
+                                      "sent nothing (a slow loader, or a stalled peer holding everyone up); raise "
+                                      "the consumer's batch_timeout if that is expected"
+                                      % (self.batch_timeout * 1000, self.producer))
 
     def _handle(self, m):
         if isinstance(m, wire.BatchReady):
-            self._accept(m)
+            try:
+                self._stream.accept(_stream.BatchPosition(m.seq, m.epoch, m.index, m.sample_start, m.samples), m.slot)
+            except ValueError as e:
+                raise ProtocolError("producer '%s' sent %s" % (self.producer, e)) from None
         elif isinstance(m, wire.EpochEnd):
             if m.samples != self.samples_per_epoch:
                 raise ProtocolError("producer '%s' ended epoch %d after %d samples, not %d"
                                     % (self.producer, m.epoch, m.samples, self.samples_per_epoch))
         elif isinstance(m, wire.EndOfStream):
-            self._end_seen = True
+            self._stream.end_of_stream()
         else:
             raise ProtocolError("unexpected %s from producer '%s'" % (type(m).__name__, self.producer))
 
-    def _accept(self, r):
-        B = self._welcome.producer_batch_size
-        spe = self.samples_per_epoch
-        start = r.epoch * spe + r.sample_start
-        if ((self._expected_seq >= 0 and r.seq != self._expected_seq) or r.seq < 0
-                or r.slot != r.seq % self._layout.slot_count or r.samples < 1 or r.samples > B
-                or r.sample_start < 0 or r.sample_start + r.samples > spe or start != self._received_up_to):
-            raise ProtocolError("producer '%s' sent an inconsistent batch descriptor %s (expected seq %d at stream "
-                                "position %d)" % (self.producer, r, self._expected_seq, self._received_up_to))
-        self._expected_seq = r.seq + 1
-        self._held.append(_Held(r, start))
-        self._received_up_to = start + r.samples
-
     def _skip_to(self, target):
-        if target <= self._position:
-            return
-        covered = self._await_received(target)
-        for h in self._held:
-            if h.start < covered:
-                h.consumed = max(h.consumed, min(h.end, covered))
-        self._position = max(self._position, covered)
+        # Skips what has arrived and releases it before waiting for more: a range longer than the arena could
+        # never arrive while the slots of its start were held.
+        waited_from = time.monotonic()
+        while not self._stream.skip_arrived(target):
+            self._release_consumed()
+            if self._stream.stream_ended:
+                return
+            self._receive_one(waited_from)
         self._release_consumed()
 
     def _slotmap(self, slot):
@@ -605,49 +560,37 @@ class TensorConsumer:
         return sm
 
     def _assemble(self, n):
-        start, end = self._position, self._position + n
-        single = None
-        for h in self._held:
-            if h.start <= start and end <= h.end:
-                single = h
-                break
+        plan = self._stream.take(n)
         arrays = {}
         layout = self._layout
+        single = plan.pieces[0] if plan.single else None
         if single is not None:
-            sm = self._slotmap(single.batch.slot)
-            single.slotmap = sm
-            single.current = True
+            sm = self._slotmap(single.slot)
+            self._views[single.seq] = sm
             for t, spec in enumerate(self._specs):
-                sb = self._sample_bytes[t]
-                off = layout.region_offsets[t] + (start - single.start) * sb
+                off = layout.region_offsets[t] + single.offset * self._sample_bytes[t]
                 arrays[spec.name] = sm.view(self._np_dtypes[t], n * self._numel[t], off, (n,) + spec.shape)
         else:
             buf = self._gather.take()
             for t, spec in enumerate(self._specs):
                 sb = self._sample_bytes[t]
                 g = self._gather_offsets[t]
-                for h in self._held:
-                    a, b = max(start, h.start), min(end, h.end)
-                    if a < b:
-                        src = layout.slot_offset(h.batch.slot) + layout.region_offsets[t] + (a - h.start) * sb
-                        dst = g + (a - start) * sb
-                        buf[dst:dst + (b - a) * sb] = self._arena_bytes[src:src + (b - a) * sb]
+                for p in plan.pieces:
+                    src = layout.slot_offset(p.slot) + layout.region_offsets[t] + p.offset * sb
+                    dst = g + p.dest_offset * sb
+                    buf[dst:dst + p.samples * sb] = self._arena_bytes[src:src + p.samples * sb]
                 arr = buf[g:g + n * sb].view(self._np_dtypes[t]).reshape((n,) + spec.shape)
                 arr.flags.writeable = False
                 arrays[spec.name] = arr
-        for h in self._held:
-            if h.start < end:
-                h.consumed = max(h.consumed, min(h.end, end))
-        batch = Batch(arrays, self._epoch_number, self._batch_index, start - self._epoch_base, n,
-                      lambda: self._on_batch_released(single), self._bf16)
-        self._batch_index += 1
-        self._position = end
+        pinned = single.seq if single is not None else -1
+        batch = Batch(arrays, plan.epoch, plan.index, plan.sample_start, n,
+                      lambda: self._on_batch_released(pinned), self._bf16)
         self._release_consumed()
         return batch
 
-    def _on_batch_released(self, single):
-        if single is not None:
-            single.current = False
+    def _on_batch_released(self, pinned):
+        if pinned >= 0:
+            self._stream.unpin(pinned)
         if not self._closed:
             try:
                 self._release_consumed()
@@ -658,22 +601,25 @@ class TensorConsumer:
         """Releases, in stream order, every fully consumed batch nothing reads any more. A batch whose
         slot only user-held arrays still use is detached (copied in place) if ``detach``, or if another
         such batch is already waiting behind it, so at most one slot is ever pinned that way."""
-        held = self._held
-        while held:
-            h = held[0]
-            if h.consumed < h.end or h.current:
+        s = self._stream
+        while True:
+            seq = s.peek_releasable()
+            if seq < 0:
                 return
-            sm = h.slotmap
+            sm = self._views.get(seq)
             if sm is not None and sm.in_use():
-                waiting = sum(1 for x in held if x.consumed >= x.end and not x.current)
-                if not detach and waiting < 2:
+                if not detach and s.count_releasable() < 2:
                     return
-                sm.detach()
-                if self._slotmaps.get(h.batch.slot) is sm:
-                    del self._slotmaps[h.batch.slot]
-            h.slotmap = None
-            held.popleft()
-            self._link.send(wire.Release(h.batch.seq))
+                self._detach(seq, sm)
+            self._views.pop(seq, None)
+            s.poll_releasable()
+            self._link.send(wire.Release(seq))
+
+    def _detach(self, seq, sm):
+        sm.detach()
+        slot = seq % self._layout.slot_count
+        if self._slotmaps.get(slot) is sm:
+            del self._slotmaps[slot]
 
     def _close_current(self):
         b, self._current = self._current, None
@@ -697,13 +643,12 @@ class TensorConsumer:
             b._arrays = None
         self._closed = True
         try:
-            for h in self._held:
-                if h.slotmap is not None and h.slotmap.in_use():
-                    h.slotmap.detach()
-                    if self._slotmaps.get(h.batch.slot) is h.slotmap:
-                        del self._slotmaps[h.batch.slot]
+            for seq, sm in list(self._views.items()):
+                if sm.in_use():
+                    self._detach(seq, sm)
         finally:
-            self._held.clear()
+            self._views.clear()
+            self._stream.clear()
             self._link.close()
             for sm in self._slotmaps.values():
                 if sm.in_use():

@@ -1,19 +1,11 @@
 package io.tensorsocket;
 
 import io.tensorsocket.arena.ProducerDirectory;
-import io.tensorsocket.protocol.Message;
-import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.consumer.StatusQuery;
 
-import java.io.IOException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Timer;
-import java.util.TimerTask;
 
 /**
  * A snapshot of a running producer, as it answers a status request on its control socket (the same
@@ -94,53 +86,6 @@ public record ProducerStatus(long producerPid, String name, String source, State
      * @throws TensorSocketTimeoutException if it does not answer within {@code timeout}
      */
     public static ProducerStatus query(Path dir, Duration timeout) {
-        Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
-        if (!Files.exists(socket)) {
-            throw new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
-                    + ProducerDirectory.liveProducers());
-        }
-        Timer timer = new Timer("tensorsocket-status-timeout", true);
-        try (MessageChannel ch = new MessageChannel(SocketChannel.open(StandardProtocolFamily.UNIX))) {
-            try {
-                ch.channel().connect(UnixDomainSocketAddress.of(socket));
-            } catch (IOException e) {
-                if (String.valueOf(e.getMessage()).contains("Permission denied")) {
-                    throw new PermissionDeniedException("not allowed to connect to " + socket + ": it belongs to another user");
-                }
-                throw new ProducerNotFoundException("no producer answers at " + socket + " (" + e.getMessage()
-                        + "); it may have died: tensorsocket clean removes its leftovers");
-            }
-            boolean[] timedOut = new boolean[1];
-            timer.schedule(new TimerTask() {
-                @Override
-                public void run() {
-                    timedOut[0] = true;
-                    ch.close();
-                }
-            }, timeout.toMillis());
-            try {
-                ch.send(new Message.StatusRequest());
-                Message m = ch.read();
-                return switch (m) {
-                    case Message.Status s -> s.status();
-                    case Message.Error e -> throw new TensorSocketException("producer in " + dir + " refused the status request: "
-                            + e.message());
-                    case null -> throw new ProducerGoneException("the producer in " + dir + " closed the connection without"
-                            + " answering the status request");
-                    default -> throw new ProtocolException("the producer in " + dir + " answered a status request with "
-                            + m.getClass().getSimpleName());
-                };
-            } catch (IOException e) {
-                if (timedOut[0]) {
-                    throw new TensorSocketTimeoutException("the producer in " + dir + " did not answer a status request within "
-                            + timeout.toMillis() + " ms");
-                }
-                throw new ProducerGoneException("lost the connection to the producer in " + dir + ": " + e.getMessage(), e);
-            }
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        } finally {
-            timer.cancel();
-        }
+        return StatusQuery.query(dir, timeout);
     }
 }

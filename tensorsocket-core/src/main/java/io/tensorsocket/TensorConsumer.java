@@ -3,8 +3,12 @@ package io.tensorsocket;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.consumer.ConsumerLink;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.ConsumerStream;
+import io.tensorsocket.stream.StreamGeometry;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,7 +22,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -60,21 +63,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private final int batchSize;
     private final ReentrantLock lock = new ReentrantLock();
 
-    /** Descriptors received and not yet released, in stream order. */
-    private final ArrayDeque<Held> held = new ArrayDeque<>();
-    private long expectedSeq = -1;
-    /** Stream position (epoch × samplesPerEpoch + sample) up to which descriptors have arrived. */
-    private long receivedUpTo;
-    /** Stream position of the next sample to hand out. */
-    private long position;
-    private long epochBase;
-    private long epochNumber;
-    private boolean epochStarted;
-    private long batchIndex;
+    /** Which producer batches this consumer holds and where its epochs lie: see {@link ConsumerStream}. */
+    private final ConsumerStream stream;
     private Batch current;
     private boolean closed;
-    /** Whether the producer's end-of-stream message was taken from the inbox. */
-    private boolean endSeen;
     /** Time inside the iterator (waiting for data) and outside it (the caller working), for progress reports. */
     private long waitNanos;
     private long workNanos;
@@ -84,21 +76,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private static final long PROGRESS_EVERY_NANOS = 1_000_000_000L;
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
-
-    private static final class Held {
-        final Message.BatchReady batch;
-        final long start;
-        final long end;
-        long consumed;
-        boolean pinned;
-
-        Held(Message.BatchReady batch, long start) {
-            this.batch = batch;
-            this.start = start;
-            this.end = start + batch.samples();
-            this.consumed = start;
-        }
-    }
 
     private TensorConsumer(String producer, ConsumerOptions options, ConsumerLink link, Message.Welcome w, SharedArena arena) {
         this.producer = producer;
@@ -117,10 +94,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);
             gather[t].fill((byte) 0); // pre-touch: first use of fresh memory is what costs here
         }
-        this.epochBase = w.startEpoch() * samplesPerEpoch + w.startSample();
-        this.position = epochBase;
-        this.receivedUpTo = epochBase;
-        this.epochNumber = w.startEpoch();
+        this.stream = new ConsumerStream(new StreamGeometry(samplesPerEpoch, w.producerBatchSize()), w.slotCount(),
+                batchSize, options.dropLast(), w.startEpoch(), w.startSample());
     }
 
     /** Connects to the producer called {@code name} (see {@link TensorProducer.Builder#name(String)}). */
@@ -249,7 +224,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Batches in one epoch at this consumer's batch size. */
     public long size() {
-        return options.dropLast() ? samplesPerEpoch / batchSize : (samplesPerEpoch + batchSize - 1) / batchSize;
+        return stream.batchesPerEpoch();
     }
 
     /** Samples in one epoch. */
@@ -272,7 +247,12 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * an epoch start; for a rolling consumer, the producer epoch it joined in, plus one per finished epoch.
      */
     public long epoch() {
-        return epochNumber;
+        lock.lock();
+        try {
+            return stream.epoch();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Whether this consumer started at an epoch start or mid-epoch. */
@@ -295,8 +275,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * sample: where the producer emitted it.
      */
     public long streamPosition(Batch batch) {
-        return welcome.startEpoch() * samplesPerEpoch + welcome.startSample()
-                + (batch.epoch() - welcome.startEpoch()) * samplesPerEpoch + batch.sampleStart();
+        return stream.streamPosition(batch.epoch(), batch.sampleStart());
     }
 
     /** Tensors of every batch, in order, with their per-sample shapes. */
@@ -318,13 +297,12 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public boolean isEndOfStream() {
         lock.lock();
         try {
-            if (!closed && !endSeen && link.streamEnded()) {
+            if (!closed && !stream.streamEnded() && link.streamEnded()) {
                 for (Message m = link.poll(); m != null; m = link.poll()) {
                     handle(m);
                 }
             }
-            boolean pastLastEpoch = welcome.epochs() > 0 && position >= welcome.epochs() * samplesPerEpoch;
-            return pastLastEpoch || (endSeen && position >= receivedUpTo);
+            return stream.isEndOfStream(welcome.epochs());
         } finally {
             lock.unlock();
         }
@@ -343,13 +321,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             checkOpen();
             link.check();
             closeCurrent();
-            if (epochStarted) {
-                skipTo(epochEnd());
-                epochBase += samplesPerEpoch;
-                epochNumber++;
+            if (stream.epochStarted()) {
+                skipTo(stream.epochEnd());
             }
-            epochStarted = true;
-            batchIndex = 0;
+            stream.beginEpoch();
             return new EpochIterator();
         } finally {
             lock.unlock();
@@ -357,7 +332,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private final class EpochIterator implements Iterator<Batch> {
-        private final long epochBaseAtStart = epochBase;
+        private final long epochBaseAtStart = stream.epochBase();
 
         @Override
         public boolean hasNext() {
@@ -365,7 +340,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             long entered = enter();
             try {
                 checkOpen();
-                if (epochBase != epochBaseAtStart) {
+                if (stream.epochBase() != epochBaseAtStart) {
                     return false; // a newer iterator took over
                 }
                 return nextBatchSize() > 0;
@@ -382,9 +357,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             try {
                 checkOpen();
                 closeCurrent();
-                int n = epochBase == epochBaseAtStart ? nextBatchSize() : 0;
+                int n = stream.epochBase() == epochBaseAtStart ? nextBatchSize() : 0;
                 if (n == 0) {
-                    throw new NoSuchElementException("epoch " + epochNumber + " has no more batches");
+                    throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
                 }
                 current = assemble(n);
                 samplesHanded += n;
@@ -411,7 +386,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         outsideSince = now;
         if (!closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
             lastProgressNanos = now;
-            link.sendQuietly(new Message.Progress(epochNumber, samplesHanded, waitNanos, workNanos));
+            link.sendQuietly(new Message.Progress(stream.epoch(), samplesHanded, waitNanos, workNanos));
         }
     }
 
@@ -449,151 +424,103 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
-    private long epochEnd() {
-        return epochBase + samplesPerEpoch;
-    }
-
     /**
      * Samples in the next batch of this epoch, waiting for them to arrive; 0 at the end of the epoch
-     * (or of the stream). Skips the short tail when dropping the last batch.
+     * (or of the stream).
      */
     private int nextBatchSize() {
         link.check();
-        long remaining = epochEnd() - position;
-        if (remaining <= 0) {
-            return 0;
+        while (true) {
+            int n = stream.nextBatch();
+            if (n != ConsumerStream.NEED_MORE) {
+                releaseConsumed();
+                return n;
+            }
+            receiveOne();
         }
-        int want = (int) Math.min(batchSize, remaining);
-        long available = awaitReceived(position + want) - position;
-        if (available <= 0 || (options.dropLast() && available < batchSize)) {
-            skipTo(Math.min(epochEnd(), receivedUpTo));
-            return 0;
-        }
-        return (int) Math.min(want, available);
     }
 
-    /** Receives descriptors until {@code target} is covered or the stream ended; returns what is covered. */
-    private long awaitReceived(long target) {
+    /** Waits for the next message from the producer and applies it. */
+    private void receiveOne() {
         if (violation != null) {
             throw violation;
         }
-        while (receivedUpTo < target) {
-            if (endSeen) {
-                break;
-            }
-            Message m = link.take(options.batchTimeout().toNanos(), "batch data");
-            try {
-                handle(m);
-            } catch (ProtocolException e) {
-                violation = e;
-                throw e;
-            }
+        Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+        try {
+            handle(m);
+        } catch (ProtocolException e) {
+            violation = e;
+            throw e;
         }
-        return Math.min(target, receivedUpTo);
     }
 
     private void handle(Message m) {
-            switch (m) {
-                case Message.BatchReady r -> accept(r);
-                case Message.EpochEnd e -> {
-                    if (e.samples() != samplesPerEpoch) {
-                        throw new ProtocolException("producer '" + producer + "' ended epoch " + e.epoch() + " after "
-                                + e.samples() + " samples, not " + samplesPerEpoch);
-                    }
+        switch (m) {
+            case Message.BatchReady r -> {
+                try {
+                    stream.accept(new BatchPosition(r.seq(), r.epoch(), r.index(), r.sampleStart(), r.samples()), r.slot());
+                } catch (IllegalArgumentException e) {
+                    throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
                 }
-                case Message.EndOfStream e -> endSeen = true;
-                default -> throw new ProtocolException("unexpected " + m.getClass().getSimpleName() + " from producer '"
-                        + producer + "'");
             }
-    }
-
-    private void accept(Message.BatchReady r) {
-        int B = welcome.producerBatchSize();
-        long start = r.epoch() * samplesPerEpoch + r.sampleStart();
-        if ((expectedSeq >= 0 && r.seq() != expectedSeq) || r.slot() != (int) (r.seq() % layout.slotCount())
-                || r.samples() < 1 || r.samples() > B || r.sampleStart() < 0 || r.sampleStart() + r.samples() > samplesPerEpoch
-                || start != receivedUpTo) {
-            throw new ProtocolException("producer '" + producer + "' sent an inconsistent batch descriptor " + r
-                    + " (expected seq " + expectedSeq + " at stream position " + receivedUpTo + ")");
+            case Message.EpochEnd e -> {
+                if (e.samples() != samplesPerEpoch) {
+                    throw new ProtocolException("producer '" + producer + "' ended epoch " + e.epoch() + " after "
+                            + e.samples() + " samples, not " + samplesPerEpoch);
+                }
+            }
+            case Message.EndOfStream e -> stream.endOfStream();
+            default -> throw new ProtocolException("unexpected " + m.getClass().getSimpleName() + " from producer '"
+                    + producer + "'");
         }
-        expectedSeq = r.seq() + 1;
-        held.addLast(new Held(r, start));
-        receivedUpTo = start + r.samples();
     }
 
     /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
     private void skipTo(long target) {
         // Skips what has arrived, releases it, then waits for more: waiting for the whole range first would
         // hold every slot it occupies, and a range longer than the arena could then never arrive.
-        while (position < target) {
-            long covered = awaitReceived(Math.min(target, Math.max(receivedUpTo, position + 1)));
-            if (covered <= position) {
-                return; // the stream ended
-            }
-            for (Held h : held) {
-                if (h.start < covered) {
-                    h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
-                }
-            }
-            position = covered;
+        while (!stream.skipArrived(target)) {
             releaseConsumed();
+            if (stream.streamEnded()) {
+                return;
+            }
+            receiveOne();
         }
+        releaseConsumed();
     }
 
     private Batch assemble(int n) {
-        long from = position;
-        long to = from + n;
-        Held single = null;
-        for (Held h : held) {
-            if (h.start <= from && to <= h.end) {
-                single = h;
-                break;
-            }
-        }
-        Lease lease = Lease.open("batch " + batchIndex + " of epoch " + epochNumber);
+        ConsumerStream.BatchPlan plan = stream.take(n);
+        Lease lease = Lease.open("batch " + plan.index() + " of epoch " + plan.epoch());
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         for (int t = 0; t < specs.size(); t++) {
             TensorSpec spec = specs.get(t);
             long sb = sampleBytes[t];
             MemorySegment view;
-            if (single != null) {
-                view = arena.region(single.batch.slot(), t).asSlice((from - single.start) * sb, n * sb);
+            if (plan.single()) {
+                ConsumerStream.Piece p = plan.pieces().getFirst();
+                view = arena.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
             } else {
-                for (Held h : held) {
-                    long a = Math.max(from, h.start);
-                    long b = Math.min(to, h.end);
-                    if (a < b) {
-                        MemorySegment.copy(arena.region(h.batch.slot(), t), (a - h.start) * sb, gather[t], (a - from) * sb,
-                                (b - a) * sb);
-                    }
+                for (ConsumerStream.Piece p : plan.pieces()) {
+                    MemorySegment.copy(arena.region(p.slot(), t), p.offset() * sb, gather[t], p.destOffset() * sb,
+                            p.samples() * sb);
                 }
                 view = gather[t].asSlice(0, n * sb);
             }
             tensors.put(spec.name(), new Tensor(spec.dtype(), spec.batchShape(n),
                     view.reinterpret(lease.scope(), null).asReadOnly(), lease));
         }
-        for (Held h : held) {
-            if (h.start < to) {
-                h.consumed = Math.max(h.consumed, Math.min(h.end, to));
-            }
-        }
-        Held pinned = single;
-        if (pinned != null) {
-            pinned.pinned = true;
-        }
-        Batch batch = new Batch(tensors, epochNumber, batchIndex, from - epochBase, lease,
-                () -> onBatchClosed(pinned));
-        batchIndex++;
-        position = to;
+        long pinned = plan.single() ? plan.pieces().getFirst().seq() : -1;
+        Batch batch = new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
         releaseConsumed();
         return batch;
     }
 
-    private void onBatchClosed(Held pinned) {
+    private void onBatchClosed(long pinned) {
         lock.lock();
         try {
-            if (pinned != null) {
-                pinned.pinned = false;
+            if (pinned >= 0) {
+                stream.unpin(pinned);
             }
             if (!closed) {
                 releaseConsumed();
@@ -606,13 +533,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private void releaseConsumed() {
-        while (!held.isEmpty()) {
-            Held h = held.peekFirst();
-            if (h.consumed < h.end || h.pinned) {
-                return;
-            }
-            held.pollFirst();
-            link.send(new Message.Release(h.batch.seq()));
+        for (long seq = stream.pollReleasable(); seq >= 0; seq = stream.pollReleasable()) {
+            link.send(new Message.Release(seq));
         }
     }
 

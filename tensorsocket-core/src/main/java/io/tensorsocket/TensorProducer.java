@@ -3,6 +3,8 @@ package io.tensorsocket;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.producer.ProducerCore;
+import io.tensorsocket.producer.ProducerServer;
 import io.tensorsocket.protocol.Message;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
  * <pre>
  *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
+ *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
  * </pre>
  * Prints a table and one JSON object per metric per line.
  */
@@ -45,6 +46,13 @@ public final class Harness {
         }
         if (what.equals("handoff") || what.equals("all")) {
             handoff();
+        }
+        if (what.equals("producer-cpu")) {
+            for (int k : args.length > 1 ? ks : List.of(1, 4, 16)) {
+                ProducerCpu c = producerCpu(k, 3000);
+                System.out.printf(Locale.ROOT, "{\"metric\": \"producer_cpu_us_per_batch\", \"value\": %.1f, \"unit\": \"us\", "
+                        + "\"consumers\": %d, \"batches\": %d}%n", c.cpuUsPerBatch(), k, c.batches());
+            }
         }
         if (what.equals("fanout") || what.equals("all")) {
             System.out.printf(Locale.ROOT, "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\"}%n", memcpy());
@@ -73,6 +81,45 @@ public final class Harness {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 1_000_000);
         Map<String, Double> r = run(src, 1, 1, "none").getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
+    }
+
+    /** CPU time the producer's JVM spent per published batch, serving {@code consumers} consumers. */
+    public record ProducerCpu(int consumers, long batches, double cpuUsPerBatch) {
+    }
+
+    /**
+     * Publishes {@code batches} small batches (64×3×32×32 float32, paced at 5 000 batches/s) to {@code k}
+     * consumer JVMs and divides this JVM's CPU time (producer thread, connection threads, everything) by
+     * the batches published after every consumer attached: an upper bound of what publishing costs (it
+ * includes filling each batch), as the consumer count grows.
+     */
+    public static ProducerCpu producerCpu(int k, int batches) throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 200_000);
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).minConsumers(k).slots(8)
+                .build()) {
+            p.start();
+            List<Process> procs = new ArrayList<>();
+            for (int i = 0; i < k; i++) {
+                procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none"));
+            }
+            while (p.consumerCount() < k) { // the clock starts once everyone is attached, as publishing does
+                Thread.sleep(1);
+            }
+            long cpu0 = os.getProcessCpuTime();
+            long published0 = p.batchesPublished();
+            for (Process proc : procs) {
+                proc.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+                proc.waitFor(10, TimeUnit.MINUTES);
+            }
+            long cpu = os.getProcessCpuTime() - cpu0;
+            long published = p.batchesPublished() - published0;
+            p.await(Duration.ofSeconds(30));
+            return new ProducerCpu(k, published, cpu / 1e3 / Math.max(1, published));
+        } finally {
+            Files.deleteIfExists(dir.getParent());
+        }
     }
 
     static void fanout(int k, String touch) throws Exception {

@@ -27,13 +27,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The producer dies, is replaced, or is refused: consumers get a specific error quickly, never a hang. */
 class FailureProcessTest extends ProcessTestBase {
 
+    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < consumers) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
+            }
+            Thread.sleep(20);
+        }
+    }
+
     @Test
     void killedProducerMakesConsumersFailWithinASecond() throws Exception {
         Proc producer = serve("dies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
         Proc a = consume("dies", 10, "--step-ms", "2");
         Proc b = consume("dies", 45, "--step-ms", "2");
-        producer.awaitLine(l -> true, Duration.ofSeconds(5));
-        Thread.sleep(1500); // both are iterating
+        awaitJoined(producer, 2); // JVMs start slowly on a busy machine: the kill must find both attached
+        Thread.sleep(500); // both are iterating
         long killedAt = System.nanoTime();
         producer.kill();
         for (Proc c : new Proc[]{a, b}) {
@@ -154,7 +164,8 @@ class FailureProcessTest extends ProcessTestBase {
         Proc producer = serve("term", "samples=100000,shape=4,dtype=float32,seed=1", 10, 0);
         Proc c = consume("term", 10, "--step-ms", "1");
         producer.awaitLine(l -> l.contains("ready"), Duration.ofSeconds(5));
-        Thread.sleep(1000);
+        awaitJoined(producer, 1);
+        Thread.sleep(500);
         producer.signal("TERM");
         producer.exitCode(Duration.ofSeconds(30));
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));

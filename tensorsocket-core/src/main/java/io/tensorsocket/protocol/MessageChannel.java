@@ -10,8 +10,12 @@ import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 
 /**
- * A blocking control connection that reads and writes whole frames ({@link WireFormat}). One thread
+ * A control connection that reads and writes whole frames ({@link WireFormat}). One thread at a time
  * reads; any thread may send, one frame at a time.
+ *
+ * <p>On a blocking channel, {@link #read()} waits for the next frame. On a non-blocking one (a consumer
+ * waits for readiness itself, see {@code ConsumerLink}), {@link #readAvailable()} takes what the socket
+ * holds and returns a frame once one is complete.
  */
 public final class MessageChannel implements AutoCloseable {
     private final SocketChannel channel;
@@ -19,6 +23,9 @@ public final class MessageChannel implements AutoCloseable {
             .order(ByteOrder.LITTLE_ENDIAN);
     private final ByteBuffer out = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD)
             .order(ByteOrder.LITTLE_ENDIAN);
+    /** Bytes read by {@link #readAvailable()} and not yet decoded, from index 0 to its position. */
+    private ByteBuffer pending;
+    private boolean peerClosed;
 
     public MessageChannel(SocketChannel channel) {
         this.channel = channel;
@@ -72,14 +79,78 @@ public final class MessageChannel implements AutoCloseable {
         return true;
     }
 
-    /** Sends one message. */
+    /**
+     * For a non-blocking channel: reads what the socket holds and returns the next whole frame, or null if
+     * none is complete yet (then see {@link #peerClosed()}).
+     *
+     * @throws EOFException              if the peer closed the connection in the middle of a frame
+     * @throws ProtocolException         if the bytes are not a valid frame
+     * @throws ProtocolVersionException  if the frame is of another protocol version
+     */
+    public Message readAvailable() throws IOException {
+        if (pending == null) {
+            pending = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        while (true) {
+            Message m = decodePending();
+            if (m != null || peerClosed) {
+                return m;
+            }
+            int n = channel.read(pending);
+            if (n < 0) {
+                if (pending.position() != 0) {
+                    throw new EOFException("connection closed in the middle of a frame");
+                }
+                peerClosed = true;
+                return null;
+            }
+            if (n == 0) {
+                return null;
+            }
+        }
+    }
+
+    /** Whether {@link #readAvailable()} saw the peer close the connection between frames. */
+    public boolean peerClosed() {
+        return peerClosed;
+    }
+
+    private Message decodePending() {
+        if (pending.position() < WireFormat.HEADER_BYTES) {
+            return null;
+        }
+        ByteBuffer view = pending.duplicate().flip().order(ByteOrder.LITTLE_ENDIAN);
+        WireFormat.Header h = WireFormat.decodeHeader(view);
+        int total = WireFormat.HEADER_BYTES + h.payloadBytes();
+        if (pending.position() < total) {
+            return null;
+        }
+        ByteBuffer payload = view.slice(WireFormat.HEADER_BYTES, h.payloadBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        Message m;
+        if (h.version() != WireFormat.VERSION) {
+            m = WireFormat.decodeAnyVersionError(h.type(), payload);
+            if (m == null) {
+                throw new ProtocolVersionException("the peer speaks control protocol version " + h.version()
+                        + " and this side version " + WireFormat.VERSION + "; run the same TensorSocket release on both sides");
+            }
+        } else {
+            m = WireFormat.decodePayload(h.type(), payload);
+        }
+        pending.flip().position(total);
+        pending.compact();
+        return m;
+    }
+
+    /** Sends one message. On a non-blocking channel a full send buffer is waited out (frames are small). */
     public void send(Message m) throws IOException {
         synchronized (out) {
             out.clear();
             WireFormat.encode(m, out);
             out.flip();
             while (out.hasRemaining()) {
-                channel.write(out);
+                if (channel.write(out) == 0) {
+                    Thread.onSpinWait();
+                }
             }
         }
     }

@@ -1,5 +1,9 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.ProtocolVersionException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import org.slf4j.Logger;
@@ -27,20 +31,20 @@ import java.util.function.Function;
  * reads their releases until they leave. One virtual thread per connection; a connection that sends
  * garbage is answered with an error and closed without disturbing anyone else.
  */
-final class ProducerServer implements AutoCloseable {
+public final class ProducerServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ProducerServer.class);
 
     private final ServerSocketChannel server;
     private final ProducerCore core;
     private final Duration helloTimeout;
-    private final Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate;
+    private final Function<StartPoint, Message.Welcome> welcomeTemplate;
     private final ScheduledExecutorService timer;
     private final AtomicInteger ids = new AtomicInteger();
     private final Thread acceptor;
     private volatile boolean closed;
 
-    ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
-                   Function<ProducerCore.StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
+    public ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
+                   Function<StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
         this.core = core;
         this.helloTimeout = helloTimeout;
         this.welcomeTemplate = welcomeTemplate;
@@ -82,7 +86,7 @@ final class ProducerServer implements AutoCloseable {
                 return;
             }
             if (first instanceof Message.StatusRequest) {
-                Message.Welcome w = welcomeTemplate.apply(new ProducerCore.StartPoint(StartMode.EPOCH_START, 0, 0));
+                Message.Welcome w = welcomeTemplate.apply(StartPoint.of(StartMode.EPOCH_START, 0, 0));
                 ch.sendQuietly(new Message.Status(core.status(w.producerPid(), w.source())));
                 ch.close();
                 return;
@@ -113,6 +117,10 @@ final class ProducerServer implements AutoCloseable {
             if (session == null) {
                 ch.close();
             }
+        } catch (RuntimeException e) {
+            // A bug must not leave the peer waiting for an answer that never comes: tell it, then drop it.
+            log.error("connection thread failed; answering the peer with an error and closing the connection", e);
+            reject(ch, Message.ErrorCode.INTERNAL, "the producer failed while serving this connection: " + e);
         } finally {
             deadline.cancel(false);
             if (session != null) {

@@ -1,8 +1,21 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.Tensor;
+import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.JoinRule;
+import io.tensorsocket.stream.ProducerStream;
+import io.tensorsocket.stream.StartPoint;
+import io.tensorsocket.stream.StreamGeometry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -13,9 +26,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 /**
  * The producer's bookkeeping: which slot holds which batch, who still reads it, where the stream is, and
@@ -24,13 +37,23 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Slots are used as a ring: batch {@code seq} goes to slot {@code seq % N}. A slot is reused only
  * when every consumer that was sent its batch has released it and the batch has left the rubber-band
  * window (the {@code R} most recently published batches). With at most {@code L} claims outstanding,
- * {@code N >= R + L} guarantees the slot about to be reused is never inside the window.
+ * {@code N >= R + L} guarantees the slot about to be reused is never inside the window. Positions in the
+ * stream and the join rule are the stream model's ({@link ProducerStream}, {@link JoinRule}); this class
+ * adds the slots, the consumers and the waiting.
+ *
+ * <p>Frames are written to consumers' sockets under the lock, so that every consumer sees its WELCOME,
+ * retained batches, new batches and epoch ends in stream order. Those writes cannot block the lock: the
+ * frames in flight to one consumer are bounded. A BATCH_READY goes out only for a slot the consumer does
+ * not hold yet, so at most {@code N} of them (plus one EPOCH_END per epoch they span and one END) are
+ * unanswered at any time, each under 100 bytes: far less than a Unix socket's send buffer (over 200 KiB
+ * by default), which the consumer drains as it reads. A consumer that stops reading stops releasing, and
+ * is evicted by the stall timeout rather than blocking a write.
  */
-final class ProducerCore implements BatchSink {
+public final class ProducerCore implements BatchSink {
     private static final Logger log = LoggerFactory.getLogger(ProducerCore.class);
 
     /** Thrown inside the producer thread when the producer is being closed. */
-    static final class Stopped extends RuntimeException {
+    public static final class Stopped extends RuntimeException {
         Stopped(String message) {
             super(message, null, false, false);
         }
@@ -44,30 +67,22 @@ final class ProducerCore implements BatchSink {
     private final long samplesPerEpoch;
     private final long epochs;
     private final int rubberBand;
+    private final StreamGeometry geometry;
+    private final ProducerStream stream;
+    private final JoinRule joinRule;
     private final int claimsAhead;
     private final Duration stallTimeout;
     private final Duration idleTimeout;
     private final int minConsumers;
     private final String producerName;
 
-    private final long[] slotSeq;
-    private final int[] slotHolders;
-    private final long[] slotEpoch;
-    private final long[] slotIndex;
-    private final long[] slotSampleStart;
-    private final int[] slotSamples;
+    /** The arena's slots: batch {@code seq} lives in {@code slots[seq % N]}. */
+    private final Slot[] slots;
 
     private final Map<Integer, ConsumerSession> consumers = new LinkedHashMap<>();
     private final ArrayDeque<Claim> claims = new ArrayDeque<>();
 
     private long nextSeq;
-    private long publishedSeq = -1;
-    /** Where the next published batch starts: producer epoch and sample position. */
-    private long nextEpoch;
-    private long nextSample;
-    private long nextIndex;
-    /** Seq of the first batch of {@link #nextEpoch}, once published; -1 before. */
-    private long epochStartSeq = -1;
     private boolean streamEnded;
     private String closedReason;
     private long totalPublished;
@@ -75,7 +90,7 @@ final class ProducerCore implements BatchSink {
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
 
-    ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
+    public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, String producerName) {
         this.minConsumers = minConsumers;
         this.arena = arena;
@@ -87,30 +102,35 @@ final class ProducerCore implements BatchSink {
         this.stallTimeout = stallTimeout;
         this.idleTimeout = idleTimeout;
         this.producerName = producerName;
-        int n = layout.slotCount();
-        slotSeq = new long[n];
-        java.util.Arrays.fill(slotSeq, -1);
-        slotHolders = new int[n];
-        slotEpoch = new long[n];
-        slotIndex = new long[n];
-        slotSampleStart = new long[n];
-        slotSamples = new int[n];
+        this.geometry = new StreamGeometry(samplesPerEpoch, layout.batch().batchSize());
+        this.stream = new ProducerStream(geometry);
+        this.joinRule = new JoinRule(rubberBand);
+        slots = new Slot[layout.slotCount()];
+        for (int i = 0; i < slots.length; i++) {
+            slots[i] = new Slot();
+        }
     }
 
-    /** The largest consumer batch size that can never deadlock: see {@link #slotsNeeded(int)}. */
+    /** One arena slot's state: the batch it holds (seq -1 before its first claim) and how many consumers hold it. */
+    private static final class Slot {
+        long seq = -1;
+        /** Where its batch lies; null while claimed and not yet published. */
+        BatchPosition batch;
+        int holders;
+    }
+
+    private Slot slotOf(long seq) {
+        return slots[(int) (seq % slots.length)];
+    }
+
+    /** The largest consumer batch size that can never deadlock: see {@link StreamGeometry#slotsNeeded(int)}. */
     int maxConsumerBatch() {
-        long b = (long) (layout.slotCount() - claimsAhead - 1) * layout.batch().batchSize() + 1;
-        return (int) Math.min(Integer.MAX_VALUE, b);
+        return geometry.maxConsumerBatch(slots.length, claimsAhead);
     }
 
-    /**
-     * Slots a consumer batch of {@code b} samples may span at once: the full batches it touches, plus one
-     * for an epoch's short last batch when a rolling epoch crosses the producer's epoch boundary. The
-     * slowest consumer can always progress if this is at most {@code N - L + 1}.
-     */
+    /** Slots a consumer batch of {@code b} samples may span at once. */
     int slotsNeeded(int b) {
-        int B = layout.batch().batchSize();
-        return (int) Math.min(Integer.MAX_VALUE, (b - 1L + B - 1) / B + 2);
+        return geometry.slotsNeeded(b);
     }
 
     // ---------------------------------------------------------------- producer thread: claims and publishing
@@ -140,8 +160,8 @@ final class ProducerCore implements BatchSink {
             int slot = (int) (seq % layout.slotCount());
             awaitFreeSlot(slot);
             nextSeq++;
-            slotSeq[slot] = seq;
-            slotSamples[slot] = 0;
+            slots[slot].seq = seq;
+            slots[slot].batch = null;
             Claim c = new Claim(seq, slot);
             claims.addLast(c);
             return c;
@@ -166,7 +186,7 @@ final class ProducerCore implements BatchSink {
                 stalledSince = System.nanoTime();
                 continue;
             }
-            if (slotHolders[slot] == 0) {
+            if (slots[slot].holders == 0) {
                 return;
             }
             long waited = System.nanoTime() - stalledSince;
@@ -210,10 +230,11 @@ final class ProducerCore implements BatchSink {
     }
 
     private void evictHoldersOf(int slot) {
+        Slot s = slots[slot];
         for (ConsumerSession c : List.copyOf(consumers.values())) {
-            if (c.held.contains(slotSeq[slot])) {
-                String msg = c.describe() + " held batch " + slotSeq[slot] + " (epoch " + slotEpoch[slot] + ", batch "
-                        + slotIndex[slot] + ") for more than " + stallTimeout.toMillis() + " ms while producer '"
+            if (c.held.contains(s.seq)) {
+                String msg = c.describe() + " held batch " + s.seq + " (epoch " + s.batch.epoch() + ", batch "
+                        + s.batch.index() + ") for more than " + stallTimeout.toMillis() + " ms while producer '"
                         + producerName + "' waited for its slot; it was disconnected. Release batches sooner (close"
                         + " them or ask for the next), or raise the producer's stall timeout";
                 log.warn("evicting {}", msg);
@@ -229,8 +250,8 @@ final class ProducerCore implements BatchSink {
             if (c.samples != 0) {
                 throw new IllegalStateException("slot of batch " + c.seq + " was already published");
             }
-            if (samples < 1 || samples > layout.batch().batchSize()) {
-                throw new IllegalArgumentException("a batch holds 1 to " + layout.batch().batchSize() + " samples, not " + samples);
+            if (samples < 1 || samples > geometry.producerBatchSize()) {
+                throw new IllegalArgumentException("a batch holds 1 to " + geometry.producerBatchSize() + " samples, not " + samples);
             }
             c.samples = samples;
             while (!claims.isEmpty() && claims.peekFirst().samples != 0) {
@@ -243,39 +264,26 @@ final class ProducerCore implements BatchSink {
 
     private void publishInOrder(Claim c) {
         checkOpen();
-        int B = layout.batch().batchSize();
-        if (nextSample + c.samples > samplesPerEpoch) {
-            throw new IllegalStateException("the source emitted more than the " + samplesPerEpoch
-                    + " samples per epoch it declared (epoch " + nextEpoch + ")");
-        }
-        if (c.samples < B && nextSample + c.samples < samplesPerEpoch) {
-            throw new IllegalStateException("batch " + nextIndex + " of epoch " + nextEpoch + " holds " + c.samples
-                    + " samples; only an epoch's last batch may hold fewer than the batch size " + B);
-        }
-        int slot = c.slot;
-        slotEpoch[slot] = nextEpoch;
-        slotIndex[slot] = nextIndex;
-        slotSampleStart[slot] = nextSample;
-        slotSamples[slot] = c.samples;
-        if (nextSample == 0) {
-            epochStartSeq = c.seq;
-        }
-        Message.BatchReady ready = new Message.BatchReady(c.seq, slot, nextEpoch, nextIndex, nextSample, c.samples);
+        BatchPosition p = stream.publish(c.seq, c.samples);
+        slots[c.slot].batch = p;
+        Message.BatchReady ready = ready(p);
         for (ConsumerSession s : List.copyOf(consumers.values())) {
             hand(s, ready);
         }
-        publishedSeq = c.seq;
         totalPublished++;
         totalSamples += c.samples;
         loaderRate.record(System.nanoTime(), totalSamples);
-        nextIndex++;
-        nextSample += c.samples;
         changed.signalAll();
+    }
+
+    private Message.BatchReady ready(BatchPosition p) {
+        return new Message.BatchReady(p.seq(), (int) (p.seq() % slots.length), p.epoch(), p.index(), p.sampleStart(),
+                p.samples());
     }
 
     private void hand(ConsumerSession s, Message.BatchReady ready) {
         s.held.addLast(ready.seq());
-        slotHolders[ready.slot()]++;
+        slots[ready.slot()].holders++;
         s.batchesSent++;
         if (!s.send(ready)) {
             detach(s, "connection lost");
@@ -283,7 +291,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Called by the producer loop when the source returned from an epoch. */
-    void endEpoch(long epoch) {
+    public void endEpoch(long epoch) {
         lock.lock();
         try {
             checkOpen();
@@ -291,18 +299,11 @@ final class ProducerCore implements BatchSink {
                 throw new IllegalStateException("the source returned from epoch " + epoch + " with " + claims.size()
                         + " claimed slots it never published");
             }
-            if (nextSample != samplesPerEpoch) {
-                throw new IllegalStateException("the source declared " + samplesPerEpoch + " samples per epoch but epoch "
-                        + epoch + " yielded " + nextSample);
-            }
-            Message.EpochEnd end = new Message.EpochEnd(epoch, nextIndex, nextSample);
+            Message.EpochEnd end = new Message.EpochEnd(epoch, stream.nextIndex(), stream.nextSample());
+            stream.endEpoch(epoch);
             for (ConsumerSession s : List.copyOf(consumers.values())) {
                 s.send(end);
             }
-            nextEpoch = epoch + 1;
-            nextSample = 0;
-            nextIndex = 0;
-            epochStartSeq = -1;
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -310,7 +311,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Marks the stream complete and tells every consumer. */
-    void endStream(long epochsRun) {
+    public void endStream(long epochsRun) {
         lock.lock();
         try {
             streamEnded = true;
@@ -324,7 +325,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Waits until every consumer has left, at most {@code timeout}. */
-    void awaitConsumersGone(Duration timeout) {
+    public void awaitConsumersGone(Duration timeout) {
         lock.lock();
         try {
             long deadline = System.nanoTime() + timeout.toNanos();
@@ -343,7 +344,7 @@ final class ProducerCore implements BatchSink {
     }
 
     /** Stops everything: waiting calls throw {@link Stopped}; consumers get {@code error} if given. */
-    void shutdown(String reason, Message.Error error) {
+    public void shutdown(String reason, Message.Error error) {
         lock.lock();
         try {
             if (closedReason != null) {
@@ -370,21 +371,17 @@ final class ProducerCore implements BatchSink {
 
     // ---------------------------------------------------------------- connection threads: joins, releases, leaves
 
-    /** Outcome of a join: the welcome to send and the retained batches that follow it. */
-    record Join(ConsumerSession session, Message.Welcome welcome, List<Message.BatchReady> retained) {
-    }
-
     /**
      * Registers a consumer and decides where it starts. The welcome and the retained batches are sent here,
      * under the lock, so no batch published meanwhile can slip in before them.
      *
      * @return null if the consumer was refused (an error was sent)
      */
-    ConsumerSession join(int id, io.tensorsocket.protocol.MessageChannel channel, Message.Hello hello, String user,
-                         java.util.function.Function<StartPoint, Message.Welcome> welcome) {
+    ConsumerSession join(int id, MessageChannel channel, Message.Hello hello, String user,
+                         Function<StartPoint, Message.Welcome> welcome) {
         lock.lock();
         try {
-            if (epochs > 0 && nextEpoch >= epochs) {
+            if (epochs > 0 && stream.nextEpoch() >= epochs) {
                 streamEnded = true;
             }
             if (closedReason != null || streamEnded) {
@@ -395,29 +392,16 @@ final class ProducerCore implements BatchSink {
             }
             ConsumerSession s = new ConsumerSession(id, channel, hello);
             s.user = user;
-            StartPoint start;
-            List<Long> retained = new ArrayList<>();
-            if (nextSample == 0) {
-                start = new StartPoint(StartMode.EPOCH_START, nextEpoch, 0);
-            } else if (epochStartSeq >= 0 && epochStartSeq > publishedSeq - rubberBand) {
-                start = new StartPoint(StartMode.EPOCH_START, nextEpoch, 0);
-                for (long q = epochStartSeq; q <= publishedSeq; q++) {
-                    retained.add(q);
-                }
-            } else {
-                start = new StartPoint(StartMode.ROLLING, nextEpoch, nextSample);
-            }
-            s.position = start.epoch() * samplesPerEpoch + start.sample();
+            StartPoint start = joinRule.decide(stream);
+            s.position = geometry.position(start.epoch(), start.sample());
             s.startMode = start.mode();
             if (!s.send(welcome.apply(start))) {
                 channel.close();
                 return null;
             }
             consumers.put(id, s);
-            for (long q : retained) {
-                int slot = (int) (q % layout.slotCount());
-                hand(s, new Message.BatchReady(q, slot, slotEpoch[slot], slotIndex[slot], slotSampleStart[slot],
-                        slotSamples[slot]));
+            for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
+                hand(s, ready(slotOf(q).batch));
             }
             log.info("{} joined at {} (epoch {}, sample {})", s.describe(), start.mode().label(), start.epoch(), start.sample());
             changed.signalAll();
@@ -425,10 +409,6 @@ final class ProducerCore implements BatchSink {
         } finally {
             lock.unlock();
         }
-    }
-
-    /** Where a consumer starts. */
-    record StartPoint(StartMode mode, long epoch, long sample) {
     }
 
     /**
@@ -445,10 +425,9 @@ final class ProducerCore implements BatchSink {
             if (!s.held.remove(seq)) {
                 return false;
             }
-            s.releases++;
-            int slot = (int) (seq % layout.slotCount());
-            slotHolders[slot]--;
-            s.position = Math.max(s.position, slotEpoch[slot] * samplesPerEpoch + slotSampleStart[slot] + slotSamples[slot]);
+            Slot slot = slotOf(seq);
+            slot.holders--;
+            s.position = Math.max(s.position, slot.batch.end(geometry));
             changed.signalAll();
             return true;
         } finally {
@@ -486,23 +465,23 @@ final class ProducerCore implements BatchSink {
             } else {
                 state = ProducerStatus.State.SERVING;
             }
-            int n = layout.slotCount();
+            int n = slots.length;
             int inUse = 0;
-            for (int slot = 0; slot < n; slot++) {
-                long q = slotSeq[slot];
-                if (q >= 0 && (slotHolders[slot] > 0 || q > publishedSeq || q > publishedSeq - rubberBand)) {
+            long publishedSeq = stream.publishedSeq();
+            for (Slot slot : slots) {
+                if (slot.seq >= 0 && (slot.holders > 0 || slot.seq > publishedSeq || joinRule.inWindow(slot.seq, publishedSeq))) {
                     inUse++;
                 }
             }
             int window = (int) Math.min(rubberBand, totalPublished);
-            long producerPosition = nextEpoch * samplesPerEpoch + nextSample;
+            long producerPosition = stream.nextPosition();
             List<ProducerStatus.Consumer> list = new ArrayList<>();
             for (ConsumerSession c : consumers.values()) {
                 if (list.size() == ProducerStatus.MAX_LISTED) {
                     break;
                 }
                 Message.Progress p = c.progress;
-                long epoch = p != null ? p.epoch() : samplesPerEpoch == 0 ? 0 : c.position / samplesPerEpoch;
+                long epoch = p != null ? p.epoch() : geometry.epochOf(c.position);
                 double rate = 0;
                 if (p != null) {
                     long fromNanos = c.previousProgress != null ? c.previousProgressNanos : c.joinedNanos;
@@ -517,7 +496,7 @@ final class ProducerCore implements BatchSink {
                         p != null ? p.workNanos() : 0, now - c.joinedNanos));
             }
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
-                    samplesPerEpoch, epochs, nextEpoch, nextSample, totalPublished, totalSamples,
+                    samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,
                     loaderRate.perSecond(now), n, layout.slotBytes(), inUse, rubberBand, window, now - startedNanos,
                     consumers.size(), list);
         } finally {
@@ -543,7 +522,7 @@ final class ProducerCore implements BatchSink {
         consumers.remove(s.id);
         int n = s.held.size();
         for (long seq : s.held) {
-            slotHolders[(int) (seq % layout.slotCount())]--;
+            slotOf(seq).holders--;
         }
         s.held.clear();
         s.channel.close();
@@ -551,12 +530,12 @@ final class ProducerCore implements BatchSink {
         changed.signalAll();
     }
 
-    private static void sendAndClose(io.tensorsocket.protocol.MessageChannel ch, Message m) {
+    private static void sendAndClose(MessageChannel ch, Message m) {
         ch.sendQuietly(m);
         ch.close();
     }
 
-    int consumerCount() {
+    public int consumerCount() {
         lock.lock();
         try {
             return consumers.size();
@@ -565,7 +544,7 @@ final class ProducerCore implements BatchSink {
         }
     }
 
-    long batchesPublished() {
+    public long batchesPublished() {
         lock.lock();
         try {
             return totalPublished;
@@ -610,46 +589,5 @@ final class ProducerCore implements BatchSink {
         public void publish(int samples) {
             ProducerCore.this.publish(this, samples);
         }
-    }
-
-    /** Samples per second over roughly the last few seconds, from cumulative counts sampled as they change. */
-    private static final class RateWindow {
-        private static final int POINTS = 32;
-        private static final long SPACING = 100_000_000L;
-        private final long[] at = new long[POINTS];
-        private final long[] count = new long[POINTS];
-        private int size;
-        private int head;
-
-        void record(long nanos, long cumulative) {
-            int last = (head + size - 1) % POINTS;
-            if (size > 1 && nanos - at[(head + size - 2) % POINTS] < SPACING) {
-                at[last] = nanos; // too close to the one before: move the newest point instead of adding one
-                count[last] = cumulative;
-                return;
-            }
-            if (size == POINTS) {
-                head = (head + 1) % POINTS;
-                size--;
-            }
-            int i = (head + size) % POINTS;
-            at[i] = nanos;
-            count[i] = cumulative;
-            size++;
-        }
-
-        double perSecond(long now) {
-            if (size < 2) {
-                return 0;
-            }
-            long lastAt = at[(head + size - 1) % POINTS];
-            long dt = Math.max(now, lastAt) - at[head];
-            long dc = count[(head + size - 1) % POINTS] - count[head];
-            return dt > 0 ? dc / (dt / 1e9) : 0;
-        }
-    }
-
-    static long millis(long nanos) {
-        return TimeUnit.NANOSECONDS.toMillis(nanos);
     }
 }

@@ -1,5 +1,6 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 
@@ -18,7 +19,6 @@ final class ConsumerSession {
     final ArrayDeque<Long> held = new ArrayDeque<>();
     final long joinedNanos = System.nanoTime();
     long batchesSent;
-    long releases;
     boolean attached = true;
     /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
     String user = "?";

@@ -1,0 +1,286 @@
+"""The stream model: every rule about positions in the producer's stream, with no sockets, threads or
+clocks. A port of the Java package ``io.tensorsocket.stream``; the scenarios in
+docs/test-vectors/scenarios.txt keep the two equal (tests/test_stream.py).
+
+A stream position counts samples from the start of epoch 0: ``epoch * samples_per_epoch + sample``.
+"""
+
+import collections
+
+EPOCH_START = "epoch_start"
+ROLLING = "rolling"
+NEED_MORE = -1
+
+
+class StreamGeometry:
+    """Samples per epoch and the loader's batch size."""
+
+    __slots__ = ("samples_per_epoch", "producer_batch_size")
+
+    def __init__(self, samples_per_epoch, producer_batch_size):
+        if samples_per_epoch < 1 or producer_batch_size < 1:
+            raise ValueError("a stream needs at least one sample per epoch and per batch")
+        self.samples_per_epoch = samples_per_epoch
+        self.producer_batch_size = producer_batch_size
+
+    def position(self, epoch, sample):
+        return epoch * self.samples_per_epoch + sample
+
+
+class BatchPosition(collections.namedtuple("BatchPosition", "seq epoch index sample_start samples")):
+    """Where one published producer batch lies."""
+
+    __slots__ = ()
+
+    def start(self, g):
+        return g.position(self.epoch, self.sample_start)
+
+    def end(self, g):
+        return self.start(g) + self.samples
+
+
+class StartPoint(collections.namedtuple("StartPoint", "mode epoch sample first_retained last_retained")):
+    """Where a joining consumer starts, and the published batches it is handed first (none if first > last)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def of(mode, epoch, sample):
+        return StartPoint(mode, epoch, sample, 0, -1)
+
+    def retained_count(self):
+        return max(0, self.last_retained - self.first_retained + 1)
+
+
+class ProducerStream:
+    """The producer's place in its stream, and the shape rules a source must keep."""
+
+    def __init__(self, geometry):
+        self.geometry = geometry
+        self.next_epoch = 0
+        self.next_index = 0
+        self.next_sample = 0
+        self.published_seq = -1
+        self.epoch_start_seq = -1
+
+    def publish(self, seq, samples):
+        b, spe = self.geometry.producer_batch_size, self.geometry.samples_per_epoch
+        if samples < 1 or samples > b:
+            raise ValueError("a batch holds 1 to %d samples, not %d" % (b, samples))
+        if seq != self.published_seq + 1:
+            raise ValueError("batch %d published after batch %d" % (seq, self.published_seq))
+        if self.next_sample + samples > spe or (samples < b and self.next_sample + samples < spe):
+            raise ValueError("batch %d of epoch %d breaks the epoch's shape" % (self.next_index, self.next_epoch))
+        p = BatchPosition(seq, self.next_epoch, self.next_index, self.next_sample, samples)
+        if self.next_sample == 0:
+            self.epoch_start_seq = seq
+        self.published_seq = seq
+        self.next_index += 1
+        self.next_sample += samples
+        return p
+
+    def end_epoch(self, epoch):
+        if self.next_sample != self.geometry.samples_per_epoch:
+            raise ValueError("epoch %d yielded %d samples, not %d" % (epoch, self.next_sample,
+                                                                      self.geometry.samples_per_epoch))
+        self.next_epoch = epoch + 1
+        self.next_sample = 0
+        self.next_index = 0
+        self.epoch_start_seq = -1
+
+    def epoch_complete(self):
+        return self.next_sample == self.geometry.samples_per_epoch
+
+
+class JoinRule:
+    """Where a consumer joining now starts: the epoch start (replaying the epoch's batches while its first is
+    inside the rubber band), else rolling from the next batch."""
+
+    def __init__(self, rubber_band):
+        self.rubber_band = rubber_band
+
+    def decide(self, stream):
+        if stream.next_sample == 0:
+            return StartPoint.of(EPOCH_START, stream.next_epoch, 0)
+        first = stream.epoch_start_seq
+        if first >= 0 and self.in_window(first, stream.published_seq):
+            return StartPoint(EPOCH_START, stream.next_epoch, 0, first, stream.published_seq)
+        return StartPoint.of(ROLLING, stream.next_epoch, stream.next_sample)
+
+    def in_window(self, seq, published_seq):
+        return published_seq - self.rubber_band < seq <= published_seq
+
+
+class Piece(collections.namedtuple("Piece", "seq slot offset samples dest_offset")):
+    """``samples`` samples from ``offset`` in slot ``slot``, placed at ``dest_offset`` of the consumer batch."""
+    __slots__ = ()
+
+
+class BatchPlan(collections.namedtuple("BatchPlan", "epoch index sample_start samples pieces")):
+    """A consumer batch to hand out; one piece means a view of that slot, pinned until ``unpin``."""
+
+    __slots__ = ()
+
+    @property
+    def single(self):
+        return len(self.pieces) == 1
+
+
+class _Held:
+    __slots__ = ("seq", "slot", "start", "end", "consumed", "pinned")
+
+    def __init__(self, seq, slot, start, samples):
+        self.seq = seq
+        self.slot = slot
+        self.start = start
+        self.end = start + samples
+        self.consumed = start
+        self.pinned = False
+
+
+class ConsumerStream:
+    """One consumer's view of the stream: regroups producer batches into its own batch size, says which slots
+    each batch spans and which producer batches may be released. See the Java ConsumerStream."""
+
+    def __init__(self, geometry, slots, batch_size, drop_last, start_epoch, start_sample):
+        if batch_size < 1 or slots < 1:
+            raise ValueError("batch size and slot count must be at least 1")
+        self.geometry = geometry
+        self.slots = slots
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.start_epoch = start_epoch
+        self.start_position = geometry.position(start_epoch, start_sample)
+        self.held = collections.deque()
+        self.expected_seq = -1
+        self.received_up_to = self.start_position
+        self.stream_ended = False
+        self.position = self.start_position
+        self.epoch_base = self.start_position
+        self.epoch = start_epoch
+        self.epoch_started = False
+        self.batch_index = 0
+
+    # arrivals
+
+    def accept(self, p, slot):
+        """Takes the descriptor of the next producer batch; ValueError if it does not continue the stream."""
+        g = self.geometry
+        start = p.start(g)
+        if ((self.expected_seq >= 0 and p.seq != self.expected_seq) or p.seq < 0 or slot != p.seq % self.slots
+                or p.samples < 1 or p.samples > g.producer_batch_size or p.sample_start < 0
+                or p.sample_start + p.samples > g.samples_per_epoch or start != self.received_up_to
+                or self.stream_ended):
+            raise ValueError("an inconsistent batch descriptor %s in slot %d (expected seq %d at stream position %d)"
+                             % (tuple(p), slot, self.expected_seq, self.received_up_to))
+        self.expected_seq = p.seq + 1
+        self.held.append(_Held(p.seq, slot, start, p.samples))
+        self.received_up_to = start + p.samples
+
+    def end_of_stream(self):
+        self.stream_ended = True
+
+    # epochs
+
+    def begin_epoch(self):
+        """Begins the next epoch; if one was begun, the caller first skips to its ``epoch_end()``."""
+        if self.epoch_started:
+            self.epoch_base += self.geometry.samples_per_epoch
+            self.epoch += 1
+        self.epoch_started = True
+        self.batch_index = 0
+
+    def epoch_end(self):
+        return self.epoch_base + self.geometry.samples_per_epoch
+
+    def stream_position(self, epoch, sample_start):
+        return self.start_position + (epoch - self.start_epoch) * self.geometry.samples_per_epoch + sample_start
+
+    def batches_per_epoch(self):
+        s, b = self.geometry.samples_per_epoch, self.batch_size
+        return s // b if self.drop_last else (s + b - 1) // b
+
+    def is_end_of_stream(self, producer_epochs):
+        past_last = producer_epochs > 0 and self.position >= producer_epochs * self.geometry.samples_per_epoch
+        return past_last or (self.stream_ended and self.position >= self.received_up_to)
+
+    # batches
+
+    def next_batch(self):
+        """Samples in the next batch of this epoch; 0 at its end; NEED_MORE until they arrived. Returning 0 early
+        (a dropped tail, or the end of the stream) consumes the samples that are not handed out."""
+        end = self.epoch_end()
+        remaining = end - self.position
+        if remaining <= 0:
+            return 0
+        want = min(self.batch_size, remaining)
+        available = min(want, self.received_up_to - self.position)
+        if available < want and not self.stream_ended:
+            return NEED_MORE
+        if available <= 0 or (self.drop_last and available < self.batch_size):
+            self.skip_arrived(end)
+            return 0
+        return available
+
+    def take(self, n):
+        start, end = self.position, self.position + n
+        if n < 1 or end > self.received_up_to or end > self.epoch_end():
+            raise ValueError("%d samples at stream position %d have not all arrived" % (n, start))
+        pieces = []
+        for h in self.held:
+            a, b = max(start, h.start), min(end, h.end)
+            if a < b:
+                pieces.append(Piece(h.seq, h.slot, a - h.start, b - a, a - start))
+            if h.start < end:
+                h.consumed = max(h.consumed, min(h.end, end))
+        if len(pieces) == 1:
+            self._find(pieces[0].seq).pinned = True
+        plan = BatchPlan(self.epoch, self.batch_index, start - self.epoch_base, n, tuple(pieces))
+        self.batch_index += 1
+        self.position = end
+        return plan
+
+    def skip_arrived(self, target):
+        """Consumes the arrived samples up to ``target`` without handing them out; whether it got there."""
+        covered = min(target, self.received_up_to)
+        if covered > self.position:
+            for h in self.held:
+                if h.start < covered:
+                    h.consumed = max(h.consumed, min(h.end, covered))
+            self.position = covered
+        return self.position >= target
+
+    def unpin(self, seq):
+        h = self._find(seq)
+        if h is not None:
+            h.pinned = False
+
+    def peek_releasable(self):
+        """The seq of the oldest producer batch that may be released now, or -1."""
+        h = self.held[0] if self.held else None
+        if h is None or h.consumed < h.end or h.pinned:
+            return -1
+        return h.seq
+
+    def count_releasable(self):
+        """How many held batches are consumed and not pinned (releasable once those before them are)."""
+        return sum(1 for h in self.held if h.consumed >= h.end and not h.pinned)
+
+    def poll_releasable(self):
+        """Removes and returns the oldest releasable producer batch's seq, or -1."""
+        seq = self.peek_releasable()
+        if seq >= 0:
+            self.held.popleft()
+        return seq
+
+    def held_seqs(self):
+        return [h.seq for h in self.held]
+
+    def clear(self):
+        self.held.clear()
+
+    def _find(self, seq):
+        for h in self.held:
+            if h.seq == seq:
+                return h
+        return None

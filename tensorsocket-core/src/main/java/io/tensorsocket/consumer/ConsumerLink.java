@@ -1,0 +1,337 @@
+package io.tensorsocket.consumer;
+
+import io.tensorsocket.ConsumerEvictedException;
+import io.tensorsocket.ProducerFailedException;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.ProtocolVersionException;
+import io.tensorsocket.RequestRejectedException;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.TensorSocketTimeoutException;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A consumer's connection to its producer, read by whichever thread needs it: one hop from the socket to
+ * a consumer that waits for a batch, and at once news of a producer that died while the consumer trains.
+ *
+ * <ul>
+ *   <li>The iterating thread, when it must wait ({@link #take}), takes the socket over: it waits for
+ *       readiness itself and decodes the frame it was waiting for, so a batch wakes exactly the thread
+ *       that consumes it.</li>
+ *   <li>While no one waits (the consumer trains), a watchdog thread waits for readiness instead and reads
+ *       whatever arrives into the inbox: an ERROR or the end of the connection becomes {@link #check()}'s
+ *       failure at once, not when the consumer next asks for a batch.</li>
+ * </ul>
+ *
+ * <p>Only the holder of {@code reader} touches the socket's read side. A waiting iterator that finds the
+ * watchdog holding it wakes the watchdog's selector, which then yields; the watchdog takes the socket back
+ * once the iterator has not waited for a while ({@link #WATCHDOG_PARK_NANOS}). Messages read by the
+ * watchdog are taken from the inbox first, so order is kept.
+ */
+public final class ConsumerLink implements AutoCloseable {
+    /**
+     * How long the watchdog leaves the socket to an iterator that stopped waiting: a consumer in a tight
+     * loop is back within it, and then takes the socket without waking anyone; a consumer that trains
+     * longer learns of a dead producer at most this much later than at once.
+     */
+    private static final long WATCHDOG_PARK_NANOS = 20_000_000L;
+
+    private final MessageChannel channel;
+    private final String producer;
+    private final ConcurrentLinkedQueue<Message> inbox = new ConcurrentLinkedQueue<>();
+    private final ReentrantLock reader = new ReentrantLock();
+    private final Selector iteratorSelector;
+    private final Selector watchdogSelector;
+    private final Thread watchdog;
+    private volatile boolean iteratorWaiting;
+    /** When an iterator last stopped waiting ({@link System#nanoTime()}). */
+    private volatile long iteratorLeft = System.nanoTime() - WATCHDOG_PARK_NANOS;
+    /** Nothing more can be read: the peer closed the connection, or a failure was seen. */
+    private volatile boolean ended;
+    private volatile TensorSocketException failure;
+    private volatile boolean streamEnded;
+    private volatile boolean closing;
+    private volatile long producerPid = -1;
+
+    public ConsumerLink(MessageChannel channel, String producer) {
+        this.channel = channel;
+        this.producer = producer;
+        try {
+            channel.channel().configureBlocking(false);
+            iteratorSelector = Selector.open();
+            watchdogSelector = Selector.open();
+            channel.channel().register(iteratorSelector, SelectionKey.OP_READ);
+            channel.channel().register(watchdogSelector, SelectionKey.OP_READ);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        this.watchdog = Thread.ofPlatform().daemon().name("tensorsocket-consumer-watchdog").start(this::watch);
+    }
+
+    /** The watchdog: reads the socket whenever no iterator waits on it, until the connection ends. */
+    private void watch() {
+        while (!closing && !ended) {
+            long sinceIterator = System.nanoTime() - iteratorLeft;
+            if (iteratorWaiting || sinceIterator < WATCHDOG_PARK_NANOS || !reader.tryLock()) {
+                LockSupport.parkNanos(this, Math.max(1_000_000L, WATCHDOG_PARK_NANOS - sinceIterator));
+                continue;
+            }
+            try {
+                if (iteratorWaiting) {
+                    continue;
+                }
+                watchdogSelector.select();
+                watchdogSelector.selectedKeys().clear();
+                if (!closing) {
+                    readFrames();
+                }
+            } catch (IOException | ClosedSelectorException e) {
+                if (!closing) {
+                    fail(lostConnection(e instanceof IOException io ? io : null));
+                }
+                return;
+            } finally {
+                reader.unlock();
+            }
+        }
+    }
+
+    /**
+     * Reads every whole frame the socket holds into the inbox; the caller holds {@code reader}.
+     *
+     * @return whether anything new happened (a message, a failure, or the end)
+     */
+    private boolean readFrames() {
+        if (ended) {
+            return false;
+        }
+        boolean any = false;
+        try {
+            while (!ended) {
+                Message m = channel.readAvailable();
+                if (m == null) {
+                    if (channel.peerClosed()) {
+                        ended = true;
+                        if (!streamEnded) {
+                            fail(lostConnection(null));
+                        }
+                        return true;
+                    }
+                    return any;
+                }
+                any = true;
+                if (m instanceof Message.Error e) {
+                    ended = true;
+                    fail(toException(e));
+                    return true;
+                }
+                if (m instanceof Message.EndOfStream) {
+                    streamEnded = true;
+                }
+                inbox.add(m);
+            }
+        } catch (ProtocolException | ProtocolVersionException e) {
+            ended = true;
+            fail(e);
+        } catch (IOException e) {
+            ended = true;
+            if (!streamEnded) {
+                fail(lostConnection(e));
+            }
+        }
+        return true;
+    }
+
+    private ProducerGoneException lostConnection(IOException cause) {
+        return new ProducerGoneException("lost the connection to producer '" + producer + "'"
+                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
+                + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
+    }
+
+    private void fail(TensorSocketException e) {
+        if (failure == null && !closing) {
+            failure = e;
+        }
+    }
+
+    private TensorSocketException toException(Message.Error e) {
+        String m = e.message().contains("producer '") ? e.message() : "producer '" + producer + "': " + e.message();
+        return switch (e.code()) {
+            case VERSION_MISMATCH -> new ProtocolVersionException(m);
+            case BAD_FRAME -> new ProtocolException(m);
+            case BAD_REQUEST -> new RequestRejectedException(m);
+            case EVICTED -> new ConsumerEvictedException(m);
+            case LOADER_FAILED -> new ProducerFailedException(m);
+            case PRODUCER_CLOSED -> new ProducerGoneException(m);
+            case INTERNAL -> new TensorSocketException(m);
+        };
+    }
+
+    public void producerPid(long pid) {
+        this.producerPid = pid;
+    }
+
+    /** Throws the failure the receiver saw, if any. */
+    public void check() {
+        TensorSocketException f = failure;
+        if (f != null) {
+            throw f;
+        }
+    }
+
+    /**
+     * The next message, waiting at most {@code timeoutNanos}; the calling thread reads the socket itself
+     * while it waits.
+     *
+     * @throws TensorSocketTimeoutException saying what was awaited
+     */
+    public Message take(long timeoutNanos, String awaited) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        check();
+        Message m = inbox.poll();
+        if (m != null) {
+            return m;
+        }
+        iteratorWaiting = true;
+        try {
+            if (!reader.tryLock()) {
+                watchdogSelector.wakeup();
+                if (!reader.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    throw timeout(timeoutNanos, awaited);
+                }
+            }
+            try {
+                while (true) {
+                    m = inbox.poll();
+                    if (m != null) {
+                        return m;
+                    }
+                    check();
+                    if (readFrames()) {
+                        continue;
+                    }
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0 || ended) {
+                        throw timeout(timeoutNanos, awaited);
+                    }
+                    iteratorSelector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                    iteratorSelector.selectedKeys().clear();
+                    if (Thread.interrupted()) {
+                        Thread.currentThread().interrupt();
+                        throw new TensorSocketException("interrupted while waiting for " + awaited);
+                    }
+                }
+            } finally {
+                reader.unlock();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TensorSocketException("interrupted while waiting for " + awaited, e);
+        } catch (IOException | ClosedSelectorException e) {
+            check();
+            throw closing ? new IllegalStateException("this consumer of producer '" + producer + "' is closed")
+                    : lostConnection(e instanceof IOException io ? io : null);
+        } finally {
+            iteratorLeft = System.nanoTime();
+            iteratorWaiting = false; // the watchdog takes the socket back after WATCHDOG_PARK_NANOS
+        }
+    }
+
+    private TensorSocketException timeout(long timeoutNanos, String awaited) {
+        check();
+        return new TensorSocketTimeoutException("waited " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms for "
+                + awaited + " from producer '" + producer + "'; the producer is alive but sent nothing (a slow loader,"
+                + " or a stalled peer holding everyone up); raise the consumer's timeout if that is expected");
+    }
+
+    /** The next message if one was read already, else null. */
+    public Message poll() {
+        check();
+        return inbox.poll();
+    }
+
+    /** Whether the producer said the stream is over. */
+    public boolean streamEnded() {
+        return streamEnded;
+    }
+
+    public void send(Message m) {
+        if (streamEnded) {
+            channel.sendQuietly(m); // the producer may already be gone after a finished stream
+            return;
+        }
+        try {
+            channel.send(m);
+        } catch (IOException e) {
+            readWhatIsLeft(); // an ERROR the producer sent before it closed says more than the broken pipe
+            check();
+            fail(lostConnection(e));
+            check();
+        }
+    }
+
+    /** Reads what the socket still holds, if no one else is reading it now. */
+    private void readWhatIsLeft() {
+        try {
+            if (reader.tryLock(100, TimeUnit.MILLISECONDS)) {
+                try {
+                    readFrames();
+                } finally {
+                    reader.unlock();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Sends a message whose loss does not matter (a progress report): a broken connection is reported elsewhere. */
+    public void sendQuietly(Message m) {
+        channel.sendQuietly(m);
+    }
+
+    /** Gives the watchdog up to {@code millis} to read what the producer sent before it closed the connection. */
+    public void awaitReceiverEnd(long millis) {
+        readWhatIsLeft();
+        try {
+            watchdog.join(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        closing = true;
+        channel.sendQuietly(new Message.Bye());
+        channel.close();
+        watchdogSelector.wakeup();
+        LockSupport.unpark(watchdog);
+        try {
+            watchdog.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        closeQuietly(iteratorSelector);
+        closeQuietly(watchdogSelector);
+    }
+
+    private static void closeQuietly(Selector s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // nothing left to release
+        }
+    }
+}

@@ -1,0 +1,288 @@
+package io.tensorsocket.stream;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One consumer's view of the stream: the producer batches it was handed and still holds, the position of
+ * the next sample it hands out, and its epochs. It regroups producer batches into batches of this
+ * consumer's size, says which slots each spans, and which producer batches may be released.
+ *
+ * <pre>
+ *  producer batches (B = 4)   |s0 . . .|s1 . . .|s2 . . .|s3 .|        (samplesPerEpoch = 14)
+ *  consumer batches (b = 6)   |c0 . . . . .|c1 . . . . .|c2 .|         (c2 dropped with drop-last)
+ *  c0 spans s0,s1 (gathered); c1 spans s1,s2,s3; s0 is releasable once c0 is taken,
+ *  a batch inside one slot is a view and keeps that slot until it is closed (pinned).
+ * </pre>
+ *
+ * <p>An epoch of this consumer is {@code samplesPerEpoch} consecutive stream positions from where it
+ * started: producer epochs for a consumer that started at an epoch start, straddling two producer epochs
+ * for a rolling one. Every sample of each epoch is handed out exactly once, in order; every producer batch
+ * handed to the consumer becomes releasable exactly once, in order.
+ */
+public final class ConsumerStream {
+
+    /** A producer batch this consumer holds. */
+    private static final class Held {
+        final long seq;
+        final int slot;
+        final long start;
+        final long end;
+        long consumed;
+        boolean pinned;
+
+        Held(long seq, int slot, long start, int samples) {
+            this.seq = seq;
+            this.slot = slot;
+            this.start = start;
+            this.end = start + samples;
+            this.consumed = start;
+        }
+    }
+
+    /** Part of a consumer batch: {@code samples} samples from {@code offset} in slot {@code slot}, placed at {@code destOffset}. */
+    public record Piece(long seq, int slot, long offset, int samples, long destOffset) {
+    }
+
+    /**
+     * A consumer batch to hand out: its epoch, index and first sample in this consumer's epoch, and the
+     * pieces it is made of, in order. A batch of one piece is a view of that slot and pins it until
+     * {@link ConsumerStream#unpin(long)}.
+     */
+    public record BatchPlan(long epoch, long index, long sampleStart, int samples, List<Piece> pieces) {
+        /** Whether the batch lies inside one slot (a zero-copy view). */
+        public boolean single() {
+            return pieces.size() == 1;
+        }
+    }
+
+    /** {@link #nextBatch()}: more descriptors must arrive before the next batch can be decided. */
+    public static final int NEED_MORE = -1;
+
+    private final StreamGeometry geometry;
+    private final int slots;
+    private final int batchSize;
+    private final boolean dropLast;
+    private final long startEpoch;
+    private final long startPosition;
+    private final ArrayDeque<Held> held = new ArrayDeque<>();
+    private long expectedSeq = -1;
+    private long receivedUpTo;
+    private boolean streamEnded;
+    private long position;
+    private long epochBase;
+    private long epochNumber;
+    private boolean epochStarted;
+    private long batchIndex;
+
+    /**
+     * A consumer of {@code batchSize}-sample batches over an arena of {@code slots} slots, starting at
+     * {@code startSample} of producer epoch {@code startEpoch} (see {@link JoinRule}).
+     */
+    public ConsumerStream(StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch,
+                          long startSample) {
+        if (batchSize < 1 || slots < 1) {
+            throw new IllegalArgumentException("batch size and slot count must be at least 1");
+        }
+        this.geometry = geometry;
+        this.slots = slots;
+        this.batchSize = batchSize;
+        this.dropLast = dropLast;
+        this.startEpoch = startEpoch;
+        this.startPosition = geometry.position(startEpoch, startSample);
+        this.epochBase = startPosition;
+        this.position = startPosition;
+        this.receivedUpTo = startPosition;
+        this.epochNumber = startEpoch;
+    }
+
+    // ------------------------------------------------------------------------------------------------ arrivals
+
+    /**
+     * Takes the descriptor of the next producer batch handed to this consumer.
+     *
+     * @throws IllegalArgumentException if it does not continue the stream where the last one ended
+     */
+    public void accept(BatchPosition p, int slot) {
+        long start = p.start(geometry);
+        if ((expectedSeq >= 0 && p.seq() != expectedSeq) || slot != (int) (p.seq() % slots) || p.samples() < 1
+                || p.samples() > geometry.producerBatchSize() || p.sampleStart() < 0
+                || p.sampleStart() + p.samples() > geometry.samplesPerEpoch() || start != receivedUpTo || streamEnded) {
+            throw new IllegalArgumentException("an inconsistent batch descriptor " + p + " in slot " + slot
+                    + " (expected seq " + expectedSeq + " at stream position " + receivedUpTo + ")");
+        }
+        expectedSeq = p.seq() + 1;
+        held.addLast(new Held(p.seq(), slot, start, p.samples()));
+        receivedUpTo = start + p.samples();
+    }
+
+    /** The producer ended the stream: no more descriptors come. */
+    public void endOfStream() {
+        streamEnded = true;
+    }
+
+    public boolean streamEnded() {
+        return streamEnded;
+    }
+
+    /** Stream position up to which descriptors have arrived. */
+    public long receivedUpTo() {
+        return receivedUpTo;
+    }
+
+    // ------------------------------------------------------------------------------------------------ epochs
+
+    /** Whether an epoch was begun (the previous one must then be finished or skipped before the next). */
+    public boolean epochStarted() {
+        return epochStarted;
+    }
+
+    /**
+     * Begins the next epoch. If one was begun before, the caller first skips to its {@link #epochEnd()}
+     * ({@link #skipArrived(long)} as descriptors arrive).
+     */
+    public void beginEpoch() {
+        if (epochStarted) {
+            epochBase += geometry.samplesPerEpoch();
+            epochNumber++;
+        }
+        epochStarted = true;
+        batchIndex = 0;
+    }
+
+    /** This consumer's epoch number: its start epoch plus one per epoch begun after the first. */
+    public long epoch() {
+        return epochNumber;
+    }
+
+    /** Stream position where the current epoch begins. */
+    public long epochBase() {
+        return epochBase;
+    }
+
+    /** Stream position just past the current epoch. */
+    public long epochEnd() {
+        return epochBase + geometry.samplesPerEpoch();
+    }
+
+    /** Stream position of the next sample to hand out. */
+    public long position() {
+        return position;
+    }
+
+    /** Stream position of the first sample of a batch of this consumer's epoch {@code epoch} at {@code sampleStart}. */
+    public long streamPosition(long epoch, long sampleStart) {
+        return startPosition + (epoch - startEpoch) * geometry.samplesPerEpoch() + sampleStart;
+    }
+
+    /** Batches in one epoch at this consumer's batch size. */
+    public long batchesPerEpoch() {
+        long s = geometry.samplesPerEpoch();
+        return dropLast ? s / batchSize : (s + batchSize - 1) / batchSize;
+    }
+
+    /** Whether every batch this consumer will ever get was handed out (the stream ended, or its last epoch passed). */
+    public boolean isEndOfStream(long producerEpochs) {
+        boolean pastLastEpoch = producerEpochs > 0 && position >= producerEpochs * geometry.samplesPerEpoch();
+        return pastLastEpoch || (streamEnded && position >= receivedUpTo);
+    }
+
+    // ------------------------------------------------------------------------------------------------ batches
+
+    /**
+     * Samples in the next batch of the current epoch: a positive size when it has arrived, 0 at the end of
+     * the epoch (or of the stream), or {@link #NEED_MORE}. Returning 0 early (a tail dropped with drop-last,
+     * or the stream ended) consumes the samples that will not be handed out, so they become releasable.
+     */
+    public int nextBatch() {
+        long end = epochEnd();
+        long remaining = end - position;
+        if (remaining <= 0) {
+            return 0;
+        }
+        int want = (int) Math.min(batchSize, remaining);
+        long available = Math.min(want, receivedUpTo - position);
+        if (available < want && !streamEnded) {
+            return NEED_MORE;
+        }
+        if (available <= 0 || (dropLast && available < batchSize)) {
+            skipArrived(end);
+            return 0;
+        }
+        return (int) available;
+    }
+
+    /** Hands out the next {@code n} samples (as said by {@link #nextBatch()}): the slots they lie in. */
+    public BatchPlan take(int n) {
+        long from = position;
+        long to = from + n;
+        if (n < 1 || to > receivedUpTo || to > epochEnd()) {
+            throw new IllegalArgumentException(n + " samples at stream position " + from + " have not all arrived");
+        }
+        List<Piece> pieces = new ArrayList<>(2);
+        for (Held h : held) {
+            long a = Math.max(from, h.start);
+            long b = Math.min(to, h.end);
+            if (a < b) {
+                pieces.add(new Piece(h.seq, h.slot, a - h.start, (int) (b - a), a - from));
+            }
+            if (h.start < to) {
+                h.consumed = Math.max(h.consumed, Math.min(h.end, to));
+            }
+        }
+        if (pieces.size() == 1) {
+            find(pieces.getFirst().seq()).pinned = true;
+        }
+        BatchPlan plan = new BatchPlan(epochNumber, batchIndex, from - epochBase, n, List.copyOf(pieces));
+        batchIndex++;
+        position = to;
+        return plan;
+    }
+
+    /** Consumes, without handing them out, the arrived samples up to {@code target}; returns whether it got there. */
+    public boolean skipArrived(long target) {
+        long covered = Math.min(target, receivedUpTo);
+        if (covered > position) {
+            for (Held h : held) {
+                if (h.start < covered) {
+                    h.consumed = Math.max(h.consumed, Math.min(h.end, covered));
+                }
+            }
+            position = covered;
+        }
+        return position >= target;
+    }
+
+    /** The view of batch {@code seq} was closed: its slot may be released once consumed. */
+    public void unpin(long seq) {
+        Held h = find(seq);
+        if (h != null) {
+            h.pinned = false;
+        }
+    }
+
+    /** The oldest producer batch that may be released now (removed from those held), or -1 if none. */
+    public long pollReleasable() {
+        Held h = held.peekFirst();
+        if (h == null || h.consumed < h.end || h.pinned) {
+            return -1;
+        }
+        held.pollFirst();
+        return h.seq;
+    }
+
+    /** Producer batches held and not yet released. */
+    public int heldCount() {
+        return held.size();
+    }
+
+    private Held find(long seq) {
+        for (Held h : held) {
+            if (h.seq == seq) {
+                return h;
+            }
+        }
+        return null;
+    }
+}

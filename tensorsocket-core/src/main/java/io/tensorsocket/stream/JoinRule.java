@@ -1,0 +1,49 @@
+package io.tensorsocket.stream;
+
+import io.tensorsocket.StartMode;
+
+/**
+ * Where a consumer that joins now starts.
+ *
+ * <ol>
+ *   <li>Before the first batch of an epoch is published: at that epoch's start, with nothing retained.</li>
+ *   <li>If the current epoch's first batch is still inside the rubber band (the {@code R} most recently
+ *       published batches): at that epoch's start, handed every batch of the epoch published so far.</li>
+ *   <li>Otherwise: rolling, at the next batch to be published; its epoch ends one epoch of samples later,
+ *       mid-way through the producer's next epoch.</li>
+ * </ol>
+ *
+ * <p>The rule reads only a {@link ProducerStream}'s state, so a producer on any transport asks it the same
+ * way; a new way to join (say, waiting for the next epoch start instead of rolling) is a new case here.
+ */
+public final class JoinRule {
+    private final int rubberBand;
+
+    public JoinRule(int rubberBand) {
+        if (rubberBand < 0) {
+            throw new IllegalArgumentException("the rubber band holds 0 or more batches, not " + rubberBand);
+        }
+        this.rubberBand = rubberBand;
+    }
+
+    public int rubberBand() {
+        return rubberBand;
+    }
+
+    /** Where a consumer joining the stream in its current state starts. */
+    public StartPoint decide(ProducerStream stream) {
+        if (stream.nextSample() == 0) {
+            return StartPoint.of(StartMode.EPOCH_START, stream.nextEpoch(), 0);
+        }
+        long first = stream.epochStartSeq();
+        if (first >= 0 && inWindow(first, stream.publishedSeq())) {
+            return new StartPoint(StartMode.EPOCH_START, stream.nextEpoch(), 0, first, stream.publishedSeq());
+        }
+        return StartPoint.of(StartMode.ROLLING, stream.nextEpoch(), stream.nextSample());
+    }
+
+    /** Whether batch {@code seq} is among the rubber band's batches when {@code publishedSeq} is the newest. */
+    public boolean inWindow(long seq, long publishedSeq) {
+        return seq <= publishedSeq && seq > publishedSeq - rubberBand;
+    }
+}

@@ -1,0 +1,19 @@
+/**
+ * TensorSocket core: one data loader (a {@link io.tensorsocket.TensorProducer}) serving batches to many
+ * training processes ({@link io.tensorsocket.TensorConsumer}) through shared memory, with control over a
+ * Unix-domain socket.
+ *
+ * <p>Users see {@code io.tensorsocket} (the API) and {@code io.tensorsocket.source} (ready-made batch
+ * sources). The arena and the wire protocol are exported only to the modules of this project that
+ * inspect them (the command line and the benchmarks); the producer, consumer and stream internals are
+ * not exported at all.
+ */
+module io.tensorsocket.core {
+    requires org.slf4j;
+    requires jdk.net;
+
+    exports io.tensorsocket;
+    exports io.tensorsocket.source;
+    exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
+    exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench;
+}

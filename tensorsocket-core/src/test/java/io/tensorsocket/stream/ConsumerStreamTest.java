@@ -1,0 +1,77 @@
+package io.tensorsocket.stream;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Regrouping, spans and releases of one consumer, step by step (the example in ConsumerStream's Javadoc). */
+class ConsumerStreamTest {
+    private static final StreamGeometry G = new StreamGeometry(14, 4);
+
+    @Test
+    void regroupsFourSampleBatchesIntoSixAndReleasesEachOnceConsumed() {
+        ConsumerStream c = new ConsumerStream(G, 8, 6, false, 0, 0);
+        c.beginEpoch();
+        assertEquals(ConsumerStream.NEED_MORE, c.nextBatch());
+        c.accept(new BatchPosition(0, 0, 0, 0, 4), 0);
+        assertEquals(ConsumerStream.NEED_MORE, c.nextBatch());
+        c.accept(new BatchPosition(1, 0, 1, 4, 4), 1);
+        assertEquals(6, c.nextBatch());
+        ConsumerStream.BatchPlan b0 = c.take(6);
+        assertEquals(List.of(new ConsumerStream.Piece(0, 0, 0, 4, 0), new ConsumerStream.Piece(1, 1, 0, 2, 4)), b0.pieces());
+        assertEquals(0, c.pollReleasable());
+        assertEquals(-1, c.pollReleasable()); // batch 1 still has two samples to hand out
+        c.accept(new BatchPosition(2, 0, 2, 8, 4), 2);
+        c.accept(new BatchPosition(3, 0, 3, 12, 2), 3);
+        assertEquals(6, c.nextBatch());
+        c.take(6);
+        assertEquals(1, c.pollReleasable());
+        assertEquals(2, c.pollReleasable());
+        assertEquals(2, c.nextBatch()); // the short last batch
+        ConsumerStream.BatchPlan last = c.take(2);
+        assertTrue(last.single());
+        assertEquals(-1, c.pollReleasable()); // a view pins its slot
+        c.unpin(3);
+        assertEquals(3, c.pollReleasable());
+        assertEquals(0, c.nextBatch());
+    }
+
+    @Test
+    void dropLastSkipsTheShortTailAndStillReleasesIt() {
+        ConsumerStream c = new ConsumerStream(G, 8, 6, true, 0, 0);
+        c.beginEpoch();
+        c.accept(new BatchPosition(0, 0, 0, 0, 4), 0);
+        c.accept(new BatchPosition(1, 0, 1, 4, 4), 1);
+        c.accept(new BatchPosition(2, 0, 2, 8, 4), 2);
+        c.take(c.nextBatch());
+        c.take(c.nextBatch());
+        assertEquals(ConsumerStream.NEED_MORE, c.nextBatch()); // the tail must arrive before it can be skipped
+        c.accept(new BatchPosition(3, 0, 3, 12, 2), 3);
+        assertEquals(0, c.nextBatch());
+        assertEquals(List.of(0L, 1L, 2L, 3L), List.of(c.pollReleasable(), c.pollReleasable(), c.pollReleasable(),
+                c.pollReleasable()));
+        assertEquals(2, c.batchesPerEpoch());
+    }
+
+    @Test
+    void aRollingEpochEndsOneEpochOfSamplesAfterItsStart() {
+        ConsumerStream c = new ConsumerStream(G, 8, 20, false, 0, 8);
+        c.beginEpoch();
+        assertEquals(8, c.epochBase());
+        assertEquals(22, c.epochEnd());
+        assertEquals(8 + 14 + 3, c.streamPosition(1, 3));
+    }
+
+    @Test
+    void aDescriptorOutOfOrderIsRefused() {
+        ConsumerStream c = new ConsumerStream(G, 8, 6, false, 0, 0);
+        assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(0, 0, 1, 4, 4), 0)); // gap
+        assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(0, 0, 0, 0, 4), 1)); // wrong slot
+        c.accept(new BatchPosition(0, 0, 0, 0, 4), 0);
+        assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(2, 0, 1, 4, 4), 2)); // seq skipped
+    }
+}

@@ -1,0 +1,74 @@
+package io.tensorsocket.stream;
+
+import io.tensorsocket.StartMode;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** The join rule on its own: where a consumer starts for each state of the producer's stream. */
+class JoinRuleTest {
+    private static final StreamGeometry G = new StreamGeometry(40, 4); // 10 batches per epoch
+
+    private static ProducerStream after(int batches) {
+        ProducerStream s = new ProducerStream(G);
+        for (int q = 0; q < batches; q++) {
+            if (s.epochComplete()) {
+                s.endEpoch(s.nextEpoch());
+            }
+            s.publish(q, 4);
+        }
+        return s;
+    }
+
+    @Test
+    void beforeAnyBatchItStartsAtTheFirstEpochStart() {
+        assertEquals(StartPoint.of(StartMode.EPOCH_START, 0, 0), new JoinRule(3).decide(after(0)));
+    }
+
+    @Test
+    void whileTheEpochsFirstBatchIsInTheRubberBandItStartsThereWithEveryBatchSinceReplayed() {
+        assertEquals(new StartPoint(StartMode.EPOCH_START, 0, 0, 0, 2), new JoinRule(3).decide(after(3)));
+    }
+
+    @Test
+    void onceTheEpochsFirstBatchLeftTheRubberBandItRollsFromTheNextBatch() {
+        StartPoint p = new JoinRule(3).decide(after(4));
+        assertEquals(StartPoint.of(StartMode.ROLLING, 0, 16), p);
+        assertEquals(0, p.retainedCount());
+    }
+
+    @Test
+    void withoutARubberBandItRollsAsSoonAsTheFirstBatchIsOut() {
+        assertEquals(StartPoint.of(StartMode.ROLLING, 0, 4), new JoinRule(0).decide(after(1)));
+    }
+
+    @Test
+    void afterAnEpochEndedItStartsAtTheNextEpoch() {
+        ProducerStream s = after(10);
+        s.endEpoch(0);
+        assertEquals(StartPoint.of(StartMode.EPOCH_START, 1, 0), new JoinRule(3).decide(s));
+    }
+
+    @Test
+    void afterAnEpochsLastBatchButBeforeItsEndTheFullEpochIsReplayedIfTheBandHoldsIt() {
+        assertEquals(new StartPoint(StartMode.EPOCH_START, 0, 0, 0, 9), new JoinRule(10).decide(after(10)));
+        // else the consumer rolls from the next epoch's first sample: the same position, counted as rolling
+        assertEquals(StartPoint.of(StartMode.ROLLING, 0, 40), new JoinRule(3).decide(after(10)));
+    }
+
+    @Test
+    void inTheSecondEpochTheBandCountsFromThatEpochsFirstBatch() {
+        assertEquals(new StartPoint(StartMode.EPOCH_START, 1, 0, 10, 11), new JoinRule(2).decide(after(12)));
+        assertEquals(StartPoint.of(StartMode.ROLLING, 1, 12), new JoinRule(2).decide(after(13)));
+    }
+
+    @Test
+    void aSourceThatBreaksTheEpochsShapeIsTold() {
+        ProducerStream s = new ProducerStream(G);
+        assertThrows(IllegalStateException.class, () -> s.publish(0, 3)); // short batch mid-epoch
+        assertThrows(IllegalArgumentException.class, () -> s.publish(0, 5)); // over the batch size
+        s.publish(0, 4);
+        assertThrows(IllegalStateException.class, () -> s.endEpoch(0)); // 4 of 40 samples
+    }
+}

@@ -1,0 +1,109 @@
+package io.tensorsocket.stream;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+/**
+ * The stream scenarios shared with the Python client (docs/test-vectors/scenarios.txt): for each, what a
+ * consumer sees, start point, batches with the slots they span, and releases, in order. The Python client
+ * walks the same scenarios through its port of the model (clients/python/tests/test_stream.py).
+ *
+ * <p>The file was written by this model ({@code -Dscenarios.write=true} rewrites it) and its first
+ * scenarios checked by hand; from then on it pins the rules, in both languages.
+ */
+class StreamScenariosTest {
+
+    /** Scenario lines: name, then the given parameters. */
+    private static final String[] GIVEN = {
+            "fresh-regroup-4-into-6 samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+            "fresh-drop-last samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
+            "replay-from-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+            "rolling-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+            "rolling-across-short-last-batch samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+            "rolling-drop-last samples=10 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=4 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
+            "join-after-epoch-end samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=yes consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+            "join-before-epoch-end-replays-all samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+            "consumer-batch-larger-than-epoch samples=6 producer_batch=4 rubber_band=1 published=0 epoch_ended=no consumer_batch=9 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+            "consumer-batch-one samples=5 producer_batch=2 rubber_band=1 published=0 epoch_ended=no consumer_batch=1 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+            "leave-epoch-early samples=12 producer_batch=3 rubber_band=1 published=0 epoch_ended=no consumer_batch=4 drop_last=no epochs=2 producer_epochs=0 leave_after=1",
+            "rolling-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0",
+    };
+
+    static StreamSimulation parse(String given) {
+        String[] w = given.split(" ");
+        java.util.Map<String, String> kv = new java.util.HashMap<>();
+        for (int i = 1; i < w.length; i++) {
+            String[] p = w[i].split("=", 2);
+            kv.put(p[0], p[1]);
+        }
+        return new StreamSimulation(Long.parseLong(kv.get("samples")), Integer.parseInt(kv.get("producer_batch")),
+                Integer.parseInt(kv.get("rubber_band")), Integer.parseInt(kv.get("published")),
+                kv.get("epoch_ended").equals("yes"), Integer.parseInt(kv.get("consumer_batch")),
+                kv.get("drop_last").equals("yes"), Integer.parseInt(kv.get("epochs")),
+                Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")));
+    }
+
+    static String render() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("""
+                # Stream scenarios shared by the Java and Python clients. Each block: a scenario line with what is
+                # given, then what the consumer sees, in order, and "end". Written by the Java stream model
+                # (StreamScenariosTest, -Dscenarios.write=true); checked by it and by clients/python/tests/test_stream.py.
+                #
+                # given: samples per epoch, the loader's batch size (each epoch's last batch is short when it does not
+                #   divide), the rubber band, batches published before the consumer joins (epoch_ended: whether the
+                #   producer had ended an epoch completed by them), the consumer's batch size and drop-last, the
+                #   consumer epochs iterated, producer epochs (0 = unbounded), leave_after (>0: the consumer leaves
+                #   each epoch after that many batches). Each batch is closed before the next is asked for.
+                # start <mode> epoch=<producer epoch> sample=<sample> retained=<first..last seq, or ->
+                # batch epoch=<consumer epoch> index=<i> sample=<first sample in the epoch> size=<n>
+                #   pieces=<seq>:<offset in its slot>+<samples>,...   (one piece: a view of that slot)
+                # release <seq>                (a RELEASE sent to the producer)
+                # end epoch=<e>                (the epoch's loop ended)
+
+                """);
+        for (String g : GIVEN) {
+            sb.append("scenario ").append(g).append('\n');
+            for (StreamSimulation.Event e : parse(g).run().events()) {
+                sb.append(e).append('\n');
+            }
+            sb.append("end\n\n");
+        }
+        return sb.toString();
+    }
+
+    static Path vectors() {
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.isDirectory(p.resolve("docs/test-vectors"))) {
+                return p.resolve("docs/test-vectors/scenarios.txt");
+            }
+        }
+        throw new AssertionError("docs/test-vectors not found above " + Path.of("").toAbsolutePath());
+    }
+
+    @Test
+    void theModelSeesWhatTheSharedScenariosSay() throws IOException {
+        Path file = vectors();
+        String rendered = render();
+        if (Boolean.getBoolean("scenarios.write")) {
+            Files.writeString(file, rendered, StandardCharsets.UTF_8);
+        }
+        List<String> want = new ArrayList<>(Files.readAllLines(file, StandardCharsets.UTF_8));
+        List<String> got = rendered.lines().toList();
+        assertFalse(want.isEmpty());
+        for (int i = 0; i < Math.max(want.size(), got.size()); i++) {
+            String w = i < want.size() ? want.get(i) : "<missing>";
+            String g = i < got.size() ? got.get(i) : "<missing>";
+            assertEquals(w, g, "line " + (i + 1) + " of " + file);
+        }
+    }
+}
