@@ -31,7 +31,7 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
     long epochs;
 
-    @Option(names = "--arena-mb", description = "Arena size in MiB (default: room for 8 batches).")
+    @Option(names = "--arena-mb", description = "Arena size in MiB (default: 8 to 64 batches, within half of the free shared memory).")
     Long arenaMb;
 
     @Option(names = "--slots", description = "Number of batch slots in the arena (instead of --arena-mb).")
