@@ -44,8 +44,11 @@ public final class TensorProducer implements AutoCloseable {
     private final ProducerServer server;
     private final CountDownLatch finished = new CountDownLatch(1);
     private volatile Thread thread;
+    private final String description;
+    private final long pid;
     private volatile Throwable failure;
     private volatile boolean closing;
+    private volatile long loaderErrors;
 
     private TensorProducer(Builder b) throws IOException {
         this.source = Objects.requireNonNull(b.source, "source");
@@ -55,9 +58,11 @@ public final class TensorProducer implements AutoCloseable {
         this.drainTimeout = b.drainTimeout;
         BatchLayout batch = source.layout();
         String description = checkedDescription(source);
+        this.description = description;
         ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
         long sessionId = new SecureRandom().nextLong();
         long pid = ProcessHandle.current().pid();
+        this.pid = pid;
         ProducerDirectory d = ProducerDirectory.claim(dir, b.accessGroup);
         SharedArena a = null;
         ProducerServer srv = null;
@@ -189,6 +194,7 @@ public final class TensorProducer implements AutoCloseable {
                 failure = new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage());
             }
         } catch (LoaderFailure e) {
+            loaderErrors++;
             String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": " + e.getCause();
             log.error(msg, e.getCause());
             failure = new ProducerFailedException(msg, e.getCause());
@@ -234,6 +240,19 @@ public final class TensorProducer implements AutoCloseable {
     /** Batches written to the arena so far. */
     public long batchesPublished() {
         return core.batchesPublished();
+    }
+
+    /**
+     * A snapshot of what the producer is doing, the same one {@code tensorsocket status} shows: rates,
+     * slots in use and every attached consumer's position, lag and wait share.
+     */
+    public ProducerStatus status() {
+        return core.status(pid, description);
+    }
+
+    /** Times the source threw (each ends the producer, so this is 0 or 1); for monitoring. */
+    public long loaderErrors() {
+        return loaderErrors;
     }
 
     /** Whether the producer has stopped serving. */
