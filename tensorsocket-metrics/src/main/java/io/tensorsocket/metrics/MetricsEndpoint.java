@@ -8,6 +8,7 @@ import io.tensorsocket.TensorProducer;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -42,9 +43,9 @@ public final class MetricsEndpoint implements AutoCloseable {
      * Starts serving {@code producer}'s meters on {@code address} (port 0 picks a free one; see
      * {@link #address()}).
      *
-     * @throws IOException if the address cannot be bound (in use, or not an address of this host)
+     * @throws UncheckedIOException if the address cannot be bound (in use, or not an address of this host)
      */
-    public static MetricsEndpoint start(TensorProducer producer, InetSocketAddress address) throws IOException {
+    public static MetricsEndpoint start(TensorProducer producer, InetSocketAddress address) {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         ProducerMeters meters = new ProducerMeters(producer, registry);
         HttpServer server;
@@ -52,7 +53,7 @@ public final class MetricsEndpoint implements AutoCloseable {
             server = HttpServer.create(address, 0);
         } catch (IOException e) {
             registry.close();
-            throw new IOException("cannot serve metrics on " + address + ": " + e.getMessage()
+            throw new UncheckedIOException("cannot serve metrics on " + address + ": " + e
                     + "; choose another port or address with --metrics HOST:PORT", e);
         }
         ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
