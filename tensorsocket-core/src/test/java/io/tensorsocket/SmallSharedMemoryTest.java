@@ -114,6 +114,21 @@ class SmallSharedMemoryTest {
         assertEquals(List.of(), leftovers());
     }
 
+    @Test
+    void reservingTakesTheSpaceBeforeAnyPageIsTouched() throws Exception {
+        Path dir = Files.createDirectories(dir("reserve"));
+        Path file = Files.createFile(dir.resolve("arena"));
+        long before = SpaceReservationProbe.free(mount);
+        io.tensorsocket.arena.SpaceReservation.reserve(file, 8L << 20);
+        assertEquals(8L << 20, Files.size(file));
+        assertTrue(before - SpaceReservationProbe.free(mount) >= 8L << 20, "the blocks are allocated, not sparse");
+        Path second = Files.createFile(dir.resolve("second"));
+        assertThrows(SharedMemoryFullException.class, () -> io.tensorsocket.arena.SpaceReservation.reserve(second, 9L << 20));
+        Files.delete(file);
+        Files.delete(second);
+        Files.delete(dir);
+    }
+
     /** Free space as the producer measures it. */
     static final class SpaceReservationProbe {
         static long free(Path p) throws IOException {
