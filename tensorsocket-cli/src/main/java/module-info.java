@@ -4,6 +4,7 @@ module io.tensorsocket.cli {
     requires io.tensorsocket.pipeline;
     requires io.tensorsocket.djl;
     requires io.tensorsocket.bench;
+    requires io.tensorsocket.metrics;
     requires info.picocli;
     requires org.slf4j;
     requires java.desktop;

@@ -3,6 +3,7 @@ package io.tensorsocket;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.producer.ProducerServer;
 import io.tensorsocket.protocol.Message;
@@ -45,8 +46,11 @@ public final class TensorProducer implements AutoCloseable {
     private final ProducerServer server;
     private final CountDownLatch finished = new CountDownLatch(1);
     private volatile Thread thread;
+    private final String description;
+    private final long pid;
     private volatile Throwable failure;
     private volatile boolean closing;
+    private volatile long loaderErrors;
 
     private TensorProducer(Builder b) throws IOException {
         this.source = Objects.requireNonNull(b.source, "source");
@@ -55,26 +59,32 @@ public final class TensorProducer implements AutoCloseable {
         this.epochs = b.epochs;
         this.drainTimeout = b.drainTimeout;
         BatchLayout batch = source.layout();
-        int slots = b.slotCount(batch);
-        ArenaLayout layout = ArenaLayout.of(batch, slots);
+        String description = checkedDescription(source);
+        this.description = description;
+        ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
         long sessionId = new SecureRandom().nextLong();
         long pid = ProcessHandle.current().pid();
+        this.pid = pid;
         ProducerDirectory d = ProducerDirectory.claim(dir, b.accessGroup);
         SharedArena a = null;
         ProducerServer srv = null;
+        int slots;
+        ArenaLayout layout;
         try {
+            slots = b.slotCount(batch, d.path(), name);
+            layout = ArenaLayout.of(batch, slots);
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             d.share(d.arenaPath(), false);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
                     b.stallTimeout, b.idleTimeout, b.minConsumers, name);
-            String description = source.description();
             String arenaPath = d.arenaPath().toString();
             srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
                     sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
                     source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), description));
             d.share(d.socketPath(), true);
             this.server = srv;
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
+            // Whatever failed, nothing of this producer stays behind: socket, arena, lock and directory go.
             if (srv != null) {
                 srv.close();
             }
@@ -87,7 +97,24 @@ public final class TensorProducer implements AutoCloseable {
         this.directory = d;
         this.arena = a;
         log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
-                source.description(), dir, slots, layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
+                description, dir, slots, layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
+    }
+
+    /**
+     * The source's description, which every WELCOME carries. One longer than the protocol's string limit is
+     * refused here rather than cut: sources such as the synthetic one put parameters in it that consumers
+     * parse, and a cut description would be wrong data, not just shorter text.
+     */
+    private static String checkedDescription(BatchSource source) {
+        String description = Objects.requireNonNull(source.description(), "source description");
+        int bytes = description.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > BatchSource.MAX_DESCRIPTION_BYTES) {
+            throw new IllegalArgumentException("the description of source " + source.getClass().getName() + " is " + bytes
+                    + " UTF-8 bytes, more than the " + BatchSource.MAX_DESCRIPTION_BYTES + " the protocol carries; make its"
+                    + " description() shorter (it starts: \"" + description.substring(0, Math.min(60, description.length()))
+                    + "...\")");
+        }
+        return description;
     }
 
     /** A builder; {@link Builder#source(BatchSource)} and a name or directory are required. */
@@ -169,6 +196,7 @@ public final class TensorProducer implements AutoCloseable {
                 failure = new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage());
             }
         } catch (LoaderFailure e) {
+            loaderErrors++;
             String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": " + e.getCause();
             log.error(msg, e.getCause());
             failure = new ProducerFailedException(msg, e.getCause());
@@ -214,6 +242,19 @@ public final class TensorProducer implements AutoCloseable {
     /** Batches written to the arena so far. */
     public long batchesPublished() {
         return core.batchesPublished();
+    }
+
+    /**
+     * A snapshot of what the producer is doing, the same one {@code tensorsocket status} shows: rates,
+     * slots in use and every attached consumer's position, lag and wait share.
+     */
+    public ProducerStatus status() {
+        return core.status(pid, description);
+    }
+
+    /** Times the source threw (each ends the producer, so this is 0 or 1); for monitoring. */
+    public long loaderErrors() {
+        return loaderErrors;
     }
 
     /** Whether the producer has stopped serving. */
@@ -305,7 +346,10 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
-        /** Arena size in MiB; the number of slots is what fits. Default: {@link #slots(int)}'s default. */
+        /**
+         * Arena size in MiB; the number of slots is what fits. Default: {@link #slots(int)}'s default, within
+         * half of the free space of the file system holding the arena.
+         */
         public Builder arenaMiB(long mib) {
             if (mib < 1) {
                 throw new IllegalArgumentException("arena size must be at least 1 MiB, got " + mib);
@@ -316,7 +360,9 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * Number of batch slots in the arena. Default: rubber band + claims ahead + 4, at least 8, and for
-         * small batches as many as fit in 64 MiB, up to 64.
+         * small batches as many as fit in 64 MiB, up to 64; fewer where that would take more than half of
+         * the free space of the file system holding the arena (usually {@code /dev/shm}), but never fewer than
+         * rubber band + claims ahead + 1.
          */
         public Builder slots(int slots) {
             if (slots < 2) {
@@ -400,20 +446,18 @@ public final class TensorProducer implements AutoCloseable {
             return d;
         }
 
-        int slotCount(BatchLayout batch) {
+        int slotCount(BatchLayout batch, Path dir, String producer) throws IOException {
             int min = Math.max(2, rubberBand + claimsAhead + 1);
+            long slotBytes = ArenaLayout.slotBytesFor(batch);
             int n;
             if (slots > 0) {
                 n = slots;
             } else if (arenaBytes > 0) {
                 n = (int) Math.min(Integer.MAX_VALUE, ArenaLayout.slotsThatFit(batch, arenaBytes));
             } else {
-                // Small batches get more slots (up to 64 within 64 MiB), so large consumer batch sizes fit.
-                long cheap = Math.min(64, (64L << 20) / ArenaLayout.slotBytesFor(batch));
-                n = (int) Math.max(Math.max(8, rubberBand + claimsAhead + 4), cheap);
+                n = defaultSlotCount(batch, slotBytes, min, dir, producer);
             }
             if (n < min) {
-                long slotBytes = ArenaLayout.slotBytesFor(batch);
                 long neededMiB = (ArenaLayout.HEADER_BYTES + slotBytes * min + (1 << 20) - 1) >> 20;
                 throw new IllegalArgumentException("the arena holds " + n + " slots of " + (slotBytes >> 10)
                         + " KiB (a batch of " + batch.batchSize() + " samples); this producer needs at least " + min
@@ -424,11 +468,43 @@ public final class TensorProducer implements AutoCloseable {
         }
 
         /**
+         * Slots when the user chose neither a count nor a size: rubber band + claims ahead + 4, at least 8,
+         * and for small batches as many as fit in 64 MiB, up to 64; but no more than half of what the file
+         * system holding the arena has free, so a small {@code /dev/shm} (64 MB in a default Docker container)
+         * still works and leaves room for others. Never below {@code min}: where even that does not fit,
+         * reserving the arena reports the file system as full.
+         */
+        private static int defaultSlotCount(BatchLayout batch, long slotBytes, int min, Path dir, String producer)
+                throws IOException {
+            long cheap = Math.min(64, (64L << 20) / slotBytes);
+            int wanted = (int) Math.max(Math.max(8, min + 3), cheap);
+            long free = SpaceReservation.usableBytes(dir);
+            long share = free / 2;
+            int n = wanted;
+            String why = "that is the default for " + (slotBytes >> 10) + " KiB batches";
+            if (ArenaLayout.HEADER_BYTES + wanted * slotBytes > share) {
+                n = (int) Math.max(min, Math.min(wanted, ArenaLayout.slotsThatFit(batch, share)));
+                why = "the default " + wanted + " slots (" + mib(ArenaLayout.HEADER_BYTES + wanted * slotBytes)
+                        + " MiB) would take more than half of the free space";
+            }
+            log.info("arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
+                    + " or --slots to choose)", producer, n, slotBytes >> 10, mib(ArenaLayout.HEADER_BYTES + n * slotBytes),
+                    why, mib(free), dir);
+            return n;
+        }
+
+        private static String mib(long bytes) {
+            return String.format(java.util.Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
+        }
+
+        /**
          * Creates the producer: claims its directory, maps and pre-touches the arena and opens the control
          * socket. Serving begins with {@link TensorProducer#start()} or {@link TensorProducer#run()}.
          *
          * @throws ProducerAlreadyRunningException if a live producer holds the name or directory
          * @throws PermissionDeniedException       if the directory belongs to another user
+         * @throws SharedMemoryFullException       if the file system holding the arena has too little free space
+         * @throws IllegalArgumentException        if the source's description or the socket path is too long
          */
         public TensorProducer build() {
             if ((name == null) == (directory == null)) {

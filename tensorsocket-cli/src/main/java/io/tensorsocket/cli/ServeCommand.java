@@ -2,10 +2,12 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorProducer;
+import io.tensorsocket.metrics.MetricsEndpoint;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -31,7 +33,7 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
     long epochs;
 
-    @Option(names = "--arena-mb", description = "Arena size in MiB (default: room for 8 batches).")
+    @Option(names = "--arena-mb", description = "Arena size in MiB (default: 8 to 64 batches, within half of the free shared memory).")
     Long arenaMb;
 
     @Option(names = "--slots", description = "Number of batch slots in the arena (instead of --arena-mb).")
@@ -61,8 +63,13 @@ final class ServeCommand implements Callable<Integer> {
             description = "Also let members of this group connect (default: only this user).")
     String group;
 
+    @Option(names = "--metrics", paramLabel = "[HOST:]PORT",
+            description = "Serve Prometheus/OpenMetrics metrics at http://HOST:PORT/metrics (a bare port binds loopback).")
+    String metrics;
+
     @Override
     public Integer call() throws Exception {
+        InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
         BatchSource src = source.build();
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
                 .stallTimeout(seconds(stallTimeoutS)).idleTimeout(seconds(idleTimeoutS)).minConsumers(minConsumers)
@@ -81,10 +88,15 @@ final class ServeCommand implements Callable<Integer> {
         if (group != null) {
             b.accessGroup(group);
         }
-        try (TensorProducer p = b.build()) {
+        try (TensorProducer p = b.build();
+             MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress)) {
             Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
-            System.out.println(Json.object().put("event", "ready").put("name", p.name())
-                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid()));
+            Json ready = Json.object().put("event", "ready").put("name", p.name())
+                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid());
+            if (endpoint != null) {
+                ready.put("metrics", endpoint.url());
+            }
+            System.out.println(ready);
             System.out.flush();
             p.run();
             System.out.println(Json.object().put("event", "finished").put("batches", p.batchesPublished()));

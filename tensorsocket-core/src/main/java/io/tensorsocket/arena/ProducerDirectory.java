@@ -93,7 +93,32 @@ public final class ProducerDirectory implements AutoCloseable {
     /** The directory of the producer called {@code name}. */
     public static Path forName(String name) {
         checkName(name);
-        return baseDirectory().resolve(name);
+        Path dir = baseDirectory().resolve(name);
+        checkSocketPathFits(dir);
+        return dir;
+    }
+
+    /**
+     * Longest path, in bytes, a Unix-domain socket address holds on Linux: {@code sun_path} is 108 bytes
+     * including the terminating NUL.
+     */
+    public static final int MAX_SOCKET_PATH_BYTES = 107;
+
+    /**
+     * Checks that the control socket of the producer in {@code dir} has a path short enough for a
+     * Unix-domain socket address, so both sides fail early with the numbers instead of at bind or connect.
+     *
+     * @throws IllegalArgumentException naming the path, its length, the limit and what to shorten
+     */
+    public static void checkSocketPathFits(Path dir) {
+        String socket = dir.resolve(SOCKET_FILE).toString();
+        int bytes = socket.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_SOCKET_PATH_BYTES) {
+            throw new IllegalArgumentException("Unix domain path too long: the control socket " + socket + " is " + bytes
+                    + " bytes, and a Unix-domain socket path holds at most " + MAX_SOCKET_PATH_BYTES + "; shorten it by "
+                    + (bytes - MAX_SOCKET_PATH_BYTES) + " bytes with a shorter producer name (--name) or a shorter base"
+                    + " directory (TENSORSOCKET_BASE, now " + baseDirectory() + ")");
+        }
     }
 
     /**
@@ -231,11 +256,14 @@ public final class ProducerDirectory implements AutoCloseable {
 
     /**
      * Checks a directory a consumer is about to use: it must belong to the current user, or be shared by
-     * its owner's producer with a group the current user is in (group r-x, nothing for others).
+     * its owner's producer with a group the current user is in (group r-x, nothing for others), and its
+     * control socket's path must fit a Unix-domain socket address.
      *
+     * @throws IllegalArgumentException  if the socket path is too long (see {@link #checkSocketPathFits(Path)})
      * @throws PermissionDeniedException otherwise, saying who owns it and what would grant access
      */
     public static void checkAccessibleToCurrentUser(Path dir) throws IOException {
+        checkSocketPathFits(dir);
         PosixFileAttributes a = Files.readAttributes(dir, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
         String me = System.getProperty("user.name");
         if (a.owner().getName().equals(me)) {

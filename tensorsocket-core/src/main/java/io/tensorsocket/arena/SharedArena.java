@@ -29,20 +29,27 @@ public final class SharedArena implements AutoCloseable {
         this.segment = segment;
     }
 
-    /** Creates, sizes, maps and pre-touches the arena file of a producer; the file is 0600. */
+    /**
+     * Creates, sizes, maps and pre-touches the arena file of a producer; the file is 0600. Its space is
+     * reserved before it is mapped (see {@link SpaceReservation}); on any failure the file is removed.
+     *
+     * @throws io.tensorsocket.SharedMemoryFullException if the file system cannot hold the arena
+     */
     public static SharedArena create(Path file, ArenaLayout layout, long sessionId, long pid) throws IOException {
         Files.deleteIfExists(file);
         Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Arena scope = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            SpaceReservation.reserve(file, layout.fileBytes());
             ch.truncate(layout.fileBytes());
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.fileBytes(), scope);
             // Writing every page now moves the page-fault cost out of the first epoch.
             seg.fill((byte) 0);
             layout.writeHeader(seg, sessionId, pid);
             return new SharedArena(layout, scope, seg);
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
             scope.close();
+            Files.deleteIfExists(file);
             throw e;
         }
     }

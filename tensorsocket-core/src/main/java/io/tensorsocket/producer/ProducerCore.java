@@ -451,7 +451,7 @@ public final class ProducerCore implements BatchSink {
     }
 
     /** A consistent snapshot of the producer and its consumers, taken under the lock. */
-    ProducerStatus status(long pid, String source) {
+    public ProducerStatus status(long pid, String source) {
         lock.lock();
         try {
             long now = System.nanoTime();

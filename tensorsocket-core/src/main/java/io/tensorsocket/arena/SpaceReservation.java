@@ -1,0 +1,131 @@
+package io.tensorsocket.arena;
+
+import io.tensorsocket.SharedMemoryFullException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Makes sure a file's blocks exist before the file is mapped. A mapping of a sparse file on a full tmpfs
+ * does not fail when it is made but when a page is first written, as a SIGBUS the JVM turns into an
+ * {@link InternalError} ("a fault occurred in an unsafe memory access operation"). Allocating the blocks
+ * first turns that into ENOSPC here, where it can be reported and cleaned up.
+ *
+ * <p>Uses {@code posix_fallocate(3)} through the foreign-function API; where the C library lacks it,
+ * writes zeros through the file channel, which fails with the same error.
+ */
+public final class SpaceReservation {
+    private static final int ENOSPC = 28;
+    private static final int O_RDWR = 2;
+    private static final int O_CLOEXEC = 0x80000;
+    private static final MethodHandle OPEN;
+    private static final MethodHandle FALLOCATE;
+    private static final MethodHandle CLOSE;
+
+    static {
+        MethodHandle open = null;
+        MethodHandle fallocate = null;
+        MethodHandle close = null;
+        try {
+            Linker linker = Linker.nativeLinker();
+            SymbolLookup libc = linker.defaultLookup();
+            // open(2) is variadic; without O_CREAT the mode argument is not read, so two fixed arguments suffice.
+            open = linker.downcallHandle(libc.find("open").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+            fallocate = linker.downcallHandle(libc.find("posix_fallocate").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG));
+            close = linker.downcallHandle(libc.find("close").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        } catch (RuntimeException | LinkageError e) {
+            open = fallocate = close = null;
+        }
+        OPEN = open;
+        FALLOCATE = fallocate;
+        CLOSE = close;
+    }
+
+    private SpaceReservation() {
+    }
+
+    /** Bytes the file system holding {@code dir} (or its nearest existing ancestor) can still give this user. */
+    public static long usableBytes(Path dir) throws IOException {
+        Path p = dir.toAbsolutePath();
+        while (p != null && !Files.exists(p)) {
+            p = p.getParent();
+        }
+        if (p == null) {
+            throw new IOException("no existing directory above " + dir);
+        }
+        return Files.getFileStore(p).getUsableSpace();
+    }
+
+    /**
+     * Gives the existing, empty {@code file} {@code bytes} of allocated space.
+     *
+     * @throws SharedMemoryFullException if the file system has not that much free (checked first, then by
+     *                                   the allocation itself, which also catches a race with another writer)
+     */
+    public static void reserve(Path file, long bytes) throws IOException {
+        Path dir = file.toAbsolutePath().getParent();
+        long free = usableBytes(dir);
+        if (bytes > free) {
+            throw new SharedMemoryFullException(dir, bytes, free);
+        }
+        int err = FALLOCATE != null ? fallocate(file, bytes) : writeZeros(file, bytes);
+        if (err == ENOSPC) {
+            throw new SharedMemoryFullException(dir, bytes, usableBytes(dir));
+        }
+        if (err != 0) {
+            throw new IOException("could not reserve " + bytes + " bytes for " + file + " (errno " + err + ")");
+        }
+    }
+
+    private static int fallocate(Path file, long bytes) throws IOException {
+        try (Arena a = Arena.ofConfined()) {
+            int fd = (int) OPEN.invokeExact(a.allocateFrom(file.toAbsolutePath().toString()), O_RDWR | O_CLOEXEC);
+            if (fd < 0) {
+                throw new IOException("could not open " + file + " to reserve its space");
+            }
+            try {
+                // posix_fallocate returns the error number instead of setting errno.
+                int err = (int) FALLOCATE.invokeExact(fd, 0L, bytes);
+                // A file system without fallocate support (EOPNOTSUPP / EINVAL): fall back to writing.
+                return err == 95 || err == 22 ? writeZeros(file, bytes) : err;
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(fd);
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("posix_fallocate call failed", t);
+        }
+    }
+
+    private static int writeZeros(Path file, long bytes) throws IOException {
+        ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            for (long pos = 0; pos < bytes; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - pos));
+                pos += ch.write(zeros, pos);
+            }
+            return 0;
+        } catch (IOException e) {
+            if (String.valueOf(e.getMessage()).contains("No space left")) {
+                return ENOSPC;
+            }
+            throw e;
+        }
+    }
+}
