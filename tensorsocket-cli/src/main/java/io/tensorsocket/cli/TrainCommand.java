@@ -25,6 +25,7 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.djl.SharedDataset;
 import io.tensorsocket.pipeline.IdxFile;
+import io.tensorsocket.pipeline.Normalization;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -33,8 +34,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code tensorsocket train}: trains a DJL model on CPU from a running producer, through the unchanged
@@ -102,14 +101,13 @@ final class TrainCommand implements Callable<Integer> {
                         .addTrainingListeners(TrainingListener.Defaults.basic());
                 try (Trainer trainer = m.newTrainer(config)) {
                     trainer.initialize(new Shape(input.batchShape(batchSize)));
-                    for (int e = 0; e < epochs; e++) {
-                        long epoch = c.epoch();
+                    for (int e = 0; e < epochs; e++) { // the job's epochs, counted from 1 when printed
                         long started = System.nanoTime();
                         EasyTrain.fit(trainer, 1, shared, test);
                         double seconds = (System.nanoTime() - started) / 1e9;
                         TrainingResult r = trainer.getTrainingResult();
                         Float validated = r.getValidateEvaluation("Accuracy");
-                        System.out.println(Json.object().put("epoch", epoch).put("samples", shared.lastEpochSamples())
+                        System.out.println(Json.object().put("epoch", e + 1).put("epochs", epochs).put("samples", shared.lastEpochSamples())
                                 .put("loss", (double) r.getTrainLoss())
                                 .put("accuracy", (double) (validated != null ? validated : r.getTrainEvaluation("Accuracy")))
                                 .put("accuracy_on", validated != null ? "test" : "train")
@@ -146,9 +144,6 @@ final class TrainCommand implements Callable<Integer> {
         };
     }
 
-    private static final Pattern MEAN = Pattern.compile("\\bmean=([-0-9.eE]+)");
-    private static final Pattern STD = Pattern.compile("\\bstd=([-0-9.eE]+)");
-
     /**
      * The test split as float32 images normalized like the producer's (its description carries mean and
      * std), shaped like the training input.
@@ -156,12 +151,13 @@ final class TrainCommand implements Callable<Integer> {
     static ArrayDataset testSet(NDManager manager, Path dir, String description, long[] sampleShape) throws IOException {
         IdxFile images = IdxFile.read(find(dir, "t10k-images-idx3-ubyte"));
         IdxFile labels = IdxFile.read(find(dir, "t10k-labels-idx1-ubyte"));
-        float mean = parse(MEAN, description, 0f);
-        float std = parse(STD, description, 1f);
+        Normalization n = Normalization.fromDescription(description).orElseThrow(() -> new IllegalArgumentException(
+                "the producer does not say how it normalises its images (no mean=... std=... in its description: "
+                        + description + "); --test-idx needs a producer started with --idx and float32 output"));
         byte[] px = images.data();
         float[] x = new float[px.length];
         for (int i = 0; i < px.length; i++) {
-            x[i] = ((px[i] & 0xFF) / 255f - mean) / std;
+            x[i] = n.apply(px[i] & 0xFF);
         }
         float[] y = new float[labels.count()];
         for (int i = 0; i < y.length; i++) {
@@ -181,10 +177,5 @@ final class TrainCommand implements Callable<Integer> {
             }
         }
         throw new IOException("no " + name + "[.gz] in " + dir + "; --test-idx needs the MNIST-format test files");
-    }
-
-    private static float parse(Pattern p, String text, float fallback) {
-        Matcher m = p.matcher(text);
-        return m.find() ? Float.parseFloat(m.group(1)) : fallback;
     }
 }
