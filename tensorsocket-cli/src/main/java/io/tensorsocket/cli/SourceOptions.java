@@ -4,6 +4,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
+import io.tensorsocket.pipeline.ImageFolder;
 import io.tensorsocket.pipeline.ImagePipelineSource;
 import io.tensorsocket.pipeline.Normalization;
 import io.tensorsocket.pipeline.OutputFormat;
@@ -83,16 +84,16 @@ final class SourceOptions {
 
     /** Builds the source. */
     BatchSource build() throws Exception {
-        if (kind.synthetic != null) {
-            return new SyntheticSource(SyntheticSpec.parse(kind.synthetic), batchSize,
-                    Duration.ofNanos((long) (loaderDelayMs * 1e6)));
-        }
         if ((mean != null || std != null) && kind.idx == null) {
             throw new IllegalArgumentException("--mean and --std apply to --idx sources; for --images put"
                     + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
         }
+        if (kind.synthetic != null) {
+            return new SyntheticSource(SyntheticSpec.parse(kind.synthetic), batchSize,
+                    Duration.ofNanos((long) (loaderDelayMs * 1e6)));
+        }
         if (kind.images != null) {
-            ImagePipelineSource.Builder b = ImagePipelineSource.builder(kind.images)
+            ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))
                     .transforms(TransformPipeline.parse(transform, OutputFormat.parse(output)))
                     .decoder(Decoders.named(decoder)).batchSize(batchSize).seed(seed).shuffle(!noShuffle)
                     .dropLast(loaderDropLast);
@@ -117,6 +118,21 @@ final class SourceOptions {
             b.workers(workers);
         }
         return b.build();
+    }
+
+    /**
+     * The folder, refused when it has a single class: that is a folder of images one level too high or too low
+     * (a labelled data set has two classes at least), and serving it would train on one label without a word.
+     */
+    static ImageFolder classPerFolder(Path root) throws java.io.IOException {
+        ImageFolder f = ImageFolder.scan(root);
+        if (f.classes().size() == 1) {
+            String only = f.classes().getFirst();
+            throw new IllegalArgumentException(root + " has a single class sub-folder ('" + only + "'); --images expects one"
+                    + " sub-folder per class, " + root + "/<class>/<image>.jpg, with two classes at least; if '" + only
+                    + "' holds the class folders, pass " + root.resolve(only));
+        }
+        return f;
     }
 
     /** The options again, as command-line arguments (to start another JVM with the same source). */

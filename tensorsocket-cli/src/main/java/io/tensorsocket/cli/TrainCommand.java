@@ -46,8 +46,11 @@ final class TrainCommand implements Callable<Integer> {
     @ArgGroup(multiplicity = "1")
     ServeCommand.Target target;
 
-    @Option(names = "--model", defaultValue = "mlp", description = "mlp or cnn (default ${DEFAULT-VALUE}).")
-    String model;
+    /** The models train can build; lower case because users type them (picocli checks the word before anything starts). */
+    enum Architecture { mlp, cnn }
+
+    @Option(names = "--model", defaultValue = "mlp", description = "${COMPLETION-CANDIDATES} (default ${DEFAULT-VALUE}).")
+    Architecture model;
 
     @Option(names = "--lr", defaultValue = "0.001", description = "Adam learning rate (default ${DEFAULT-VALUE}).")
     float lr;
@@ -93,8 +96,8 @@ final class TrainCommand implements Callable<Integer> {
                             + "'; they hold " + c.tensors() + " (choose one with --data)"));
             SharedDataset shared = SharedDataset.of(c, data, label);
             ArrayDataset test = testIdx == null ? null : testSet(manager, testIdx, c.sourceDescription(), input.sampleShape());
-            try (Model m = Model.newInstance(model)) {
-                m.setBlock(block(model, classes));
+            try (Model m = Model.newInstance(model.name())) {
+                m.setBlock(block(model.name(), classes));
                 DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                         .optOptimizer(Optimizer.adam().optLearningRateTracker(Tracker.fixed(lr)).build())
                         .addEvaluator(new Accuracy())
@@ -113,7 +116,7 @@ final class TrainCommand implements Callable<Integer> {
                                 .put("accuracy_on", validated != null ? "test" : "train")
                                 .put("train_accuracy", (double) r.getTrainEvaluation("Accuracy"))
                                 .put("samples_per_s", shared.lastEpochSamples() / seconds).put("seconds", seconds)
-                                .put("model", model).put("lr", (double) lr).put("batch_size", batchSize)
+                                .put("model", model.name()).put("lr", (double) lr).put("batch_size", batchSize)
                                 .put("start", c.startMode().label()));
                         System.out.flush();
                         if (c.isEndOfStream()) {
