@@ -98,7 +98,7 @@ class FailureProcessTest extends ProcessTestBase {
                     @Override
                     public SlotWriter claim() {
                         if (++n[0] == 30) {
-                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire"));
+                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire (a failure this test provokes on purpose)"));
                         }
                         return sink.claim();
                     }
