@@ -14,6 +14,7 @@ final class ProgressBar implements AutoCloseable {
 
     private final PrintStream err = System.err;
     private final boolean tty;
+    private final double plainEveryS;
     private final double totalSeconds;
     private final long started = System.nanoTime();
     private final Thread painter;
@@ -24,12 +25,13 @@ final class ProgressBar implements AutoCloseable {
     private boolean drawn;
 
     ProgressBar(double totalSeconds) {
-        this(totalSeconds, Terminal.isInteractive());
+        this(totalSeconds, Terminal.isInteractive(), PLAIN_EVERY_S);
     }
 
-    ProgressBar(double totalSeconds, boolean tty) {
+    ProgressBar(double totalSeconds, boolean tty, double plainEveryS) {
         this.totalSeconds = totalSeconds;
         this.tty = tty;
+        this.plainEveryS = plainEveryS;
         this.painter = Thread.ofPlatform().daemon().name("tensorsocket-progress").start(this::paint);
     }
 
@@ -75,7 +77,7 @@ final class ProgressBar implements AutoCloseable {
                     err.print(line.length() > WIDTH ? line.substring(0, WIDTH) : line + " ".repeat(WIDTH - line.length()));
                     drawn = true;
                     err.flush();
-                } else if (e - Math.max(lastPlain, phaseStarted) >= PLAIN_EVERY_S && !phase.isEmpty()) {
+                } else if (e - Math.max(lastPlain, phaseStarted) >= plainEveryS && !phase.isEmpty()) {
                     err.printf(Locale.ROOT, "[%5.1f s] %s: %d%% done%n", e, phase, percent(e));
                     err.flush();
                     lastPlain = e;
