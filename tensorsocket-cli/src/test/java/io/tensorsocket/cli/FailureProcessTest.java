@@ -30,10 +30,11 @@ class FailureProcessTest extends ProcessTestBase {
     @Test
     void killedProducerMakesConsumersFailWithinASecond() throws Exception {
         Proc producer = serve("dies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
-        Proc a = consume("dies", 10, "--step-ms", "2");
-        Proc b = consume("dies", 45, "--step-ms", "2");
-        producer.awaitLine(l -> true, Duration.ofSeconds(5));
-        Thread.sleep(1500); // both are iterating
+        Proc a = consume("dies", 10, "--step-ms", "2", "--progress-ms", "100");
+        Proc b = consume("dies", 45, "--step-ms", "2", "--progress-ms", "100");
+        for (Proc c : new Proc[]{a, b}) { // both are iterating (a JVM's start takes seconds on a loaded machine)
+            c.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        }
         long killedAt = System.nanoTime();
         producer.kill();
         for (Proc c : new Proc[]{a, b}) {
@@ -152,9 +153,8 @@ class FailureProcessTest extends ProcessTestBase {
     @Test
     void sigtermStopsTheProducerCleanlyAndRemovesItsFiles() throws Exception {
         Proc producer = serve("term", "samples=100000,shape=4,dtype=float32,seed=1", 10, 0);
-        Proc c = consume("term", 10, "--step-ms", "1");
-        producer.awaitLine(l -> l.contains("ready"), Duration.ofSeconds(5));
-        Thread.sleep(1000);
+        Proc c = consume("term", 10, "--step-ms", "1", "--progress-ms", "100");
+        c.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30)); // it is iterating
         producer.signal("TERM");
         producer.exitCode(Duration.ofSeconds(30));
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
