@@ -1,7 +1,13 @@
 """Train a small MLP on Fashion-MNIST served by a TensorSocket producer: the DataLoader replaced by a
-TensorConsumer. Prints one JSON line per epoch with the test accuracy.
+TensorConsumer. Prints one JSON line per epoch of this job ("epoch": 1, 2, ...) with the test accuracy.
 
-    python3 examples/train_mlp.py --dir /dev/shm/tensorsocket-$USER/fmnist --test-idx /usr/share/datasets/fashion-mnist
+    bin/tensorsocket serve --name fm --idx /usr/share/datasets/fashion-mnist --mean 0.2860 --std 0.3530 \
+        --batch-size 128 --epochs 0 &
+    PYTHONPATH=clients/python python3 clients/python/examples/train_mlp.py --name fm \
+        --test-idx /usr/share/datasets/fashion-mnist
+
+The test set is normalised exactly like the served training set: the producer announces its mean and std
+in its source description, and this script reads them from there.
 """
 
 import argparse
@@ -15,6 +21,7 @@ import torch
 from torch import nn
 
 from tensorsocket_client import TensorConsumer
+from tensorsocket_client.description import normalization
 
 
 def read_idx(path):
@@ -34,8 +41,6 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--test-idx", help="directory holding t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz")
-    p.add_argument("--mean", type=float, default=0.2860)
-    p.add_argument("--std", type=float, default=0.3530)
     args = p.parse_args()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -44,7 +49,11 @@ def main():
 
     loader = TensorConsumer(args.name, batch_size=args.batch_size, directory=args.dir)
     with loader:
-        for epoch in range(args.epochs):
+        served = normalization(loader.source_description)
+        if args.test_idx and served is None:
+            raise SystemExit("train_mlp.py: producer '%s' does not say how it normalises its images (%s); "
+                             "--test-idx needs a producer started with --idx" % (loader.producer, loader.source_description))
+        for epoch in range(1, args.epochs + 1):
             started, samples, total_loss = time.monotonic(), 0, 0.0
             model.train()
             for batch in loader:  # one epoch; zero-copy tensors (read-only: the model never writes its inputs)
@@ -56,12 +65,13 @@ def main():
                 opt.step()
                 samples += len(batch)
                 total_loss += float(loss) * len(batch)
-            result = dict(epoch=loader.epoch, samples=samples, batches=len(loader), loss=total_loss / max(samples, 1),
+            result = dict(epoch=epoch, epochs=args.epochs, samples=samples, batches=len(loader), loss=total_loss / max(samples, 1),
                           seconds=time.monotonic() - started)
             if args.test_idx:
                 images = read_idx(os.path.join(args.test_idx, "t10k-images-idx3-ubyte.gz"))
                 labels = read_idx(os.path.join(args.test_idx, "t10k-labels-idx1-ubyte.gz"))
-                x = (torch.from_numpy(images.astype(np.float32) / 255.0) - args.mean) / args.std
+                mean, std = served
+                x = (torch.from_numpy(images.astype(np.float32) / 255.0) - mean) / std
                 model.eval()
                 with torch.no_grad():
                     pred = model(x.reshape(len(x), 1, 28, 28)).argmax(1).numpy()

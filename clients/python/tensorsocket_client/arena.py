@@ -1,5 +1,6 @@
 """The arena file's layout, as specified in docs/PROTOCOL.md, and where producers live."""
 
+import fcntl
 import os
 import pwd
 import re
@@ -113,13 +114,46 @@ def directory_for(name) -> Path:
     return base_directory() / name
 
 
-def live_producers():
-    """Names of producer directories under the base directory that have a control socket."""
+def is_locked(directory):
+    """Whether a live producer holds the lock of ``directory``: a producer runs exactly while it does.
+
+    The producer holds a POSIX record lock on the whole of producer.lock (Java's FileChannel.tryLock);
+    F_GETLK asks who holds it without taking it, so it needs only read access and disturbs nobody.
+    """
+    try:
+        fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        return struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, probe))[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+# struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (64-bit off_t).
+_FLOCK = "hhqqi4x"
+
+
+def _producer_directories():
     base = base_directory()
     try:
-        return sorted(p.name for p in base.iterdir() if (p / SOCKET_FILE).exists())
+        return sorted((p for p in base.iterdir() if p.is_dir() and any(
+            (p / f).exists() for f in (LOCK_FILE, SOCKET_FILE, ARENA_FILE))), key=lambda p: p.name)
     except OSError:
         return []
+
+
+def live_producers():
+    """Names of the producers running under the base directory: those whose lock is held."""
+    return [p.name for p in _producer_directories() if (p / SOCKET_FILE).exists() and is_locked(p)]
+
+
+def stale_producers():
+    """Names of producer directories whose producer died without cleaning up (``tensorsocket clean`` frees them)."""
+    return [p.name for p in _producer_directories() if not is_locked(p)]
 
 
 def header_problem(layout, header, session_id, path):

@@ -5,7 +5,6 @@ import io.tensorsocket.arena.ProducerDirectory;
 import picocli.CommandLine.Command;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -39,11 +38,10 @@ final class CleanCommand implements Callable<Integer> {
                 live++;
                 continue;
             }
-            if (!Files.exists(d.resolve(ProducerDirectory.LOCK_FILE)) && !Files.exists(d.resolve(ProducerDirectory.SOCKET_FILE))
-                    && !Files.exists(d.resolve(ProducerDirectory.ARENA_FILE))) {
+            if (!StaleProducers.isProducerDirectory(d)) {
                 continue; // not a producer directory
             }
-            String pid = readPid(d);
+            String pid = StaleProducers.pid(d);
             try {
                 ProducerDirectory.claim(d).close();
                 System.out.println("removed " + d + " (its producer" + (pid.isEmpty() ? "" : ", pid " + pid) + ", is not running)");
@@ -57,13 +55,5 @@ final class CleanCommand implements Callable<Integer> {
         System.out.println("removed " + removed + " stale producer director" + (removed == 1 ? "y" : "ies") + "; " + live
                 + " running producer" + (live == 1 ? "" : "s") + " left alone");
         return 0;
-    }
-
-    private static String readPid(Path d) {
-        try {
-            return Files.readString(d.resolve(ProducerDirectory.LOCK_FILE), StandardCharsets.US_ASCII).trim();
-        } catch (IOException e) {
-            return "";
-        }
     }
 }

@@ -54,8 +54,15 @@ final class DemoCommand implements Callable<Integer> {
             description = "Image transforms (default ${DEFAULT-VALUE}).")
     String transform;
 
-    @Option(names = "--output", defaultValue = "float32", description = "float32 or uint8 (default ${DEFAULT-VALUE}).")
-    String output;
+    @Option(names = "--format", defaultValue = "float32",
+            description = "Tensor format of the images: float32 (CHW) or uint8 (HWC) (default ${DEFAULT-VALUE}).")
+    String format;
+
+    /** The option's earlier name, which read like a file path; still accepted. */
+    @Option(names = "--output", hidden = true)
+    void output(String value) {
+        format = value;
+    }
 
     @Option(names = "--chart", defaultValue = "tensorsocket-demo.png", description = "Where to write the chart (default ${DEFAULT-VALUE}).")
     Path chart;
@@ -88,15 +95,14 @@ final class DemoCommand implements Callable<Integer> {
                 DemoImages.ensure(folder, imageCount, 10);
             }
             TrainingComparison.Config c = new TrainingComparison.Config(folder, jobs, batchSize, batchSize, stepMs, seconds,
-                    warmupS, w, decoder, transform, output, 42, model);
-            System.out.printf(Locale.ROOT, "%d training jobs, batch %d, each step %s;"
-                            + " %s; %s decoder, %d decode thread(s) per pipeline; %d processors%n", jobs, batchSize,
+                    warmupS, w, decoder, transform, format, 42, model);
+            progress.println(String.format(Locale.ROOT, "%d training jobs, batch %d, each step %s;"
+                            + " %s; %s decoder, %d decode thread(s) per pipeline; %d processors", jobs, batchSize,
                     model != null ? "a real DJL " + model + " training step on the CPU"
                             : String.format(Locale.ROOT, "simulated as %.0f ms of accelerator time (sleep)", stepMs),
                     images == null ? imageCount + " photo-like " + DemoImages.WIDTH + "x" + DemoImages.HEIGHT + " JPEGs" : "images in " + folder,
-                    decoderName, w, cpus);
-            System.out.println("transforms: " + transform + " -> " + output);
-            System.out.flush();
+                    decoderName, w, cpus));
+            progress.println("transforms: " + transform + " -> " + format);
             progress.phase("private: " + jobs + " jobs, each decoding its own JPEGs");
             TrainingComparison.ModeResult priv = TrainingComparison.runPrivate(c);
             progress.phase("shared: " + jobs + " jobs reading from one producer");

@@ -10,20 +10,20 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 /** {@code tensorsocket list}: the producers running for this user, one line each. */
-@Command(name = "list", mixinStandardHelpOptions = true, description = "List the producers running for this user.")
+@Command(name = "list", mixinStandardHelpOptions = true,
+        description = "List the producers running for this user, and the files of dead ones that `clean` would free.")
 final class ListCommand implements Callable<Integer> {
 
-    @Option(names = "--json", description = "One JSON object per producer.")
+    @Option(names = "--json", description = "One JSON object per producer (stale ones with \"state\": \"stale\").")
     boolean json;
 
     @Override
     public Integer call() {
         List<String> names = ProducerDirectory.liveProducers();
+        List<StaleProducers.Stale> stale = StaleProducers.find();
         if (names.isEmpty() && !json) {
             System.out.println("no producers running in " + ProducerDirectory.baseDirectory());
-            return 0;
-        }
-        if (!json) {
+        } else if (!json) {
             System.out.printf("%-24s %8s %-22s %9s %7s %12s%n", "name", "pid", "state", "consumers", "epoch", "samples/s");
         }
         for (String n : names) {
@@ -39,6 +39,24 @@ final class ListCommand implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "%-24s %8d %-22s %9d %7d %12.1f%n", n, s.producerPid(), s.state().label(),
                         s.consumersAttached(), s.epoch(), s.samplesPerSecond());
             }
+        }
+        if (json) {
+            for (StaleProducers.Stale d : stale) {
+                System.out.println(Json.object().put("name", d.name()).put("state", "stale").put("pid", d.pid())
+                        .put("bytes", d.bytes()).put("dir", d.dir().toString()));
+            }
+        } else if (!stale.isEmpty()) {
+            long total = stale.stream().mapToLong(StaleProducers.Stale::bytes).sum();
+            System.out.println();
+            System.out.println(stale.size() == 1
+                    ? "1 stale producer directory (its producer died without cleaning up) holds " + StaleProducers.size(total) + ":"
+                    : stale.size() + " stale producer directories (their producers died without cleaning up) hold "
+                    + StaleProducers.size(total) + ":");
+            for (StaleProducers.Stale d : stale) {
+                System.out.printf(Locale.ROOT, "  %-24s %8s %10s  %s%n", d.name(), d.pid().isEmpty() ? "?" : d.pid(),
+                        StaleProducers.size(d.bytes()), d.dir());
+            }
+            System.out.println("free them with: " + Hints.launcher() + " clean");
         }
         return 0;
     }

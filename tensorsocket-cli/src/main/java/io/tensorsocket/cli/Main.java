@@ -1,10 +1,8 @@
 package io.tensorsocket.cli;
 
-import io.tensorsocket.TensorSocketException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-import java.io.UncheckedIOException;
 
 /** {@code tensorsocket}: serve a shared loader, consume from it, and try it out. */
 @Command(name = "tensorsocket", mixinStandardHelpOptions = true, version = "tensorsocket 0.1.0",
@@ -22,19 +20,21 @@ public final class Main {
     static int run(String... args) {
         CommandLine cli = new CommandLine(new Main());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("tensorsocket: error: " + message(e));
+            cmd.getErr().println("tensorsocket: error: " + ErrorMessages.of(e));
+            if (Boolean.getBoolean("tensorsocket.debug")) {
+                e.printStackTrace(cmd.getErr());
+            }
             return 1;
         });
+        // A mistyped option gets its error and where to read more, not a screen of usage that scrolls it away.
+        cli.setParameterExceptionHandler((e, rest) -> {
+            CommandLine cmd = e.getCommandLine();
+            cmd.getErr().println("tensorsocket: error: " + e.getMessage());
+            CommandLine.UnmatchedArgumentException.printSuggestions(e, cmd.getErr());
+            String sub = cmd.getCommandSpec().qualifiedName().replaceFirst("^\\S+", "").strip();
+            cmd.getErr().println("run '" + Hints.launcher() + (sub.isEmpty() ? "" : " " + sub) + " --help' for the options");
+            return 2;
+        });
         return cli.execute(args);
-    }
-
-    private static String message(Throwable e) {
-        if (e instanceof TensorSocketException || e instanceof IllegalArgumentException || e instanceof IllegalStateException) {
-            return e.getMessage();
-        }
-        if (e instanceof UncheckedIOException u) {
-            return u.getMessage();
-        }
-        return e.toString();
     }
 }

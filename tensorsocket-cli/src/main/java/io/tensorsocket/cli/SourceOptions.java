@@ -4,7 +4,9 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
+import io.tensorsocket.pipeline.ImageFolder;
 import io.tensorsocket.pipeline.ImagePipelineSource;
+import io.tensorsocket.pipeline.Normalization;
 import io.tensorsocket.pipeline.OutputFormat;
 import io.tensorsocket.pipeline.TransformPipeline;
 import io.tensorsocket.source.SyntheticSource;
@@ -52,6 +54,15 @@ final class SourceOptions {
             description = "JPEG decoder: auto, turbojpeg or imageio (default ${DEFAULT-VALUE}).")
     String decoder;
 
+    @Option(names = "--mean", paramLabel = "M",
+            description = "IDX float32 images: subtract this after scaling pixels to [0, 1], like torchvision's Normalize"
+                    + " (default 0; Fashion-MNIST's training set: 0.2860). Consumers read it from the producer.")
+    Float mean;
+
+    @Option(names = "--std", paramLabel = "S",
+            description = "IDX float32 images: then divide by this (default 1; Fashion-MNIST's training set: 0.3530).")
+    Float std;
+
     @Option(names = "--workers", description = "Decode threads (default: one per processor for images, 1 for IDX).")
     Integer workers;
 
@@ -73,12 +84,16 @@ final class SourceOptions {
 
     /** Builds the source. */
     BatchSource build() throws Exception {
+        if ((mean != null || std != null) && kind.idx == null) {
+            throw new IllegalArgumentException("--mean and --std apply to --idx sources; for --images put"
+                    + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
+        }
         if (kind.synthetic != null) {
             return new SyntheticSource(SyntheticSpec.parse(kind.synthetic), batchSize,
                     Duration.ofNanos((long) (loaderDelayMs * 1e6)));
         }
         if (kind.images != null) {
-            ImagePipelineSource.Builder b = ImagePipelineSource.builder(kind.images)
+            ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))
                     .transforms(TransformPipeline.parse(transform, OutputFormat.parse(output)))
                     .decoder(Decoders.named(decoder)).batchSize(batchSize).seed(seed).shuffle(!noShuffle)
                     .dropLast(loaderDropLast);
@@ -90,12 +105,34 @@ final class SourceOptions {
         IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split)).batchSize(batchSize).seed(seed)
                 .shuffle(!noShuffle).dropLast(loaderDropLast);
         if (output.trim().toLowerCase(java.util.Locale.ROOT).startsWith("uint8")) {
+            if (mean != null || std != null) {
+                throw new IllegalArgumentException("--mean and --std apply to float32 images; --output uint8 serves the"
+                        + " file's bytes unchanged");
+            }
             b.uint8();
+        } else {
+            Normalization n = new Normalization(mean == null ? 0f : mean, std == null ? 1f : std);
+            b.floats(n.mean(), n.std());
         }
         if (workers != null) {
             b.workers(workers);
         }
         return b.build();
+    }
+
+    /**
+     * The folder, refused when it has a single class: that is a folder of images one level too high or too low
+     * (a labelled data set has two classes at least), and serving it would train on one label without a word.
+     */
+    static ImageFolder classPerFolder(Path root) throws java.io.IOException {
+        ImageFolder f = ImageFolder.scan(root);
+        if (f.classes().size() == 1) {
+            String only = f.classes().getFirst();
+            throw new IllegalArgumentException(root + " has a single class sub-folder ('" + only + "'); --images expects one"
+                    + " sub-folder per class, " + root + "/<class>/<image>.jpg, with two classes at least; if '" + only
+                    + "' holds the class folders, pass " + root.resolve(only));
+        }
+        return f;
     }
 
     /** The options again, as command-line arguments (to start another JVM with the same source). */
@@ -107,6 +144,12 @@ final class SourceOptions {
             a.addAll(List.of("--images", kind.images.toString(), "--transform", transform, "--decoder", decoder));
         } else {
             a.addAll(List.of("--idx", kind.idx.toString(), "--split", split));
+            if (mean != null) {
+                a.addAll(List.of("--mean", Float.toString(mean)));
+            }
+            if (std != null) {
+                a.addAll(List.of("--std", Float.toString(std)));
+            }
         }
         a.addAll(List.of("--batch-size", Integer.toString(batchSize), "--output", output, "--seed", Long.toString(seed)));
         if (workers != null) {

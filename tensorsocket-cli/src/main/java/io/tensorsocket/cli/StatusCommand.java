@@ -73,7 +73,7 @@ final class StatusCommand implements Callable<Integer> {
         StringBuilder b = new StringBuilder();
         b.append(String.format(Locale.ROOT, "producer %s  pid %d  %s  up %s%n", s.name(), s.producerPid(), s.state().label(),
                 duration(s.uptimeNanos())));
-        b.append("source   ").append(s.source().length() > 150 ? s.source().substring(0, 150) + "..." : s.source()).append('\n');
+        b.append("source   ").append(Terminal.wrap(s.source(), 100, "         ", 6)).append('\n');
         String epochs = s.epochs() == 0 ? "unbounded" : Long.toString(s.epochs());
         b.append(String.format(Locale.ROOT, "epoch    %d of %s  %s %d/%d samples%n", s.epoch(), epochs,
                 Terminal.bar(s.epochProgress(), 30), s.sample(), s.samplesPerEpoch()));

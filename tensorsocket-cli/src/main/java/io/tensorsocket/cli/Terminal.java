@@ -19,4 +19,30 @@ final class Terminal {
         int full = (int) Math.round(f * width);
         return "[" + "#".repeat(full) + ".".repeat(width - full) + "]";
     }
+
+    /**
+     * {@code text} broken at spaces into lines of at most {@code width} characters, every line after the first
+     * starting with {@code indent}; a word longer than a line (a long path) gets a line of its own, unbroken.
+     * After {@code maxLines} lines the rest is left out and the last line ends in "...".
+     */
+    static String wrap(String text, int width, String indent, int maxLines) {
+        StringBuilder out = new StringBuilder();
+        StringBuilder line = new StringBuilder();
+        int lines = 1;
+        for (String word : text.strip().split("\\s+")) {
+            if (!line.isEmpty() && line.length() + 1 + word.length() > width) {
+                if (lines == maxLines) {
+                    return out.append(line).append(" ...").toString();
+                }
+                out.append(line).append('\n').append(indent);
+                line.setLength(0);
+                lines++;
+            }
+            if (!line.isEmpty()) {
+                line.append(' ');
+            }
+            line.append(word);
+        }
+        return out.append(line).toString();
+    }
 }

@@ -25,6 +25,7 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.djl.SharedDataset;
 import io.tensorsocket.pipeline.IdxFile;
+import io.tensorsocket.pipeline.Normalization;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -33,8 +34,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code tensorsocket train}: trains a DJL model on CPU from a running producer, through the unchanged
@@ -47,8 +46,11 @@ final class TrainCommand implements Callable<Integer> {
     @ArgGroup(multiplicity = "1")
     ServeCommand.Target target;
 
-    @Option(names = "--model", defaultValue = "mlp", description = "mlp or cnn (default ${DEFAULT-VALUE}).")
-    String model;
+    /** The models train can build; lower case because users type them (picocli checks the word before anything starts). */
+    enum Architecture { mlp, cnn }
+
+    @Option(names = "--model", defaultValue = "mlp", description = "${COMPLETION-CANDIDATES} (default ${DEFAULT-VALUE}).")
+    Architecture model;
 
     @Option(names = "--lr", defaultValue = "0.001", description = "Adam learning rate (default ${DEFAULT-VALUE}).")
     float lr;
@@ -94,28 +96,27 @@ final class TrainCommand implements Callable<Integer> {
                             + "'; they hold " + c.tensors() + " (choose one with --data)"));
             SharedDataset shared = SharedDataset.of(c, data, label);
             ArrayDataset test = testIdx == null ? null : testSet(manager, testIdx, c.sourceDescription(), input.sampleShape());
-            try (Model m = Model.newInstance(model)) {
-                m.setBlock(block(model, classes));
+            try (Model m = Model.newInstance(model.name())) {
+                m.setBlock(block(model.name(), classes));
                 DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                         .optOptimizer(Optimizer.adam().optLearningRateTracker(Tracker.fixed(lr)).build())
                         .addEvaluator(new Accuracy())
                         .addTrainingListeners(TrainingListener.Defaults.basic());
                 try (Trainer trainer = m.newTrainer(config)) {
                     trainer.initialize(new Shape(input.batchShape(batchSize)));
-                    for (int e = 0; e < epochs; e++) {
-                        long epoch = c.epoch();
+                    for (int e = 0; e < epochs; e++) { // the job's epochs, counted from 1 when printed
                         long started = System.nanoTime();
                         EasyTrain.fit(trainer, 1, shared, test);
                         double seconds = (System.nanoTime() - started) / 1e9;
                         TrainingResult r = trainer.getTrainingResult();
                         Float validated = r.getValidateEvaluation("Accuracy");
-                        System.out.println(Json.object().put("epoch", epoch).put("samples", shared.lastEpochSamples())
+                        System.out.println(Json.object().put("epoch", e + 1).put("epochs", epochs).put("samples", shared.lastEpochSamples())
                                 .put("loss", (double) r.getTrainLoss())
                                 .put("accuracy", (double) (validated != null ? validated : r.getTrainEvaluation("Accuracy")))
                                 .put("accuracy_on", validated != null ? "test" : "train")
                                 .put("train_accuracy", (double) r.getTrainEvaluation("Accuracy"))
                                 .put("samples_per_s", shared.lastEpochSamples() / seconds).put("seconds", seconds)
-                                .put("model", model).put("lr", (double) lr).put("batch_size", batchSize)
+                                .put("model", model.name()).put("lr", (double) lr).put("batch_size", batchSize)
                                 .put("start", c.startMode().label()));
                         System.out.flush();
                         if (c.isEndOfStream()) {
@@ -146,9 +147,6 @@ final class TrainCommand implements Callable<Integer> {
         };
     }
 
-    private static final Pattern MEAN = Pattern.compile("\\bmean=([-0-9.eE]+)");
-    private static final Pattern STD = Pattern.compile("\\bstd=([-0-9.eE]+)");
-
     /**
      * The test split as float32 images normalized like the producer's (its description carries mean and
      * std), shaped like the training input.
@@ -156,12 +154,13 @@ final class TrainCommand implements Callable<Integer> {
     static ArrayDataset testSet(NDManager manager, Path dir, String description, long[] sampleShape) throws IOException {
         IdxFile images = IdxFile.read(find(dir, "t10k-images-idx3-ubyte"));
         IdxFile labels = IdxFile.read(find(dir, "t10k-labels-idx1-ubyte"));
-        float mean = parse(MEAN, description, 0f);
-        float std = parse(STD, description, 1f);
+        Normalization n = Normalization.fromDescription(description).orElseThrow(() -> new IllegalArgumentException(
+                "the producer does not say how it normalises its images (no mean=... std=... in its description: "
+                        + description + "); --test-idx needs a producer started with --idx and float32 output"));
         byte[] px = images.data();
         float[] x = new float[px.length];
         for (int i = 0; i < px.length; i++) {
-            x[i] = ((px[i] & 0xFF) / 255f - mean) / std;
+            x[i] = n.apply(px[i] & 0xFF);
         }
         float[] y = new float[labels.count()];
         for (int i = 0; i < y.length; i++) {
@@ -181,10 +180,5 @@ final class TrainCommand implements Callable<Integer> {
             }
         }
         throw new IOException("no " + name + "[.gz] in " + dir + "; --test-idx needs the MNIST-format test files");
-    }
-
-    private static float parse(Pattern p, String text, float fallback) {
-        Matcher m = p.matcher(text);
-        return m.find() ? Float.parseFloat(m.group(1)) : fallback;
     }
 }

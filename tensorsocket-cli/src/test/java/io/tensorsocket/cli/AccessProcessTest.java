@@ -165,9 +165,9 @@ class AccessProcessTest extends ProcessTestBase {
 
     private static void assumeSecondUser() throws Exception {
         assumeTrue("root".equals(System.getProperty("user.name")), "needs root to act as a second user");
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs setpriv");
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs /usr/bin/setpriv (apt-get install util-linux)");
         Process p = new ProcessBuilder("id", "-u", "nobody").start();
-        assumeTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "needs a user called nobody");
+        assumeTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "needs a user called nobody (useradd --system nobody)");
     }
 
     private static List<String> nobody(String... command) {

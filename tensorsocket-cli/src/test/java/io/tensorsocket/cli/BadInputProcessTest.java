@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -205,5 +206,65 @@ class BadInputProcessTest extends ProcessTestBase {
 
     private static Message read(SocketChannel ch) throws IOException {
         return new io.tensorsocket.protocol.MessageChannel(ch).read();
+    }
+
+    /** A usage mistake: exit code 2, the error, and one line saying where the options are; no screen of usage. */
+    private static void assertUsageError(Proc p, String expected, String help) throws InterruptedException {
+        assertEquals(2, p.exitCode(Duration.ofSeconds(30)), p.stderr());
+        List<String> lines = p.stderr().strip().lines().toList();
+        assertTrue(lines.getFirst().startsWith("tensorsocket: error: ") && lines.getFirst().contains(expected), p.stderr());
+        assertEquals("run 'tensorsocket " + help + " --help' for the options", lines.getLast(), p.stderr());
+        assertTrue(lines.size() <= 3, "a usage error prints the error and a hint, not the usage: " + p.stderr());
+    }
+
+    @Test
+    void aMissingOptionPrintsTheErrorAndWhereTheHelpIs() throws Exception {
+        assertUsageError(start("serve", "--name", "x", "--synthetic", "samples=10"),
+                "Missing required option: '--batch-size=<batchSize>'", "serve");
+        assertUsageError(start("consume", "--name", "x", "--batch-size", "8", "--bogus"), "Unknown option: '--bogus'", "consume");
+    }
+
+    @Test
+    void anUnknownModelIsRejectedBeforeConnectingOrLoadingPyTorch() throws Exception {
+        Proc train = start("train", "--name", "nobody-serves-this", "--batch-size", "8", "--model", "resnet");
+        assertUsageError(train, "expected one of [mlp, cnn]", "train");
+        assertFalse(train.stderr().contains("PyTorch") || train.stderr().contains("no producer named"), train.stderr());
+    }
+
+    @Test
+    void fileErrorsAreSentencesWithoutJavaClassNames() throws Exception {
+        Proc idx = start("serve", "--name", "x", "--idx", base.resolve("missing").toString(), "--batch-size", "8");
+        assertFailsWith(idx, base.resolve("missing").resolve("train-images-idx3-ubyte") + "[.gz]: ");
+        Path file = Files.writeString(base.resolve("file.txt"), "x");
+        Proc images = start("serve", "--name", "x", "--images", file.toString(), "--batch-size", "8");
+        assertFailsWith(images, file + ": not a folder; pass a folder with one sub-folder per class");
+        for (Proc p : List.of(idx, images)) {
+            assertFalse(p.stderr().contains("java.") || p.stderr().contains("Exception"), p.stderr());
+        }
+    }
+
+    @Test
+    void anImageFolderThatIsNotOneSubFolderPerClassIsRefusedWithTheLayoutExpected() throws Exception {
+        Path one = DemoImages.ensure(base.resolve("one"), 3, 1);
+        Proc single = start("serve", "--name", "x", "--images", one.toString(), "--batch-size", "2");
+        assertFailsWith(single, one + " has a single class sub-folder ('");
+        assertTrue(single.errorLine().contains("--images expects one sub-folder per class, " + one + "/<class>/<image>.jpg"),
+                single.errorLine());
+        Path flat = base.resolve("flat");
+        DemoImages.ensure(flat, 2, 1);
+        try (var s = Files.walk(flat)) {
+            for (Path jpg : s.filter(f -> f.toString().endsWith(".jpg")).toList()) {
+                Files.move(jpg, flat.resolve(jpg.getFileName().toString()));
+            }
+        }
+        Proc loose = start("serve", "--name", "x", "--images", flat.toString(), "--batch-size", "2");
+        assertFailsWith(loose, flat + " holds 2 image(s) directly, not in class sub-folders; arrange them as " + flat
+                + "/<class>/<image>.jpg");
+    }
+
+    @Test
+    void normalisationOptionsOutsideIdxAreRefused() throws Exception {
+        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10", "--batch-size", "2", "--mean", "0.5"),
+                "--mean and --std apply to --idx sources");
     }
 }

@@ -27,23 +27,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The producer dies, is replaced, or is refused: consumers get a specific error quickly, never a hang. */
 class FailureProcessTest extends ProcessTestBase {
 
-    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < consumers) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
-            }
-            Thread.sleep(20);
-        }
-    }
-
     @Test
     void killedProducerMakesConsumersFailWithinASecond() throws Exception {
         Proc producer = serve("dies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
-        Proc a = consume("dies", 10, "--step-ms", "2");
-        Proc b = consume("dies", 45, "--step-ms", "2");
-        awaitJoined(producer, 2); // JVMs start slowly on a busy machine: the kill must find both attached
-        Thread.sleep(500); // both are iterating
+        Proc a = consume("dies", 10, "--step-ms", "2", "--progress-ms", "100");
+        Proc b = consume("dies", 45, "--step-ms", "2", "--progress-ms", "100");
+        for (Proc c : new Proc[]{a, b}) { // both are iterating (a JVM's start takes seconds on a loaded machine)
+            c.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        }
         long killedAt = System.nanoTime();
         producer.kill();
         for (Proc c : new Proc[]{a, b}) {
@@ -108,7 +99,7 @@ class FailureProcessTest extends ProcessTestBase {
                     @Override
                     public SlotWriter claim() {
                         if (++n[0] == 30) {
-                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire"));
+                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire (a failure this test provokes on purpose)"));
                         }
                         return sink.claim();
                     }
@@ -162,10 +153,8 @@ class FailureProcessTest extends ProcessTestBase {
     @Test
     void sigtermStopsTheProducerCleanlyAndRemovesItsFiles() throws Exception {
         Proc producer = serve("term", "samples=100000,shape=4,dtype=float32,seed=1", 10, 0);
-        Proc c = consume("term", 10, "--step-ms", "1");
-        producer.awaitLine(l -> l.contains("ready"), Duration.ofSeconds(5));
-        awaitJoined(producer, 1);
-        Thread.sleep(500);
+        Proc c = consume("term", 10, "--step-ms", "1", "--progress-ms", "100");
+        c.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30)); // it is iterating
         producer.signal("TERM");
         producer.exitCode(Duration.ofSeconds(30));
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));

@@ -118,11 +118,41 @@ class PythonProcessTest extends ProcessTestBase {
             assertEquals(0, train.exitCode(Duration.ofSeconds(200)), train.stderr());
             Map<String, String> epoch = train.json().getFirst();
             System.out.println("python trainer: " + train.lines().getFirst());
+            assertEquals("1", epoch.get("epoch"), epoch.toString());
             assertEquals("60000", epoch.get("samples"), epoch.toString());
             assertEquals("469", epoch.get("batches"), epoch.toString());
             double accuracy = Double.parseDouble(epoch.get("accuracy"));
             assertTrue(accuracy >= 0.80, "test accuracy " + accuracy + ": " + epoch);
             assertTrue(p.await(Duration.ofSeconds(30)));
         }
+    }
+
+    /**
+     * The command-line path a user follows: {@code serve --idx} without normalisation options (it serves
+     * {@code v / 255}), then the example with only {@code --test-idx}. The example must normalise its test set
+     * like the served training set, which it learns from the producer; with its own idea of mean and std
+     * it would report about 50%.
+     */
+    @Test
+    @Timeout(240)
+    void theExampleTrainsOnWhatServeIdxServesAndTestsLikeIt() throws Exception {
+        Path fashion = TrainProcessTest.FASHION;
+        assumeTrue(Files.isDirectory(fashion), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        assumePython("numpy", "torch");
+        start("serve", "--name", "fm-cli", "--idx", fashion.toString(), "--batch-size", "128", "--epochs", "2")
+                .awaitReady();
+        Proc train = startPython(Map.of("OMP_NUM_THREADS", "1"),
+                pythonClient().resolve("examples/train_mlp.py").toString(), "--name", "fm-cli", "--epochs", "2",
+                "--test-idx", fashion.toString());
+        assertEquals(0, train.exitCode(Duration.ofSeconds(200)), train.stderr());
+        List<Map<String, String>> epochs = train.json();
+        System.out.println("python trainer on serve --idx: " + train.lines());
+        assertEquals(2, epochs.size(), train.lines().toString());
+        for (int e = 0; e < 2; e++) {
+            assertEquals(Integer.toString(e + 1), epochs.get(e).get("epoch"), epochs.toString());
+            assertEquals("60000", epochs.get(e).get("samples"), epochs.toString());
+        }
+        double accuracy = Double.parseDouble(epochs.getFirst().get("accuracy"));
+        assertTrue(accuracy > 0.70, "test accuracy after one epoch " + accuracy + ": " + epochs);
     }
 }

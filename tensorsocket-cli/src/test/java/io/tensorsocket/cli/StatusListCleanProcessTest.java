@@ -78,6 +78,40 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertTrue(list.lines().stream().noneMatch(l -> l.startsWith("dead ")), list.lines().toString());
     }
 
+    @Test
+    void listShowsAKilledProducersLeftoversWithTheirSizeAndTheCommandThatFreesThem() throws Exception {
+        Proc dead = serve("gone", "samples=1000,shape=256,dtype=float32,seed=1", 100, 1, "--arena-mb", "16");
+        dead.kill();
+        Proc list = start("list");
+        assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
+        String out = String.join("\n", list.lines());
+        assertTrue(out.startsWith("no producers running in " + base), out);
+        assertTrue(out.contains("1 stale producer directory (its producer died without cleaning up) holds 16."), out);
+        assertTrue(list.lines().stream().anyMatch(l -> l.matches("  gone +" + dead.pid() + " +1[67]\\.\\d MB  " + base.resolve("gone"))),
+                out);
+        assertTrue(out.endsWith("free them with: tensorsocket clean"), out);
+
+        Proc json = start("list", "--json");
+        assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
+        Map<String, String> stale = json.json().getFirst();
+        assertEquals("stale", stale.get("state"), stale.toString());
+        long bytes = Long.parseLong(stale.get("bytes"));
+        assertTrue(bytes > 15L << 20 && bytes < 17L << 20, "a 16 MiB arena: " + stale);
+    }
+
+    @Test
+    void thePythonClientCountsOnlyProducersHoldingTheirLockAsRunning() throws Exception {
+        assumePython("numpy");
+        serve("up", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
+        Proc dead = serve("down", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
+        dead.kill();
+        Proc c = pythonConsume("nonesuch", 8);
+        assertNotEquals(0, c.exitCode(Duration.ofSeconds(30)));
+        String error = c.errorLine();
+        assertTrue(error.contains("running: ['up']"), error);
+        assertTrue(error.endsWith("Left over by producers that died (not running): down; free them with: tensorsocket clean"), error);
+    }
+
     /** The objects of the "consumers" array of a status line (flat objects, so splitting on braces is enough). */
     static List<Map<String, String>> consumerObjects(String line) {
         String array = line.substring(line.indexOf("\"consumers\": [") + 14, line.lastIndexOf(']'));

@@ -9,9 +9,11 @@ import org.junit.jupiter.api.Timeout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -36,6 +38,7 @@ class TrainProcessTest extends ProcessTestBase {
                 assertEquals(0, t.exitCode(Duration.ofSeconds(240)), t.stderr());
                 Map<String, String> epoch = t.json().getFirst();
                 System.out.println("trainer: " + t.lines().getFirst());
+                assertEquals("1", epoch.get("epoch"), epoch.toString());
                 assertEquals("60000", epoch.get("samples"), epoch.toString());
                 assertEquals("test", epoch.get("accuracy_on"));
                 double accuracy = Double.parseDouble(epoch.get("accuracy"));
@@ -43,5 +46,20 @@ class TrainProcessTest extends ProcessTestBase {
             }
             assertTrue(p.await(Duration.ofSeconds(30)));
         }
+    }
+
+    @Test
+    void trainNumbersTheJobsEpochsFromOne() throws Exception {
+        serve("train2", "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10", 64, 2);
+        Proc t = start("train", "--name", "train2", "--data", "data", "--batch-size", "64", "--epochs", "2");
+        assertEquals(0, t.exitCode(Duration.ofSeconds(120)), t.stderr());
+        List<Map<String, String>> epochs = t.json();
+        assertEquals(2, epochs.size(), t.lines().toString());
+        for (int e = 0; e < 2; e++) {
+            assertEquals(Integer.toString(e + 1), epochs.get(e).get("epoch"), epochs.toString());
+            assertEquals("2", epochs.get(e).get("epochs"), epochs.toString());
+            assertEquals("640", epochs.get(e).get("samples"), epochs.toString());
+        }
+        assertFalse(t.stderr().contains("CUDA"), "a CPU-only train warns about CUDA: " + t.stderr());
     }
 }

@@ -76,8 +76,9 @@ public final class IdxSource implements BatchSource {
     @Override
     public String description() {
         Path f = data.imagesFile();
-        String d = "idx images=" + f + " samples=" + data.size() + " image=" + layout.tensors().getFirst().describe()
-                + (dtype == DType.FLOAT32 ? " mean=" + mean + " std=" + std : "")
+        // The normalisation comes first so that no long path can push it past the description's limit.
+        String d = "idx " + (dtype == DType.FLOAT32 ? new Normalization(mean, std).describe() + " " : "")
+                + "images=" + f + " samples=" + data.size() + " image=" + layout.tensors().getFirst().describe()
                 + " shuffle=" + sampler.shuffle() + " dropLast=" + sampler.dropLast() + " seed=" + sampler.seed();
         return Descriptions.limit(d);
     }

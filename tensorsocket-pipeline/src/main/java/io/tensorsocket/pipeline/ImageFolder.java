@@ -2,9 +2,9 @@ package io.tensorsocket.pipeline;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
-import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,11 +40,20 @@ public final class ImageFolder {
             throw new NoSuchFileException(root.toString(), null, "image folder does not exist; pass a folder with one sub-folder per class");
         }
         if (!Files.isDirectory(root)) {
-            throw new NotDirectoryException(root + " is not a folder; pass a folder with one sub-folder per class");
+            throw new FileSystemException(root.toString(), null, "not a folder; pass a folder with one sub-folder per class");
         }
         List<Path> classDirs;
+        long loose;
         try (Stream<Path> s = Files.list(root)) {
-            classDirs = s.filter(Files::isDirectory).filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList();
+            List<Path> entries = s.filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList();
+            classDirs = entries.stream().filter(Files::isDirectory).toList();
+            loose = entries.stream().filter(Files::isRegularFile).filter(ImageFolder::isImage).count();
+        }
+        // torchvision would ignore images lying in the root: a flat folder would serve nothing, or one class of
+        // whatever sub-folder it also has. Both are mistakes in the layout, so say which layout is expected.
+        if (loose > 0) {
+            throw new IOException(root + " holds " + loose + " image(s) directly, not in class sub-folders; arrange them as "
+                    + root + "/<class>/<image>.jpg, one sub-folder per class");
         }
         List<String> classes = new ArrayList<>();
         List<Path> files = new ArrayList<>();

@@ -175,6 +175,17 @@ class ImagePipelineSourceTest {
         assertTrue(empty.getMessage().contains("ROOT/<class>/<image>.jpg"), empty.getMessage());
     }
 
+    @Test
+    void imagesLyingInTheRootAreRefusedWithTheLayoutExpected() throws Exception {
+        Path flat = Files.createDirectories(dir.resolve("flat"));
+        javax.imageio.ImageIO.write(TestImages.pattern(8, 8, 1), "png", flat.resolve("a.png").toFile());
+        Files.createDirectories(flat.resolve("sub"));
+        javax.imageio.ImageIO.write(TestImages.pattern(8, 8, 2), "png", flat.resolve("sub/b.png").toFile());
+        var loose = assertThrows(java.io.IOException.class, () -> ImageFolder.scan(flat));
+        assertTrue(loose.getMessage().contains("holds 1 image(s) directly, not in class sub-folders")
+                && loose.getMessage().contains("/<class>/<image>.jpg"), loose.getMessage());
+    }
+
     private static long pipelineThreads() {
         return Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> t.isAlive() && t.getName().startsWith("tensorsocket-pipeline-")).count();
