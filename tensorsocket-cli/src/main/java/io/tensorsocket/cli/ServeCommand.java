@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorProducer;
+import io.tensorsocket.flight.FlightServe;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -61,6 +62,9 @@ final class ServeCommand implements Callable<Integer> {
             description = "Also let members of this group connect (default: only this user).")
     String group;
 
+    @picocli.CommandLine.Mixin
+    FlightOptions flight;
+
     @Override
     public Integer call() throws Exception {
         BatchSource src = source.build();
@@ -81,10 +85,14 @@ final class ServeCommand implements Callable<Integer> {
         if (group != null) {
             b.accessGroup(group);
         }
-        try (TensorProducer p = b.build()) {
+        try (TensorProducer p = b.build(); FlightServe remote = flight.start(p)) {
             Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
-            System.out.println(Json.object().put("event", "ready").put("name", p.name())
-                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid()));
+            Json ready = Json.object().put("event", "ready").put("name", p.name())
+                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid());
+            if (remote != null) {
+                ready.put("flight", remote.address().toString());
+            }
+            System.out.println(ready);
             System.out.flush();
             p.run();
             System.out.println(Json.object().put("event", "finished").put("batches", p.batchesPublished()));
