@@ -14,7 +14,7 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.ByteArrayInputStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -76,8 +76,9 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
         if (address.tls()) {
             cb.useTls();
             if (remote.trustedCertificates() != null) {
-                try (InputStream in = Files.newInputStream(remote.trustedCertificates())) {
-                    cb.trustedCertificates(in);
+                try {
+                    // read now: the client reads the stream only when it is built
+                    cb.trustedCertificates(new ByteArrayInputStream(Files.readAllBytes(remote.trustedCertificates())));
                 } catch (IOException e) {
                     allocator.close();
                     throw new IllegalArgumentException("cannot read trusted certificates " + remote.trustedCertificates()
