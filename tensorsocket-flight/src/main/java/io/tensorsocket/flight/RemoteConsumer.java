@@ -26,6 +26,14 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.flight.CallOption;
 import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.grpc.NettyClientBuilder;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.FlightStream;
@@ -56,6 +64,8 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
     private final List<TensorSpec> specs;
     private final long silenceNanos;
 
+    private final EventLoopGroup eventLoop;
+    private volatile long lastBytesNanos;
     private volatile long waitingSince; // 0 when not waiting on the server
     private volatile long deadlineNanos;
     private volatile boolean timedOut;
@@ -72,12 +82,12 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
         this.options = options;
         this.remote = remote;
         this.silenceNanos = remote.silenceTimeout().toNanos();
-        FlightClient.Builder cb = FlightClient.builder(allocator, address.location());
+        NettyClientBuilder cb = new NettyClientBuilder(allocator, address.location());
         if (address.tls()) {
             cb.useTls();
             if (remote.trustedCertificates() != null) {
                 try {
-                    // read now: the client reads the stream only when it is built
+                    // read now: the builder reads the stream only when the channel is built
                     cb.trustedCertificates(new ByteArrayInputStream(Files.readAllBytes(remote.trustedCertificates())));
                 } catch (IOException e) {
                     allocator.close();
@@ -86,7 +96,20 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
                 }
             }
         }
-        this.client = cb.build();
+        // The socket notes when bytes last arrived: a 38 MB batch can take seconds to arrive on a slow link,
+        // and that is progress, not silence. (gRPC's keepalive pings cannot go below 10 s.)
+        this.eventLoop = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        NettyChannelBuilder channel = cb.build().eventLoopGroup(eventLoop).channelFactory(() -> new NioSocketChannel() {
+            @Override
+            protected int doReadBytes(ByteBuf buf) throws Exception {
+                int n = super.doReadBytes(buf);
+                if (n > 0) {
+                    lastBytesNanos = System.nanoTime();
+                }
+                return n;
+            }
+        });
+        this.client = FlightGrpcUtils.createFlightClient(allocator, channel.build());
         this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-remote-watchdog");
             t.setDaemon(true);
@@ -326,7 +349,7 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
 
     private void check(FlightStream s) {
         long since = waitingSince;
-        if (since != 0 && System.nanoTime() - since > deadlineNanos && !timedOut) {
+        if (since != 0 && System.nanoTime() - Math.max(since, lastBytesNanos) > deadlineNanos && !timedOut) {
             timedOut = true;
             s.cancel("no word from the server for " + deadlineNanos / 1_000_000 + " ms", null);
         }
@@ -387,6 +410,7 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
         } catch (Exception ignored) {
             // nothing useful to report while closing
         }
+        eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         try {
             allocator.close();
         } catch (IllegalStateException leak) {
