@@ -53,6 +53,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * Not thread-safe: one thread iterates.
  */
 public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
+    private static final int FLOW_CONTROL_WINDOW = 64 << 20;
     private final RemoteAddress address;
     private final ConsumerOptions options;
     private final RemoteOptions remote;
@@ -99,7 +100,10 @@ public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
         // The socket notes when bytes last arrived: a 38 MB batch can take seconds to arrive on a slow link,
         // and that is progress, not silence. (gRPC's keepalive pings cannot go below 10 s.)
         this.eventLoop = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        NettyChannelBuilder channel = cb.build().eventLoopGroup(eventLoop).channelFactory(() -> new NioSocketChannel() {
+        // A 1 MiB HTTP/2 window (gRPC's default) caps a stream at one window per round trip through both
+        // event loops and the deframing thread: tens of MB/s on a busy host. Batches are tens of MB.
+        NettyChannelBuilder channel = cb.build().flowControlWindow(FLOW_CONTROL_WINDOW)
+                .eventLoopGroup(eventLoop).channelFactory(() -> new NioSocketChannel() {
             @Override
             protected int doReadBytes(ByteBuf buf) throws Exception {
                 int n = super.doReadBytes(buf);

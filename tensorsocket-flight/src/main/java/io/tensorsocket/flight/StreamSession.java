@@ -10,6 +10,7 @@ import io.tensorsocket.RequestRejectedException;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
+import io.grpc.Context;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
@@ -59,6 +60,9 @@ final class StreamSession {
 
     void run() {
         listener.setOnCancelHandler(this::onCancel);
+        // The cancel handler runs on the call's executor, which this thread occupies until the stream ends;
+        // gRPC cancels the call's Context at once from its own thread, so a vanished client is noticed here.
+        Context.current().addListener(ctx -> onCancel(), Runnable::run);
         listener.setOnReadyHandler(this::signalReady);
         ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
                 .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10));
@@ -151,7 +155,8 @@ final class StreamSession {
                 if (cancelled) {
                     throw new CancelledException();
                 }
-                ready.await(100, TimeUnit.MILLISECONDS);
+                // gRPC's onReady callback queues behind this very call on its executor, so poll as well
+                ready.await(2, TimeUnit.MILLISECONDS);
             }
             if (cancelled) {
                 throw new CancelledException();
