@@ -5,6 +5,7 @@ module io.tensorsocket.cli {
     requires io.tensorsocket.djl;
     requires io.tensorsocket.bench;
     requires io.tensorsocket.metrics;
+    requires io.tensorsocket.flight;
     requires info.picocli;
     requires org.slf4j;
     requires java.desktop;

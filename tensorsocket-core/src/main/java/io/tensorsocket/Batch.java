@@ -1,5 +1,6 @@
 package io.tensorsocket;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,6 +60,33 @@ public final class Batch implements AutoCloseable {
      */
     public static Batch of(Map<String, Tensor> tensors) {
         return new Batch(tensors, 0, 0, 0, Lease.OWNED, null);
+    }
+
+    /**
+     * A batch of read-only views into memory lent for a while by its owner (a network receive buffer,
+     * say), with its place in the epoch. Like a consumer's batch it is a lease: {@link #close()} runs
+     * {@code onClose} once, and every later access to the batch or its tensors throws
+     * {@link BatchReleasedException}. The owner keeps {@code data} valid until then.
+     *
+     * @param specs       the tensors, in order
+     * @param data        each tensor's {@code samples} samples, row-major, little-endian
+     * @param samples     samples in the batch
+     * @param what        how error messages name the batch ("batch 3 of epoch 1")
+     * @param onClose     run once when the batch is released; may be null
+     */
+    public static Batch lent(List<TensorSpec> specs, List<MemorySegment> data, int samples, long epoch, long index,
+                             long sampleStart, String what, Runnable onClose) {
+        if (specs.size() != data.size()) {
+            throw new IllegalArgumentException(specs.size() + " tensor specs but " + data.size() + " data segments");
+        }
+        Lease lease = Lease.open(what);
+        Map<String, Tensor> m = new LinkedHashMap<>();
+        for (int i = 0; i < specs.size(); i++) {
+            TensorSpec s = specs.get(i);
+            m.put(s.name(), new Tensor(s.dtype(), s.batchShape(samples),
+                    data.get(i).reinterpret(lease.scope(), null).asReadOnly(), lease));
+        }
+        return new Batch(m, epoch, index, sampleStart, lease, onClose);
     }
 
     /** A batch of caller-owned tensors given as name/tensor pairs: {@code Batch.of("x", x, "y", y)}. */

@@ -3,7 +3,6 @@ package io.tensorsocket.cli;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.StartMode;
-import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
 import picocli.CommandLine.ArgGroup;
@@ -46,13 +45,15 @@ final class ConsumeCommand implements Callable<Integer> {
             description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
     long progressMs;
 
+    @picocli.CommandLine.Mixin
+    RemoteClientOptions remote;
+
     @Override
     public Integer call() throws Exception {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
                 .withBatchTimeout(ServeCommand.seconds(batchTimeoutS));
-        try (TensorConsumer c = target.name != null ? TensorConsumer.connect(target.name, opts)
-                : TensorConsumer.connect(target.dir, opts)) {
+        try (ConsumerHandle c = ConsumerHandle.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {
                 throw new IllegalStateException("the producer serves '" + description

@@ -17,6 +17,11 @@ final class Launcher {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
+        // Arrow Flight (remote consumers, relays) reads direct buffers' addresses reflectively and
+        // needs Netty's sun.misc.Unsafe memory access.
+        cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
+        cmd.add("--sun-misc-unsafe-memory-access=allow");
+        cmd.add("-Dio.netty.tryReflectionSetAccessible=true");
         cmd.addAll(jvmOptions);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));

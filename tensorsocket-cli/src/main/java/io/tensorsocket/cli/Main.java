@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 @Command(name = "tensorsocket", mixinStandardHelpOptions = true, version = "tensorsocket 0.1.0",
         description = "Share one data loader between many training processes on this host.",
         subcommands = {ServeCommand.class, ConsumeCommand.class, TrainCommand.class, StatusCommand.class, ListCommand.class,
-                CleanCommand.class, DemoCommand.class, BenchCommand.class, SoakCommand.class, JobCommand.class,
+                CleanCommand.class, DemoCommand.class, BenchCommand.class, FlightBenchCommand.class, SoakCommand.class, JobCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main {
 

@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorProducer;
+import io.tensorsocket.flight.FlightServe;
 import io.tensorsocket.metrics.MetricsEndpoint;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -67,6 +68,9 @@ final class ServeCommand implements Callable<Integer> {
             description = "Serve Prometheus/OpenMetrics metrics at http://HOST:PORT/metrics (a bare port binds loopback).")
     String metrics;
 
+    @picocli.CommandLine.Mixin
+    FlightOptions flight;
+
     @Override
     public Integer call() throws Exception {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
@@ -89,12 +93,16 @@ final class ServeCommand implements Callable<Integer> {
             b.accessGroup(group);
         }
         try (TensorProducer p = b.build();
-             MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress)) {
+             MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress);
+             FlightServe remote = flight.start(p)) {
             Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
             Json ready = Json.object().put("event", "ready").put("name", p.name())
                     .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid());
             if (endpoint != null) {
                 ready.put("metrics", endpoint.url());
+            }
+            if (remote != null) {
+                ready.put("flight", remote.address().toString());
             }
             System.out.println(ready);
             System.out.flush();

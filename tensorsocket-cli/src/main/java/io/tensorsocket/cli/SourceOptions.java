@@ -1,5 +1,7 @@
 package io.tensorsocket.cli;
 
+import io.tensorsocket.flight.RelaySource;
+import io.tensorsocket.flight.RemoteOptions;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
@@ -36,6 +38,10 @@ final class SourceOptions {
 
         @Option(names = "--idx", paramLabel = "DIR", description = "A folder of MNIST-format IDX files (e.g. Fashion-MNIST).")
         Path idx;
+
+        @Option(names = "--from", paramLabel = "URI",
+                description = "Relay a remote producer (grpc://HOST:PORT/NAME or grpc+tls://...) into this one.")
+        String from;
     }
 
     @Option(names = "--batch-size", required = true, description = "The loader's batch size.")
@@ -82,8 +88,34 @@ final class SourceOptions {
             description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
     double loaderDelayMs;
 
+    @picocli.CommandLine.ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
+    RelayOptions relay = new RelayOptions();
+
+    static final class RelayOptions {
+        @Option(names = "--from-token", paramLabel = "TOKEN", description = "Shared token of the --from server.")
+        String token;
+
+        @Option(names = "--from-token-file", paramLabel = "FILE", description = "Read the --from server's token from this file.")
+        Path tokenFile;
+
+        @Option(names = "--from-trust", paramLabel = "PEM", description = "Trust this certificate for a grpc+tls:// --from.")
+        Path trust;
+    }
+
     /** Builds the source. */
     BatchSource build() throws Exception {
+        if (kind.from != null) {
+            RemoteOptions o = RemoteOptions.defaults();
+            String t = relay.token != null ? relay.token
+                    : relay.tokenFile != null ? java.nio.file.Files.readString(relay.tokenFile).strip() : null;
+            if (t != null) {
+                o = o.withToken(t);
+            }
+            if (relay.trust != null) {
+                o = o.withTrustedCertificates(relay.trust);
+            }
+            return RelaySource.connect(kind.from, batchSize, o, Duration.ofMinutes(2));
+        }
         if ((mean != null || std != null) && kind.idx == null) {
             throw new IllegalArgumentException("--mean and --std apply to --idx sources; for --images put"
                     + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
@@ -138,7 +170,9 @@ final class SourceOptions {
     /** The options again, as command-line arguments (to start another JVM with the same source). */
     List<String> toArgs() {
         List<String> a = new ArrayList<>();
-        if (kind.synthetic != null) {
+        if (kind.from != null) {
+            a.addAll(List.of("--from", kind.from));
+        } else if (kind.synthetic != null) {
             a.addAll(List.of("--synthetic", kind.synthetic, "--loader-delay-ms", Double.toString(loaderDelayMs)));
         } else if (kind.images != null) {
             a.addAll(List.of("--images", kind.images.toString(), "--transform", transform, "--decoder", decoder));

@@ -1,0 +1,235 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.DType;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.TensorSpec;
+import io.tensorsocket.bench.Harness;
+import io.tensorsocket.flight.FlightServe;
+import io.tensorsocket.flight.RelaySource;
+import io.tensorsocket.flight.RemoteConsumer;
+import io.tensorsocket.flight.RemoteOptions;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLongArray;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tensorsocket bench-flight}: throughput of 64x3x224x224 float32 batches to consumers over Arrow
+ * Flight on loopback, through a relay, and through shared memory, beside the machine's memory-copy
+ * rate. Everything runs in this JVM (one producer, its Flight server, consumer threads) over real
+ * sockets and shared memory; each consumer reads one byte of every 4 KiB page of every batch.
+ */
+@Command(name = "bench-flight", mixinStandardHelpOptions = true,
+        description = "Measure batches/s and GB/s to remote (Flight, loopback), relayed and shared-memory consumers.")
+final class FlightBenchCommand implements Callable<Integer> {
+    private static final long[] SHAPE = {3, 224, 224};
+    private static final int BATCH = 64;
+
+    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after 2 s of warm-up (default ${DEFAULT-VALUE}).")
+    double seconds;
+
+    @Option(names = "--only", split = ",", description = "Cases: shm, flight, relay (default: all).")
+    List<String> only;
+
+    @Override
+    public Integer call() throws Exception {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        double batchGb = BATCH * Tensor3.bytes() / 1e9;
+        double memcpy = Harness.memcpy();
+        System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
+                + BATCH + "x3x224x224 float32 (" + String.format(Locale.ROOT, "%.1f", batchGb * 1e3) + " MB)");
+        row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy);
+        Path base = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-flight-");
+        try {
+            for (int k : List.of(1, 4)) {
+                if (wants("shm")) {
+                    run("shm", k, base, false, false, memcpy);
+                }
+                if (wants("flight")) {
+                    run("flight", k, base, true, false, memcpy);
+                }
+            }
+            if (wants("relay")) {
+                run("relay", 4, base, true, true, memcpy);
+            }
+        } finally {
+            try (var s = Files.walk(base)) {
+                s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+        return 0;
+    }
+
+    private boolean wants(String c) {
+        return only == null || only.contains(c);
+    }
+
+    private void run(String kind, int k, Path base, boolean remote, boolean relay, double memcpy) throws Exception {
+        Path dir = base.resolve(kind + k);
+        TensorProducer producer = TensorProducer.builder().directory(dir).source(new Replay()).epochs(0)
+                .minConsumers(remote ? (relay ? 1 : k) : k).slots(8).build().start();
+        FlightServe flight = remote ? FlightServe.builder().directory("bench", dir).build().start() : null;
+        TensorProducer relayProducer = null;
+        Path relayDir = base.resolve(kind + k + "-relay");
+        if (relay) {
+            relayProducer = TensorProducer.builder().directory(relayDir)
+                    .source(RelaySource.connect(flight.address().toString(), BATCH, RemoteOptions.defaults(), Duration.ofMinutes(1)))
+                    .epochs(0).minConsumers(k).slots(8).build().start();
+        }
+        AtomicBoolean running = new AtomicBoolean(true);
+        AtomicLongArray counts = new AtomicLongArray(k);
+        List<Thread> threads = new ArrayList<>();
+        List<Throwable> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        for (int i = 0; i < k; i++) {
+            int id = i;
+            threads.add(Thread.ofPlatform().name("bench-consumer-" + i).start(() -> {
+                ConsumerOptions o = ConsumerOptions.batchSize(BATCH);
+                try {
+                    if (remote && !relay) {
+                        try (RemoteConsumer c = RemoteConsumer.connect(flight.address(), o, RemoteOptions.defaults())) {
+                            loop(c, running, counts, id);
+                        }
+                    } else {
+                        try (TensorConsumer c = TensorConsumer.connect(relay ? relayDir : dir, o)) {
+                            loop(c, running, counts, id);
+                        }
+                    }
+                } catch (Throwable t) {
+                    if (running.get()) {
+                        errors.add(t);
+                    }
+                }
+            }));
+        }
+        long warm = System.nanoTime() + 2_000_000_000L;
+        while (System.nanoTime() < warm || sum(counts) == 0) {
+            Thread.sleep(50);
+            if (!errors.isEmpty()) {
+                break;
+            }
+        }
+        long[] before = snapshot(counts);
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        long[] after = snapshot(counts);
+        double s = (System.nanoTime() - t0) / 1e9;
+        running.set(false);
+        if (relayProducer != null) {
+            relayProducer.close();
+        }
+        if (flight != null) {
+            flight.close();
+        }
+        producer.close();
+        for (Thread t : threads) {
+            t.join(10_000);
+        }
+        if (!errors.isEmpty()) {
+            throw new IllegalStateException(kind + " with " + k + " consumers failed: " + errors.getFirst(), errors.getFirst());
+        }
+        double slowest = Double.MAX_VALUE;
+        double total = 0;
+        for (int i = 0; i < k; i++) {
+            double r = (after[i] - before[i]) / s;
+            slowest = Math.min(slowest, r);
+            total += r;
+        }
+        double batchGb = BATCH * Tensor3.bytes() / 1e9;
+        row(kind, k, slowest, total, slowest * batchGb);
+    }
+
+    private static void loop(Iterable<Batch> c, AtomicBoolean running, AtomicLongArray counts, int id) {
+        long sink = 0;
+        while (running.get()) {
+            for (Batch b : c) {
+                MemorySegment d = b.tensor(0).data();
+                for (long off = 0; off < d.byteSize(); off += 4096) {
+                    sink += d.get(ValueLayout.JAVA_BYTE, off);
+                }
+                counts.incrementAndGet(id);
+                if (!running.get()) {
+                    break;
+                }
+            }
+        }
+        if (sink == 42) {
+            System.out.print("");
+        }
+    }
+
+    private static long sum(AtomicLongArray a) {
+        long s = 0;
+        for (int i = 0; i < a.length(); i++) {
+            s += a.get(i);
+        }
+        return s;
+    }
+
+    private static long[] snapshot(AtomicLongArray a) {
+        long[] s = new long[a.length()];
+        for (int i = 0; i < s.length; i++) {
+            s[i] = a.get(i);
+        }
+        return s;
+    }
+
+    private static void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer) {
+        System.out.println(Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
+                .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
+                .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9));
+        System.out.flush();
+    }
+
+    private static final class Tensor3 {
+        static long bytes() {
+            return 3L * 224 * 224 * 4;
+        }
+    }
+
+    /** Batches already in memory: one copy into the arena per batch, so the data plane is what is measured. */
+    private static final class Replay implements BatchSource {
+        private final MemorySegment prepared = Arena.global().allocate(BATCH * Tensor3.bytes(), 64);
+
+        Replay() {
+            for (long i = 0; i + 8 <= prepared.byteSize(); i += 8) {
+                prepared.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
+            }
+        }
+
+        @Override
+        public BatchLayout layout() {
+            return new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, SHAPE)), BATCH);
+        }
+
+        @Override
+        public long samplesPerEpoch() {
+            return 100L * BATCH;
+        }
+
+        @Override
+        public void emitEpoch(long epoch, BatchSink sink) {
+            for (int i = 0; i < 100; i++) {
+                SlotWriter slot = sink.claim();
+                MemorySegment.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
+                slot.publish(BATCH);
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+package io.tensorsocket.cli;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.flight.RemoteConsumer;
+import io.tensorsocket.flight.RemoteOptions;
+import java.util.Iterator;
+
+/** A {@link ConsumerHandle} on a {@link RemoteConsumer}; its own class so local consumers never load Arrow. */
+final class RemoteHandle implements ConsumerHandle {
+    private final RemoteConsumer c;
+
+    private RemoteHandle(RemoteConsumer c) {
+        this.c = c;
+    }
+
+    static ConsumerHandle open(String uri, ConsumerOptions opts, RemoteOptions remote) {
+        return new RemoteHandle(RemoteConsumer.connect(uri, opts, remote));
+    }
+
+    @Override
+    public String sourceDescription() {
+        return c.sourceDescription();
+    }
+
+    @Override
+    public long samplesPerEpoch() {
+        return c.samplesPerEpoch();
+    }
+
+    @Override
+    public long streamPosition(Batch b) {
+        return c.streamPosition(b);
+    }
+
+    @Override
+    public boolean isEndOfStream() {
+        return c.isEndOfStream();
+    }
+
+    @Override
+    public StartMode startMode() {
+        return c.startMode();
+    }
+
+    @Override
+    public Iterator<Batch> iterator() {
+        return c.iterator();
+    }
+
+    @Override
+    public void close() {
+        c.close();
+    }
+}

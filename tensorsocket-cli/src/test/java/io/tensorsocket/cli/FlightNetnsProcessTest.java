@@ -1,0 +1,76 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A producer served over Flight from a second network namespace, reached over a veth pair: a real
+ * non-loopback address, so the token is required. Skipped (with the reason) where namespaces cannot be
+ * created. The 10.x addresses exist only inside the namespace and on the veth the test creates.
+ */
+class FlightNetnsProcessTest extends ProcessTestBase {
+    private final String ns = "tsflight" + ProcessHandle.current().pid();
+    private final String hostIf = "tsfh" + ProcessHandle.current().pid() % 100000;
+    private final String nsIf = "tsfn" + ProcessHandle.current().pid() % 100000;
+    private boolean created;
+
+    private static boolean run(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        return p.waitFor(20, TimeUnit.SECONDS) && p.exitValue() == 0;
+    }
+
+    private void setUpNamespace() throws Exception {
+        boolean ok = run("ip", "netns", "add", ns);
+        created = ok;
+        ok = ok && run("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
+                && run("ip", "link", "set", nsIf, "netns", ns)
+                && run("ip", "addr", "add", "10.213.77.1/24", "dev", hostIf)
+                && run("ip", "link", "set", hostIf, "up")
+                && run("ip", "netns", "exec", ns, "ip", "addr", "add", "10.213.77.2/24", "dev", nsIf)
+                && run("ip", "netns", "exec", ns, "ip", "link", "set", nsIf, "up")
+                && run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up");
+        if (!ok) {
+            System.out.println("FlightNetnsProcessTest skipped: cannot create a network namespace and veth pair here"
+                    + " (needs root or CAP_NET_ADMIN and the ip tool)");
+        }
+        Assumptions.assumeTrue(ok, "cannot create a network namespace and veth pair here");
+    }
+
+    @AfterEach
+    void removeNamespace() throws Exception {
+        run("ip", "link", "del", hostIf);
+        if (created) {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    @Test
+    void aConsumerInAnotherNamespaceGetsExactEpochsWithTheTokenAndIsRefusedWithout() throws Exception {
+        setUpNamespace();
+        List<String> serve = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        serve.addAll(Launcher.javaCommand("serve", "--name", "far", "--synthetic", "samples=600,shape=3x4x4,dtype=float32,seed=13",
+                "--batch-size", "32", "--epochs", "2", "--flight", "10.213.77.2:8815", "--flight-token", "n3tns"));
+        Proc producer = startCommand(serve).awaitReady();
+        String uri = "grpc://10.213.77.2:8815/far";
+        Proc refused = consume(uri, 25);
+        assertEquals(1, refused.exitCode(Duration.ofSeconds(30)), refused.stderr());
+        assertTrue(refused.errorLine().contains("needs a token"), refused.stderr());
+        Proc remote = consume(uri, 25, "--token", "n3tns");
+        assertEquals(0, remote.exitCode(Duration.ofSeconds(90)), remote.stderr());
+        assertEquals(2, remote.json().size(), remote.json().toString());
+        for (Map<String, String> e : remote.json()) {
+            assertExactEpoch(e, 600, "epoch_start");
+        }
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
+    }
+}

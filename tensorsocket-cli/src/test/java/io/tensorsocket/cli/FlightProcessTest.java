@@ -1,0 +1,204 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Remote consumers and relays over Arrow Flight on loopback, with real producer and consumer JVMs. */
+class FlightProcessTest extends ProcessTestBase {
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static String uri(int port, String name) {
+        return "grpc://127.0.0.1:" + port + "/" + name;
+    }
+
+    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
+    }
+
+    private static void assertExact(Proc c, int epochs, long samples) throws InterruptedException {
+        assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());
+        assertEquals(epochs, c.json().size(), c.json().toString());
+        for (Map<String, String> e : c.json()) {
+            assertExactEpoch(e, samples, "epoch_start");
+        }
+    }
+
+    @Test
+    void remoteAndLocalConsumersOfMixedBatchSizesGetExactEpochs() throws Exception {
+        int port = freePort();
+        serve("mix", "samples=1000,shape=3x5x7,dtype=float32,seed=11", 64, 2, "--min-consumers", "4",
+                "--flight", "127.0.0.1:" + port);
+        Proc local = consume("mix", 7);
+        Proc remote13 = consume(uri(port, "mix"), 13);
+        Proc remote64 = consume(uri(port, "mix"), 64);
+        Proc remote1000 = consume(uri(port, "mix"), 1000);
+        for (Proc c : List.of(local, remote13, remote64, remote1000)) {
+            assertExact(c, 2, 1000);
+        }
+        assertEquals("77", remote13.json().get(0).get("batches"));
+    }
+
+    @Test
+    void remoteConsumerWithDropLastSeesOnlyFullBatches() throws Exception {
+        int port = freePort();
+        serve("drop", "samples=100,shape=4,dtype=int32,seed=5", 8, 1, "--flight", "127.0.0.1:" + port);
+        Proc c = consume(uri(port, "drop"), 30, "--drop-last");
+        assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        Map<String, String> e = c.json().get(0);
+        assertEquals("90", e.get("samples"), e.toString());
+        assertEquals("3", e.get("batches"), e.toString());
+        assertEquals("0", e.get("corrupt"), e.toString());
+    }
+
+    @Test
+    void lateRemoteJoinerInsideTheRubberBandStartsAtTheEpochStart() throws Exception {
+        // 400 ms per batch and a band as long as the epoch keep its first batch for 8 s. A joiner that
+        // arrives later than that (a loaded machine) starts at the next epoch's start instead: either way
+        // it starts at an epoch start and every epoch it sees is exact, up to the producer's last.
+        int port = freePort();
+        Proc producer = serve("late", "samples=200,shape=4,dtype=float32,seed=1", 10, 2, "--loader-delay-ms", "400",
+                "--rubber-band", "20", "--flight", "127.0.0.1:" + port);
+        Proc first = consume("late", 10);
+        awaitJoined(producer, 1);
+        Thread.sleep(1000);
+        Proc late = consume(uri(port, "late"), 7);
+        assertExact(first, 2, 200);
+        assertEquals(0, late.exitCode(Duration.ofSeconds(90)), late.stderr());
+        List<Map<String, String>> epochs = late.json();
+        assertTrue(!epochs.isEmpty(), late.stderr());
+        for (Map<String, String> e : epochs) {
+            assertExactEpoch(e, 200, "epoch_start");
+        }
+        assertEquals("1", epochs.getLast().get("epoch"), epochs.toString());
+    }
+
+    @Test
+    void killedRemoteConsumerDoesNotStallTheLocalOnes() throws Exception {
+        int port = freePort();
+        Proc producer = serve("rkill", "samples=3000,shape=8,dtype=float32,seed=3", 20, 2, "--min-consumers", "2",
+                "--stall-timeout-s", "60", "--flight", "127.0.0.1:" + port);
+        Proc local = consume("rkill", 20, "--step-ms", "2");
+        Proc remote = consume(uri(port, "rkill"), 20, "--step-ms", "20", "--progress-ms", "100");
+        remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        long killed = System.nanoTime();
+        remote.kill();
+        assertExact(local, 2, 3000);
+        assertTrue(System.nanoTime() - killed < Duration.ofSeconds(30).toNanos(), "the local consumer waited for the stall timeout");
+        producer.awaitLine(l -> l.contains("finished"), Duration.ofSeconds(30));
+        assertTrue(producer.stderr().contains("left"), producer.stderr());
+    }
+
+    @Test
+    void remoteConsumerFailsWithinSecondsWhenTheServerIsKilled() throws Exception {
+        int port = freePort();
+        Proc producer = serve("skill", "samples=100000,shape=8,dtype=float32,seed=4", 10, 0,
+                "--loader-delay-ms", "20", "--flight", "127.0.0.1:" + port);
+        Proc remote = consume(uri(port, "skill"), 10, "--progress-ms", "100");
+        remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        long killed = System.nanoTime();
+        producer.kill();
+        int code = remote.exitCode(Duration.ofSeconds(10));
+        double seconds = (System.nanoTime() - killed) / 1e9;
+        assertNotEquals(0, code);
+        assertTrue(seconds < 4, "took " + seconds + " s to notice");
+        assertTrue(remote.errorLine().contains("grpc://127.0.0.1:" + port + "/skill"), remote.stderr());
+    }
+
+    @Test
+    void aMissingOrWrongTokenIsRefusedWithAClearMessage() throws Exception {
+        int port = freePort();
+        serve("tok", "samples=100,shape=4,dtype=float32,seed=6", 10, 1, "--flight", "127.0.0.1:" + port,
+                "--flight-token", "s3cret");
+        Proc none = consume(uri(port, "tok"), 10);
+        assertEquals(1, none.exitCode(Duration.ofSeconds(30)), none.stderr());
+        assertTrue(none.errorLine().contains("needs a token"), none.stderr());
+        Proc wrong = consume(uri(port, "tok"), 10, "--token", "guess");
+        assertEquals(1, wrong.exitCode(Duration.ofSeconds(30)), wrong.stderr());
+        assertTrue(wrong.errorLine().contains("does not match"), wrong.stderr());
+        Proc right = consume(uri(port, "tok"), 10, "--token", "s3cret");
+        assertExact(right, 1, 100);
+    }
+
+    @Test
+    void aNonLoopbackAddressWithoutATokenIsRefused() throws Exception {
+        Proc p = start("serve", "--name", "open", "--synthetic", "samples=10,shape=1,dtype=float32,seed=1",
+                "--batch-size", "5", "--flight", "0.0.0.0:" + freePort());
+        assertNotEquals(0, p.exitCode(Duration.ofSeconds(30)));
+        assertTrue(p.errorLine().contains("needs a shared token"), p.stderr());
+    }
+
+    @Test
+    void aWrongProducerNameIsNotFound() throws Exception {
+        int port = freePort();
+        serve("right", "samples=100,shape=4,dtype=float32,seed=6", 10, 1, "--flight", "127.0.0.1:" + port);
+        Proc c = consume(uri(port, "wrong"), 10);
+        assertEquals(1, c.exitCode(Duration.ofSeconds(30)), c.stderr());
+        assertTrue(c.errorLine().contains("serves producer 'right', not 'wrong'"), c.stderr());
+    }
+
+    @Test
+    void garbageOnTheFlightPortIsAnsweredWithAnErrorAndServingGoesOn() throws Exception {
+        int port = freePort();
+        serve("garbage", "samples=500,shape=4,dtype=float32,seed=8", 10, 1, "--flight", "127.0.0.1:" + port);
+        byte[] answer;
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            s.setSoTimeout(5000);
+            OutputStream out = s.getOutputStream();
+            out.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.write(new byte[] {(byte) 0xde, (byte) 0xad, (byte) 0xbe, (byte) 0xef, 0, 0, 0, 0, 1, 2, 3});
+            out.flush();
+            InputStream in = s.getInputStream();
+            answer = in.readNBytes(64);
+        }
+        // HTTP/2 answers a bad connection preface with its SETTINGS and then a GOAWAY frame (type 7) whose
+        // error code is PROTOCOL_ERROR (1), then closes.
+        boolean goAway = false;
+        for (int at = 0; at + 9 <= answer.length && !goAway; ) {
+            int length = (answer[at] & 0xff) << 16 | (answer[at + 1] & 0xff) << 8 | (answer[at + 2] & 0xff);
+            goAway = answer[at + 3] == 7 && at + 17 <= answer.length && answer[at + 16] == 1;
+            at += 9 + length;
+        }
+        assertTrue(goAway, "no GOAWAY(PROTOCOL_ERROR) frame: " + java.util.Arrays.toString(answer));
+        Proc c = consume(uri(port, "garbage"), 10);
+        assertExact(c, 1, 500);
+    }
+
+    @Test
+    void aRelaysLocalConsumersGetExactEpochs() throws Exception {
+        int port = freePort();
+        serve("upstream", "samples=900,shape=2x3,dtype=float32,seed=9", 50, 2, "--flight", "127.0.0.1:" + port);
+        Proc relay = start("serve", "--name", "relay", "--from", uri(port, "upstream"), "--batch-size", "32",
+                "--epochs", "2", "--min-consumers", "2").awaitReady();
+        Proc a = consume("relay", 10);
+        Proc b = consume("relay", 32);
+        assertExact(a, 2, 900);
+        assertExact(b, 2, 900);
+        assertEquals(0, relay.exitCode(Duration.ofSeconds(60)), relay.stderr());
+    }
+}

@@ -1,0 +1,231 @@
+package io.tensorsocket.flight;
+
+import io.tensorsocket.TensorProducer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.FlightServer;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+
+/**
+ * Serves one local producer to consumers on other hosts over Apache Arrow Flight. Each DoGet with a
+ * {@link StreamRequest} ticket becomes one {@link StreamSession}: its own consumer of the local producer,
+ * streamed as Arrow record batches ({@link TensorColumns}, {@link RecordTag}, {@link StreamHeader}).
+ *
+ * <p>It binds 127.0.0.1 unless told otherwise; binding any address that is not loopback requires a
+ * shared token (bearer authentication). With a certificate chain and key it speaks TLS
+ * ({@code grpc+tls://}).
+ *
+ * <pre>{@code
+ * try (TensorProducer p = TensorProducer.builder().name("train").source(src).build().start();
+ *      FlightServe f = FlightServe.builder().producer(p).port(8815).build().start()) {
+ *     p.await(...);
+ * }
+ * }</pre>
+ */
+public final class FlightServe implements AutoCloseable {
+    private final String producerName;
+    private final Path producerDirectory;
+    private final Location location;
+    private final BufferAllocator allocator = new RootAllocator();
+    private final ScheduledExecutorService timer;
+    private final FlightServer server;
+    private final AtomicLong streams = new AtomicLong();
+
+    private FlightServe(Builder b) throws IOException {
+        this.producerName = b.name;
+        this.producerDirectory = b.directory;
+        boolean tls = b.certChain != null;
+        this.location = tls ? Location.forGrpcTls(b.host, b.port) : Location.forGrpcInsecure(b.host, b.port);
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tensorsocket-flight-heartbeat");
+            t.setDaemon(true);
+            return t;
+        });
+        FlightServer.Builder fb = FlightServer.builder(allocator, location, new Producer());
+        if (b.token != null) {
+            fb.headerAuthenticator(new BearerAuth(b.token));
+        }
+        if (tls) {
+            fb.useTls(b.certChain.toFile(), b.key.toFile());
+        }
+        this.server = fb.build();
+    }
+
+    /** A builder; name the producer with {@link Builder#producer} or {@link Builder#directory}. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Starts listening.
+     *
+     * @throws IOException if the address cannot be bound (in use, not local)
+     */
+    public FlightServe start() throws IOException {
+        try {
+            server.start();
+        } catch (IOException e) {
+            throw new IOException("cannot listen on " + location.getUri().getHost() + ":" + location.getUri().getPort()
+                    + " for Flight: " + e.getMessage() + " (is the port in use, or the address not this host's?)", e);
+        }
+        return this;
+    }
+
+    /** The port listened on (the real one when 0 was asked for). */
+    public int port() {
+        return server.getPort();
+    }
+
+    /** The address remote consumers use: {@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}. */
+    public RemoteAddress address() {
+        return new RemoteAddress(location.getUri().getScheme().contains("tls"), location.getUri().getHost(), port(),
+                producerName);
+    }
+
+    /** Remote streams opened so far. */
+    public long streamsOpened() {
+        return streams.get();
+    }
+
+    /** Stops listening and ends every remote stream (their consumers see an error). */
+    @Override
+    public void close() {
+        server.shutdown();
+        try {
+            if (!server.awaitTermination(2, TimeUnit.SECONDS)) {
+                server.close();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        timer.shutdownNow();
+    }
+
+    private final class Producer extends NoOpFlightProducer {
+        @Override
+        public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+            StreamRequest request;
+            try {
+                request = StreamRequest.parse(ticket.getBytes());
+            } catch (IllegalArgumentException e) {
+                listener.error(CallStatus.INVALID_ARGUMENT.withDescription("bad TensorSocket ticket: " + e.getMessage())
+                        .toRuntimeException());
+                return;
+            }
+            if (!request.name().equals(producerName)) {
+                listener.error(CallStatus.NOT_FOUND.withDescription("this server serves producer '" + producerName
+                        + "', not '" + request.name() + "'").toRuntimeException());
+                return;
+            }
+            String peer = "remote-" + streams.incrementAndGet();
+            new StreamSession(producerDirectory, request, listener, allocator, timer, peer).run();
+        }
+    }
+
+    /** Options of a {@link FlightServe}. */
+    public static final class Builder {
+        private String name;
+        private Path directory;
+        private String host = "127.0.0.1";
+        private int port = 0;
+        private String token;
+        private Path certChain;
+        private Path key;
+
+        private Builder() {
+        }
+
+        /** Serves this running producer. */
+        public Builder producer(TensorProducer producer) {
+            this.name = producer.name();
+            this.directory = producer.directory();
+            return this;
+        }
+
+        /** Serves the producer in {@code directory}, which remote consumers reach as {@code name}. */
+        public Builder directory(String name, Path directory) {
+            this.name = Objects.requireNonNull(name);
+            this.directory = Objects.requireNonNull(directory);
+            return this;
+        }
+
+        /** Address to bind (default 127.0.0.1); one that is not loopback needs {@link #token}. */
+        public Builder host(String host) {
+            this.host = Objects.requireNonNull(host);
+            return this;
+        }
+
+        /** Port to bind; 0 picks a free one (default). */
+        public Builder port(int port) {
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("port " + port + " is not in 0..65535");
+            }
+            this.port = port;
+            return this;
+        }
+
+        /** The shared token every remote consumer must present (bearer authentication). */
+        public Builder token(String token) {
+            if (token != null && token.isBlank()) {
+                throw new IllegalArgumentException("the shared token is empty");
+            }
+            this.token = token;
+            return this;
+        }
+
+        /** Reads the shared token from the first line of a file. */
+        public Builder tokenFile(Path file) throws IOException {
+            String t = Files.readString(file).strip();
+            if (t.isEmpty()) {
+                throw new IllegalArgumentException("token file " + file + " is empty");
+            }
+            return token(t);
+        }
+
+        /** Speak TLS with this PEM certificate chain and PEM private key (PKCS#8). */
+        public Builder tls(Path certChain, Path key) {
+            for (Path p : new Path[] {certChain, key}) {
+                if (!Files.isReadable(p)) {
+                    throw new IllegalArgumentException("TLS file " + p + " does not exist or is not readable");
+                }
+            }
+            this.certChain = certChain;
+            this.key = key;
+            return this;
+        }
+
+        /** Builds the server (call {@link FlightServe#start()}). */
+        public FlightServe build() throws IOException {
+            if (name == null) {
+                throw new IllegalStateException("name the producer to serve: producer(...) or directory(...)");
+            }
+            if (token == null && !isLoopback(host)) {
+                throw new IllegalArgumentException("serving on " + host + " is reachable from other hosts and needs a"
+                        + " shared token: pass one (--flight-token or --flight-token-file), or bind 127.0.0.1");
+            }
+            return new FlightServe(this);
+        }
+
+        private static boolean isLoopback(String host) {
+            try {
+                return InetAddress.getByName(host).isLoopbackAddress();
+            } catch (UnknownHostException e) {
+                throw new IllegalArgumentException("cannot resolve Flight host '" + host + "'", e);
+            }
+        }
+    }
+
+}

@@ -1,0 +1,434 @@
+package io.tensorsocket.flight;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerEvictedException;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.PermissionDeniedException;
+import io.tensorsocket.ProducerFailedException;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProducerNotFoundException;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.RequestRejectedException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.TensorSocketTimeoutException;
+import io.tensorsocket.TensorSpec;
+import java.io.IOException;
+import java.io.ByteArrayInputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.grpc.NettyClientBuilder;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.flight.auth2.BearerCredentialWriter;
+import org.apache.arrow.flight.grpc.CredentialCallOption;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * A consumer of a producer on another host, reached over Arrow Flight at {@code grpc://HOST:PORT/NAME}
+ * (or {@code grpc+tls://}). It has the contract and shape of a local consumer: iterating it yields one
+ * epoch, exactly once and in order, at its own batch size; each batch is a view of the received Arrow
+ * buffers, valid until the next batch is asked for or it is closed; a server that falls silent for
+ * {@link RemoteOptions#silenceTimeout()} (it sends a heartbeat every half second) is reported as gone.
+ * Not thread-safe: one thread iterates.
+ */
+public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
+    private static final int FLOW_CONTROL_WINDOW = 64 << 20;
+    private final RemoteAddress address;
+    private final ConsumerOptions options;
+    private final RemoteOptions remote;
+    private final BufferAllocator allocator = new RootAllocator();
+    private final FlightClient client;
+    private final FlightStream stream;
+    private final ScheduledExecutorService watchdog;
+    private final StreamHeader header;
+    private final List<TensorSpec> specs;
+    private final long silenceNanos;
+
+    private final EventLoopGroup eventLoop;
+    private volatile long lastBytesNanos;
+    private volatile long waitingSince; // 0 when not waiting on the server
+    private volatile long deadlineNanos;
+    private volatile boolean timedOut;
+    private Batch current;
+    private long currentPosition = -1;
+    private long epoch;
+    private boolean epochOpen;
+    private boolean epochDone;
+    private boolean endOfStream;
+    private boolean closed;
+
+    private RemoteConsumer(RemoteAddress address, ConsumerOptions options, RemoteOptions remote) {
+        this.address = address;
+        this.options = options;
+        this.remote = remote;
+        this.silenceNanos = remote.silenceTimeout().toNanos();
+        NettyClientBuilder cb = new NettyClientBuilder(allocator, address.location());
+        if (address.tls()) {
+            cb.useTls();
+            if (remote.trustedCertificates() != null) {
+                try {
+                    // read now: the builder reads the stream only when the channel is built
+                    cb.trustedCertificates(new ByteArrayInputStream(Files.readAllBytes(remote.trustedCertificates())));
+                } catch (IOException e) {
+                    allocator.close();
+                    throw new IllegalArgumentException("cannot read trusted certificates " + remote.trustedCertificates()
+                            + ": " + e.getMessage(), e);
+                }
+            }
+        }
+        // The socket notes when bytes last arrived: a 38 MB batch can take seconds to arrive on a slow link,
+        // and that is progress, not silence. (gRPC's keepalive pings cannot go below 10 s.)
+        this.eventLoop = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        // A 1 MiB HTTP/2 window (gRPC's default) caps a stream at one window per round trip through both
+        // event loops and the deframing thread: tens of MB/s on a busy host. Batches are tens of MB.
+        NettyChannelBuilder channel = cb.build().flowControlWindow(FLOW_CONTROL_WINDOW)
+                .eventLoopGroup(eventLoop).channelFactory(() -> new NioSocketChannel() {
+            @Override
+            protected int doReadBytes(ByteBuf buf) throws Exception {
+                int n = super.doReadBytes(buf);
+                if (n > 0) {
+                    lastBytesNanos = System.nanoTime();
+                }
+                return n;
+            }
+        });
+        this.client = FlightGrpcUtils.createFlightClient(allocator, channel.build());
+        this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tensorsocket-remote-watchdog");
+            t.setDaemon(true);
+            return t;
+        });
+        FlightStream s = null;
+        try {
+            StreamRequest request = new StreamRequest(address.name(), options.batchSize(), options.dropLast(),
+                    remote.epochs(), options.batchTimeout());
+            List<CallOption> calls = new ArrayList<>();
+            if (remote.token() != null) {
+                calls.add(new CredentialCallOption(new BearerCredentialWriter(remote.token())));
+            }
+            s = client.getStream(new Ticket(request.encode()), calls.toArray(CallOption[]::new));
+            FlightStream opened = s;
+            watchdog.scheduleAtFixedRate(() -> check(opened), 100, 100, TimeUnit.MILLISECONDS);
+            VectorSchemaRoot root = await(options.connectTimeout().toNanos(), s::getRoot);
+            this.header = StreamHeader.fromMetadata(root.getSchema().getCustomMetadata());
+            this.specs = List.copyOf(TensorColumns.specs(root.getSchema()));
+            this.stream = s;
+            this.epoch = header.startEpoch();
+        } catch (RuntimeException e) {
+            closeQuietly(s);
+            shutdown();
+            throw e instanceof FlightRuntimeException f ? translate(f) : e;
+        }
+    }
+
+    /** Connects to {@code uri} ({@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}). */
+    public static RemoteConsumer connect(String uri, ConsumerOptions options, RemoteOptions remote) {
+        return new RemoteConsumer(RemoteAddress.parse(uri), options, remote);
+    }
+
+    /** Connects to {@code address}. */
+    public static RemoteConsumer connect(RemoteAddress address, ConsumerOptions options, RemoteOptions remote) {
+        return new RemoteConsumer(address, options, remote);
+    }
+
+    // ------------------------------------------------------------------------------------------------ info
+
+    /** The server's address. */
+    public RemoteAddress address() {
+        return address;
+    }
+
+    /** Batches in one epoch at this consumer's batch size. */
+    public long size() {
+        long n = header.samplesPerEpoch();
+        int b = header.batchSize();
+        return header.dropLast() ? n / b : (n + b - 1) / b;
+    }
+
+    /** Samples in one epoch. */
+    public long samplesPerEpoch() {
+        return header.samplesPerEpoch();
+    }
+
+    /** This consumer's batch size. */
+    public int batchSize() {
+        return header.batchSize();
+    }
+
+    /** The producer's loader batch size. */
+    public int producerBatchSize() {
+        return header.producerBatchSize();
+    }
+
+    /** The current (or last finished) epoch. */
+    public long epoch() {
+        return epoch;
+    }
+
+    /** Whether this consumer started at an epoch start or mid-stream. */
+    public StartMode startMode() {
+        return header.startMode();
+    }
+
+    /** Producer epoch of the first sample. */
+    public long startEpoch() {
+        return header.startEpoch();
+    }
+
+    /** Position in that epoch of the first sample. */
+    public long startSample() {
+        return header.startSample();
+    }
+
+    /** The tensors of every batch. */
+    public List<TensorSpec> tensors() {
+        return specs;
+    }
+
+    /** The producer's source description. */
+    public String sourceDescription() {
+        return header.description();
+    }
+
+    /** Epochs the producer serves (0: until stopped). */
+    public long producerEpochs() {
+        return header.producerEpochs();
+    }
+
+    /** Whether the producer's stream has ended. */
+    public boolean isEndOfStream() {
+        return endOfStream;
+    }
+
+    /** The producer-stream position of the current batch's first sample. */
+    public long streamPosition(Batch batch) {
+        if (batch != current) {
+            throw new IllegalArgumentException("only the current batch's stream position is known");
+        }
+        return currentPosition;
+    }
+
+    // ------------------------------------------------------------------------------------------------ iteration
+
+    /**
+     * The next epoch's batches. An epoch left unfinished by an earlier iterator is skipped to its end
+     * first.
+     */
+    @Override
+    public Iterator<Batch> iterator() {
+        checkOpen();
+        closeCurrent();
+        if (epochOpen && !epochDone) {
+            while (!endOfStream && !epochDone) {
+                RecordTag t = read();
+                if (t != null && t.kind() == RecordTag.Kind.BATCH) {
+                    closeCurrent();
+                }
+            }
+        }
+        if (epochOpen) {
+            epoch++;
+        }
+        epochOpen = true;
+        epochDone = false;
+        return new Iterator<>() {
+            private boolean pending;
+
+            @Override
+            public boolean hasNext() {
+                checkOpen();
+                if (pending) {
+                    return true;
+                }
+                if (epochDone || endOfStream) {
+                    return false;
+                }
+                closeCurrent();
+                RecordTag t = read();
+                pending = t != null && t.kind() == RecordTag.Kind.BATCH;
+                return pending;
+            }
+
+            @Override
+            public Batch next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException("epoch " + epoch + " has no more batches");
+                }
+                pending = false;
+                return current;
+            }
+        };
+    }
+
+    /**
+     * Reads messages up to the next batch or epoch/stream end; sets {@link #current} for a batch.
+     * Returns the tag that stopped it, or null at the end of the stream.
+     */
+    private RecordTag read() {
+        while (true) {
+            boolean more = await(silenceNanos, stream::next);
+            if (!more) {
+                endOfStream = true;
+                epochDone = true;
+                return null;
+            }
+            RecordTag tag;
+            try {
+                tag = RecordTag.decode(stream.getLatestMetadata());
+            } catch (IllegalArgumentException e) {
+                throw new ProtocolException("server " + address + " sent " + e.getMessage(), e);
+            }
+            switch (tag.kind()) {
+                case HEARTBEAT -> {
+                    continue;
+                }
+                case END_OF_EPOCH -> {
+                    epochDone = true;
+                    epoch = tag.epoch();
+                    return tag;
+                }
+                case END_OF_STREAM -> {
+                    endOfStream = true;
+                    epochDone = true;
+                    return tag;
+                }
+                case BATCH -> {
+                    VectorSchemaRoot root = stream.getRoot();
+                    int n = root.getRowCount();
+                    if (n != tag.samples()) {
+                        throw new ProtocolException("server " + address + " tagged a batch of " + tag.samples()
+                                + " samples but sent " + n);
+                    }
+                    List<MemorySegment> data = new ArrayList<>(specs.size());
+                    for (int i = 0; i < specs.size(); i++) {
+                        data.add(TensorColumns.values(root, i, specs.get(i)));
+                    }
+                    epoch = tag.epoch();
+                    current = Batch.lent(specs, data, n, tag.epoch(), tag.index(), tag.sampleStart(),
+                            "batch " + tag.index() + " of epoch " + tag.epoch() + " from " + address, null);
+                    currentPosition = tag.streamPosition();
+                    return tag;
+                }
+            }
+        }
+    }
+
+    private interface Call<T> {
+        T call();
+    }
+
+    /** Runs a blocking stream call under the watchdog: a server silent past {@code limitNanos} is cancelled. */
+    private <T> T await(long limitNanos, Call<T> call) {
+        deadlineNanos = limitNanos;
+        waitingSince = System.nanoTime();
+        try {
+            return call.call();
+        } catch (FlightRuntimeException e) {
+            throw translate(e);
+        } finally {
+            waitingSince = 0;
+        }
+    }
+
+    private void check(FlightStream s) {
+        long since = waitingSince;
+        if (since != 0 && System.nanoTime() - Math.max(since, lastBytesNanos) > deadlineNanos && !timedOut) {
+            timedOut = true;
+            s.cancel("no word from the server for " + deadlineNanos / 1_000_000 + " ms", null);
+        }
+    }
+
+    private TensorSocketException translate(FlightRuntimeException e) {
+        String where = "server " + address;
+        String msg = e.status().description() == null ? e.getMessage() : e.status().description();
+        if (timedOut) {
+            return new ProducerGoneException(where + " went silent for more than " + deadlineNanos / 1_000_000
+                    + " ms (no batch, no heartbeat): it vanished or the network is down", e);
+        }
+        FlightStatusCode code = e.status().code();
+        return switch (code) {
+            case UNAUTHENTICATED, UNAUTHORIZED -> new PermissionDeniedException(where + " refused the connection: " + msg, e);
+            case NOT_FOUND -> new ProducerNotFoundException(where + ": " + msg, e);
+            case INVALID_ARGUMENT -> new RequestRejectedException(where + " rejected the request: " + msg, e);
+            case RESOURCE_EXHAUSTED -> new ConsumerEvictedException(where + ": " + msg, e);
+            case TIMED_OUT -> new TensorSocketTimeoutException(where + ": " + msg, e);
+            case UNAVAILABLE -> new ProducerGoneException(where + " is unreachable or went away: " + msg
+                    + " (is `serve --flight` running there, and the address and TLS setting right?)", e);
+            default -> new ProducerFailedException(where + " failed: " + code + ": " + msg, e);
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------------ close
+
+    private void closeCurrent() {
+        Batch b = current;
+        current = null;
+        if (b != null) {
+            b.close();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this consumer of " + address + " is closed");
+        }
+    }
+
+    /** Releases the current batch and ends the stream; the server closes its side at once. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        closeCurrent();
+        closeQuietly(stream);
+        shutdown();
+    }
+
+    private void shutdown() {
+        watchdog.shutdownNow();
+        try {
+            client.close();
+        } catch (Exception ignored) {
+            // nothing useful to report while closing
+        }
+        eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        try {
+            allocator.close();
+        } catch (IllegalStateException leak) {
+            // buffers still held by gRPC after a cancel are freed with the channel
+        }
+    }
+
+    private static void closeQuietly(FlightStream s) {
+        if (s != null) {
+            try {
+                s.close();
+            } catch (Exception ignored) {
+                // a cancelled stream may complain while closing
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+package io.tensorsocket.flight;
+
+import io.tensorsocket.StartMode;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What a remote consumer learns when its stream starts, carried as the custom metadata of the stream's
+ * Arrow schema (string keys and values, so {@code pyarrow}'s {@code schema.metadata} reads it as is):
+ *
+ * <pre>
+ *   tensorsocket.version              "1"
+ *   tensorsocket.samples_per_epoch    samples in one producer epoch
+ *   tensorsocket.batch_size           this consumer's batch size
+ *   tensorsocket.drop_last            "1" if each epoch's short last batch is dropped, else "0"
+ *   tensorsocket.producer_batch_size  the loader's batch size
+ *   tensorsocket.start_mode           "epoch_start" or "rolling"
+ *   tensorsocket.start_epoch          producer epoch of the consumer's first sample
+ *   tensorsocket.start_sample         position in that epoch of the consumer's first sample
+ *   tensorsocket.producer_epochs      epochs the producer serves, 0 = until stopped
+ *   tensorsocket.description          the source's description (e.g. "synthetic:...")
+ * </pre>
+ *
+ * @param samplesPerEpoch   samples in one epoch
+ * @param batchSize         the consumer's batch size
+ * @param dropLast          whether the short last batch of each epoch is dropped
+ * @param producerBatchSize the loader's batch size
+ * @param startMode         how the consumer's first epoch lines up with the producer's
+ * @param startEpoch        producer epoch of the first sample
+ * @param startSample       position in that epoch of the first sample
+ * @param producerEpochs    epochs the producer serves (0: until stopped)
+ * @param description       the source's description
+ */
+public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast, int producerBatchSize,
+                           StartMode startMode, long startEpoch, long startSample, long producerEpochs,
+                           String description) {
+
+    private static final String P = "tensorsocket.";
+
+    /** The schema metadata for this header. */
+    public Map<String, String> toMetadata() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put(P + "version", "1");
+        m.put(P + "samples_per_epoch", Long.toString(samplesPerEpoch));
+        m.put(P + "batch_size", Integer.toString(batchSize));
+        m.put(P + "drop_last", dropLast ? "1" : "0");
+        m.put(P + "producer_batch_size", Integer.toString(producerBatchSize));
+        m.put(P + "start_mode", startMode.label());
+        m.put(P + "start_epoch", Long.toString(startEpoch));
+        m.put(P + "start_sample", Long.toString(startSample));
+        m.put(P + "producer_epochs", Long.toString(producerEpochs));
+        m.put(P + "description", description);
+        return m;
+    }
+
+    /**
+     * Reads a header from schema metadata.
+     *
+     * @throws IllegalArgumentException if a key is missing or malformed (the server speaks another protocol)
+     */
+    public static StreamHeader fromMetadata(Map<String, String> m) {
+        if (m == null || !"1".equals(m.get(P + "version"))) {
+            throw new IllegalArgumentException("the stream's schema carries no TensorSocket version 1 header"
+                    + " (is the server a TensorSocket producer of this version?)");
+        }
+        String mode = get(m, "start_mode");
+        StartMode sm = switch (mode) {
+            case "epoch_start" -> StartMode.EPOCH_START;
+            case "rolling" -> StartMode.ROLLING;
+            default -> throw new IllegalArgumentException("unknown start mode '" + mode + "'");
+        };
+        return new StreamHeader(num(m, "samples_per_epoch"), (int) num(m, "batch_size"), num(m, "drop_last") == 1,
+                (int) num(m, "producer_batch_size"), sm, num(m, "start_epoch"), num(m, "start_sample"),
+                num(m, "producer_epochs"), get(m, "description"));
+    }
+
+    private static String get(Map<String, String> m, String key) {
+        String v = m.get(P + key);
+        if (v == null) {
+            throw new IllegalArgumentException("the stream's header lacks " + P + key);
+        }
+        return v;
+    }
+
+    private static long num(Map<String, String> m, String key) {
+        try {
+            return Long.parseLong(get(m, key));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("the stream's header has a malformed " + P + key, e);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+/**
+ * TensorSocket over Apache Arrow Flight: serve a producer to other hosts, consume it remotely, relay a
+ * remote stream into a local producer.
+ */
+module io.tensorsocket.flight {
+    requires transitive io.tensorsocket.core;
+    requires org.apache.arrow.flight.core;
+    requires org.apache.arrow.vector;
+    requires org.apache.arrow.memory.core;
+    requires io.grpc;
+    requires io.grpc.netty;
+    requires io.netty.buffer;
+    requires io.netty.transport;
+    requires org.slf4j;
+
+    exports io.tensorsocket.flight;
+}

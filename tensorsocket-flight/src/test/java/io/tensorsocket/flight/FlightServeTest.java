@@ -1,0 +1,125 @@
+package io.tensorsocket.flight;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchReleasedException;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import io.tensorsocket.source.SyntheticVerifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A producer served over Flight in this JVM, read by remote consumers over real loopback sockets. */
+@Timeout(120)
+class FlightServeTest {
+    private static final SyntheticSpec SPEC = SyntheticSpec.parse("synthetic:samples=300,shape=2x3x5,dtype=float32,seed=21");
+
+    @TempDir
+    Path dir;
+
+    private TensorProducer producer(long epochs) {
+        return TensorProducer.builder().directory(dir.resolve("p")).source(new SyntheticSource(SPEC, 32))
+                .epochs(epochs).build().start();
+    }
+
+    private static void verifyEpochs(RemoteConsumer c, int epochs) {
+        try (SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+            for (int e = 0; e < epochs; e++) {
+                for (Batch b : c) {
+                    v.accept(b, c.streamPosition(b));
+                }
+                SyntheticVerifier.EpochCounts counts = v.finishEpoch();
+                assertTrue(counts.exact(300), "epoch " + e + ": " + counts);
+            }
+        }
+    }
+
+    @Test
+    void streamsExactEpochsAndReleasesBatchesLikeLocalOnes() throws Exception {
+        try (TensorProducer p = producer(2);
+             FlightServe f = FlightServe.builder().producer(p).build().start();
+             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(45), RemoteOptions.defaults())) {
+            assertEquals(StartMode.EPOCH_START, c.startMode());
+            assertEquals(7, c.size());
+            assertEquals(3, c.tensors().size());
+            assertEquals(SPEC.format(), c.sourceDescription());
+            Batch first = c.iterator().next();
+            assertEquals(45, first.size());
+            assertEquals(0, first.index());
+            float x = first.tensor(SyntheticSource.DATA).getFloat(0);
+            assertTrue(Float.isFinite(x));
+            first.close();
+            assertThrows(BatchReleasedException.class, () -> first.tensor(SyntheticSource.DATA).getFloat(0));
+            // the rest of epoch 0 is skipped by the next iterator, epoch 1 is read whole
+            try (SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+                long n = 0;
+                for (Batch b : c) {
+                    v.accept(b, c.streamPosition(b));
+                    n++;
+                }
+                assertEquals(7, n);
+                assertTrue(v.finishEpoch().exact(300));
+            }
+            assertTrue(!c.iterator().hasNext() && c.isEndOfStream(), "the producer served 2 epochs");
+        }
+    }
+
+    @Test
+    void tlsWithACertificateAndKeyServesGrpcTls() throws Exception {
+        Path cert = dir.resolve("cert.pem");
+        Path key = dir.resolve("key.pem");
+        Process openssl = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                "-keyout", key.toString(), "-out", cert.toString()).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        org.junit.jupiter.api.Assumptions.assumeTrue(openssl.waitFor(60, TimeUnit.SECONDS) && openssl.exitValue() == 0
+                && Files.exists(key), "needs openssl to make a test certificate");
+        try (TensorProducer p = producer(1);
+             FlightServe f = FlightServe.builder().producer(p).token("t0k").tls(cert, key).build().start()) {
+            assertEquals("grpc+tls", f.address().toString().substring(0, 8));
+            RemoteOptions o = RemoteOptions.defaults().withToken("t0k").withTrustedCertificates(cert);
+            try (RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(64), o)) {
+                verifyEpochs(c, 1);
+            }
+            // plain gRPC against a TLS port is an error, not a hang
+            RemoteAddress plain = new RemoteAddress(false, "127.0.0.1", f.port(), p.name());
+            ConsumerOptions quick = ConsumerOptions.batchSize(64).withConnectTimeout(Duration.ofSeconds(5));
+            assertThrows(RuntimeException.class, () -> RemoteConsumer.connect(plain, quick, o).close());
+        }
+    }
+
+    @Test
+    void aServerThatIsNotThereIsAnErrorWithinTheConnectTimeout() {
+        ConsumerOptions o = ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(2));
+        long t0 = System.nanoTime();
+        assertThrows(ProducerGoneException.class,
+                () -> RemoteConsumer.connect("grpc://127.0.0.1:1/nothing", o, RemoteOptions.defaults()));
+        assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(5).toNanos());
+    }
+
+    @Test
+    void ticketsAndAddressesRoundTripAndRefuseNonsense() {
+        StreamRequest r = new StreamRequest("a b&c", 17, true, 3, Duration.ofSeconds(9));
+        assertEquals(r, StreamRequest.parse(r.encode()));
+        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=2&name=x&batch_size=1".getBytes()));
+        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=0".getBytes()));
+        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes()));
+        assertEquals(new RemoteAddress(true, "::1", 99, "n"), RemoteAddress.parse("grpc+tls://[::1]:99/n"));
+        assertEquals("grpc://h:1/n", RemoteAddress.parse("grpc://h:1/n").toString());
+        assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("http://h:1/n"));
+        assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h/n"));
+        assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h:1/"));
+    }
+}
