@@ -172,7 +172,22 @@ class LifetimeTest {
         try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("idle"))
                 .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).idleTimeout(Duration.ofMillis(300)).build()) {
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
-            assertTrue(e.getMessage().contains("idle timeout"), e.getMessage());
+            assertEquals("producer 'idle' stopped: no consumer attached within 300 ms (the idle timeout, --idle-timeout-s);"
+                    + " raise it to wait longer", e.getMessage());
+        }
+    }
+
+    @Test
+    void aProducerThatServesUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("forever"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0).build().start()) {
+            assertFalse(p.await(Duration.ofMillis(1500)), "an unbounded producer without consumers keeps waiting");
+        }
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bounded"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0)
+                .idleTimeout(Duration.ofMillis(300)).build()) {
+            TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
+            assertTrue(e.getMessage().startsWith("producer 'bounded' stopped: no consumer attached within"), e.getMessage());
         }
     }
 
