@@ -192,7 +192,7 @@ class LifetimeTest {
     }
 
     @Test
-    void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() {
+    void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() throws Exception {
         SyntheticSource real = new SyntheticSource(SyntheticSpec.parse("samples=10"), 2);
         BatchSource liar = new BatchSource() {
             public BatchLayout layout() {
@@ -207,14 +207,16 @@ class LifetimeTest {
                 real.emitEpoch(epoch, sink);
             }
         };
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
-            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
-                for (Batch b : c) {
-                    b.size();
-                }
-            });
-            assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
-        }
+        ProvokedFailureLog.expect("producer 'liar' failed", () -> {
+            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
+                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
+                ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
+                    for (Batch b : c) {
+                        b.size();
+                    }
+                });
+                assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
+            }
+        });
     }
 }
