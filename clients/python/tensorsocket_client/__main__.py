@@ -37,7 +37,8 @@ def _json(fields):
 def consume(args):
     target = dict(directory=args.dir) if args.dir else dict(name=args.name)
     with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
-                        batch_timeout=args.batch_timeout_s, **target) as c:
+                        batch_timeout=args.batch_timeout_s, liveness=args.liveness_s,
+                        wait_for_epoch_start=args.wait_for_epoch_start, **target) as c:
         description = c.source_description
         if not description.startswith(PREFIX):
             raise _Failure("the producer serves '%s', not synthetic data; consume can only verify synthetic sources"
@@ -64,7 +65,8 @@ def consume(args):
             complete = counts["samples"] == expected
             print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
-                             out_of_order=counts["out_of_order"], start=c.start_mode, complete=complete,
+                             out_of_order=counts["out_of_order"], start=c.start_mode, start_epoch=c.start_epoch,
+                             complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
                              samples_per_s=counts["samples"] / max(seconds, 1e-9))), flush=True)
             intact = counts["corrupt"] == 0 and counts["out_of_order"] == 0
@@ -98,6 +100,12 @@ def main(argv=None):
     c.add_argument("--step-ms", type=float, default=0.0, help="Sleep this long per batch, standing in for training.")
     c.add_argument("--connect-timeout-s", type=float, default=10.0, help="Wait this long for the producer's answer.")
     c.add_argument("--batch-timeout-s", type=float, default=120.0, help="Wait this long for any one batch.")
+    c.add_argument("--liveness-s", type=float, default=10.0,
+                   help="Report the producer as not responding after hearing nothing from it, not even its heartbeat, "
+                        "for this long while waiting (default 10).")
+    c.add_argument("--wait-for-epoch-start", action="store_true",
+                   help="Arriving too late to start at the current epoch's start, wait for the next epoch's start "
+                        "instead of starting mid-epoch (rolling).")
     args = p.parse_args(argv)
     try:
         return consume(args)

@@ -160,3 +160,41 @@ def header_problem(layout, header, session_id, path):
     problem = layout.verify_header(header, session_id)
     if problem is not None:
         raise ProtocolError("arena %s does not match the producer's announcement: %s" % (path, problem))
+
+
+def _user_name(uid):
+    try:
+        import pwd
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, ImportError):
+        return str(uid)
+
+
+def _group_name(gid):
+    try:
+        import grp
+        return grp.getgrgid(gid).gr_name
+    except (KeyError, ImportError):
+        return str(gid)
+
+
+def check_accessible_to_current_user(directory):
+    """The rule of docs/PROTOCOL.md section 1, as the Java consumer follows it: a producer directory is
+    used if this user owns it, or if it is shared with a group (group read and search, nothing for
+    others) that this process is in. Raises PermissionDenied otherwise."""
+    import stat as _stat
+    from .errors import PermissionDenied
+    st = os.stat(directory, follow_symlinks=False)
+    if st.st_uid == os.geteuid():
+        return
+    owner, me = _user_name(st.st_uid), _user_name(os.geteuid())
+    mode = st.st_mode
+    group_shared = bool(mode & _stat.S_IRGRP) and bool(mode & _stat.S_IXGRP) and not (mode & 0o007)
+    if not group_shared:
+        raise PermissionDenied("%s belongs to user '%s', not to '%s', and is not shared with a group; connect only to "
+                               "producers you started, or ask the owner to start it with --group <a group you are in>"
+                               % (directory, owner, me))
+    if st.st_gid not in set(os.getgroups()) | {os.getgid(), os.getegid()}:
+        raise PermissionDenied("%s belongs to user '%s' and is shared with group '%s', which '%s' is not in; ask to be "
+                               "added to it, or the owner to start the producer with --group <a group you are in>"
+                               % (directory, owner, _group_name(st.st_gid), me))

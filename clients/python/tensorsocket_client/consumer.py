@@ -32,7 +32,7 @@ from . import arena as _arena
 from . import stream as _stream
 from . import wire
 from ._memory import GatherPool, SlotMap, map_read_only
-from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
+from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound, ProducerNotResponding,
                      ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
                      TensorSocketTimeout, BatchReleasedError)
 
@@ -44,7 +44,9 @@ _PROGRESS_EVERY_NS = 1_000_000_000
 
 class _Link:
     """The control connection. A receiver thread reads every frame as it arrives, so the producer's
-    death (EOF) or an ERROR it sends is known at once, even while the consumer is busy training."""
+    death (EOF) or an ERROR it sends is known at once, even while the consumer is busy training. It
+    answers each HEARTBEAT with one and notes when anything last arrived (``last_heard``): a waiting
+    consumer that heard nothing for its liveness timeout reports the producer as not responding."""
 
     def __init__(self, sock, producer):
         self.sock = sock
@@ -54,6 +56,7 @@ class _Link:
         self.stream_ended = False
         self.closing = False
         self.producer_pid = -1
+        self.last_heard = time.monotonic()
         self._send_lock = threading.Lock()
         self.thread = threading.Thread(target=self._receive, name="tensorsocket-consumer-rx", daemon=True)
         self.thread.start()
@@ -89,6 +92,10 @@ class _Link:
                     if not self.stream_ended:
                         self._fail(self.lost_connection(None))
                     return
+                self.last_heard = time.monotonic()
+                if isinstance(m, wire.Heartbeat):
+                    self._answer(m)
+                    continue
                 if isinstance(m, wire.Error):
                     self._fail(self.to_exception(m))
                     return
@@ -100,6 +107,31 @@ class _Link:
         except (OSError, EOFError) as e:
             if not self.stream_ended:
                 self._fail(self.lost_connection(e))
+
+    def _answer(self, heartbeat):
+        try:
+            with self._send_lock:
+                self.sock.sendall(wire.encode(heartbeat))
+        except OSError:
+            pass  # a broken connection shows up as EOF on the next read
+
+    def not_responding(self, silence, awaited):
+        pid = "(pid %d) " % self.producer_pid if self.producer_pid > 0 else ""
+        return ProducerNotResponding(
+            "producer '%s' %sis not responding: nothing arrived from it, not even its once-a-second heartbeat, for %d "
+            "ms while this consumer waited for %s. Its process is alive but stopped (SIGSTOP, Ctrl-Z, a debugger) or "
+            "deadlocked; resume it (kill -CONT %s) or restart it. A slow loader does not cause this; raise the "
+            "consumer's liveness timeout (liveness=) if the producer's machine is badly overloaded"
+            % (self.producer, pid, silence * 1000, awaited, self.producer_pid if self.producer_pid > 0 else "<pid>"))
+
+    def check_alive(self, liveness, awaited):
+        """Raises ProducerNotResponding if nothing arrived for ``liveness`` seconds (only while waiting)."""
+        silence = time.monotonic() - self.last_heard
+        if silence >= liveness:
+            self.check()
+            if self.failure is None:
+                self.failure = self.not_responding(silence, awaited)
+            raise self.failure
 
     def lost_connection(self, cause):
         return ProducerGone("lost the connection to producer '%s'%s: it exited or was killed%s; restart it and "
@@ -263,7 +295,12 @@ class TensorConsumer:
     """
 
     def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
-                 batch_timeout=120.0):
+                 batch_timeout=120.0, liveness=10.0, wait_for_epoch_start=False):
+        """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
+        heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
+        ``wait_for_epoch_start``: arriving too late to start at the current epoch's start, wait for the next
+        epoch's start instead of starting mid-epoch (rolling); ``start_mode`` and ``start_epoch`` say which
+        happened."""
         if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
             raise ValueError("batch_size must be a positive integer, got %r" % (batch_size,))
         if name is None and directory is None:
@@ -272,6 +309,11 @@ class TensorConsumer:
         self.drop_last = bool(drop_last)
         self.connect_timeout = float(connect_timeout)
         self.batch_timeout = float(batch_timeout)
+        self.liveness = float(liveness)
+        if self.liveness < 2:
+            raise ValueError("liveness of %r s is too short: the producer sends a heartbeat once a second, so allow at "
+                             "least 2 s" % (liveness,))
+        self.wait_for_epoch_start = bool(wait_for_epoch_start)
         d = os.path.abspath(os.fspath(directory)) if directory is not None else str(_arena.directory_for(name))
         self.producer = name if name is not None else os.path.basename(d)
         self.directory = d
@@ -293,10 +335,7 @@ class TensorConsumer:
         if not os.path.isdir(d):
             raise ProducerNotFound("no producer named '%s' (no directory %s); running: %s. Start one with: "
                                    "tensorsocket serve --name %s ..." % (name, d, _arena.live_producers(), name))
-        st = os.stat(d, follow_symlinks=False)
-        if st.st_uid != os.getuid():
-            raise PermissionDenied("%s belongs to another user; connect only to producers you started, or pass a "
-                                   "directory of your own" % d)
+        _arena.check_accessible_to_current_user(d)
         sock_path = os.path.join(d, _arena.SOCKET_FILE)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -317,8 +356,9 @@ class TensorConsumer:
         link = _Link(sock, name)
         try:
             client = ("python3 " + " ".join(sys.argv))[:1000]
-            link.send(wire.Hello(self.batch_size, self.drop_last, os.getpid(), client))
-            w = self._take_from(link, self.connect_timeout, "the answer to HELLO")
+            policy = wire.NEXT_EPOCH_START if self.wait_for_epoch_start else wire.JOIN_NOW
+            link.send(wire.Hello(self.batch_size, self.drop_last, os.getpid(), client, policy))
+            w = self._take_from(link, self.connect_timeout, "the answer to HELLO", self.liveness)
             if not isinstance(w, wire.Welcome):
                 raise ProtocolError("producer '%s' answered HELLO with %s" % (name, type(w).__name__))
             link.producer_pid = w.producer_pid
@@ -374,13 +414,14 @@ class TensorConsumer:
         self._current = None
 
     @staticmethod
-    def _take_from(link, timeout, awaited):
+    def _take_from(link, timeout, awaited, liveness):
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             m = link.poll(min(max(left, 0), _SLICE))
             if m is not None:
                 return m
+            link.check_alive(liveness, awaited)
             if left <= 0:
                 link.check()
                 raise TensorSocketTimeout("waited %d ms for %s from producer '%s'; the producer is alive but sent "
@@ -519,6 +560,7 @@ class TensorConsumer:
             return
         now = time.monotonic()
         self._release_consumed(detach=now - waited_from >= _DETACH_AFTER)  # user-held arrays never stall the producer
+        self._link.check_alive(self.liveness, "batch data")
         if now - waited_from >= self.batch_timeout:
             self._link.check()
             raise TensorSocketTimeout("waited %d ms for batch data from producer '%s'; the producer is alive but "

@@ -26,6 +26,11 @@ class PermissionDenied(TensorSocketError):
     """The producer's directory or socket belongs to another user."""
 
 
+class ProducerNotResponding(TensorSocketError):
+    """The producer's process keeps its connection open but sent nothing, not even its once-a-second
+    heartbeat, for the consumer's liveness timeout: it is stopped (SIGSTOP) or deadlocked."""
+
+
 class ProducerGone(TensorSocketError):
     """The producer exited, was killed, or has finished and closed the connection."""
 

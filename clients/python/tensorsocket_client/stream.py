@@ -9,6 +9,9 @@ import collections
 
 EPOCH_START = "epoch_start"
 ROLLING = "rolling"
+# start policies (HELLO): join at once, or wait for the next epoch start rather than roll
+JOIN_NOW = "join_now"
+NEXT_EPOCH_START = "next_epoch_start"
 NEED_MORE = -1
 
 
@@ -50,6 +53,11 @@ class StartPoint(collections.namedtuple("StartPoint", "mode epoch sample first_r
 
     def retained_count(self):
         return max(0, self.last_retained - self.first_retained + 1)
+
+    def sends(self, batch, geometry):
+        """Whether a batch published after the join is sent to this consumer: only from its first sample on
+        (which matters for one that waits for the next epoch's start)."""
+        return geometry.position(batch.epoch, batch.sample_start) >= geometry.position(self.epoch, self.sample)
 
 
 class ProducerStream:
@@ -94,17 +102,20 @@ class ProducerStream:
 
 class JoinRule:
     """Where a consumer joining now starts: the epoch start (replaying the epoch's batches while its first is
-    inside the rubber band), else rolling from the next batch."""
+    inside the rubber band), else, for the NEXT_EPOCH_START policy, the next epoch's start, else rolling from
+    the next batch."""
 
     def __init__(self, rubber_band):
         self.rubber_band = rubber_band
 
-    def decide(self, stream):
+    def decide(self, stream, policy=JOIN_NOW):
         if stream.next_sample == 0:
             return StartPoint.of(EPOCH_START, stream.next_epoch, 0)
         first = stream.epoch_start_seq
         if first >= 0 and self.in_window(first, stream.published_seq):
             return StartPoint(EPOCH_START, stream.next_epoch, 0, first, stream.published_seq)
+        if policy == NEXT_EPOCH_START:
+            return StartPoint.of(EPOCH_START, stream.next_epoch + 1, 0)
         return StartPoint.of(ROLLING, stream.next_epoch, stream.next_sample)
 
     def in_window(self, seq, published_seq):

@@ -11,14 +11,14 @@ from typing import Tuple
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 2
+VERSION = 3
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
 MAX_TENSORS = 256
 MAX_RANK = 16
 
-HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS = range(1, 12)
+HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS, HEARTBEAT = range(1, 13)
 
 # ERROR codes: wire values that never change.
 VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL = range(1, 8)
@@ -27,6 +27,8 @@ ERROR_NAMES = {VERSION_MISMATCH: "VERSION_MISMATCH", BAD_FRAME: "BAD_FRAME", BAD
                INTERNAL: "INTERNAL"}
 
 START_EPOCH, START_ROLLING = 0, 1
+# HELLO's start policy: join at once (rolling if too late for the epoch start), or wait for the next epoch start.
+JOIN_NOW, NEXT_EPOCH_START = 0, 1
 
 _HEADER = struct.Struct("<IHBBI")
 
@@ -44,6 +46,12 @@ class Hello:
     drop_last: bool
     pid: int
     client: str
+    start_policy: int = JOIN_NOW
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Producer to consumer after a second with nothing else sent; the consumer answers with one."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,8 @@ class Progress:
 
 
 _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, EpochEnd: EPOCH_END,
-          EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Progress: PROGRESS}
+          EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Progress: PROGRESS,
+          Heartbeat: HEARTBEAT}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -132,7 +141,8 @@ def encode(m) -> bytes:
     """The frame of message ``m``."""
     t = _TYPES[type(m)]
     if t == HELLO:
-        p = struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
+        p = (struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
+             + struct.pack("<B", m.start_policy))
     elif t == WELCOME:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
@@ -171,7 +181,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    if version == VERSION and (mtype < HELLO or mtype > PROGRESS or reserved != 0):
+    if version == VERSION and (mtype < HELLO or mtype > HEARTBEAT or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
 
@@ -217,7 +227,10 @@ def decode_payload(mtype: int, payload: bytes):
     r = _Reader(payload, mtype)
     if mtype == HELLO:
         batch, drop = r.take("<i"), r.bool()
-        m = Hello(batch, drop, r.take("<q"), r.string())
+        pid, client, policy = r.take("<q"), r.string(), r.take("<B")
+        if policy > NEXT_EPOCH_START:
+            raise ProtocolError("HELLO holds unknown start policy %d" % policy)
+        m = Hello(batch, drop, pid, client, policy)
     elif mtype == WELCOME:
         m = _decode_welcome(r)
     elif mtype == BATCH:
@@ -234,6 +247,8 @@ def decode_payload(mtype: int, payload: bytes):
         m = Bye()
     elif mtype == STATUS_REQUEST:
         m = StatusRequest()
+    elif mtype == HEARTBEAT:
+        m = Heartbeat()
     elif mtype == PROGRESS:
         m = Progress(*r.take("<qqqq"))
         if min(m.epoch, m.samples, m.wait_nanos, m.work_nanos) < 0:

@@ -11,7 +11,7 @@ from tensorsocket_client.errors import ProtocolError, ProtocolVersionError
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "test-vectors")
 
 EXPECTED = {
-    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü"),
+    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START),
     "welcome": wire.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64, 50000, 0,
                             wire.START_ROLLING, 4, 1024, "synthetic:samples=5",
                             (wire.TensorSpec("image", 8, (3, 224, 224)), wire.TensorSpec("label", 5, ()),
@@ -24,6 +24,7 @@ EXPECTED = {
     "bye": wire.Bye(),
     "status_request": wire.StatusRequest(),
     "progress": wire.Progress(3, 123456, 7_000_000_000, 21_000_000_000),
+    "heartbeat": wire.Heartbeat(),
 }
 
 
@@ -75,7 +76,7 @@ class VectorTest(unittest.TestCase):
         with self.assertRaisesRegex(ProtocolError, "limit"):
             wire.decode_header(good[:8] + struct.pack("<I", wire.MAX_PAYLOAD + 1))
         with self.assertRaisesRegex(ProtocolError, "unknown message type"):
-            wire.decode_header(good[:6] + bytes([12, 0]) + good[8:12])
+            wire.decode_header(good[:6] + bytes([wire.HEARTBEAT + 1, 0]) + good[8:12])
         with self.assertRaisesRegex(ProtocolError, "unknown message type"):
             wire.decode_header(good[:7] + bytes([1]) + good[8:12])
 
@@ -95,11 +96,11 @@ class VectorTest(unittest.TestCase):
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 3)
+        frame[4:6] = struct.pack("<H", 4)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 3)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 3"):
+        batch[4:6] = struct.pack("<H", 4)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 4"):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):

@@ -141,11 +141,11 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             throw connectFailure(name, dir, socket, e);
         }
         MessageChannel mc = new MessageChannel(ch);
-        ConsumerLink link = new ConsumerLink(mc, name);
+        ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
         SharedArena arena = null;
         try {
             mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
-                    ProcessHandle.current().info().command().orElse("java")));
+                    ProcessHandle.current().info().command().orElse("java"), options.startPolicy()));
             Message first = link.take(options.connectTimeout().toNanos(), "the answer to HELLO");
             if (!(first instanceof Message.Welcome w)) {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
@@ -255,7 +255,11 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
-    /** Whether this consumer started at an epoch start or mid-epoch. */
+    /**
+     * Whether this consumer started at an epoch start or mid-epoch. With
+     * {@link StartPolicy#NEXT_EPOCH_START} it is always an epoch start; {@link #startEpoch()} says whether it
+     * was the current epoch's (within the rubber band) or the next one's.
+     */
     public StartMode startMode() {
         return welcome.startMode();
     }

@@ -76,7 +76,7 @@ public final class TensorProducer implements AutoCloseable {
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             d.share(d.arenaPath(), false);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
-                    b.stallTimeout, b.idleTimeout, b.minConsumers, name);
+                    b.stallTimeout, b.effectiveIdleTimeout(), b.minConsumers, b.startGrace, name);
             String arenaPath = d.arenaPath().toString();
             srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
                     sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
@@ -307,7 +307,9 @@ public final class TensorProducer implements AutoCloseable {
         private int claimsAhead = 2;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
-        private Duration idleTimeout = Duration.ofMinutes(10);
+        /** Null until set: see {@link #effectiveIdleTimeout()}. */
+        private Duration idleTimeout;
+        private Duration startGrace = Duration.ofSeconds(2);
         private Duration helloTimeout = Duration.ofSeconds(5);
         private Duration drainTimeout = Duration.ofSeconds(30);
         private int minConsumers = 1;
@@ -409,10 +411,36 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
-        /** How long the producer waits while no consumer is attached before it stops (default 10 min). */
+        /**
+         * How long the producer waits while no consumer is attached before it stops. Default: 10 min for a
+         * producer of a bounded number of epochs; none (it waits until closed) for one that serves until
+         * stopped ({@code epochs(0)}), unless set here.
+         */
         public Builder idleTimeout(Duration timeout) {
             this.idleTimeout = positive(timeout, "idle timeout");
             return this;
+        }
+
+        /**
+         * After the first consumer attaches, how long the producer waits for others before it publishes the
+         * first batch (default 2 s; {@link Duration#ZERO} turns it off), so consumers launched together, say
+         * the jobs of a sweep, all start at the first epoch's start instead of some of them rolling. The
+         * loader fills its first slots meanwhile.
+         */
+        public Builder startGrace(Duration grace) {
+            if (grace == null || grace.isNegative()) {
+                throw new IllegalArgumentException("start grace must be 0 (off) or more, got " + grace);
+            }
+            this.startGrace = grace;
+            return this;
+        }
+
+        /** The idle timeout in force: the one set, else 10 min, or none (null) for a producer that serves until stopped. */
+        Duration effectiveIdleTimeout() {
+            if (idleTimeout != null) {
+                return idleTimeout;
+            }
+            return epochs == 0 ? null : Duration.ofMinutes(10);
         }
 
         /** How long a new connection may take to say HELLO (default 5 s). */
@@ -423,7 +451,7 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * Consumers to wait for before the first batch (default 1), so a sweep of jobs started together all
-         * begin at the first epoch's start. Bounded by the idle timeout.
+         * begin at the first epoch's start. Bounded by the idle timeout. See also {@link #startGrace(Duration)}.
          */
         public Builder minConsumers(int consumers) {
             if (consumers < 1) {

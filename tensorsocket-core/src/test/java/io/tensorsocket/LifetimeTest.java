@@ -172,12 +172,27 @@ class LifetimeTest {
         try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("idle"))
                 .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).idleTimeout(Duration.ofMillis(300)).build()) {
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
-            assertTrue(e.getMessage().contains("idle timeout"), e.getMessage());
+            assertEquals("producer 'idle' stopped: no consumer attached within 300 ms (the idle timeout, --idle-timeout-s);"
+                    + " raise it to wait longer", e.getMessage());
         }
     }
 
     @Test
-    void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() {
+    void aProducerThatServesUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("forever"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0).build().start()) {
+            assertFalse(p.await(Duration.ofMillis(1500)), "an unbounded producer without consumers keeps waiting");
+        }
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bounded"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0)
+                .idleTimeout(Duration.ofMillis(300)).build()) {
+            TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
+            assertTrue(e.getMessage().startsWith("producer 'bounded' stopped: no consumer attached within"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() throws Exception {
         SyntheticSource real = new SyntheticSource(SyntheticSpec.parse("samples=10"), 2);
         BatchSource liar = new BatchSource() {
             public BatchLayout layout() {
@@ -192,14 +207,16 @@ class LifetimeTest {
                 real.emitEpoch(epoch, sink);
             }
         };
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
-            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
-                for (Batch b : c) {
-                    b.size();
-                }
-            });
-            assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
-        }
+        ProvokedFailureLog.expect("producer 'liar' failed", () -> {
+            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
+                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
+                ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
+                    for (Batch b : c) {
+                        b.size();
+                    }
+                });
+                assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
+            }
+        });
     }
 }

@@ -77,19 +77,21 @@ class SourceAdaptersTest {
     }
 
     @Test
-    void aBatchThatDoesNotFitTheLayoutFailsTheLoaderWithTheReason() {
+    void aBatchThatDoesNotFitTheLayoutFailsTheLoaderWithTheReason() throws Exception {
         List<Batch> bad = new ArrayList<>(loader(8, 0));
         bad.set(1, Batch.of("x", Tensor.ofFloats(new float[12], 4, 3), "y", Tensor.ofLongs(new long[4], 4)));
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bad"))
-                .source(BatchSource.fromIterable(bad, 8)).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("bad"), ConsumerOptions.batchSize(4))) {
-            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
-                for (Batch b : c) {
-                    b.size();
-                }
-            });
-            assertTrue(e.getMessage().contains("tensor 'x'") && e.getMessage().contains("per sample"), e.getMessage());
-        }
+        ProvokedFailureLog.expect("producer 'bad' failed", () -> {
+            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bad"))
+                    .source(BatchSource.fromIterable(bad, 8)).build().start();
+                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("bad"), ConsumerOptions.batchSize(4))) {
+                ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
+                    for (Batch b : c) {
+                        b.size();
+                    }
+                });
+                assertTrue(e.getMessage().contains("tensor 'x'") && e.getMessage().contains("per sample"), e.getMessage());
+            }
+        });
     }
 
     @Test
@@ -125,20 +127,22 @@ class SourceAdaptersTest {
     }
 
     @Test
-    void aShortBatchBeforeTheEndOfAnEpochIsALoaderError() {
+    void aShortBatchBeforeTheEndOfAnEpochIsALoaderError() throws Exception {
         List<Batch> batches = List.of(loader(3, 0).getFirst(), loader(4, 0).getFirst());
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("short"))
-                .source(BatchSource.fromIterators(e -> List.of(loader(4, 0).getFirst(),
-                        Batch.of("x", Tensor.ofFloats(new float[4], 2, 2), "y", Tensor.ofLongs(new long[2], 2)),
-                        loader(4, 0).getFirst()).iterator(), 10)).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("short"), ConsumerOptions.batchSize(4))) {
-            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
-                for (Batch b : c) {
-                    b.size();
-                }
-            });
-            assertTrue(e.getMessage().contains("only an epoch's last batch may hold fewer"), e.getMessage());
-            assertEquals(2, batches.size());
-        }
+        ProvokedFailureLog.expect("producer 'short' failed", () -> {
+            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("short"))
+                    .source(BatchSource.fromIterators(e -> List.of(loader(4, 0).getFirst(),
+                            Batch.of("x", Tensor.ofFloats(new float[4], 2, 2), "y", Tensor.ofLongs(new long[2], 2)),
+                            loader(4, 0).getFirst()).iterator(), 10)).build().start();
+                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("short"), ConsumerOptions.batchSize(4))) {
+                ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
+                    for (Batch b : c) {
+                        b.size();
+                    }
+                });
+                assertTrue(e.getMessage().contains("only an epoch's last batch may hold fewer"), e.getMessage());
+                assertEquals(2, batches.size());
+            }
+        });
     }
 }

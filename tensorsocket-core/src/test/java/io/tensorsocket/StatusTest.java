@@ -24,7 +24,7 @@ class StatusTest {
         SyntheticSpec spec = SyntheticSpec.parse("samples=640,shape=4,dtype=float32,seed=1");
         Path dir = tmp.resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 16)).epochs(0)
-                .minConsumers(2).slots(8).build()) {
+                .minConsumers(2).startGrace(Duration.ZERO).slots(8).build()) { // no grace: its wait would outweigh the work
             ProducerStatus waiting = ProducerStatus.query(dir, Duration.ofSeconds(5));
             assertEquals(ProducerStatus.State.WAITING_FOR_CONSUMERS, waiting.state());
             assertEquals(0, waiting.consumersAttached());

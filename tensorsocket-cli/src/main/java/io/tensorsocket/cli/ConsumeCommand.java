@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.StartPolicy;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
@@ -41,6 +42,16 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")
     double batchTimeoutS;
 
+    @Option(names = "--liveness-s", defaultValue = "10", paramLabel = "SECONDS",
+            description = "Report the producer as not responding after hearing nothing from it, not even its"
+                    + " heartbeat, for this long while waiting (default ${DEFAULT-VALUE}).")
+    double livenessS;
+
+    @Option(names = "--wait-for-epoch-start",
+            description = "Arriving too late to start at the current epoch's start, wait for the next epoch's start"
+                    + " instead of starting mid-epoch (rolling).")
+    boolean waitForEpochStart;
+
     @Option(names = "--progress-ms", defaultValue = "0",
             description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
     long progressMs;
@@ -52,7 +63,8 @@ final class ConsumeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
-                .withBatchTimeout(ServeCommand.seconds(batchTimeoutS));
+                .withBatchTimeout(ServeCommand.seconds(batchTimeoutS)).withLiveness(ServeCommand.seconds(livenessS))
+                .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW);
         try (ConsumerHandle c = ConsumerHandle.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {
@@ -93,6 +105,7 @@ final class ConsumeCommand implements Callable<Integer> {
                             .put("samples", counts.samples()).put("expected", expected).put("unique", counts.unique())
                             .put("duplicates", counts.duplicates()).put("corrupt", counts.corrupt())
                             .put("out_of_order", counts.outOfOrder()).put("start", c.startMode().label())
+                            .put("start_epoch", c.startEpoch())
                             .put("complete", complete).put("batch_size", batchSize)
                             .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9)));
                     System.out.flush();

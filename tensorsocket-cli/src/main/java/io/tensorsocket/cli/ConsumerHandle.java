@@ -21,6 +21,9 @@ interface ConsumerHandle extends Iterable<Batch>, AutoCloseable {
 
     StartMode startMode();
 
+    /** The producer epoch in which this consumer's first epoch begins. */
+    long startEpoch();
+
     @Override
     void close();
 
@@ -42,6 +45,7 @@ interface ConsumerHandle extends Iterable<Batch>, AutoCloseable {
             public long streamPosition(Batch b) { return c.streamPosition(b); }
             public boolean isEndOfStream() { return c.isEndOfStream(); }
             public StartMode startMode() { return c.startMode(); }
+            public long startEpoch() { return c.startEpoch(); }
             public Iterator<Batch> iterator() { return c.iterator(); }
             public void close() { c.close(); }
         };

@@ -45,6 +45,11 @@ final class RemoteHandle implements ConsumerHandle {
     }
 
     @Override
+    public long startEpoch() {
+        return c.startEpoch();
+    }
+
+    @Override
     public Iterator<Batch> iterator() {
         return c.iterator();
     }

@@ -52,9 +52,15 @@ final class ServeCommand implements Callable<Integer> {
             description = "Evict a consumer that holds everyone up this long (default ${DEFAULT-VALUE}).")
     double stallTimeoutS;
 
-    @Option(names = "--idle-timeout-s", defaultValue = "600",
-            description = "Stop when no consumer is attached for this long (default ${DEFAULT-VALUE}).")
-    double idleTimeoutS;
+    @Option(names = "--idle-timeout-s", paramLabel = "SECONDS",
+            description = "Stop when no consumer is attached for this long (default 600; with --epochs 0 none:"
+                    + " it serves until stopped unless this is given).")
+    Double idleTimeoutS;
+
+    @Option(names = "--start-grace-ms", defaultValue = "2000", paramLabel = "MS",
+            description = "After the first consumer attaches, wait this long for others before the first batch, so"
+                    + " jobs launched together all start at the epoch start (default ${DEFAULT-VALUE}; 0 = off).")
+    long startGraceMs;
 
     @Option(names = "--min-consumers", defaultValue = "1",
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
@@ -76,8 +82,11 @@ final class ServeCommand implements Callable<Integer> {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
         BatchSource src = source.build();
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
-                .stallTimeout(seconds(stallTimeoutS)).idleTimeout(seconds(idleTimeoutS)).minConsumers(minConsumers)
-                .helloTimeout(seconds(helloTimeoutS));
+                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers)
+                .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS));
+        if (idleTimeoutS != null) {
+            b.idleTimeout(seconds(idleTimeoutS));
+        }
         if (target.name != null) {
             b.name(target.name);
         } else {

@@ -73,6 +73,16 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--classes", defaultValue = "10", description = "Number of classes (default ${DEFAULT-VALUE}).")
     int classes;
 
+    @Option(names = "--wait-for-epoch-start",
+            description = "Arriving too late to start at the current epoch's start, wait for the next epoch's start"
+                    + " instead of starting mid-epoch (rolling).")
+    boolean waitForEpochStart;
+
+    @Option(names = "--liveness-s", defaultValue = "10", paramLabel = "SECONDS",
+            description = "Report the producer as not responding after hearing nothing from it for this long"
+                    + " (default ${DEFAULT-VALUE}).")
+    double livenessS;
+
     @Option(names = "--threads", defaultValue = "1",
             description = "PyTorch threads, kept low so training leaves CPU to the loader (default ${DEFAULT-VALUE}).")
     int threads;
@@ -87,7 +97,9 @@ final class TrainCommand implements Callable<Integer> {
         if (epochs < 1) {
             throw new IllegalArgumentException("--epochs must be at least 1");
         }
-        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize);
+        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
+                .withStartPolicy(waitForEpochStart ? io.tensorsocket.StartPolicy.NEXT_EPOCH_START
+                        : io.tensorsocket.StartPolicy.JOIN_NOW);
         try (TensorConsumer c = target.name != null ? TensorConsumer.connect(target.name, opts)
                 : TensorConsumer.connect(target.dir, opts);
              NDManager manager = NDManager.newBaseManager()) {

@@ -109,6 +109,27 @@ class AccessProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void thePythonClientFollowsTheSameRuleAsAMemberAndAsAnOutsider() throws Exception {
+        assumeSecondUser();
+        assumePython("numpy");
+        serve("py-ours", SPEC, 10, 1, "--group", "nogroup");
+        Proc member = pythonAsNobody("consume", "--dir", base.resolve("py-ours").toString(), "--batch-size", "7");
+        assertEquals(0, member.exitCode(Duration.ofSeconds(60)), member.stderr());
+        assertExactEpoch(member.json().getFirst(), 500, "epoch_start");
+
+        serve("py-theirs", SPEC, 10, 0, "--group", "root");
+        Proc outsider = pythonAsNobody("consume", "--dir", base.resolve("py-theirs").toString(), "--batch-size", "7");
+        assertEquals(1, outsider.exitCode(Duration.ofSeconds(30)), outsider.stderr());
+        assertTrue(outsider.errorLine().contains("shared with group 'root', which 'nobody' is not in"), outsider.errorLine());
+
+        serve("py-mine", SPEC, 10, 0);
+        Proc stranger = pythonAsNobody("consume", "--dir", base.resolve("py-mine").toString(), "--batch-size", "7");
+        assertEquals(1, stranger.exitCode(Duration.ofSeconds(30)), stranger.stderr());
+        assertTrue(stranger.errorLine().contains("belongs to user 'root'") && stranger.errorLine().contains("not shared"),
+                stranger.errorLine());
+    }
+
+    @Test
     void nothingListensOrConnectsOnANetworkInterface() throws Exception {
         Proc producer = serve("local", "samples=2000,shape=8,dtype=float32,seed=1", 10, 0);
         Proc consumer = consume("local", 10, "--step-ms", "1");
@@ -181,6 +202,13 @@ class AccessProcessTest extends ProcessTestBase {
                 "--enable-native-access=ALL-UNNAMED", "-cp", classPathNobodyCanRead(), Main.class.getName());
         cmd.addAll(List.of(args));
         return startCommand(cmd);
+    }
+
+    /** {@code python3 -m tensorsocket_client args...} as {@code nobody} (the checkout is world-readable). */
+    private Proc pythonAsNobody(String... args) throws IOException {
+        List<String> cmd = nobody(PYTHON, "-u", "-m", "tensorsocket_client");
+        cmd.addAll(List.of(args));
+        return startCommand(cmd, java.util.Map.of("PYTHONPATH", pythonClient().toString(), "PYTHONDONTWRITEBYTECODE", "1"));
     }
 
     private static void assertNobodyCannotRead(Path file) throws Exception {

@@ -48,7 +48,12 @@ abstract class ProcessTestBase {
 
     /** Starts an arbitrary command; it is killed at the end of the test like the others. */
     protected Proc startCommand(List<String> command) throws IOException {
-        Proc p = Proc.startCommand(base, command, Map.of());
+        return startCommand(command, Map.of());
+    }
+
+    /** Starts an arbitrary command with {@code env} added to its environment. */
+    protected Proc startCommand(List<String> command, Map<String, String> env) throws IOException {
+        Proc p = Proc.startCommand(base, command, env);
         procs.add(p);
         return p;
     }

@@ -3,6 +3,7 @@ package io.tensorsocket.consumer;
 import io.tensorsocket.ConsumerEvictedException;
 import io.tensorsocket.ProducerFailedException;
 import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProducerNotRespondingException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.RequestRejectedException;
@@ -34,6 +35,12 @@ import java.util.concurrent.locks.ReentrantLock;
  *       failure at once, not when the consumer next asks for a batch.</li>
  * </ul>
  *
+ * <p>Liveness: a live producer sends a HEARTBEAT whenever it has sent nothing for a second; whoever reads
+ * it answers with one (so the producer never queues more than a few to a consumer that stopped reading)
+ * and notes the time. A waiting iterator that has heard nothing at all for the liveness timeout reports
+ * the producer as not responding. Heartbeats come only into silences, so a stream of batches costs no
+ * extra wake-up; only a waiting iterator judges liveness, so batches already received are never lost to it.
+ *
  * <p>Only the holder of {@code reader} touches the socket's read side. A waiting iterator that finds the
  * watchdog holding it wakes the watchdog's selector, which then yields; the watchdog takes the socket back
  * once the iterator has not waited for a while ({@link #WATCHDOG_PARK_NANOS}). Messages read by the
@@ -63,10 +70,17 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile boolean streamEnded;
     private volatile boolean closing;
     private volatile long producerPid = -1;
+    private final long livenessNanos;
+    /** When anything last arrived from the producer ({@link System#nanoTime()}). */
+    private volatile long lastHeard = System.nanoTime();
 
-    public ConsumerLink(MessageChannel channel, String producer) {
+    /**
+     * @param liveness how long a waiting iterator accepts hearing nothing from the producer
+     */
+    public ConsumerLink(MessageChannel channel, String producer, java.time.Duration liveness) {
         this.channel = channel;
         this.producer = producer;
+        this.livenessNanos = liveness.toNanos();
         try {
             channel.channel().configureBlocking(false);
             iteratorSelector = Selector.open();
@@ -131,6 +145,11 @@ public final class ConsumerLink implements AutoCloseable {
                     return any;
                 }
                 any = true;
+                lastHeard = System.nanoTime();
+                if (m instanceof Message.Heartbeat) {
+                    channel.sendQuietly(m); // the answer; a lost one only pauses heartbeats
+                    continue;
+                }
                 if (m instanceof Message.Error e) {
                     ended = true;
                     fail(toException(e));
@@ -157,6 +176,16 @@ public final class ConsumerLink implements AutoCloseable {
         return new ProducerGoneException("lost the connection to producer '" + producer + "'"
                 + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
                 + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
+    }
+
+    private ProducerNotRespondingException notResponding(long silenceNanos, String awaited) {
+        return new ProducerNotRespondingException("producer '" + producer + "'"
+                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + " is not responding: nothing arrived from it,"
+                + " not even its once-a-second heartbeat, for " + TimeUnit.NANOSECONDS.toMillis(silenceNanos)
+                + " ms while this consumer waited for " + awaited + ". Its process is alive but stopped (SIGSTOP,"
+                + " Ctrl-Z, a debugger) or deadlocked; resume it (kill -CONT " + (producerPid > 0 ? producerPid : "<pid>")
+                + ") or restart it. A slow loader does not cause this; raise the consumer's liveness timeout"
+                + " (--liveness-s) if the producer's machine is badly overloaded");
     }
 
     private void fail(TensorSocketException e) {
@@ -221,11 +250,18 @@ public final class ConsumerLink implements AutoCloseable {
                     if (readFrames()) {
                         continue;
                     }
-                    long left = deadline - System.nanoTime();
+                    long now = System.nanoTime();
+                    long left = deadline - now;
                     if (left <= 0 || ended) {
                         throw timeout(timeoutNanos, awaited);
                     }
-                    iteratorSelector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                    long silence = now - lastHeard;
+                    if (silence >= livenessNanos) {
+                        fail(notResponding(silence, awaited));
+                        check();
+                    }
+                    left = Math.min(left, livenessNanos - silence);
+                    iteratorSelector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left) + 1));
                     iteratorSelector.selectedKeys().clear();
                     if (Thread.interrupted()) {
                         Thread.currentThread().interrupt();

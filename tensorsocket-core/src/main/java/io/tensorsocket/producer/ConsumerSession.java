@@ -19,6 +19,16 @@ final class ConsumerSession {
     final ArrayDeque<Long> held = new ArrayDeque<>();
     final long joinedNanos = System.nanoTime();
     long batchesSent;
+    /**
+     * Heartbeats sent to a consumer that has not answered them: a consumer that stops reading (stopped, or
+     * stuck) gets no more than this many, so they can never fill its socket and block the producer.
+     */
+    static final int MAX_UNANSWERED_HEARTBEATS = 4;
+    int unansweredHeartbeats;
+    /** When anything was last sent to it ({@link System#nanoTime()}): heartbeats fill only silences. */
+    volatile long lastSentNanos = System.nanoTime();
+    /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
+    io.tensorsocket.stream.StartPoint start;
     boolean attached = true;
     /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
     String user = "?";
@@ -41,6 +51,7 @@ final class ConsumerSession {
     boolean send(Message m) {
         try {
             channel.send(m);
+            lastSentNanos = System.nanoTime();
             return true;
         } catch (IOException e) {
             return false;

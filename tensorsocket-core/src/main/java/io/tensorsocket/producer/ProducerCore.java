@@ -72,8 +72,10 @@ public final class ProducerCore implements BatchSink {
     private final JoinRule joinRule;
     private final int claimsAhead;
     private final Duration stallTimeout;
+    /** How long to wait with no consumer attached before stopping; null waits until closed. */
     private final Duration idleTimeout;
     private final int minConsumers;
+    private final Duration startGrace;
     private final String producerName;
 
     /** The arena's slots: batch {@code seq} lives in {@code slots[seq % N]}. */
@@ -87,12 +89,16 @@ public final class ProducerCore implements BatchSink {
     private String closedReason;
     private long totalPublished;
     private long totalSamples;
+    private long evictions;
+    /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
+    private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
 
     public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
-                 Duration stallTimeout, Duration idleTimeout, int minConsumers, String producerName) {
+                 Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace, String producerName) {
         this.minConsumers = minConsumers;
+        this.startGrace = startGrace;
         this.arena = arena;
         this.layout = arena.layout();
         this.samplesPerEpoch = samplesPerEpoch;
@@ -201,21 +207,45 @@ public final class ProducerCore implements BatchSink {
     }
 
     private void awaitConsumers(int needed) {
-        long deadline = System.nanoTime() + idleTimeout.toNanos();
+        long deadline = idleTimeout == null ? Long.MAX_VALUE : System.nanoTime() + idleTimeout.toNanos();
+        String bound = idleTimeout == null ? "until stopped" : "up to " + idleTimeout.toSeconds() + " s";
         if (totalPublished == 0) {
-            log.info("producer '{}' waits for {} consumer(s) before it starts (up to {} s)", producerName, needed,
-                    idleTimeout.toSeconds());
+            log.info("producer '{}' waits for {} consumer(s) before it starts ({})", producerName, needed, bound);
         } else {
-            log.info("no consumer attached; producer '{}' pauses (up to {} s)", producerName, idleTimeout.toSeconds());
+            log.info("no consumer attached; producer '{}' pauses ({})", producerName, bound);
         }
         while (consumers.size() < needed) {
             checkOpen();
-            long left = deadline - System.nanoTime();
+            long left = idleTimeout == null ? Long.MAX_VALUE : deadline - System.nanoTime();
             if (left <= 0) {
-                throw new TensorSocketTimeoutException(consumers.size() + " of the " + needed + " consumer(s) producer '"
-                        + producerName + "' waits for attached within " + idleTimeout.toSeconds()
-                        + " s; it stops (raise the idle timeout, --idle-timeout-s, to wait longer)");
+                throw new TensorSocketTimeoutException(idleMessage(needed));
             }
+            awaitNanos(Math.min(left, 60_000_000_000L));
+        }
+    }
+
+    private String idleMessage(int needed) {
+        long ms = idleTimeout.toMillis();
+        String within = " within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
+                + " (the idle timeout, --idle-timeout-s); raise it to wait longer";
+        if (needed <= 1) {
+            return "producer '" + producerName + "' stopped: no consumer attached" + within;
+        }
+        return "producer '" + producerName + "' stopped: only " + consumers.size() + " of the " + needed
+                + " consumers it waits for (--min-consumers) attached" + within;
+    }
+
+    /**
+     * Before the very first batch: waits until the start grace has passed since the first consumer attached,
+     * so consumers launched together (a sweep) all start at the first epoch's start.
+     */
+    private void awaitStartGrace() {
+        if (startGrace.isZero() || firstAttachNanos == 0) {
+            return;
+        }
+        long deadline = firstAttachNanos + startGrace.toNanos();
+        for (long left = deadline - System.nanoTime(); left > 0; left = deadline - System.nanoTime()) {
+            checkOpen();
             awaitNanos(left);
         }
     }
@@ -238,6 +268,7 @@ public final class ProducerCore implements BatchSink {
                         + producerName + "' waited for its slot; it was disconnected. Release batches sooner (close"
                         + " them or ask for the next), or raise the producer's stall timeout";
                 log.warn("evicting {}", msg);
+                evictions++;
                 c.send(new Message.Error(Message.ErrorCode.EVICTED, msg));
                 detach(c, "evicted");
             }
@@ -254,6 +285,9 @@ public final class ProducerCore implements BatchSink {
                 throw new IllegalArgumentException("a batch holds 1 to " + geometry.producerBatchSize() + " samples, not " + samples);
             }
             c.samples = samples;
+            if (totalPublished == 0 && claims.peekFirst() == c) {
+                awaitStartGrace();
+            }
             while (!claims.isEmpty() && claims.peekFirst().samples != 0) {
                 publishInOrder(claims.pollFirst());
             }
@@ -268,7 +302,9 @@ public final class ProducerCore implements BatchSink {
         slots[c.slot].batch = p;
         Message.BatchReady ready = ready(p);
         for (ConsumerSession s : List.copyOf(consumers.values())) {
-            hand(s, ready);
+            if (s.start.sends(p, geometry)) {
+                hand(s, ready);
+            }
         }
         totalPublished++;
         totalSamples += c.samples;
@@ -390,20 +426,32 @@ public final class ProducerCore implements BatchSink {
                 sendAndClose(channel, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, why));
                 return null;
             }
+            StartPoint start = joinRule.decide(stream, hello.startPolicy());
+            if (epochs > 0 && start.epoch() >= epochs) {
+                sendAndClose(channel, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
+                        + "' is in its last epoch (" + (epochs - 1) + " of 0.." + (epochs - 1) + "), so no epoch starts"
+                        + " again for a consumer that waits for the next epoch start; connect without waiting for it"
+                        + " (it then starts rolling), or restart the producer with more epochs"));
+                return null;
+            }
             ConsumerSession s = new ConsumerSession(id, channel, hello);
             s.user = user;
-            StartPoint start = joinRule.decide(stream);
             s.position = geometry.position(start.epoch(), start.sample());
+            s.start = start;
             s.startMode = start.mode();
             if (!s.send(welcome.apply(start))) {
                 channel.close();
                 return null;
             }
             consumers.put(id, s);
+            if (firstAttachNanos == 0) {
+                firstAttachNanos = System.nanoTime();
+            }
             for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
                 hand(s, ready(slotOf(q).batch));
             }
-            log.info("{} joined at {} (epoch {}, sample {})", s.describe(), start.mode().label(), start.epoch(), start.sample());
+            log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
+                    start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
             changed.signalAll();
             return s;
         } finally {
@@ -430,6 +478,39 @@ public final class ProducerCore implements BatchSink {
             s.position = Math.max(s.position, slot.batch.end(geometry));
             changed.signalAll();
             return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Sends a HEARTBEAT to every consumer that was sent nothing for {@code idleNanos} and has fewer than
+     * {@link ConsumerSession#MAX_UNANSWERED_HEARTBEATS} unanswered. Called by the producer's heartbeat thread,
+     * which never waits for the loader: a slow loader keeps heartbeats going, while a producer stopped or
+     * deadlocked (holding this lock) sends none, which is what its consumers notice.
+     */
+    void heartbeat(long idleNanos) {
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            for (ConsumerSession s : List.copyOf(consumers.values())) {
+                if (now - s.lastSentNanos >= idleNanos && s.unansweredHeartbeats < ConsumerSession.MAX_UNANSWERED_HEARTBEATS) {
+                    s.unansweredHeartbeats++;
+                    if (!s.send(new Message.Heartbeat())) {
+                        detach(s, "connection lost");
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A consumer answered a heartbeat. */
+    void heartbeatAnswered(ConsumerSession s) {
+        lock.lock();
+        try {
+            s.unansweredHeartbeats = Math.max(0, s.unansweredHeartbeats - 1);
         } finally {
             lock.unlock();
         }
@@ -498,7 +579,7 @@ public final class ProducerCore implements BatchSink {
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
                     samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,
                     loaderRate.perSecond(now), n, layout.slotBytes(), inUse, rubberBand, window, now - startedNanos,
-                    consumers.size(), list);
+                    consumers.size(), evictions, list);
         } finally {
             lock.unlock();
         }

@@ -39,6 +39,9 @@ public final class ProducerServer implements AutoCloseable {
     private final Duration helloTimeout;
     private final Function<StartPoint, Message.Welcome> welcomeTemplate;
     private final ScheduledExecutorService timer;
+    private final ScheduledExecutorService heartbeats;
+    /** A consumer that was sent nothing for this long gets a HEARTBEAT (docs/PROTOCOL.md, "Liveness"). */
+    static final long HEARTBEAT_NANOS = 1_000_000_000L;
     private final AtomicInteger ids = new AtomicInteger();
     private final Thread acceptor;
     private volatile boolean closed;
@@ -58,6 +61,21 @@ public final class ProducerServer implements AutoCloseable {
             return t;
         });
         acceptor = Thread.ofPlatform().daemon().name("tensorsocket-accept").start(this::acceptLoop);
+        // Its own thread, never the loader's: a loader that takes long for a batch must not look like a hang.
+        heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tensorsocket-heartbeat");
+            t.setDaemon(true);
+            return t;
+        });
+        heartbeats.scheduleWithFixedDelay(this::heartbeat, HEARTBEAT_NANOS / 4, HEARTBEAT_NANOS / 4, TimeUnit.NANOSECONDS);
+    }
+
+    private void heartbeat() {
+        try {
+            core.heartbeat(HEARTBEAT_NANOS);
+        } catch (RuntimeException e) {
+            log.warn("sending heartbeats failed: {}", e.toString()); // the next round tries again
+        }
     }
 
     private void acceptLoop() {
@@ -147,6 +165,7 @@ public final class ProducerServer implements AutoCloseable {
                     }
                 }
                 case Message.Progress p -> core.progress(session, p);
+                case Message.Heartbeat h -> core.heartbeatAnswered(session);
                 case Message.Bye b -> {
                     core.leave(session, "said goodbye");
                     return;
@@ -203,6 +222,7 @@ public final class ProducerServer implements AutoCloseable {
             // nothing more to release
         }
         timer.shutdownNow();
+        heartbeats.shutdownNow();
         try {
             acceptor.join(1000);
         } catch (InterruptedException e) {

@@ -1,6 +1,7 @@
 package io.tensorsocket.protocol;
 
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
 
 import java.util.List;
@@ -11,7 +12,15 @@ import java.util.List;
 public sealed interface Message {
 
     /** Consumer to producer, first message: what the consumer wants. */
-    record Hello(int batchSize, boolean dropLast, long pid, String client) implements Message {
+    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy) implements Message {
+        public Hello {
+            java.util.Objects.requireNonNull(startPolicy, "startPolicy");
+        }
+
+        /** A HELLO that joins at once ({@link StartPolicy#JOIN_NOW}). */
+        public Hello(int batchSize, boolean dropLast, long pid, String client) {
+            this(batchSize, dropLast, pid, client, StartPolicy.JOIN_NOW);
+        }
     }
 
     /** Producer to consumer, answer to {@link Hello}: where the data is and where the consumer starts. */
@@ -64,6 +73,14 @@ public sealed interface Message {
      * time spent inside the iterator waiting for data, and time spent outside it (working).
      */
     record Progress(long epoch, long samples, long waitNanos, long workNanos) implements Message {
+    }
+
+    /**
+     * Producer to consumer, about once a second while nothing else was sent to it: the producer's process
+     * is alive. The consumer answers each with a heartbeat of its own, so the producer never queues more
+     * than a few to a consumer that stopped reading.
+     */
+    record Heartbeat() implements Message {
     }
 
     /** Why an {@link Error} was sent. Codes are wire values and never change. */

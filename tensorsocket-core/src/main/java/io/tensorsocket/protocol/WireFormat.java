@@ -30,7 +30,8 @@ import java.util.List;
  *   every version, so peers of different versions can always tell each other so.
  *
  * payloads (str = u16 byte count + UTF-8, at most 4096 bytes; bool = u8 0 or 1):
- *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client
+ *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client, u8 startPolicy (0 join now,
+ *                  1 next epoch start)
  *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
  *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                  u8 startMode (0 epoch start, 1 rolling), i64 startEpoch, i64 startSample, str source,
@@ -46,17 +47,20 @@ import java.util.List;
  *                  2 draining, 3 closing), i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs, i64 epoch,
  *                  i64 sample, i64 batchesPublished, i64 samplesPublished, f64 samplesPerSecond,
  *                  i32 slotCount, i64 slotBytes, i32 slotsInUse, i32 rubberBand, i32 windowBatches,
- *                  i64 uptimeNanos, i32 consumersAttached, u16 listed (≤ 256), then per consumer:
+ *                  i64 uptimeNanos, i32 consumersAttached, i64 evictions, u16 listed (≤ 256), then per consumer:
  *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode, i64 epoch,
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
  *                    i64 connectedNanos
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
+ *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
+ *                  each with one of its own
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
  *
- * Version 2 added STATUS_REQ, STATUS and PROGRESS; a version-1 peer is told VERSION_MISMATCH.
+ * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy and
+ * STATUS's evictions. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -65,7 +69,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -82,7 +86,8 @@ public final class WireFormat {
     static final int STATUS_REQUEST = 9;
     static final int STATUS = 10;
     static final int PROGRESS = 11;
-    static final int LAST_TYPE = PROGRESS;
+    static final int HEARTBEAT = 12;
+    static final int LAST_TYPE = HEARTBEAT;
 
     private WireFormat() {
     }
@@ -127,6 +132,7 @@ public final class WireFormat {
             case Message.Hello h -> {
                 b.putInt(h.batchSize()).put(bool(h.dropLast())).putLong(h.pid());
                 putString(b, h.client());
+                b.put((byte) h.startPolicy().ordinal());
             }
             case Message.Welcome w -> {
                 b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
@@ -161,6 +167,8 @@ public final class WireFormat {
             case Message.Status st -> encodeStatus(st.status(), b);
             case Message.Progress pr -> b.putLong(pr.epoch()).putLong(pr.samples()).putLong(pr.waitNanos())
                     .putLong(pr.workNanos());
+            case Message.Heartbeat ignored -> {
+            }
         }
         b.putInt(start + 8, b.position() - payloadStart);
     }
@@ -181,7 +189,7 @@ public final class WireFormat {
         p.order(ByteOrder.LITTLE_ENDIAN);
         try {
             Message m = switch (type) {
-                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p));
+                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()));
                 case WELCOME -> decodeWelcome(p);
                 case BATCH -> new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
                 case RELEASE -> new Message.Release(p.getLong());
@@ -192,6 +200,7 @@ public final class WireFormat {
                 case STATUS_REQUEST -> new Message.StatusRequest();
                 case STATUS -> new Message.Status(decodeStatus(p));
                 case PROGRESS -> decodeProgress(p);
+                case HEARTBEAT -> new Message.Heartbeat();
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -264,7 +273,8 @@ public final class WireFormat {
         b.put((byte) s.state().ordinal()).putInt(s.producerBatchSize()).putLong(s.samplesPerEpoch()).putLong(s.epochs())
                 .putLong(s.epoch()).putLong(s.sample()).putLong(s.batchesPublished()).putLong(s.samplesPublished())
                 .putDouble(s.samplesPerSecond()).putInt(s.slotCount()).putLong(s.slotBytes()).putInt(s.slotsInUse())
-                .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached());
+                .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached())
+                .putLong(s.evictions());
         int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
         b.putShort((short) listed);
         for (int i = 0; i < listed; i++) {
@@ -301,6 +311,7 @@ public final class WireFormat {
         int window = nonNegative(p.getInt());
         long uptime = nonNegative(p.getLong());
         int attached = nonNegative(p.getInt());
+        long evictions = nonNegative(p.getLong());
         int listed = Short.toUnsignedInt(p.getShort());
         if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount) {
             throw new ProtocolException("STATUS holds an invalid value");
@@ -323,12 +334,20 @@ public final class WireFormat {
         }
         return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
                 epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,
-                consumers);
+                evictions, consumers);
     }
 
     private static Message.Progress decodeProgress(ByteBuffer p) {
         return new Message.Progress(nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()),
                 nonNegative(p.getLong()));
+    }
+
+    private static io.tensorsocket.StartPolicy startPolicy(byte b) {
+        int v = Byte.toUnsignedInt(b);
+        if (v >= io.tensorsocket.StartPolicy.values().length) {
+            throw new ProtocolException("HELLO holds unknown start policy " + v);
+        }
+        return io.tensorsocket.StartPolicy.values()[v];
     }
 
     private static long nonNegative(long v) {
@@ -372,6 +391,7 @@ public final class WireFormat {
             case Message.StatusRequest r -> STATUS_REQUEST;
             case Message.Status st -> STATUS;
             case Message.Progress pr -> PROGRESS;
+            case Message.Heartbeat hb -> HEARTBEAT;
         };
     }
 

@@ -1,6 +1,7 @@
 package io.tensorsocket.stream;
 
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 
 /**
  * Where a consumer that joins now starts.
@@ -9,12 +10,15 @@ import io.tensorsocket.StartMode;
  *   <li>Before the first batch of an epoch is published: at that epoch's start, with nothing retained.</li>
  *   <li>If the current epoch's first batch is still inside the rubber band (the {@code R} most recently
  *       published batches): at that epoch's start, handed every batch of the epoch published so far.</li>
+ *   <li>Otherwise, for a consumer that asked for {@link StartPolicy#NEXT_EPOCH_START}: at the next epoch's
+ *       start, with nothing retained; it is sent nothing before that epoch's first batch
+ *       ({@link StartPoint#sends}).</li>
  *   <li>Otherwise: rolling, at the next batch to be published; its epoch ends one epoch of samples later,
  *       mid-way through the producer's next epoch.</li>
  * </ol>
  *
  * <p>The rule reads only a {@link ProducerStream}'s state, so a producer on any transport asks it the same
- * way; a new way to join (say, waiting for the next epoch start instead of rolling) is a new case here.
+ * way; a new way to join is a new case here.
  */
 public final class JoinRule {
     private final int rubberBand;
@@ -30,14 +34,22 @@ public final class JoinRule {
         return rubberBand;
     }
 
-    /** Where a consumer joining the stream in its current state starts. */
+    /** Where a consumer that joins at once ({@link StartPolicy#JOIN_NOW}) starts. */
     public StartPoint decide(ProducerStream stream) {
+        return decide(stream, StartPolicy.JOIN_NOW);
+    }
+
+    /** Where a consumer with start policy {@code policy} joining the stream in its current state starts. */
+    public StartPoint decide(ProducerStream stream, StartPolicy policy) {
         if (stream.nextSample() == 0) {
             return StartPoint.of(StartMode.EPOCH_START, stream.nextEpoch(), 0);
         }
         long first = stream.epochStartSeq();
         if (first >= 0 && inWindow(first, stream.publishedSeq())) {
             return new StartPoint(StartMode.EPOCH_START, stream.nextEpoch(), 0, first, stream.publishedSeq());
+        }
+        if (policy == StartPolicy.NEXT_EPOCH_START) {
+            return StartPoint.of(StartMode.EPOCH_START, stream.nextEpoch() + 1, 0);
         }
         return StartPoint.of(StartMode.ROLLING, stream.nextEpoch(), stream.nextSample());
     }

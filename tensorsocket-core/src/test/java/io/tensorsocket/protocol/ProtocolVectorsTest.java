@@ -35,7 +35,7 @@ class ProtocolVectorsTest {
     static final Map<String, Message> FRAMES = new LinkedHashMap<>();
 
     static {
-        FRAMES.put("hello", new Message.Hello(64, true, 4242, "python3 train.py — ü"));
+        FRAMES.put("hello", new Message.Hello(64, true, 4242, "python3 train.py — ü", io.tensorsocket.StartPolicy.NEXT_EPOCH_START));
         FRAMES.put("welcome", new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
                 List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64),
                         TensorSpec.of("mask", DType.BOOL, 7)),
@@ -48,6 +48,7 @@ class ProtocolVectorsTest {
         FRAMES.put("bye", new Message.Bye());
         FRAMES.put("status_request", new Message.StatusRequest());
         FRAMES.put("progress", new Message.Progress(3, 123456, 7_000_000_000L, 21_000_000_000L));
+        FRAMES.put("heartbeat", new Message.Heartbeat());
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -102,7 +103,7 @@ class ProtocolVectorsTest {
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
         // every message type but STATUS, a producer's snapshot for status clients (round-tripped in WireFormatTest)
-        assertEquals(10, FRAMES.size(), "one vector per message type");
+        assertEquals(WireFormat.LAST_TYPE - 1, FRAMES.size(), "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
             Path file = vectors().resolve(e.getKey() + ".hex");
             byte[] encoded = frame(e.getValue());

@@ -18,6 +18,8 @@ class WireFormatTest {
 
     static final List<Message> ALL = List.of(
             new Message.Hello(64, true, 1234, "python3 train.py — ü"),
+            new Message.Hello(64, true, 1234, "late", io.tensorsocket.StartPolicy.NEXT_EPOCH_START),
+            new Message.Heartbeat(),
             new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
                     List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64)),
                     50000, 0, StartMode.ROLLING, 4, 1024, "synthetic:samples=5"),
@@ -39,7 +41,7 @@ class WireFormatTest {
                     rate / 2, 3_000_000_000L, 9_000_000_000L, 12_000_000_000L));
         }
         return new ProducerStatus(77, "imagenet", "image-folder root=/data ü", ProducerStatus.State.SERVING, 64, 50_000, 0, 1,
-                10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, cs);
+                10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, 3, cs);
     }
 
     static Message roundTrip(Message m) {

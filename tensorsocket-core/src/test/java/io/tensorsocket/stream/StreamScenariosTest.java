@@ -36,6 +36,9 @@ class StreamScenariosTest {
             "consumer-batch-one samples=5 producer_batch=2 rubber_band=1 published=0 epoch_ended=no consumer_batch=1 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
             "leave-epoch-early samples=12 producer_batch=3 rubber_band=1 published=0 epoch_ended=no consumer_batch=4 drop_last=no epochs=2 producer_epochs=0 leave_after=1",
             "rolling-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0",
+            "wait-for-next-epoch-start samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+            "wait-policy-inside-rubber-band-starts-now samples=10 producer_batch=4 rubber_band=2 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+            "wait-policy-after-epoch-end-starts-now samples=8 producer_batch=4 rubber_band=0 published=2 epoch_ended=yes consumer_batch=4 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
     };
 
     static StreamSimulation parse(String given) {
@@ -49,7 +52,8 @@ class StreamScenariosTest {
                 Integer.parseInt(kv.get("rubber_band")), Integer.parseInt(kv.get("published")),
                 kv.get("epoch_ended").equals("yes"), Integer.parseInt(kv.get("consumer_batch")),
                 kv.get("drop_last").equals("yes"), Integer.parseInt(kv.get("epochs")),
-                Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")));
+                Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")),
+                io.tensorsocket.StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)));
     }
 
     static String render() {
@@ -63,7 +67,8 @@ class StreamScenariosTest {
                 #   divide), the rubber band, batches published before the consumer joins (epoch_ended: whether the
                 #   producer had ended an epoch completed by them), the consumer's batch size and drop-last, the
                 #   consumer epochs iterated, producer epochs (0 = unbounded), leave_after (>0: the consumer leaves
-                #   each epoch after that many batches). Each batch is closed before the next is asked for.
+                #   each epoch after that many batches), start_policy (optional; join_now when absent, or
+                #   next_epoch_start). Each batch is closed before the next is asked for.
                 # start <mode> epoch=<producer epoch> sample=<sample> retained=<first..last seq, or ->
                 # batch epoch=<consumer epoch> index=<i> sample=<first sample in the epoch> size=<n>
                 #   pieces=<seq>:<offset in its slot>+<samples>,...   (one piece: a view of that slot)

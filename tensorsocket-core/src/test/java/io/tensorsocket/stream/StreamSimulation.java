@@ -16,7 +16,14 @@ import java.util.List;
  */
 record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
                         boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                        int producerEpochs, int leaveAfter) {
+                        int producerEpochs, int leaveAfter, io.tensorsocket.StartPolicy startPolicy) {
+
+    StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
+                     boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
+                     int producerEpochs, int leaveAfter) {
+        this(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin, epochEndedBeforeJoin, consumerBatch,
+                dropLast, consumerEpochs, producerEpochs, leaveAfter, io.tensorsocket.StartPolicy.JOIN_NOW);
+    }
 
     /** One event the consumer saw. */
     sealed interface Event {
@@ -72,7 +79,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             producer.stream.endEpoch(producer.stream.nextEpoch());
         }
         List<Event> events = new ArrayList<>();
-        StartPoint start = new JoinRule(rubberBand).decide(producer.stream);
+        StartPoint start = new JoinRule(rubberBand).decide(producer.stream, startPolicy);
         events.add(new Start(start));
         ConsumerStream c = new ConsumerStream(g, slots, consumerBatch, dropLast, start.epoch(), start.sample());
         for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
@@ -83,7 +90,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             if (c.epochStarted()) {
                 while (!c.skipArrived(c.epochEnd()) && !c.streamEnded()) {
                     releases(c, events);
-                    next = feed(producer, c, next, slots);
+                    next = feed(producer, c, next, slots, start);
                 }
                 releases(c, events);
             }
@@ -92,7 +99,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             while (leaveAfter == 0 || taken < leaveAfter) {
                 int n = c.nextBatch();
                 if (n == ConsumerStream.NEED_MORE) {
-                    next = feed(producer, c, next, slots);
+                    next = feed(producer, c, next, slots, start);
                     continue;
                 }
                 releases(c, events);
@@ -117,7 +124,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
     }
 
     /** Hands the consumer the next batch, publishing it first if needed; ends the stream when the producer is done. */
-    private int feed(Producer producer, ConsumerStream c, int next, int slots) {
+    private int feed(Producer producer, ConsumerStream c, int next, int slots, StartPoint start) {
         if (next == producer.published.size()) {
             if (producerEpochs > 0 && producer.epochsDone() >= producerEpochs) {
                 c.endOfStream();
@@ -126,7 +133,9 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             producer.publishOne();
         }
         BatchPosition p = producer.published.get(next);
-        c.accept(p, (int) (p.seq() % slots));
+        if (start.sends(p, new StreamGeometry(samplesPerEpoch, producerBatch))) { // nothing before a waiting consumer's start
+            c.accept(p, (int) (p.seq() % slots));
+        }
         return next + 1;
     }
 

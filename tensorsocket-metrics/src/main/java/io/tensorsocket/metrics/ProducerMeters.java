@@ -36,6 +36,8 @@ public final class ProducerMeters {
                 .description("Samples written to the arena").tags(tags).register(registry);
         FunctionCounter.builder("tensorsocket.loader.errors", producer, TensorProducer::loaderErrors)
                 .description("Times the loader threw (each stops the producer)").tags(tags).register(registry);
+        FunctionCounter.builder("tensorsocket.consumers.evicted", this, m -> m.snapshot.evictions())
+                .description("Consumers disconnected for holding a batch past the stall timeout").tags(tags).register(registry);
         gauge(registry, "tensorsocket.samples.per.second", "Samples published per second, over the last seconds", tags,
                 ProducerStatus::samplesPerSecond);
         gauge(registry, "tensorsocket.batches.per.second", "Batches published per second, over the last seconds", tags,

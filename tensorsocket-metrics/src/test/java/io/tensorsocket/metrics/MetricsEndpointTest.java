@@ -134,6 +134,28 @@ class MetricsEndpointTest {
     }
 
     @Test
+    void aConsumerEvictedForStallingIsCounted() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("samples=400,shape=4,dtype=float32,seed=3");
+        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("e")).source(new SyntheticSource(spec, 10))
+                .slots(6).stallTimeout(Duration.ofMillis(300)).startGrace(Duration.ZERO).build().start();
+             MetricsEndpoint m = MetricsEndpoint.start(p, MetricsEndpoint.parseAddress("0"));
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("e"), ConsumerOptions.batchSize(10))) {
+            String producer = "producer=\"e\"";
+            assertEquals(0, value(parse(get(m.url(), null).body()), "tensorsocket_consumers_evicted_total", producer));
+            Batch held = c.iterator().next(); // never released: the producer needs its slot and evicts the consumer
+            double evicted = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while (System.nanoTime() < deadline && evicted == 0) {
+                Thread.sleep(100);
+                evicted = value(parse(get(m.url(), null).body()), "tensorsocket_consumers_evicted_total", producer);
+            }
+            assertEquals(1, evicted);
+            assertEquals(1, p.status().evictions());
+            held.close();
+        }
+    }
+
+    @Test
     void addressesBindLoopbackUnlessGiven() {
         InetSocketAddress bare = MetricsEndpoint.parseAddress("9464");
         assertEquals(InetAddress.getLoopbackAddress(), bare.getAddress());

@@ -1,0 +1,102 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Joining a sweep, with real processes: the start grace lets jobs launched together all start at the epoch
+ * start; a late consumer that asks to wait for the next epoch start gets that epoch whole, one that does not
+ * rolls; and a producer that serves until stopped has no idle timeout unless given one.
+ */
+class SweepStartProcessTest extends ProcessTestBase {
+
+    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
+    }
+
+    @Test
+    void twoConsumersStartedHalfASecondApartBothGetWholeEpochs() throws Exception {
+        // A fast loader: without the grace, the second consumer would arrive far beyond the rubber band (the
+        // epoch takes under half a second). The grace is the default's double: on a loaded 2-core machine two
+        // JVMs started half a second apart may reach the producer more than 2 s apart.
+        Proc producer = serve("sweep", "samples=3000,shape=8,dtype=float32,seed=8", 10, 1, "--start-grace-ms", "4000");
+        Proc first = consume("sweep", 10);
+        Thread.sleep(500);
+        Proc second = consume("sweep", 10);
+        for (Proc c : List.of(first, second)) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+            assertEquals(1, c.json().size(), c.json().toString());
+            assertExactEpoch(c.json().getFirst(), 3000, "epoch_start");
+        }
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(30)), producer.stderr());
+    }
+
+    @Test
+    void aLateConsumerMayWaitForTheNextEpochStartInsteadOfRolling() throws Exception {
+        boolean python = pythonAvailable();
+        Proc producer = serve("late", "samples=3000,shape=8,dtype=float32,seed=9", 10, 4, "--start-grace-ms", "0");
+        // 6 s for its epoch, which keeps the producer in epoch 0 (or 1) while the late ones start
+        Proc first = consume("late", 10, "--step-ms", "20", "--epochs", "1");
+        awaitJoined(producer, 1);
+        Thread.sleep(1000);
+        Proc waiting = consume("late", 10, "--epochs", "1", "--wait-for-epoch-start");
+        Proc rolling = consume("late", 10, "--epochs", "1");
+        List<Proc> late = new ArrayList<>(List.of(waiting));
+        if (python) {
+            late.add(pythonConsume("late", 10, "--epochs", "1", "--wait-for-epoch-start"));
+        }
+        for (Proc c : late) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());
+            Map<String, String> epoch = c.json().getFirst();
+            assertExactEpoch(epoch, 3000, "epoch_start"); // every sample's bytes checked against the generator
+            assertTrue(Long.parseLong(epoch.get("start_epoch")) >= 1, "a later epoch than the one it arrived in: " + epoch);
+            assertEquals(epoch.get("start_epoch"), epoch.get("epoch"), epoch.toString());
+        }
+        assertEquals(0, rolling.exitCode(Duration.ofSeconds(90)), rolling.stderr());
+        Map<String, String> rolled = rolling.json().getFirst();
+        assertEquals("rolling", rolled.get("start"), rolled.toString());
+        assertEquals("3000", rolled.get("samples"), rolled.toString());
+        assertEquals("0", rolled.get("corrupt"), rolled.toString());
+        assertEquals(0, first.exitCode(Duration.ofSeconds(60)), first.stderr());
+        assertTrue(producer.stderr().contains("waiting for that epoch to start"), producer.stderr());
+    }
+
+    @Test
+    void servingUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
+        Proc forever = serve("forever", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
+        Proc bounded = serve("bounded", "samples=100,shape=4,dtype=float32,seed=1", 10, 0, "--idle-timeout-s", "1");
+        assertNotEquals(0, bounded.exitCode(Duration.ofSeconds(30)), bounded.stderr());
+        assertEquals("tensorsocket: error: producer 'bounded' stopped: no consumer attached within 1 s (the idle timeout,"
+                + " --idle-timeout-s); raise it to wait longer", bounded.errorLine());
+        Thread.sleep(1000);
+        assertTrue(forever.isAlive(), "an --epochs 0 producer without consumers keeps waiting: " + forever.stderr());
+        assertTrue(forever.stderr().contains("waits for 1 consumer(s) before it starts (until stopped)"), forever.stderr());
+        assertFalse(forever.stderr().contains("stopped:"), forever.stderr());
+    }
+
+    private static boolean pythonAvailable() throws Exception {
+        try {
+            assumePython("numpy");
+            return true;
+        } catch (org.opentest4j.TestAbortedException e) {
+            System.out.println("the Python late consumer is left out: " + e.getMessage());
+            return false;
+        }
+    }
+}
