@@ -11,7 +11,7 @@ from typing import Tuple
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 2
+VERSION = 3
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -19,6 +19,8 @@ MAX_TENSORS = 256
 MAX_RANK = 16
 
 HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS = range(1, 12)
+# The feeder socket of an external producer (feeder.py encodes and decodes these).
+FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END = range(14, 20)
 
 # ERROR codes: wire values that never change.
 VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL = range(1, 8)
@@ -171,7 +173,8 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    if version == VERSION and (mtype < HELLO or mtype > PROGRESS or reserved != 0):
+    known = HELLO <= mtype <= PROGRESS or FEEDER_HELLO <= mtype <= FEEDER_EPOCH_END
+    if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
 
