@@ -298,6 +298,16 @@ class TensorConsumer:
             raise PermissionDenied("%s belongs to another user; connect only to producers you started, or pass a "
                                    "directory of your own" % d)
         sock_path = os.path.join(d, _arena.SOCKET_FILE)
+        # An external producer opens its control socket once its feeder declared the batches: wait for that.
+        feeder_path = os.path.join(d, "feeder.sock")
+        deadline = time.monotonic() + self.connect_timeout
+        while not os.path.exists(sock_path) and os.path.exists(feeder_path):
+            if time.monotonic() > deadline:
+                raise TensorSocketTimeout("producer '%s' is still waiting for its feeder after %.0f s: it serves batches"
+                                          " from an external loader that has not connected yet; start one"
+                                          " (tensorsocket_client.TensorProducer(%r, loader)) or wait longer"
+                                          % (name, self.connect_timeout, name))
+            time.sleep(0.02)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(sock_path)

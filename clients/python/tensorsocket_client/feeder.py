@@ -273,6 +273,9 @@ class TensorProducer:
             if spec is None:
                 raise ValueError("the loader yielded no batch in epoch 0")
             self._conn.send(wire.FEEDER_EPOCH_END, struct.pack("<qq", epoch, samples))
+            mtype, _ = self._conn.read()  # the producer took the epoch, or says (ERROR) why not
+            if mtype != wire.FEEDER_EPOCH_END:
+                raise ProtocolError("the producer answered FEEDER_EPOCH_END with message type %d" % mtype)
 
     def _check(self, tensors, spec, n, epoch):
         if len(tensors) != len(spec):

@@ -44,6 +44,7 @@ import java.util.concurrent.TimeUnit;
  *    writes the batch into the mapping
  *    PUBLISH seq, samples               ──►  serves the batch to the consumers
  *    ... FEEDER_EPOCH_END epoch, samples──►  the epoch ends
+ *                                       ◄──  FEEDER_EPOCH_END (the same: taken)
  * </pre>
  *
  * One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
@@ -235,7 +236,8 @@ public final class ExternalSource implements BatchSource {
     public void emitEpoch(long epoch, BatchSink sink) throws Exception {
         MessageChannel mc = feeder;
         if (!welcomed) {
-            mc.send(new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()));
+            send(mc, new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
+                    " before epoch 0");
             welcomed = true;
         }
         long declared = hello.samplesPerEpoch();
@@ -265,7 +267,7 @@ public final class ExternalSource implements BatchSource {
                     SlotWriter w = sink.claim();
                     long seq = nextSeq++;
                     held.put(seq, w);
-                    mc.send(new Message.SlotGrant(seq, w.arenaOffset()));
+                    send(mc, new Message.SlotGrant(seq, w.arenaOffset()), at);
                 }
                 case Message.Publish p -> {
                     SlotWriter w = held.remove(p.seq());
@@ -302,12 +304,21 @@ public final class ExternalSource implements BatchSource {
                         throw fail(mc, who + " ended epoch " + epoch + " after " + Math.max(samples, e.samples())
                                 + " samples; it declared " + declared + " per epoch");
                     }
+                    send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
                     return;
                 }
                 case Message.Error e -> throw fail(mc, who + " failed" + at + ": " + e.message());
                 case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
                 default -> throw new IllegalStateException("unexpected " + o);
             }
+        }
+    }
+
+    private void send(MessageChannel mc, Message m, String at) {
+        try {
+            mc.send(m);
+        } catch (IOException e) {
+            throw fail(mc, who + " disconnected" + at + " (" + e.getMessage() + "); did its process die?");
         }
     }
 

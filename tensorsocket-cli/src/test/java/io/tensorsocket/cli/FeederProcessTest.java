@@ -1,0 +1,142 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A Python feeder (a torch DataLoader, or the synthetic feed command) filling an external Java producer. */
+@Timeout(180)
+class FeederProcessTest extends ProcessTestBase {
+
+    private Proc serveExternal(String name, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--external"));
+        args.addAll(List.of(extra));
+        Proc p = start(args.toArray(String[]::new));
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!Files.exists(base.resolve(name).resolve("feeder.sock"))) {
+            assertTrue(System.nanoTime() < deadline && p.isAlive(), "no feeder socket: " + p.stderr());
+            Thread.sleep(20);
+        }
+        return p;
+    }
+
+    private Proc feedTorch(String name, String spec, int batchSize, int epochs, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("examples/feed_torch.py").toString(), "--name", name,
+                "--synthetic", spec, "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
+        args.addAll(List.of(extra));
+        return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
+    }
+
+    @Test
+    void aTorchDataLoaderFeedsOneJavaAndTwoPythonConsumersExactlyOverTwoEpochs() throws Exception {
+        assumePython("numpy", "torch");
+        int samples = 1500;
+        String spec = "samples=" + samples + ",shape=3x8x8,dtype=float32,seed=11";
+        Proc producer = serveExternal("torchfeed", "--min-consumers", "3");
+        // Consumers that come before the feeder wait for it.
+        List<Proc> consumers = List.of(consume("torchfeed", 37, "--connect-timeout-s", "60"));
+        Proc feeder = feedTorch("torchfeed", spec, 64, 2);
+        producer.awaitReady();
+        consumers = List.of(consumers.getFirst(), pythonConsume("torchfeed", 64), pythonConsume("torchfeed", 100));
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            List<Map<String, String>> epochs = c.json();
+            assertEquals(2, epochs.size(), c.lines().toString());
+            for (int e = 0; e < 2; e++) {
+                assertEquals(Integer.toString(e), epochs.get(e).get("epoch"));
+                assertExactEpoch(epochs.get(e), samples, "epoch_start");
+            }
+        }
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
+    }
+
+    @Test
+    void theSyntheticFeedVerifiesInJavaAndPythonAndALateConsumerJoins() throws Exception {
+        assumePython("numpy");
+        int samples = 2000;
+        Proc producer = serveExternal("synfeed");
+        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "synfeed", "--synthetic",
+                "samples=" + samples + ",shape=16,dtype=int32,seed=4", "--batch-size", "50", "--epochs", "3", "--no-start");
+        producer.awaitReady();
+        Proc first = consume("synfeed", 64, "--step-ms", "50");
+        first.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60));
+        Proc late = pythonConsume("synfeed", 30);
+        for (Proc c : List.of(first, late)) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            for (Map<String, String> e : c.json()) {
+                assertEquals("0", e.get("corrupt"), e.toString());
+                assertEquals("0", e.get("out_of_order"), e.toString());
+                assertEquals("0", e.get("duplicates"), e.toString());
+            }
+        }
+        first.json().forEach(e -> assertExactEpoch(e, samples, "epoch_start"));
+        assertEquals(3, first.json().size());
+        assertTrue(late.json().size() >= 1 && late.json().size() <= 2, late.lines().toString());
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+    }
+
+    @Test
+    void aFeederKilledMidEpochFailsEveryConsumerWithItsPid() throws Exception {
+        assumePython("numpy");
+        Proc producer = serveExternal("killfeed", "--min-consumers", "2");
+        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "killfeed", "--synthetic",
+                "samples=100000,shape=64,dtype=float32,seed=4", "--batch-size", "20", "--epochs", "2", "--no-start");
+        producer.awaitReady();
+        Proc java = consume("killfeed", 32, "--step-ms", "2");
+        Proc python = pythonConsume("killfeed", 25, "--step-ms", "2");
+        Thread.sleep(2000);
+        assertTrue(java.isAlive() && python.isAlive(), java.stderr() + python.stderr());
+        long killedAt = System.nanoTime();
+        feeder.kill();
+        for (Proc c : List.of(java, python)) {
+            assertNotEquals(0, c.exitCode(Duration.ofSeconds(15)));
+            assertTrue(c.errorLine().contains("feeder of producer 'killfeed' (pid " + feeder.pid()), c.stderr());
+            assertTrue(c.errorLine().contains("disconnected in epoch 0"), c.errorLine());
+        }
+        assertTrue((System.nanoTime() - killedAt) / 1e9 < 15);
+        assertNotEquals(0, producer.exitCode(Duration.ofSeconds(30)));
+    }
+
+    @Test
+    void aFeederThatPublishesMoreThanItDeclaredOrChangesAShapeFailsTheConsumersWithTheReason() throws Exception {
+        assumePython("numpy", "torch");
+        String spec = "samples=300,shape=4,dtype=float32,seed=2";
+        serveExternal("morefeed");
+        Proc feeder = feedTorch("morefeed", spec, 50, 1, "--break-after", "0", "--break-how", "more");
+        Proc c = consume("morefeed", 50, "--connect-timeout-s", "60");
+        assertNotEquals(0, c.exitCode(Duration.ofSeconds(60)));
+        assertTrue(c.errorLine().contains("more than the 299 per epoch it declared"), c.stderr());
+        assertNotEquals(0, feeder.exitCode(Duration.ofSeconds(30)));
+
+        serveExternal("shapefeed");
+        Proc shaped = feedTorch("shapefeed", spec, 50, 1, "--break-after", "2", "--break-how", "shape");
+        Proc c2 = pythonConsume("shapefeed", 50, "--connect-timeout-s", "60");
+        assertNotEquals(0, c2.exitCode(Duration.ofSeconds(60)));
+        assertTrue(c2.errorLine().contains("tensor 'data' changed in epoch 0"), c2.stderr());
+        assertTrue(c2.errorLine().contains("pid " + shaped.pid()), c2.stderr());
+        assertNotEquals(0, shaped.exitCode(Duration.ofSeconds(30)));
+    }
+
+    @Test
+    void aSecondFeederIsRefused() throws Exception {
+        assumePython("numpy");
+        Proc producer = serveExternal("twofeed");
+        String[] feed = {"-m", "tensorsocket_client", "feed", "--name", "twofeed", "--synthetic",
+                "samples=1000,shape=4,dtype=float32,seed=1", "--batch-size", "10", "--no-start"};
+        startPython(Map.of(), feed);
+        producer.awaitReady();
+        Proc second = startPython(Map.of(), feed);
+        assertNotEquals(0, second.exitCode(Duration.ofSeconds(30)));
+        assertTrue(second.errorLine().contains("already has a feeder"), second.stderr());
+    }
+}
