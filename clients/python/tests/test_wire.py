@@ -95,11 +95,11 @@ class VectorTest(unittest.TestCase):
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 3)
+        frame[4:6] = struct.pack("<H", 4)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 3)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 3"):
+        batch[4:6] = struct.pack("<H", 4)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 4"):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):
