@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -138,5 +139,69 @@ class FeederProcessTest extends ProcessTestBase {
         Proc second = startPython(Map.of(), feed);
         assertNotEquals(0, second.exitCode(Duration.ofSeconds(30)));
         assertTrue(second.errorLine().contains("already has a feeder"), second.stderr());
+    }
+
+    @Test
+    void aPlainTorchTrainingLoopReadsTwoEpochsThroughTheDataLoaderWrapper() throws Exception {
+        assumePython("numpy", "torch");
+        serve("torchloop", "samples=1000,shape=3x4,dtype=float32,seed=8", 64, 2);
+        String loop = String.join("\n",
+                "import sys, numpy as np",
+                "from tensorsocket_client.torch_data import loader",
+                "from tensorsocket_client.synthetic import SyntheticSpec",
+                "dl = loader('torchloop', 40, names=('data', 'label', 'id'))",
+                "spec = SyntheticSpec.parse(dl.dataset.consumer.source_description)",
+                "for e in range(2):",
+                "    seen = []",
+                "    for x, y, i in dl:",
+                "        ids = i.numpy()",
+                "        assert np.array_equal(x.numpy(), spec.fill(ids)) and np.array_equal(y.numpy(), spec.labels(ids))",
+                "        seen.extend(ids.tolist())",
+                "    assert sorted(seen) == list(range(spec.samples)), e",
+                "    print('{\"epoch\": %d, \"samples\": %d, \"batches\": %d}' % (e, len(seen), len(dl)), flush=True)");
+        Proc p = startPython(Map.of("OMP_NUM_THREADS", "1"), "-c", loop);
+        assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
+        assertEquals(2, p.json().size(), p.lines().toString());
+        for (Map<String, String> e : p.json()) {
+            assertEquals("1000", e.get("samples"), e.toString());
+            assertEquals("25", e.get("batches"), e.toString());
+        }
+    }
+
+    @Test
+    void thePackageInstallsOfflineIntoAVirtualEnvironmentAndFeeds() throws Exception {
+        assumePython("numpy", "setuptools", "venv", "ensurepip", "pip");
+        Path copy = base.resolve("src");
+        try (var files = Files.walk(pythonClient())) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                String rel = pythonClient().relativize(f).toString();
+                if (rel.contains("__pycache__") || rel.startsWith("build") || rel.contains("egg-info")) {
+                    continue;
+                }
+                Path to = copy.resolve(rel);
+                if (Files.isDirectory(f)) {
+                    Files.createDirectories(to);
+                } else {
+                    Files.copy(f, to);
+                }
+            }
+        }
+        Path venv = base.resolve("venv");
+        for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
+                List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--no-index", "--no-build-isolation",
+                        copy.toString()))) {
+            Proc step = startCommand(cmd);
+            assertEquals(0, step.exitCode(Duration.ofSeconds(120)), cmd + ": " + step.stderr());
+        }
+        Proc producer = serveExternal("venvfeed");
+        Proc feeder = startCommand(List.of(venv.resolve("bin/python").toString(), "-m", "tensorsocket_client", "feed",
+                "--name", "venvfeed", "--synthetic", "samples=500,shape=8,dtype=uint8,seed=3", "--batch-size", "32",
+                "--no-start"));
+        producer.awaitReady();
+        Proc c = consume("venvfeed", 32);
+        assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        assertExactEpoch(c.json().getFirst(), 500, "epoch_start");
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+        assertTrue(feeder.lines().toString().contains("\"event\": \"fed\""), feeder.lines().toString());
     }
 }
