@@ -204,7 +204,9 @@ class TensorProducer:
         self.claims_ahead = r.take("<i")
         fd = os.open(arena_path, os.O_RDWR)
         try:
-            self._map = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            # Mapped once and populated now: first touch of a page is what costs, never per batch.
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            self._map = mmap.mmap(fd, os.fstat(fd).st_size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
         if struct.unpack_from("<Q", self._map, 0)[0] != MAGIC:
