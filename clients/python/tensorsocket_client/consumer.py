@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -200,14 +201,14 @@ class Batch:
     def __len__(self):
         return self.size
 
-    def keys(self):
+    def keys(self) -> List[str]:
         return list(self._live().keys())
 
-    def arrays(self):
+    def arrays(self) -> Dict[str, np.ndarray]:
         """The tensors as a dict of read-only numpy arrays."""
         return dict(self._live())
 
-    def torch(self):
+    def torch(self) -> Dict[str, Any]:
         """The tensors as a dict of torch tensors that share this batch's memory (no copy).
 
         They are read-only in fact though torch does not know it: writing to one in place crashes the
@@ -229,7 +230,7 @@ class Batch:
     def released(self):
         return self._arrays is None
 
-    def release(self):
+    def release(self) -> None:
         """Gives the batch back; idempotent."""
         if self._arrays is not None:
             self._arrays = None
@@ -262,8 +263,9 @@ class TensorConsumer:
                     x, y = batch.torch()["data"], batch.torch()["label"]
     """
 
-    def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
-                 batch_timeout=120.0):
+    def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
+                 directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = 10.0,
+                 batch_timeout: float = 120.0):
         if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
             raise ValueError("batch_size must be a positive integer, got %r" % (batch_size,))
         if name is None and directory is None:
@@ -405,33 +407,33 @@ class TensorConsumer:
         return self._stream.batches_per_epoch()
 
     @property
-    def producer_batch_size(self):
+    def producer_batch_size(self) -> int:
         return self._welcome.producer_batch_size
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch being iterated, or about to be (see the Java TensorConsumer.epoch())."""
         return self._stream.epoch
 
     @property
-    def start_mode(self):
+    def start_mode(self) -> str:
         """'epoch_start' or 'rolling': how this consumer's first epoch lines up with the producer's stream."""
         return "rolling" if self._welcome.start_mode == wire.START_ROLLING else "epoch_start"
 
     @property
-    def start_epoch(self):
+    def start_epoch(self) -> int:
         return self._welcome.start_epoch
 
     @property
-    def start_sample(self):
+    def start_sample(self) -> int:
         return self._welcome.start_sample
 
     @property
-    def source_description(self):
+    def source_description(self) -> str:
         return self._welcome.source
 
     @property
-    def producer_epochs(self):
+    def producer_epochs(self) -> int:
         return self._welcome.epochs
 
     @property
@@ -439,11 +441,11 @@ class TensorConsumer:
         """(name, dtype name, per-sample shape) of every tensor of a batch, in order."""
         return [(t.name, _arena.DTYPES[t.dtype][0], t.shape) for t in self._specs]
 
-    def stream_position(self, batch):
+    def stream_position(self, batch: "Batch") -> int:
         """Producer epoch x samples per epoch + sample, of a batch's first sample."""
         return self._stream.stream_position(batch.epoch, batch.sample_start)
 
-    def is_end_of_stream(self):
+    def is_end_of_stream(self) -> bool:
         """Whether the producer's stream has ended and every batch of it was handed out."""
         if not self._closed and not self._stream.stream_ended and self._link.stream_ended:
             while True:
@@ -502,12 +504,12 @@ class TensorConsumer:
                 pass  # the next call on the consumer reports a lost producer
 
     @property
-    def wait_seconds(self):
+    def wait_seconds(self) -> float:
         """Time the iterator spent waiting for data since the consumer connected."""
         return self._wait_ns / 1e9
 
     @property
-    def work_seconds(self):
+    def work_seconds(self) -> float:
         """Time spent outside the iterator (the caller's training step) since the first batch."""
         return self._work_ns / 1e9
 
