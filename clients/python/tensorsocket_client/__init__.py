@@ -5,15 +5,22 @@
         for batch in loader:
             t = batch.torch(); train(t["data"], t["label"])
 
+Feed a PyTorch DataLoader (or any iterable of batches) into a producer started with
+``tensorsocket serve --name fmnist --external``:
+
+    from tensorsocket_client import TensorProducer
+    TensorProducer("fmnist", loader, epochs=10).run()
+
 The protocol it speaks is specified in docs/PROTOCOL.md.
 """
 
 from .consumer import Batch, TensorConsumer
+from .feeder import FeederError, TensorProducer, feed
 from .errors import (BatchReleasedError, ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone,
                      ProducerNotFound, ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
                      TensorSocketTimeout)
 
 __version__ = "0.1.0"
-__all__ = ["TensorConsumer", "Batch", "TensorSocketError", "ProducerNotFound", "PermissionDenied", "ProducerGone",
+__all__ = ["TensorConsumer", "Batch", "TensorProducer", "feed", "FeederError", "TensorSocketError", "ProducerNotFound", "PermissionDenied", "ProducerGone",
            "ProducerFailed", "ConsumerEvicted", "RequestRejected", "ProtocolError", "ProtocolVersionError",
            "TensorSocketTimeout", "BatchReleasedError"]

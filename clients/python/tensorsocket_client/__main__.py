@@ -1,4 +1,6 @@
-"""``python3 -m tensorsocket_client consume ...``: the Python twin of ``tensorsocket consume``.
+"""``python3 -m tensorsocket_client consume ...``: the Python twin of ``tensorsocket consume``;
+``python3 -m tensorsocket_client feed --synthetic ...``: feeds the Java generator's synthetic stream into an
+``--external`` producer, so both consume commands verify what a Python feeder wrote.
 
 Reads epochs from a producer, checks every sample of a synthetic source against the generator, and
 prints one JSON line per epoch with the same fields as the Java command. Exits 0 on success, else 1
@@ -86,6 +88,32 @@ def consume(args):
     return 0
 
 
+def synthetic_epochs(spec, batch_size):
+    """The synthetic stream, batch by batch as the Java SyntheticSource emits it: epoch -> batches."""
+    def epoch(e):
+        order = spec.order(e)
+        for start in range(0, spec.samples, batch_size):
+            ids = order[start:start + batch_size]
+            yield {"data": spec.fill(ids), "label": spec.labels(ids), "id": ids}
+    return epoch
+
+
+def feed(args):
+    from .feeder import TensorProducer
+    spec = SyntheticSpec.parse(args.synthetic)
+    if spec.dtype == "bfloat16":
+        raise ValueError("the feeder declares numpy dtypes; bfloat16 synthetic data is served by tensorsocket serve")
+    p = TensorProducer(args.name, None, epochs=args.epochs, samples_per_epoch=spec.samples, description=spec.format(),
+                       start_producer=not args.no_start, connect_timeout=args.connect_timeout_s,
+                       epoch_loader=synthetic_epochs(spec, args.batch_size))
+    started = time.monotonic()
+    batches = p.run()
+    seconds = time.monotonic() - started
+    print(_json(dict(event="fed", batches=batches, epochs=args.epochs, seconds=float(seconds),
+                     samples_per_s=spec.samples * args.epochs / max(seconds, 1e-9))), flush=True)
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m tensorsocket_client")
     sub = p.add_subparsers(dest="command", required=True)
@@ -106,9 +134,17 @@ def main(argv=None):
     c.add_argument("--wait-for-epoch-start", action="store_true",
                    help="Arriving too late to start at the current epoch's start, wait for the next epoch's start "
                         "instead of starting mid-epoch (rolling).")
+    f = sub.add_parser("feed", help="Feed the synthetic stream into a producer started with tensorsocket serve --external.")
+    f.add_argument("--name", required=True, help="Producer name.")
+    f.add_argument("--synthetic", required=True, metavar="SPEC",
+                   help="samples=S,shape=CxHxW,dtype=D,seed=K[,classes=C], as tensorsocket serve --synthetic takes it.")
+    f.add_argument("--batch-size", type=int, required=True, help="The loader's batch size.")
+    f.add_argument("--epochs", type=int, default=1, help="Epochs to feed (default 1).")
+    f.add_argument("--no-start", action="store_true", help="Never start a producer, even with tensorsocket on PATH.")
+    f.add_argument("--connect-timeout-s", type=float, default=60.0, help="Wait this long for the producer.")
     args = p.parse_args(argv)
     try:
-        return consume(args)
+        return feed(args) if args.command == "feed" else consume(args)
     except (TensorSocketError, _Failure, ValueError, OSError) as e:
         print("tensorsocket: error: %s" % e, file=sys.stderr, flush=True)
         return 1

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -232,14 +233,14 @@ class Batch:
     def __len__(self):
         return self.size
 
-    def keys(self):
+    def keys(self) -> List[str]:
         return list(self._live().keys())
 
-    def arrays(self):
+    def arrays(self) -> Dict[str, np.ndarray]:
         """The tensors as a dict of read-only numpy arrays."""
         return dict(self._live())
 
-    def torch(self):
+    def torch(self) -> Dict[str, Any]:
         """The tensors as a dict of torch tensors that share this batch's memory (no copy).
 
         They are read-only in fact though torch does not know it: writing to one in place crashes the
@@ -261,7 +262,7 @@ class Batch:
     def released(self):
         return self._arrays is None
 
-    def release(self):
+    def release(self) -> None:
         """Gives the batch back; idempotent."""
         if self._arrays is not None:
             self._arrays = None
@@ -294,8 +295,9 @@ class TensorConsumer:
                     x, y = batch.torch()["data"], batch.torch()["label"]
     """
 
-    def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
-                 batch_timeout=120.0, liveness=10.0, wait_for_epoch_start=False):
+    def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
+                 directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = 10.0,
+                 batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False):
         """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
         heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
         ``wait_for_epoch_start``: arriving too late to start at the current epoch's start, wait for the next
@@ -337,6 +339,16 @@ class TensorConsumer:
                                    "tensorsocket serve --name %s ..." % (name, d, _arena.live_producers(), name))
         _arena.check_accessible_to_current_user(d)
         sock_path = os.path.join(d, _arena.SOCKET_FILE)
+        # An external producer opens its control socket once its feeder declared the batches: wait for that.
+        feeder_path = os.path.join(d, "feeder.sock")
+        deadline = time.monotonic() + self.connect_timeout
+        while not os.path.exists(sock_path) and os.path.exists(feeder_path):
+            if time.monotonic() > deadline:
+                raise TensorSocketTimeout("producer '%s' is still waiting for its feeder after %.0f s: it serves batches"
+                                          " from an external loader that has not connected yet; start one"
+                                          " (tensorsocket_client.TensorProducer(%r, loader)) or wait longer"
+                                          % (name, self.connect_timeout, name))
+            time.sleep(0.02)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(sock_path)
@@ -436,33 +448,33 @@ class TensorConsumer:
         return self._stream.batches_per_epoch()
 
     @property
-    def producer_batch_size(self):
+    def producer_batch_size(self) -> int:
         return self._welcome.producer_batch_size
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch being iterated, or about to be (see the Java TensorConsumer.epoch())."""
         return self._stream.epoch
 
     @property
-    def start_mode(self):
+    def start_mode(self) -> str:
         """'epoch_start' or 'rolling': how this consumer's first epoch lines up with the producer's stream."""
         return "rolling" if self._welcome.start_mode == wire.START_ROLLING else "epoch_start"
 
     @property
-    def start_epoch(self):
+    def start_epoch(self) -> int:
         return self._welcome.start_epoch
 
     @property
-    def start_sample(self):
+    def start_sample(self) -> int:
         return self._welcome.start_sample
 
     @property
-    def source_description(self):
+    def source_description(self) -> str:
         return self._welcome.source
 
     @property
-    def producer_epochs(self):
+    def producer_epochs(self) -> int:
         return self._welcome.epochs
 
     @property
@@ -470,11 +482,11 @@ class TensorConsumer:
         """(name, dtype name, per-sample shape) of every tensor of a batch, in order."""
         return [(t.name, _arena.DTYPES[t.dtype][0], t.shape) for t in self._specs]
 
-    def stream_position(self, batch):
+    def stream_position(self, batch: "Batch") -> int:
         """Producer epoch x samples per epoch + sample, of a batch's first sample."""
         return self._stream.stream_position(batch.epoch, batch.sample_start)
 
-    def is_end_of_stream(self):
+    def is_end_of_stream(self) -> bool:
         """Whether the producer's stream has ended and every batch of it was handed out."""
         if not self._closed and not self._stream.stream_ended and self._link.stream_ended:
             while True:
@@ -533,12 +545,12 @@ class TensorConsumer:
                 pass  # the next call on the consumer reports a lost producer
 
     @property
-    def wait_seconds(self):
+    def wait_seconds(self) -> float:
         """Time the iterator spent waiting for data since the consumer connected."""
         return self._wait_ns / 1e9
 
     @property
-    def work_seconds(self):
+    def work_seconds(self) -> float:
         """Time spent outside the iterator (the caller's training step) since the first batch."""
         return self._work_ns / 1e9
 

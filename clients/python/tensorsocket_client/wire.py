@@ -19,6 +19,8 @@ MAX_TENSORS = 256
 MAX_RANK = 16
 
 HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS, HEARTBEAT = range(1, 13)
+# The feeder socket of an external producer (feeder.py encodes and decodes these).
+FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END = range(14, 20)
 
 # ERROR codes: wire values that never change.
 VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL = range(1, 8)
@@ -181,7 +183,8 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    if version == VERSION and (mtype < HELLO or mtype > HEARTBEAT or reserved != 0):
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= FEEDER_EPOCH_END
+    if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
 

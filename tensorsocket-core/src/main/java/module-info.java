@@ -14,6 +14,7 @@ module io.tensorsocket.core {
 
     exports io.tensorsocket;
     exports io.tensorsocket.source;
+    exports io.tensorsocket.external;
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
     exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench;
 }

@@ -39,6 +39,22 @@ public interface BatchSource extends AutoCloseable {
         return getClass().getSimpleName();
     }
 
+    /**
+     * Called once the producer holds its directory and before it reads {@link #layout()}: a source whose
+     * layout is declared by another process (an external feeder) waits for that declaration here, bounded.
+     * Most sources know their layout at once and do nothing.
+     */
+    default void awaitLayout(java.nio.file.Path producerDirectory) throws java.io.IOException, InterruptedException {
+    }
+
+    /**
+     * Epochs to serve when the source decides them (an external feeder declares its own); otherwise
+     * {@code requested}, the producer's setting.
+     */
+    default long epochs(long requested) {
+        return requested;
+    }
+
     @Override
     default void close() throws Exception {
     }

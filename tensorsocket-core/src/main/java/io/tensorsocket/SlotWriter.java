@@ -23,4 +23,12 @@ public interface SlotWriter {
      * published too. The slot must not be written afterwards.
      */
     void publish(int samples);
+
+    /**
+     * Where this slot starts in the producer's arena file, for a writer in another process that maps the
+     * file itself (an external feeder). Tensor regions follow at the offsets docs/PROTOCOL.md defines.
+     */
+    default long arenaOffset() {
+        throw new UnsupportedOperationException("this slot writer does not know its place in an arena file");
+    }
 }

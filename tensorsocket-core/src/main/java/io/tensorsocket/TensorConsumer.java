@@ -128,6 +128,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             throw new UncheckedIOException(e);
         }
         Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
+        awaitFeeder(dir, socket, name, options.connectTimeout());
         SocketChannel ch;
         try {
             ch = SocketChannel.open(StandardProtocolFamily.UNIX);
@@ -180,6 +181,35 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 arena.close();
             }
             throw e;
+        }
+    }
+
+    /**
+     * An external producer opens its control socket only once its feeder has declared the batches; a consumer
+     * that comes first waits for that, up to its connect timeout, instead of finding no producer.
+     */
+    private static void awaitFeeder(Path dir, Path socket, String name, java.time.Duration timeout) {
+        Path feeder = dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
+        if (Files.exists(socket) || !Files.exists(feeder)) {
+            return;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!Files.exists(socket)) {
+            if (!Files.exists(feeder)) {
+                return; // the producer went away: connecting says so
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new TensorSocketTimeoutException("producer '" + name + "' is still waiting for its feeder after "
+                        + timeout.toMillis() + " ms: it serves batches from an external loader that has not connected yet;"
+                        + " start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
+                        + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)) or connect with a longer timeout");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TensorSocketTimeoutException("interrupted while waiting for the feeder of producer '" + name + "'");
+            }
         }
     }
 

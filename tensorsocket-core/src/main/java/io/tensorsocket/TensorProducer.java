@@ -56,11 +56,7 @@ public final class TensorProducer implements AutoCloseable {
         this.source = Objects.requireNonNull(b.source, "source");
         Path dir = b.directory != null ? b.directory : ProducerDirectory.forName(b.name);
         this.name = b.name != null ? b.name : dir.getFileName().toString();
-        this.epochs = b.epochs;
         this.drainTimeout = b.drainTimeout;
-        BatchLayout batch = source.layout();
-        String description = checkedDescription(source);
-        this.description = description;
         ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
         long sessionId = new SecureRandom().nextLong();
         long pid = ProcessHandle.current().pid();
@@ -70,21 +66,37 @@ public final class TensorProducer implements AutoCloseable {
         ProducerServer srv = null;
         int slots;
         ArenaLayout layout;
+        BatchLayout batch;
         try {
+            try {
+                source.awaitLayout(d.path());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TensorSocketTimeoutException("producer '" + name + "' was interrupted while waiting for its source's"
+                        + " layout");
+            }
+            batch = source.layout();
+            this.epochs = source.epochs(b.epochs);
+            this.description = checkedDescription(source);
             slots = b.slotCount(batch, d.path(), name);
             layout = ArenaLayout.of(batch, slots);
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             d.share(d.arenaPath(), false);
-            this.core = new ProducerCore(a, source.samplesPerEpoch(), epochs, b.rubberBand, b.claimsAhead,
-                    b.stallTimeout, b.effectiveIdleTimeout(), b.minConsumers, b.startGrace, name);
+            this.core = new ProducerCore(a, source.samplesPerEpoch(), this.epochs, b.rubberBand, b.claimsAhead,
+                    b.stallTimeout, b.effectiveIdleTimeout(this.epochs), b.minConsumers, b.startGrace, name);
             String arenaPath = d.arenaPath().toString();
             srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
                     sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
-                    source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), description));
+                    source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), this.description));
             d.share(d.socketPath(), true);
             this.server = srv;
         } catch (IOException | RuntimeException | Error e) {
             // Whatever failed, nothing of this producer stays behind: socket, arena, lock and directory go.
+            try {
+                source.close();
+            } catch (Exception ce) {
+                e.addSuppressed(ce);
+            }
             if (srv != null) {
                 srv.close();
             }
@@ -307,7 +319,7 @@ public final class TensorProducer implements AutoCloseable {
         private int claimsAhead = 2;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
-        /** Null until set: see {@link #effectiveIdleTimeout()}. */
+        /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
         private Duration idleTimeout;
         private Duration startGrace = Duration.ofSeconds(2);
         private Duration helloTimeout = Duration.ofSeconds(5);
@@ -436,11 +448,11 @@ public final class TensorProducer implements AutoCloseable {
         }
 
         /** The idle timeout in force: the one set, else 10 min, or none (null) for a producer that serves until stopped. */
-        Duration effectiveIdleTimeout() {
+        Duration effectiveIdleTimeout(long servedEpochs) {
             if (idleTimeout != null) {
                 return idleTimeout;
             }
-            return epochs == 0 ? null : Duration.ofMinutes(10);
+            return servedEpochs == 0 ? null : Duration.ofMinutes(10);
         }
 
         /** How long a new connection may take to say HELLO (default 5 s). */

@@ -103,7 +103,7 @@ final class JobCommand implements Callable<Integer> {
         // A signal skips finally blocks: a shutdown hook removes the private arena however the job ends.
         Thread cleanup = new Thread(() -> delete(tmp), "tensorsocket-private-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
-        BatchSource source = ps.source.build();
+        BatchSource source = ps.source.build("private");
         try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("p")).source(source).epochs(0).slots(6)
                 .drainTimeout(Duration.ofSeconds(1)).build()) {
             Runtime.getRuntime().removeShutdownHook(cleanup);

@@ -80,7 +80,7 @@ final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
-        BatchSource src = source.build();
+        BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
                 .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers)
                 .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS));

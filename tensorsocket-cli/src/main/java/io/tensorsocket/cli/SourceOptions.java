@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import io.tensorsocket.flight.RelaySource;
 import io.tensorsocket.flight.RemoteOptions;
 import io.tensorsocket.BatchSource;
+import io.tensorsocket.external.ExternalSource;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
@@ -42,10 +43,23 @@ final class SourceOptions {
         @Option(names = "--from", paramLabel = "URI",
                 description = "Relay a remote producer (grpc://HOST:PORT/NAME or grpc+tls://...) into this one.")
         String from;
+
+        @Option(names = "--external",
+                description = "Batches come from one feeder process (e.g. a PyTorch DataLoader through the Python client's"
+                        + " TensorProducer or `python3 -m tensorsocket_client feed`), which declares their layout.")
+        boolean external;
     }
 
-    @Option(names = "--batch-size", required = true, description = "The loader's batch size.")
-    int batchSize;
+    @Option(names = "--batch-size", description = "The loader's batch size (required, except with --external).")
+    Integer batchSize;
+
+    @Option(names = "--feeder-wait-s", defaultValue = "600",
+            description = "With --external: how long to wait for the feeder to connect (default ${DEFAULT-VALUE}).")
+    double feederWaitS;
+
+    @Option(names = "--feeder-timeout-s", defaultValue = "120",
+            description = "With --external: fail the stream when the feeder is silent this long (default ${DEFAULT-VALUE}).")
+    double feederTimeoutS;
 
     @Option(names = "--transform", paramLabel = "LIST",
             defaultValue = "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
@@ -102,8 +116,18 @@ final class SourceOptions {
         Path trust;
     }
 
-    /** Builds the source. */
-    BatchSource build() throws Exception {
+    /** Builds the source; {@code producer} names it in an external source's messages. */
+    BatchSource build(String producer) throws Exception {
+        if (kind.external) {
+            if (batchSize != null) {
+                throw new IllegalArgumentException("--external takes its batch size from the feeder's declaration; leave"
+                        + " out --batch-size");
+            }
+            return new ExternalSource(producer, ServeCommand.seconds(feederWaitS), ServeCommand.seconds(feederTimeoutS));
+        }
+        if (batchSize == null) {
+            throw new IllegalArgumentException("give the loader's batch size with --batch-size");
+        }
         if (kind.from != null) {
             RemoteOptions o = RemoteOptions.defaults();
             String t = relay.token != null ? relay.token
@@ -170,6 +194,9 @@ final class SourceOptions {
     /** The options again, as command-line arguments (to start another JVM with the same source). */
     List<String> toArgs() {
         List<String> a = new ArrayList<>();
+        if (kind.external) {
+            throw new IllegalArgumentException("an --external producer runs in the feeder's own serve process");
+        }
         if (kind.from != null) {
             a.addAll(List.of("--from", kind.from));
         } else if (kind.synthetic != null) {

@@ -38,6 +38,7 @@ import java.util.stream.Stream;
  *   └── &lt;name&gt;/                           0700, one per producer
  *        ├── producer.lock                 0600, locked by the live producer; holds its pid
  *        ├── control.sock                  0600, Unix-domain socket consumers connect to
+ *        ├── feeder.sock                   0600, only for an external source: where its feeder connects
  *        └── arena                         0600, the shared memory (see ArenaLayout)
  * </pre>
  *
@@ -54,6 +55,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String LOCK_FILE = "producer.lock";
     public static final String SOCKET_FILE = "control.sock";
     public static final String ARENA_FILE = "arena";
+    /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
+    public static final String FEEDER_SOCKET_FILE = "feeder.sock";
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
     private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
     private static final Set<PosixFilePermission> GROUP_DIR = PosixFilePermissions.fromString("rwxr-x---");
@@ -225,6 +228,7 @@ public final class ProducerDirectory implements AutoCloseable {
         boolean stale = Files.exists(dir.resolve(SOCKET_FILE)) || Files.exists(dir.resolve(ARENA_FILE));
         Files.deleteIfExists(dir.resolve(SOCKET_FILE));
         Files.deleteIfExists(dir.resolve(ARENA_FILE));
+        Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
         if (stale) {
             log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
         }
@@ -388,6 +392,7 @@ public final class ProducerDirectory implements AutoCloseable {
         try {
             Files.deleteIfExists(socketPath());
             Files.deleteIfExists(arenaPath());
+            Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();
             lockChannel.close();

@@ -667,6 +667,11 @@ public final class ProducerCore implements BatchSink {
         }
 
         @Override
+        public long arenaOffset() {
+            return layout.slotOffset(slot);
+        }
+
+        @Override
         public void publish(int samples) {
             ProducerCore.this.publish(this, samples);
         }

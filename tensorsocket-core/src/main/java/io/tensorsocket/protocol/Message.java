@@ -83,6 +83,38 @@ public sealed interface Message {
     record Heartbeat() implements Message {
     }
 
+    /**
+     * Feeder to producer, first message on the feeder socket of an external producer: the tensors every
+     * batch holds (per-sample shapes), the loader's batch size, samples per epoch, epochs (0 = until it
+     * stops) and the description consumers receive.
+     */
+    record FeederHello(long pid, String client, int batchSize, long samplesPerEpoch, long epochs, String description,
+                       List<TensorSpec> tensors) implements Message {
+        public FeederHello {
+            tensors = List.copyOf(tensors);
+        }
+    }
+
+    /** Producer to feeder, answer to {@link FeederHello}: the arena file to map and how many slots it may hold. */
+    record FeederWelcome(long producerPid, String arenaPath, int claimsAhead) implements Message {
+    }
+
+    /** Feeder to producer: asks for a slot to fill with the next batch. */
+    record Claim() implements Message {
+    }
+
+    /** Producer to feeder, answer to {@link Claim}: batch {@code seq} goes into the slot at {@code offset} of the arena file. */
+    record SlotGrant(long seq, long offset) implements Message {
+    }
+
+    /** Feeder to producer: the slot of batch {@code seq} holds {@code samples} samples and may be served. */
+    record Publish(long seq, int samples) implements Message {
+    }
+
+    /** Feeder to producer: its epoch {@code epoch} ended after {@code samples} samples. */
+    record FeederEpochEnd(long epoch, long samples) implements Message {
+    }
+
     /** Why an {@link Error} was sent. Codes are wire values and never change. */
     enum ErrorCode {
         VERSION_MISMATCH(1),

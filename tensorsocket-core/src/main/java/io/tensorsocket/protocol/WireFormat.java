@@ -56,11 +56,20 @@ import java.util.List;
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
  *
+ *  feeder socket of an external producer (feeder ⇄ producer):
+ *  14 FEEDER_HELLO   i64 pid, str client, i32 batchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
+ *                    str description, u16 tensorCount, then per tensor as in WELCOME
+ *  15 FEEDER_WELCOME i64 producerPid, str arenaPath, i32 claimsAhead
+ *  16 CLAIM          (empty)
+ *  17 SLOT           i64 seq, i64 offset (of the slot in the arena file)
+ *  18 PUBLISH        i64 seq, i32 samples
+ *  19 FEEDER_EPOCH_END i64 epoch, i64 samples
+ *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
  *
- * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy and
- * STATUS's evictions. A peer of another version is told VERSION_MISMATCH.
+ * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
+ * STATUS's evictions and the feeder frames (14 to 19). A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -88,6 +97,12 @@ public final class WireFormat {
     static final int PROGRESS = 11;
     static final int HEARTBEAT = 12;
     static final int LAST_TYPE = HEARTBEAT;
+    static final int FEEDER_HELLO = 14;
+    static final int FEEDER_WELCOME = 15;
+    static final int CLAIM = 16;
+    static final int SLOT = 17;
+    static final int PUBLISH = 18;
+    static final int FEEDER_EPOCH_END = 19;
 
     private WireFormat() {
     }
@@ -116,10 +131,14 @@ public final class WireFormat {
         if (len > MAX_PAYLOAD) {
             throw new ProtocolException("frame claims a payload of " + len + " bytes; the limit is " + MAX_PAYLOAD);
         }
-        if (version == VERSION && (type < HELLO || type > LAST_TYPE || reserved != 0)) {
+        if (version == VERSION && (!knownType(type) || reserved != 0)) {
             throw new ProtocolException("unknown message type " + type);
         }
         return new Header(version, type, (int) len);
+    }
+
+    private static boolean knownType(int type) {
+        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= FEEDER_EPOCH_END;
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -141,15 +160,7 @@ public final class WireFormat {
                         .putLong(w.samplesPerEpoch()).putLong(w.epochs()).put((byte) w.startMode().ordinal())
                         .putLong(w.startEpoch()).putLong(w.startSample());
                 putString(b, w.source());
-                b.putShort((short) w.tensors().size());
-                for (TensorSpec t : w.tensors()) {
-                    putString(b, t.name());
-                    long[] dims = t.sampleShape();
-                    b.put((byte) t.dtype().code()).put((byte) dims.length);
-                    for (long d : dims) {
-                        b.putLong(d);
-                    }
-                }
+                putTensors(b, w.tensors());
             }
             case Message.BatchReady r -> b.putLong(r.seq()).putInt(r.slot()).putLong(r.epoch()).putLong(r.index())
                     .putLong(r.sampleStart()).putInt(r.samples());
@@ -169,8 +180,37 @@ public final class WireFormat {
                     .putLong(pr.workNanos());
             case Message.Heartbeat ignored -> {
             }
+            case Message.FeederHello h -> {
+                b.putLong(h.pid());
+                putString(b, h.client());
+                b.putInt(h.batchSize()).putLong(h.samplesPerEpoch()).putLong(h.epochs());
+                putString(b, h.description());
+                putTensors(b, h.tensors());
+            }
+            case Message.FeederWelcome w -> {
+                b.putLong(w.producerPid());
+                putString(b, w.arenaPath());
+                b.putInt(w.claimsAhead());
+            }
+            case Message.Claim ignored -> {
+            }
+            case Message.SlotGrant g -> b.putLong(g.seq()).putLong(g.offset());
+            case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
+            case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
         }
         b.putInt(start + 8, b.position() - payloadStart);
+    }
+
+    private static void putTensors(ByteBuffer b, List<TensorSpec> tensors) {
+        b.putShort((short) tensors.size());
+        for (TensorSpec t : tensors) {
+            putString(b, t.name());
+            long[] dims = t.sampleShape();
+            b.put((byte) t.dtype().code()).put((byte) dims.length);
+            for (long d : dims) {
+                b.putLong(d);
+            }
+        }
     }
 
     /** The encoded frame of {@code m}, in a new buffer ready to be written. */
@@ -201,6 +241,12 @@ public final class WireFormat {
                 case STATUS -> new Message.Status(decodeStatus(p));
                 case PROGRESS -> decodeProgress(p);
                 case HEARTBEAT -> new Message.Heartbeat();
+                case FEEDER_HELLO -> decodeFeederHello(p);
+                case FEEDER_WELCOME -> new Message.FeederWelcome(nonNegative(p.getLong()), getString(p), positive(p.getInt()));
+                case CLAIM -> new Message.Claim();
+                case SLOT -> new Message.SlotGrant(nonNegative(p.getLong()), nonNegative(p.getLong()));
+                case PUBLISH -> new Message.Publish(nonNegative(p.getLong()), p.getInt());
+                case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -244,13 +290,34 @@ public final class WireFormat {
                 || startSample < 0 || mode > 1 || count < 1 || count > MAX_TENSORS) {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
+        List<TensorSpec> tensors = getTensors(p, count, "WELCOME");
+        return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
+                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source);
+    }
+
+    private static Message.FeederHello decodeFeederHello(ByteBuffer p) {
+        long pid = nonNegative(p.getLong());
+        String client = getString(p);
+        int batchSize = p.getInt();
+        long samples = p.getLong();
+        long epochs = p.getLong();
+        String description = getString(p);
+        int count = Short.toUnsignedInt(p.getShort());
+        if (count > MAX_TENSORS) {
+            throw new ProtocolException("FEEDER_HELLO declares " + count + " tensors; the limit is " + MAX_TENSORS);
+        }
+        // Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
+        return new Message.FeederHello(pid, client, batchSize, samples, epochs, description, getTensors(p, count, "FEEDER_HELLO"));
+    }
+
+    private static List<TensorSpec> getTensors(ByteBuffer p, int count, String frame) {
         List<TensorSpec> tensors = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             String name = getString(p);
             int dtype = Byte.toUnsignedInt(p.get());
             int rank = Byte.toUnsignedInt(p.get());
             if (rank > 16) {
-                throw new ProtocolException("WELCOME tensor '" + name + "' has rank " + rank);
+                throw new ProtocolException(frame + " tensor '" + name + "' has rank " + rank);
             }
             long[] dims = new long[rank];
             for (int d = 0; d < rank; d++) {
@@ -259,11 +326,10 @@ public final class WireFormat {
             try {
                 tensors.add(new TensorSpec(name, DType.fromCode(dtype), dims));
             } catch (IllegalArgumentException | ArithmeticException e) {
-                throw new ProtocolException("WELCOME tensor '" + name + "' is invalid: " + e.getMessage());
+                throw new ProtocolException(frame + " tensor '" + name + "' is invalid: " + e.getMessage());
             }
         }
-        return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
-                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source);
+        return tensors;
     }
 
     private static void encodeStatus(ProducerStatus s, ByteBuffer b) {
@@ -392,6 +458,12 @@ public final class WireFormat {
             case Message.Status st -> STATUS;
             case Message.Progress pr -> PROGRESS;
             case Message.Heartbeat hb -> HEARTBEAT;
+            case Message.FeederHello h -> FEEDER_HELLO;
+            case Message.FeederWelcome w -> FEEDER_WELCOME;
+            case Message.Claim c -> CLAIM;
+            case Message.SlotGrant g -> SLOT;
+            case Message.Publish pu -> PUBLISH;
+            case Message.FeederEpochEnd e -> FEEDER_EPOCH_END;
         };
     }
 

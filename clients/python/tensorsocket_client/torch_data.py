@@ -1,0 +1,67 @@
+"""A consumer as a torch ``IterableDataset`` / ``DataLoader``, so a plain training loop or PyTorch
+Lightning's ``train_dataloader()`` reads a producer's batches unchanged:
+
+    def train_dataloader(self):
+        return tensorsocket_client.torch_data.loader("cifar", batch_size=64, names=("image", "label"))
+
+Each epoch of the training loop is one epoch of the producer. Batches are zero-copy views of the shared
+memory, valid until the next batch is requested (``copy=True`` hands out private copies instead, for
+loops that keep tensors across steps).
+"""
+
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from .consumer import TensorConsumer
+
+
+class TensorSocketDataset(IterableDataset):
+    """Iterating it yields one epoch of the producer's batches at ``batch_size``: a tuple of tensors in
+    ``names`` order, or with ``names=None`` a dict of every tensor. The consumer connects on the first
+    iteration, in the process that iterates (use ``num_workers=0``: the batches are already made)."""
+
+    def __init__(self, name: str, batch_size: int, names: Optional[Sequence[str]] = None, drop_last: bool = False,
+                 copy: bool = False, **consumer_options: Any):
+        super().__init__()
+        self.name = name
+        self.batch_size = batch_size
+        self.names = tuple(names) if names is not None else None
+        self.drop_last = drop_last
+        self.copy = copy
+        self._options = consumer_options
+        self._consumer: Optional[TensorConsumer] = None
+
+    @property
+    def consumer(self) -> TensorConsumer:
+        if self._consumer is None:
+            self._consumer = TensorConsumer(self.name, batch_size=self.batch_size, drop_last=self.drop_last,
+                                            **self._options)
+        return self._consumer
+
+    def __len__(self) -> int:
+        return len(self.consumer)
+
+    def __iter__(self) -> Iterator[Union[Tuple[torch.Tensor, ...], Dict[str, torch.Tensor]]]:
+        for batch in self.consumer:
+            t = batch.torch()
+            if self.copy:
+                t = {k: v.clone() for k, v in t.items()}
+            yield t if self.names is None else tuple(t[n] for n in self.names)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def __getstate__(self):
+        # A connection does not travel to another process; the copy connects on its own.
+        state = self.__dict__.copy()
+        state["_consumer"] = None
+        return state
+
+
+def loader(name: str, batch_size: int, names: Optional[Sequence[str]] = None, **options: Any) -> DataLoader:
+    """A ``DataLoader`` over :class:`TensorSocketDataset`: batches pass through as the producer made them."""
+    return DataLoader(TensorSocketDataset(name, batch_size, names=names, **options), batch_size=None, num_workers=0)

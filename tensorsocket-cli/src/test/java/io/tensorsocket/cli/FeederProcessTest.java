@@ -1,0 +1,207 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A Python feeder (a torch DataLoader, or the synthetic feed command) filling an external Java producer. */
+@Timeout(180)
+class FeederProcessTest extends ProcessTestBase {
+
+    private Proc serveExternal(String name, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--external"));
+        args.addAll(List.of(extra));
+        Proc p = start(args.toArray(String[]::new));
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!Files.exists(base.resolve(name).resolve("feeder.sock"))) {
+            assertTrue(System.nanoTime() < deadline && p.isAlive(), "no feeder socket: " + p.stderr());
+            Thread.sleep(20);
+        }
+        return p;
+    }
+
+    private Proc feedTorch(String name, String spec, int batchSize, int epochs, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("examples/feed_torch.py").toString(), "--name", name,
+                "--synthetic", spec, "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
+        args.addAll(List.of(extra));
+        return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
+    }
+
+    @Test
+    void aTorchDataLoaderFeedsOneJavaAndTwoPythonConsumersExactlyOverTwoEpochs() throws Exception {
+        assumePython("numpy", "torch");
+        int samples = 1500;
+        String spec = "samples=" + samples + ",shape=3x8x8,dtype=float32,seed=11";
+        Proc producer = serveExternal("torchfeed", "--min-consumers", "3");
+        // Consumers that come before the feeder wait for it.
+        List<Proc> consumers = List.of(consume("torchfeed", 37, "--connect-timeout-s", "60"));
+        Proc feeder = feedTorch("torchfeed", spec, 64, 2);
+        producer.awaitReady();
+        consumers = List.of(consumers.getFirst(), pythonConsume("torchfeed", 64), pythonConsume("torchfeed", 100));
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            List<Map<String, String>> epochs = c.json();
+            assertEquals(2, epochs.size(), c.lines().toString());
+            for (int e = 0; e < 2; e++) {
+                assertEquals(Integer.toString(e), epochs.get(e).get("epoch"));
+                assertExactEpoch(epochs.get(e), samples, "epoch_start");
+            }
+        }
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
+    }
+
+    @Test
+    void theSyntheticFeedVerifiesInJavaAndPythonAndALateConsumerJoins() throws Exception {
+        assumePython("numpy");
+        int samples = 2000;
+        Proc producer = serveExternal("synfeed");
+        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "synfeed", "--synthetic",
+                "samples=" + samples + ",shape=16,dtype=int32,seed=4", "--batch-size", "50", "--epochs", "3", "--no-start");
+        producer.awaitReady();
+        Proc first = consume("synfeed", 64, "--step-ms", "50");
+        first.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60));
+        Proc late = pythonConsume("synfeed", 30);
+        for (Proc c : List.of(first, late)) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            for (Map<String, String> e : c.json()) {
+                assertEquals("0", e.get("corrupt"), e.toString());
+                assertEquals("0", e.get("out_of_order"), e.toString());
+                assertEquals("0", e.get("duplicates"), e.toString());
+            }
+        }
+        first.json().forEach(e -> assertExactEpoch(e, samples, "epoch_start"));
+        assertEquals(3, first.json().size());
+        assertTrue(late.json().size() >= 1 && late.json().size() <= 2, late.lines().toString());
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+    }
+
+    @Test
+    void aFeederKilledMidEpochFailsEveryConsumerWithItsPid() throws Exception {
+        assumePython("numpy");
+        Proc producer = serveExternal("killfeed", "--min-consumers", "2");
+        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "killfeed", "--synthetic",
+                "samples=100000,shape=64,dtype=float32,seed=4", "--batch-size", "20", "--epochs", "2", "--no-start");
+        producer.awaitReady();
+        Proc java = consume("killfeed", 32, "--step-ms", "2");
+        Proc python = pythonConsume("killfeed", 25, "--step-ms", "2");
+        Thread.sleep(2000);
+        assertTrue(java.isAlive() && python.isAlive(), java.stderr() + python.stderr());
+        long killedAt = System.nanoTime();
+        feeder.kill();
+        for (Proc c : List.of(java, python)) {
+            assertNotEquals(0, c.exitCode(Duration.ofSeconds(15)));
+            assertTrue(c.errorLine().contains("feeder of producer 'killfeed' (pid " + feeder.pid()), c.stderr());
+            assertTrue(c.errorLine().contains("disconnected in epoch 0"), c.errorLine());
+        }
+        assertTrue((System.nanoTime() - killedAt) / 1e9 < 15);
+        assertNotEquals(0, producer.exitCode(Duration.ofSeconds(30)));
+    }
+
+    @Test
+    void aFeederThatPublishesMoreThanItDeclaredOrChangesAShapeFailsTheConsumersWithTheReason() throws Exception {
+        assumePython("numpy", "torch");
+        String spec = "samples=300,shape=4,dtype=float32,seed=2";
+        serveExternal("morefeed");
+        Proc feeder = feedTorch("morefeed", spec, 50, 1, "--break-after", "0", "--break-how", "more");
+        Proc c = consume("morefeed", 50, "--connect-timeout-s", "60");
+        assertNotEquals(0, c.exitCode(Duration.ofSeconds(60)));
+        assertTrue(c.errorLine().contains("more than the 299 per epoch it declared"), c.stderr());
+        assertNotEquals(0, feeder.exitCode(Duration.ofSeconds(30)));
+
+        serveExternal("shapefeed");
+        Proc shaped = feedTorch("shapefeed", spec, 50, 1, "--break-after", "2", "--break-how", "shape");
+        Proc c2 = pythonConsume("shapefeed", 50, "--connect-timeout-s", "60");
+        assertNotEquals(0, c2.exitCode(Duration.ofSeconds(60)));
+        assertTrue(c2.errorLine().contains("tensor 'data' changed in epoch 0"), c2.stderr());
+        assertTrue(c2.errorLine().contains("pid " + shaped.pid()), c2.stderr());
+        assertNotEquals(0, shaped.exitCode(Duration.ofSeconds(30)));
+    }
+
+    @Test
+    void aSecondFeederIsRefused() throws Exception {
+        assumePython("numpy");
+        Proc producer = serveExternal("twofeed");
+        String[] feed = {"-m", "tensorsocket_client", "feed", "--name", "twofeed", "--synthetic",
+                "samples=1000,shape=4,dtype=float32,seed=1", "--batch-size", "10", "--no-start"};
+        startPython(Map.of(), feed);
+        producer.awaitReady();
+        Proc second = startPython(Map.of(), feed);
+        assertNotEquals(0, second.exitCode(Duration.ofSeconds(30)));
+        assertTrue(second.errorLine().contains("already has a feeder"), second.stderr());
+    }
+
+    @Test
+    void aPlainTorchTrainingLoopReadsTwoEpochsThroughTheDataLoaderWrapper() throws Exception {
+        assumePython("numpy", "torch");
+        serve("torchloop", "samples=1000,shape=3x4,dtype=float32,seed=8", 64, 2);
+        String loop = String.join("\n",
+                "import sys, numpy as np",
+                "from tensorsocket_client.torch_data import loader",
+                "from tensorsocket_client.synthetic import SyntheticSpec",
+                "dl = loader('torchloop', 40, names=('data', 'label', 'id'))",
+                "spec = SyntheticSpec.parse(dl.dataset.consumer.source_description)",
+                "for e in range(2):",
+                "    seen = []",
+                "    for x, y, i in dl:",
+                "        ids = i.numpy()",
+                "        assert np.array_equal(x.numpy(), spec.fill(ids)) and np.array_equal(y.numpy(), spec.labels(ids))",
+                "        seen.extend(ids.tolist())",
+                "    assert sorted(seen) == list(range(spec.samples)), e",
+                "    print('{\"epoch\": %d, \"samples\": %d, \"batches\": %d}' % (e, len(seen), len(dl)), flush=True)");
+        Proc p = startPython(Map.of("OMP_NUM_THREADS", "1"), "-c", loop);
+        assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
+        assertEquals(2, p.json().size(), p.lines().toString());
+        for (Map<String, String> e : p.json()) {
+            assertEquals("1000", e.get("samples"), e.toString());
+            assertEquals("25", e.get("batches"), e.toString());
+        }
+    }
+
+    @Test
+    void thePackageInstallsOfflineIntoAVirtualEnvironmentAndFeeds() throws Exception {
+        assumePython("numpy", "setuptools", "venv", "ensurepip", "pip");
+        Path copy = base.resolve("src");
+        try (var files = Files.walk(pythonClient())) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                String rel = pythonClient().relativize(f).toString();
+                if (rel.contains("__pycache__") || rel.startsWith("build") || rel.contains("egg-info")) {
+                    continue;
+                }
+                Path to = copy.resolve(rel);
+                if (Files.isDirectory(f)) {
+                    Files.createDirectories(to);
+                } else {
+                    Files.copy(f, to);
+                }
+            }
+        }
+        Path venv = base.resolve("venv");
+        for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
+                List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--no-index", "--no-build-isolation",
+                        copy.toString()))) {
+            Proc step = startCommand(cmd);
+            assertEquals(0, step.exitCode(Duration.ofSeconds(120)), cmd + ": " + step.stderr());
+        }
+        Proc producer = serveExternal("venvfeed");
+        Proc feeder = startCommand(List.of(venv.resolve("bin/python").toString(), "-m", "tensorsocket_client", "feed",
+                "--name", "venvfeed", "--synthetic", "samples=500,shape=8,dtype=uint8,seed=3", "--batch-size", "32",
+                "--no-start"));
+        producer.awaitReady();
+        Proc c = consume("venvfeed", 32);
+        assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        assertExactEpoch(c.json().getFirst(), 500, "epoch_start");
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
+        assertTrue(feeder.lines().toString().contains("\"event\": \"fed\""), feeder.lines().toString());
+    }
+}

@@ -1,0 +1,357 @@
+package io.tensorsocket.external;
+
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.TensorSocketTimeoutException;
+import io.tensorsocket.TensorSpec;
+import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Batches written by another process, the feeder (for example a PyTorch {@code DataLoader} driven by the
+ * Python client): the producer keeps every consumer rule (joins, releases, pace, eviction, status) and the
+ * feeder only fills slots.
+ *
+ * <pre>
+ *  feeder                                   producer (feeder.sock in its directory)
+ *    FEEDER_HELLO tensors, batch size,  ──►  sizes and creates the arena, opens control.sock
+ *                 samples/epoch, epochs
+ *                                       ◄──  FEEDER_WELCOME arena path, claims ahead
+ *    CLAIM                              ──►  waits for a free slot (as for any source)
+ *                                       ◄──  SLOT seq, offset of the slot in the arena file
+ *    writes the batch into the mapping
+ *    PUBLISH seq, samples               ──►  serves the batch to the consumers
+ *    ... FEEDER_EPOCH_END epoch, samples──►  the epoch ends
+ *                                       ◄──  FEEDER_EPOCH_END (the same: taken)
+ * </pre>
+ *
+ * One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
+ * its declaration (more samples than declared, a short batch before the epoch's end, a publish of a slot
+ * it does not hold, an epoch of the wrong length), reports an error itself, goes silent for longer than the
+ * feeder timeout or disconnects before its last epoch ends, fails the producer: every consumer gets an
+ * ERROR (LOADER_FAILED) naming the feeder's pid and what it did, and the stream ends. A new feeder does not
+ * take over: the consumers of the broken epoch saw part of it, and a stream whose epochs are not what was
+ * declared would be wrong data; restarting producer and feeder gives a clean stream.
+ */
+public final class ExternalSource implements BatchSource {
+    private static final Logger log = LoggerFactory.getLogger(ExternalSource.class);
+    private static final Duration HELLO_TIMEOUT = Duration.ofSeconds(10);
+
+    private final String producer;
+    private final Duration attachTimeout;
+    private final Duration feederTimeout;
+    private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
+    private ServerSocketChannel server;
+    private Path socketPath;
+    private Path arenaPath;
+    private volatile MessageChannel feeder;
+    private Message.FeederHello hello;
+    private BatchLayout layout;
+    private String who = "the feeder";
+    private boolean welcomed;
+    private long nextSeq;
+    private volatile boolean closed;
+
+    /** The end of the feeder's connection, as the reader saw it. */
+    private record Ended(Throwable cause) {
+    }
+
+    /**
+     * @param producer      the producer's name, for messages
+     * @param attachTimeout how long the producer waits for a feeder to connect and declare its batches
+     * @param feederTimeout how long the producer waits on a silent feeder (no claim, publish or epoch end)
+     */
+    public ExternalSource(String producer, Duration attachTimeout, Duration feederTimeout) {
+        this.producer = producer;
+        this.attachTimeout = attachTimeout;
+        this.feederTimeout = feederTimeout;
+    }
+
+    @Override
+    public void awaitLayout(Path producerDirectory) throws IOException, InterruptedException {
+        socketPath = producerDirectory.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
+        arenaPath = producerDirectory.resolve(ProducerDirectory.ARENA_FILE);
+        Files.deleteIfExists(socketPath);
+        server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(socketPath));
+        Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-------"));
+        BlockingQueue<SocketChannel> arrivals = new LinkedBlockingQueue<>();
+        Thread.ofPlatform().daemon().name("tensorsocket-feeder-accept-" + producer).start(() -> acceptLoop(arrivals));
+        log.info("producer '{}' waits up to {} s for a feeder on {}", producer, attachTimeout.toSeconds(), socketPath);
+        long deadline = System.nanoTime() + attachTimeout.toNanos();
+        while (true) {
+            SocketChannel ch = arrivals.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            if (ch == null) {
+                throw new TensorSocketTimeoutException("no feeder declared the batches of producer '" + producer + "' within "
+                        + attachTimeout.toSeconds() + " s; start one, e.g. python3 -m tensorsocket_client feed --name "
+                        + producer + " ..., or tensorsocket_client.TensorProducer(\"" + producer + "\", loader) in Python");
+            }
+            if (accept(ch)) {
+                return;
+            }
+        }
+    }
+
+    /** Takes a feeder's declaration; false (and the connection closed with a reason) if it is refused. */
+    private boolean accept(SocketChannel ch) throws IOException, InterruptedException {
+        MessageChannel mc = new MessageChannel(ch);
+        feeder = mc;
+        Thread.ofPlatform().daemon().name("tensorsocket-feeder-read-" + producer).start(() -> readLoop(mc));
+        Object first = inbox.poll(HELLO_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        String problem;
+        if (first instanceof Message.FeederHello h) {
+            problem = problem(h);
+            if (problem == null) {
+                hello = h;
+                layout = new BatchLayout(h.tensors(), h.batchSize());
+                who = "the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")";
+                log.info("producer '{}': {} declared {} samples per epoch in batches of {}: {}", producer, who,
+                        h.samplesPerEpoch(), h.batchSize(), h.tensors());
+                return true;
+            }
+            problem = "the feeder's declaration is refused: " + problem;
+        } else if (first == null) {
+            problem = "a feeder connected but sent no FEEDER_HELLO within " + HELLO_TIMEOUT.toSeconds() + " s";
+        } else {
+            problem = "a feeder's first message was " + describe(first) + ", not FEEDER_HELLO";
+        }
+        log.warn("producer '{}': {}; waiting for another feeder", producer, problem);
+        mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, problem));
+        mc.close();
+        feeder = null;
+        inbox.clear();
+        return false;
+    }
+
+    private static String problem(Message.FeederHello h) {
+        if (h.batchSize() < 1) {
+            return "batch size " + h.batchSize() + " (it must be at least 1)";
+        }
+        if (h.samplesPerEpoch() < 1) {
+            return h.samplesPerEpoch() + " samples per epoch (an epoch needs at least 1)";
+        }
+        if (h.epochs() < 0) {
+            return h.epochs() + " epochs (0 means until the feeder stops; more is a count)";
+        }
+        if (h.tensors().isEmpty()) {
+            return "no tensors (a batch needs at least one)";
+        }
+        Set<String> names = new HashSet<>();
+        for (TensorSpec t : h.tensors()) {
+            if (!names.add(t.name())) {
+                return "tensor '" + t.name() + "' is declared twice";
+            }
+        }
+        try {
+            new BatchLayout(h.tensors(), h.batchSize());
+        } catch (RuntimeException e) {
+            return e.getMessage();
+        }
+        if (h.description().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_DESCRIPTION_BYTES) {
+            return "a description longer than " + MAX_DESCRIPTION_BYTES + " bytes";
+        }
+        return null;
+    }
+
+    private void acceptLoop(BlockingQueue<SocketChannel> arrivals) {
+        while (!closed) {
+            SocketChannel ch;
+            try {
+                ch = server.accept();
+            } catch (IOException e) {
+                return; // closed
+            }
+            if (hello == null && feeder == null) {
+                arrivals.add(ch);
+                continue;
+            }
+            // One feeder fills the slots; a second would interleave batches of two loaders.
+            MessageChannel mc = new MessageChannel(ch);
+            mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, "producer '" + producer + "' already has a feeder"
+                    + (hello != null ? " (pid " + hello.pid() + ", " + hello.client() + ")" : "")
+                    + "; one feeder per producer: start another producer with tensorsocket serve --name <other> --external"));
+            mc.close();
+        }
+    }
+
+    private void readLoop(MessageChannel mc) {
+        try {
+            while (true) {
+                Message m = mc.read();
+                if (m == null) {
+                    inbox.add(new Ended(null));
+                    return;
+                }
+                inbox.add(m);
+            }
+        } catch (IOException | RuntimeException e) {
+            inbox.add(new Ended(e));
+        }
+    }
+
+    @Override
+    public BatchLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public long samplesPerEpoch() {
+        return hello.samplesPerEpoch();
+    }
+
+    @Override
+    public long epochs(long requested) {
+        return hello.epochs();
+    }
+
+    @Override
+    public String description() {
+        return hello.description().isEmpty() ? "external feeder pid " + hello.pid() + " (" + hello.client() + ")"
+                : hello.description();
+    }
+
+    @Override
+    public void emitEpoch(long epoch, BatchSink sink) throws Exception {
+        MessageChannel mc = feeder;
+        if (!welcomed) {
+            send(mc, new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
+                    " before epoch 0");
+            welcomed = true;
+        }
+        long declared = hello.samplesPerEpoch();
+        int batchSize = hello.batchSize();
+        long samples = 0;
+        int shortBatch = 0;
+        Map<Long, SlotWriter> held = new LinkedHashMap<>();
+        while (true) {
+            Object o = inbox.poll(feederTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            String at = " in epoch " + epoch + " after " + samples + " of its " + declared + " samples";
+            if (o == null) {
+                throw fail(mc, who + " sent nothing for " + feederTimeout.toSeconds() + " s" + at
+                        + " (is it stopped or stuck in its loader?)");
+            }
+            switch (o) {
+                case Ended e -> throw fail(mc, who + " disconnected" + at
+                        + (e.cause() != null ? " (" + e.cause().getMessage() + ")" : "") + "; did its process die?");
+                case Message.Claim c -> {
+                    if (shortBatch > 0) {
+                        throw fail(mc, who + " claimed a slot after a short batch of " + shortBatch + " samples" + at
+                                + "; only an epoch's last batch may hold fewer than " + batchSize);
+                    }
+                    if (held.size() >= sink.claimsAhead()) {
+                        throw fail(mc, who + " claimed " + (held.size() + 1) + " slots without publishing; it may hold "
+                                + sink.claimsAhead());
+                    }
+                    SlotWriter w = sink.claim();
+                    long seq = nextSeq++;
+                    held.put(seq, w);
+                    send(mc, new Message.SlotGrant(seq, w.arenaOffset()), at);
+                }
+                case Message.Publish p -> {
+                    SlotWriter w = held.remove(p.seq());
+                    if (w == null) {
+                        throw fail(mc, who + " published batch " + p.seq() + ", a slot it does not hold (it holds "
+                                + held.keySet() + ")" + at);
+                    }
+                    if (p.samples() < 1 || p.samples() > batchSize) {
+                        throw fail(mc, who + " published " + p.samples() + " samples in one batch" + at
+                                + "; a batch holds 1 to " + batchSize + " (its declared batch size)");
+                    }
+                    if (shortBatch > 0) {
+                        throw fail(mc, who + " published a batch after a short batch of " + shortBatch + " samples" + at
+                                + "; only an epoch's last batch may hold fewer than " + batchSize);
+                    }
+                    if (samples + p.samples() > declared) {
+                        throw fail(mc, who + " published " + (samples + p.samples()) + " samples in epoch " + epoch
+                                + ", more than the " + declared + " per epoch it declared");
+                    }
+                    samples += p.samples();
+                    if (p.samples() < batchSize) {
+                        shortBatch = p.samples();
+                    }
+                    w.publish(p.samples());
+                }
+                case Message.FeederEpochEnd e -> {
+                    if (e.epoch() != epoch) {
+                        throw fail(mc, who + " ended epoch " + e.epoch() + " while the producer is in epoch " + epoch);
+                    }
+                    if (!held.isEmpty()) {
+                        throw fail(mc, who + " ended epoch " + epoch + " holding unpublished slots " + held.keySet());
+                    }
+                    if (samples != declared || e.samples() != samples) {
+                        throw fail(mc, who + " ended epoch " + epoch + " after " + Math.max(samples, e.samples())
+                                + " samples; it declared " + declared + " per epoch");
+                    }
+                    send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
+                    return;
+                }
+                case Message.Error e -> throw fail(mc, who + " failed" + at + ": " + e.message());
+                case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
+                default -> throw new IllegalStateException("unexpected " + o);
+            }
+        }
+    }
+
+    private void send(MessageChannel mc, Message m, String at) {
+        try {
+            mc.send(m);
+        } catch (IOException e) {
+            throw fail(mc, who + " disconnected" + at + " (" + e.getMessage() + "); did its process die?");
+        }
+    }
+
+    private static String describe(Object m) {
+        return m.getClass().getSimpleName();
+    }
+
+    /** Tells the feeder why the stream ends and returns the failure the producer reports to its consumers. */
+    private FeederFailedException fail(MessageChannel mc, String message) {
+        mc.sendQuietly(new Message.Error(Message.ErrorCode.LOADER_FAILED, message));
+        return new FeederFailedException(message);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        MessageChannel mc = feeder;
+        if (mc != null) {
+            mc.close();
+        }
+        if (server != null) {
+            try {
+                server.close();
+            } catch (IOException ignored) {
+                // nothing left to release
+            }
+        }
+        if (socketPath != null) {
+            try {
+                Files.deleteIfExists(socketPath);
+            } catch (IOException ignored) {
+                // the producer's directory goes with it
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+/**
+ * A producer whose batches another process writes: see {@link io.tensorsocket.external.ExternalSource}.
+ */
+package io.tensorsocket.external;
