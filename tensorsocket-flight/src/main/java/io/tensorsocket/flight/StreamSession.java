@@ -65,7 +65,7 @@ final class StreamSession {
         Context.current().addListener(ctx -> onCancel(), Runnable::run);
         listener.setOnReadyHandler(this::signalReady);
         ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
-                .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10));
+                .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer);
         ScheduledFuture<?> heartbeat = timer.scheduleAtFixedRate(this::heartbeat, 250, 250, TimeUnit.MILLISECONDS);
         try (TensorConsumer consumer = TensorConsumer.connect(producerDirectory, opts);
              TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,
