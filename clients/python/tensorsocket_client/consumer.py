@@ -262,6 +262,13 @@ class TensorConsumer:
                     x, y = batch.torch()["data"], batch.torch()["label"]
     """
 
+    def __new__(cls, name=None, *args, **kwargs):
+        # grpc://HOST:PORT/NAME is a producer on another host, read over Arrow Flight (pyarrow, loaded only then)
+        if cls is TensorConsumer and isinstance(name, str) and name.lower().startswith(("grpc://", "grpc+tls://")):
+            from .flight import RemoteConsumer
+            return RemoteConsumer(name, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
                  batch_timeout=120.0):
         if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
