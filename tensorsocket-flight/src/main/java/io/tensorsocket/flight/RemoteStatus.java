@@ -110,6 +110,13 @@ public final class RemoteStatus {
     private static TensorSocketException translate(RemoteAddress address, FlightRuntimeException e) {
         String where = "server " + address;
         String msg = e.status().description() == null ? e.getMessage() : e.status().description();
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        if (root != e && root.getMessage() != null && !msg.contains(root.getMessage())) {
+            msg += " (" + root.getMessage() + ")";
+        }
         return switch (e.status().code()) {
             case UNAUTHENTICATED, UNAUTHORIZED -> new PermissionDeniedException(where + " refused the status request: " + msg, e);
             case TIMED_OUT -> new TensorSocketTimeoutException(where + " did not answer the status request in time: " + msg, e);
