@@ -38,6 +38,12 @@ def _json(fields):
 
 def consume(args):
     target = dict(directory=args.dir) if args.dir else dict(name=args.name)
+    if args.name is not None and args.name.lower().startswith(("grpc://", "grpc+tls://")):
+        target.update(token=args.token, token_file=args.token_file, trust=args.trust, epochs=args.epochs or 0,
+                      silence_timeout=args.silence_timeout_s)
+    elif args.token or args.token_file or args.trust:
+        raise _Failure("--token/--token-file/--trust are for grpc:// producers; '%s' is a local one"
+                       % (args.name or args.dir))
     with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
                         batch_timeout=args.batch_timeout_s, liveness=args.liveness_s,
                         wait_for_epoch_start=args.wait_for_epoch_start, **target) as c:
@@ -120,7 +126,8 @@ def main(argv=None):
     c = sub.add_parser("consume", help="Consume from a producer, verify every sample, and print one JSON line per "
                                        "epoch.")
     target = c.add_mutually_exclusive_group(required=True)
-    target.add_argument("--name", help="Producer name.")
+    target.add_argument("--name", help="Producer name, or grpc://HOST:PORT/NAME (grpc+tls://...) for one served "
+                                       "over Arrow Flight on another host (needs pyarrow).")
     target.add_argument("--dir", help="Explicit producer directory instead of a name.")
     c.add_argument("--batch-size", type=int, required=True, help="This consumer's batch size.")
     c.add_argument("--epochs", type=int, help="Epochs to consume (default: until the producer's stream ends).")
@@ -134,6 +141,11 @@ def main(argv=None):
     c.add_argument("--wait-for-epoch-start", action="store_true",
                    help="Arriving too late to start at the current epoch's start, wait for the next epoch's start "
                         "instead of starting mid-epoch (rolling).")
+    c.add_argument("--token", help="Shared token of a remote (grpc://) producer's server (else $TENSORSOCKET_TOKEN).")
+    c.add_argument("--token-file", help="Read the shared token from this file.")
+    c.add_argument("--trust", help="Trust this PEM certificate for grpc+tls:// (default: the system's).")
+    c.add_argument("--silence-timeout-s", type=float, default=2.0,
+                   help="A remote server silent this long while a batch is awaited has vanished.")
     f = sub.add_parser("feed", help="Feed the synthetic stream into a producer started with tensorsocket serve --external.")
     f.add_argument("--name", required=True, help="Producer name.")
     f.add_argument("--synthetic", required=True, metavar="SPEC",
@@ -145,7 +157,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         return feed(args) if args.command == "feed" else consume(args)
-    except (TensorSocketError, _Failure, ValueError, OSError) as e:
+    except (TensorSocketError, _Failure, ValueError, OSError, ImportError) as e:
         print("tensorsocket: error: %s" % e, file=sys.stderr, flush=True)
         return 1
     except KeyboardInterrupt:

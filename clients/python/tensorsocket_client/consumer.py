@@ -295,6 +295,13 @@ class TensorConsumer:
                     x, y = batch.torch()["data"], batch.torch()["label"]
     """
 
+    def __new__(cls, name=None, *args, **kwargs):
+        # grpc://HOST:PORT/NAME is a producer on another host, read over Arrow Flight (pyarrow, loaded only then)
+        if cls is TensorConsumer and isinstance(name, str) and name.lower().startswith(("grpc://", "grpc+tls://")):
+            from .flight import RemoteConsumer
+            return RemoteConsumer(name, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
                  directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = 10.0,
                  batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False):

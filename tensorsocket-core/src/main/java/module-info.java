@@ -15,6 +15,9 @@ module io.tensorsocket.core {
     exports io.tensorsocket;
     exports io.tensorsocket.source;
     exports io.tensorsocket.external;
+    exports io.tensorsocket.spi;
+    exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench, io.tensorsocket.flight;
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
-    exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench;
+
+    uses io.tensorsocket.spi.RemoteConnector;
 }

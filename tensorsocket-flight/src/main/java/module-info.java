@@ -14,4 +14,6 @@ module io.tensorsocket.flight {
     requires org.slf4j;
 
     exports io.tensorsocket.flight;
+
+    provides io.tensorsocket.spi.RemoteConnector with io.tensorsocket.flight.FlightConnector;
 }

@@ -4,7 +4,8 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * What a {@link TensorConsumer} asks for and how long it waits.
+ * What a {@link TensorConsumer} asks for and how long it waits. Start from {@link #batchSize(int)} and
+ * change what you need with the {@code with...} methods.
  *
  * @param batchSize      samples per batch this consumer receives, whatever the producer's batch size
  * @param dropLast       drop each epoch's last batch if it is smaller than {@code batchSize}
@@ -15,9 +16,14 @@ import java.util.Objects;
  *                       live producer sends a heartbeat every second while it has nothing else to send)
  *                       before it reports the producer as not responding
  * @param startPolicy    what to do when arriving too late to start at the current epoch's start
+ * @param client         who this consumer is, as the producer's {@code status} shows it; null: this
+ *                       process's command (a Flight server sets the remote peer's address here)
+ * @param spinWait       how long a consumer waiting for a batch polls its socket before it sleeps: a batch
+ *                       arriving within it is taken without a thread wake-up, at the cost of a busy core
+ *                       while waiting; zero (the default) sleeps at once
  */
 public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                              Duration liveness, StartPolicy startPolicy) {
+                              Duration liveness, StartPolicy startPolicy, String client, Duration spinWait) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
 
@@ -26,6 +32,7 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         Objects.requireNonNull(batchTimeout, "batchTimeout");
         Objects.requireNonNull(liveness, "liveness");
         Objects.requireNonNull(startPolicy, "startPolicy");
+        Objects.requireNonNull(spinWait, "spinWait");
         if (connectTimeout.isNegative() || connectTimeout.isZero() || batchTimeout.isNegative() || batchTimeout.isZero()) {
             throw new IllegalArgumentException("timeouts must be positive");
         }
@@ -33,33 +40,52 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
             throw new IllegalArgumentException("liveness of " + liveness.toMillis() + " ms is too short: the producer"
                     + " sends a heartbeat once a second, so allow at least 2 s");
         }
+        if (spinWait.isNegative() || spinWait.compareTo(Duration.ofSeconds(1)) > 0) {
+            throw new IllegalArgumentException("spin wait of " + spinWait.toMillis() + " ms is out of range: 0 to 1 s"
+                    + " (a few hundred microseconds is what cuts a handoff's latency)");
+        }
+    }
+
+    /** Options with the default liveness, start policy, client label and no spinning. */
+    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout) {
+        this(batchSize, dropLast, connectTimeout, batchTimeout, DEFAULT_LIVENESS, StartPolicy.JOIN_NOW, null,
+                Duration.ZERO);
     }
 
     /** Batch size {@code batchSize}, last batch kept, 10 s to connect, 120 s per batch, 10 s liveness, join now. */
     public static ConsumerOptions batchSize(int batchSize) {
-        return new ConsumerOptions(batchSize, false, Duration.ofSeconds(10), Duration.ofSeconds(120), DEFAULT_LIVENESS,
-                StartPolicy.JOIN_NOW);
+        return new ConsumerOptions(batchSize, false, Duration.ofSeconds(10), Duration.ofSeconds(120));
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait);
     }
 
     public ConsumerOptions withConnectTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy);
+        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait);
     }
 
     public ConsumerOptions withBatchTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait);
     }
 
     /** How long a waiting consumer hears nothing from the producer before it reports it as not responding. */
     public ConsumerOptions withLiveness(Duration liveness) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait);
     }
 
     /** What to do when arriving after the current epoch's start has left the rubber band. */
     public ConsumerOptions withStartPolicy(StartPolicy policy) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait);
+    }
+
+    /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
+    public ConsumerOptions withClient(String label) {
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait);
+    }
+
+    /** Polls the socket for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
+    public ConsumerOptions withSpinWait(Duration spin) {
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin);
     }
 }

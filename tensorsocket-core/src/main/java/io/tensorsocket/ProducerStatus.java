@@ -57,11 +57,21 @@ public record ProducerStatus(long producerPid, String name, String source, State
      * @param position     stream position up to which it has released everything
      * @param lagSamples   samples the producer has published beyond {@code position}
      * @param epoch        the consumer's own epoch number (from its last report; else from its position)
+     * @param client       who the consumer is, as it said when it joined: its command, or for a remote
+     *                     consumer served over Flight the remote peer ({@code flight 10.0.0.7:51234}); at
+     *                     most {@link #MAX_CLIENT} characters
      */
     public record Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode,
                            long epoch, long position, long lagSamples, int batchesHeld, long batchesSent,
                            boolean reported, long samplesConsumed, double samplesPerSecond, long waitNanos,
-                           long workNanos, long connectedNanos) {
+                           long workNanos, long connectedNanos, String client) {
+        /** Longest client label a status carries. */
+        public static final int MAX_CLIENT = 100;
+
+        public Consumer {
+            client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
+        }
+
         /** Fraction of reported time the consumer spent waiting for data (0 to 1), or NaN before a report. */
         public double waitFraction() {
             long total = waitNanos + workNanos;

@@ -6,6 +6,8 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.consumer.ConsumerLink;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.spi.RemoteConnector;
+import io.tensorsocket.spi.RemoteStream;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ConsumerStream;
 import io.tensorsocket.stream.StreamGeometry;
@@ -26,7 +28,9 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Locale;
 import java.util.NoSuchElementException;
+import java.util.ServiceLoader;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -46,6 +50,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * that lies inside one arena slot is a zero-copy view; one that spans slots is gathered into a buffer
  * this consumer owns. A batch is valid until the next one is requested or it is closed.
  *
+ * <p>A name of the form {@code grpc://HOST:PORT/NAME} (or {@code grpc+tls://}) reaches a producer on
+ * another host served over Arrow Flight ({@code tensorsocket serve --flight}), with the same contract;
+ * that needs the {@code tensorsocket-flight} module on the class path (found through {@link
+ * RemoteConnector}), and each batch is then a view of the received network buffers.
+ *
  * <p>Not for concurrent iteration: one thread iterates; {@link Batch#close()} may be called from any.
  */
 public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
@@ -62,6 +71,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private final long samplesPerEpoch;
     private final int batchSize;
     private final ReentrantLock lock = new ReentrantLock();
+    /** The remote consumer every call goes to, for a {@code grpc://} name; null for a local producer. */
+    private final RemoteStream remote;
 
     /** Which producer batches this consumer holds and where its epochs lie: see {@link ConsumerStream}. */
     private final ConsumerStream stream;
@@ -80,6 +91,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private TensorConsumer(String producer, ConsumerOptions options, ConsumerLink link, Message.Welcome w, SharedArena arena) {
         this.producer = producer;
         this.options = options;
+        this.remote = null;
         this.link = link;
         this.welcome = w;
         this.arena = arena;
@@ -98,9 +110,63 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 batchSize, options.dropLast(), w.startEpoch(), w.startSample());
     }
 
-    /** Connects to the producer called {@code name} (see {@link TensorProducer.Builder#name(String)}). */
+    private TensorConsumer(String uri, ConsumerOptions options, RemoteStream remote) {
+        this.producer = uri;
+        this.options = options;
+        this.remote = remote;
+        this.link = null;
+        this.welcome = null;
+        this.arena = null;
+        this.layout = null;
+        this.specs = remote.tensors();
+        this.sampleBytes = null;
+        this.gatherScope = null;
+        this.gather = null;
+        this.samplesPerEpoch = remote.samplesPerEpoch();
+        this.batchSize = remote.batchSize();
+        this.stream = null;
+    }
+
+    /**
+     * Connects to the producer called {@code name} (see {@link TensorProducer.Builder#name(String)}), or,
+     * for {@code grpc://HOST:PORT/NAME} or {@code grpc+tls://HOST:PORT/NAME}, to a producer served over
+     * Arrow Flight on another host.
+     *
+     * @throws IllegalStateException for a URI whose scheme no module on the class path handles (add
+     *                               {@code tensorsocket-flight} for {@code grpc://})
+     */
     public static TensorConsumer connect(String name, ConsumerOptions options) {
+        int colon = name.indexOf("://");
+        if (colon > 0) {
+            String scheme = name.substring(0, colon).toLowerCase(Locale.ROOT);
+            RemoteConnector connector = connector(scheme, name);
+            return new TensorConsumer(name, options, connector.connect(name, options));
+        }
         return connect(ProducerDirectory.forName(name), name, options);
+    }
+
+    /**
+     * A consumer that hands every call to {@code remote}, opened by a {@link RemoteConnector} with options
+     * of its own (e.g. {@code io.tensorsocket.flight.RemoteConsumer} with a token in code). Closing the
+     * returned consumer closes {@code remote}.
+     */
+    public static TensorConsumer of(RemoteStream remote, String address, ConsumerOptions options) {
+        return new TensorConsumer(address, options, java.util.Objects.requireNonNull(remote, "remote"));
+    }
+
+    private static RemoteConnector connector(String scheme, String uri) {
+        for (RemoteConnector c : ServiceLoader.load(RemoteConnector.class, TensorConsumer.class.getClassLoader())) {
+            if (c.schemes().contains(scheme)) {
+                return c;
+            }
+        }
+        if (scheme.equals("grpc") || scheme.equals("grpc+tls")) {
+            throw new IllegalStateException("'" + uri + "' is a remote producer, and reaching one needs the module"
+                    + " tensorsocket-flight (io.tensorsocket:tensorsocket-flight) on the class path; add it as a dependency");
+        }
+        throw new IllegalArgumentException("'" + uri + "' has scheme '" + scheme + "', which no module on the class path"
+                + " handles; a producer is named NAME (this host) or grpc://HOST:PORT/NAME (another host, with"
+                + " tensorsocket-flight)");
     }
 
     /** Connects to the producer whose directory is {@code directory}. */
@@ -146,7 +212,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         SharedArena arena = null;
         try {
             mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
-                    ProcessHandle.current().info().command().orElse("java"), options.startPolicy()));
+                    options.client() != null ? options.client() : ProcessHandle.current().info().command().orElse("java"),
+                    options.startPolicy()));
             Message first = link.take(options.connectTimeout().toNanos(), "the answer to HELLO");
             if (!(first instanceof Message.Welcome w)) {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
@@ -254,6 +321,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Batches in one epoch at this consumer's batch size. */
     public long size() {
+        if (remote != null) {
+            return remote.size();
+        }
         return stream.batchesPerEpoch();
     }
 
@@ -269,6 +339,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** The producer's (loader's) batch size. */
     public int producerBatchSize() {
+        if (remote != null) {
+            return remote.producerBatchSize();
+        }
         return welcome.producerBatchSize();
     }
 
@@ -277,6 +350,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * an epoch start; for a rolling consumer, the producer epoch it joined in, plus one per finished epoch.
      */
     public long epoch() {
+        if (remote != null) {
+            return remote.epoch();
+        }
         lock.lock();
         try {
             return stream.epoch();
@@ -291,16 +367,25 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * was the current epoch's (within the rubber band) or the next one's.
      */
     public StartMode startMode() {
+        if (remote != null) {
+            return remote.startMode();
+        }
         return welcome.startMode();
     }
 
     /** The producer epoch in which this consumer's first epoch begins. */
     public long startEpoch() {
+        if (remote != null) {
+            return remote.startEpoch();
+        }
         return welcome.startEpoch();
     }
 
     /** The sample position, in {@link #startEpoch()}, where this consumer's first epoch begins (0 at an epoch start). */
     public long startSample() {
+        if (remote != null) {
+            return remote.startSample();
+        }
         return welcome.startSample();
     }
 
@@ -309,6 +394,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * sample: where the producer emitted it.
      */
     public long streamPosition(Batch batch) {
+        if (remote != null) {
+            return remote.streamPosition(batch);
+        }
         return stream.streamPosition(batch.epoch(), batch.sampleStart());
     }
 
@@ -319,16 +407,25 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** The source's description as the producer gave it (for a synthetic source, its parameters). */
     public String sourceDescription() {
+        if (remote != null) {
+            return remote.sourceDescription();
+        }
         return welcome.source();
     }
 
     /** Epochs the producer runs (0 = unbounded). */
     public long producerEpochs() {
+        if (remote != null) {
+            return remote.producerEpochs();
+        }
         return welcome.epochs();
     }
 
     /** Whether the producer's stream has ended and every batch of it was handed out. */
     public boolean isEndOfStream() {
+        if (remote != null) {
+            return remote.isEndOfStream();
+        }
         lock.lock();
         try {
             if (!closed && !stream.streamEnded() && link.streamEnded()) {
@@ -350,6 +447,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     @Override
     public Iterator<Batch> iterator() {
+        if (remote != null) {
+            return new RemoteEpoch(remote.iterator());
+        }
         lock.lock();
         try {
             checkOpen();
@@ -362,6 +462,43 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             return new EpochIterator();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** A remote epoch, timed like a local one so {@link #waitNanos()} and {@link #workNanos()} hold for both. */
+    private final class RemoteEpoch implements Iterator<Batch> {
+        private final Iterator<Batch> epoch;
+
+        RemoteEpoch(Iterator<Batch> epoch) {
+            this.epoch = epoch;
+        }
+
+        @Override
+        public boolean hasNext() {
+            lock.lock();
+            long entered = enter();
+            try {
+                checkOpen();
+                return epoch.hasNext();
+            } finally {
+                leave(entered);
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public Batch next() {
+            lock.lock();
+            long entered = enter();
+            try {
+                checkOpen();
+                Batch b = epoch.next();
+                samplesHanded += b.size();
+                return b;
+            } finally {
+                leave(entered);
+                lock.unlock();
+            }
         }
     }
 
@@ -418,7 +555,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         long now = System.nanoTime();
         waitNanos += now - entered;
         outsideSince = now;
-        if (!closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
+        if (link != null && !closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
             lastProgressNanos = now;
             link.sendQuietly(new Message.Progress(stream.epoch(), samplesHanded, waitNanos, workNanos));
         }
@@ -602,6 +739,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             closed = true;
             if (b != null) {
                 b.close();
+            }
+            if (remote != null) {
+                remote.close();
+                return;
             }
             link.close();
             arena.close();

@@ -15,6 +15,16 @@ final class RemoteHandle implements ConsumerHandle {
         this.c = c;
     }
 
+    /** A {@link io.tensorsocket.TensorConsumer} on a remote producer, for the commands that train on one. */
+    static io.tensorsocket.TensorConsumer tensorConsumer(String uri, ConsumerOptions opts, RemoteOptions remote) {
+        return io.tensorsocket.TensorConsumer.of(RemoteConsumer.connect(uri, opts, remote), uri, opts);
+    }
+
+    /** The status of a remote producer, asked over Flight. */
+    static io.tensorsocket.ProducerStatus status(String uri, RemoteOptions remote, java.time.Duration timeout) {
+        return io.tensorsocket.flight.RemoteStatus.query(uri, remote, timeout);
+    }
+
     static ConsumerHandle open(String uri, ConsumerOptions opts, RemoteOptions remote) {
         return new RemoteHandle(RemoteConsumer.connect(uri, opts, remote));
     }

@@ -21,7 +21,8 @@ import java.util.concurrent.Callable;
         description = "Show a running producer and its consumers (refreshing; --once for one snapshot, --json for scripts).")
 final class StatusCommand implements Callable<Integer> {
 
-    @Parameters(index = "0", arity = "0..1", paramLabel = "NAME", description = "Producer name.")
+    @Parameters(index = "0", arity = "0..1", paramLabel = "NAME",
+            description = "Producer name, or grpc://HOST:PORT/NAME (grpc+tls://...) for one served over Flight on another host.")
     String name;
 
     @Option(names = "--dir", description = "Producer directory instead of a name.")
@@ -39,16 +40,21 @@ final class StatusCommand implements Callable<Integer> {
     @Option(names = "--timeout-s", defaultValue = "5", description = "Wait this long for the producer's answer (default ${DEFAULT-VALUE}).")
     double timeoutS;
 
+    @picocli.CommandLine.Mixin
+    RemoteClientOptions remote;
+
     @Override
     public Integer call() throws Exception {
         if ((name == null) == (dir == null)) {
             throw new IllegalArgumentException("give a producer NAME or --dir DIR; running: " + ProducerDirectory.liveProducers());
         }
-        Path d = dir != null ? dir : ProducerDirectory.forName(name);
+        boolean isRemote = name != null && ConsumerHandle.isRemote(name);
+        Path d = dir != null ? dir : isRemote ? null : ProducerDirectory.forName(name);
         boolean tty = Terminal.isInteractive();
         PrintStream out = System.out;
         while (true) {
-            ProducerStatus s = ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
+            ProducerStatus s = isRemote ? RemoteHandle.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
+                    : ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
             if (json) {
                 out.println(toJson(s));
             } else {
@@ -85,19 +91,30 @@ final class StatusCommand implements Callable<Integer> {
         b.append(String.format(Locale.ROOT, "consumers %d attached%s, %d evicted since start%n", s.consumersAttached(),
                 s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "", s.evictions()));
         if (!s.consumers().isEmpty()) {
-            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s%n", "id", "pid", "user",
-                    "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start"));
+            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s  %s%n", "id", "pid", "user",
+                    "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "client"));
             for (ProducerStatus.Consumer c : s.consumers()) {
                 double wf = c.waitFraction();
-                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s%n", c.id(), c.pid(),
+                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s  %s%n", c.id(), c.pid(),
                         c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch(), c.position(),
                         c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
-                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label()));
+                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label(),
+                        client(c.client())));
             }
             b.append("  lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
         }
         return b.toString();
+    }
+
+    /** A remote consumer's peer as is; a local one's command cut to the program's name ({@code java}, {@code python3}). */
+    static String client(String client) {
+        if (client.startsWith("flight ")) {
+            return client;
+        }
+        String first = client.split(" ", 2)[0];
+        String program = first.substring(first.lastIndexOf('/') + 1);
+        return program.length() > 24 ? program.substring(0, 24) : program;
     }
 
     static String toJson(ProducerStatus s) {
@@ -112,7 +129,7 @@ final class StatusCommand implements Callable<Integer> {
                     .put("batches_held", c.batchesHeld()).put("batches_sent", c.batchesSent()).put("reported", c.reported())
                     .put("samples", c.samplesConsumed()).put("samples_per_s", c.samplesPerSecond())
                     .put("wait_s", c.waitNanos() / 1e9).put("work_s", c.workNanos() / 1e9)
-                    .put("connected_s", c.connectedNanos() / 1e9));
+                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()));
         }
         consumers.append(']');
         return Json.object().put("name", s.name()).put("pid", s.producerPid()).put("state", s.state().label())

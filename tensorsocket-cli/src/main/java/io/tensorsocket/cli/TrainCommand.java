@@ -87,6 +87,9 @@ final class TrainCommand implements Callable<Integer> {
             description = "PyTorch threads, kept low so training leaves CPU to the loader (default ${DEFAULT-VALUE}).")
     int threads;
 
+    @picocli.CommandLine.Mixin
+    RemoteClientOptions remote;
+
     @Override
     public Integer call() throws Exception {
         if (System.getenv("DJL_OFFLINE") == null && System.getProperty("DJL_OFFLINE") == null) {
@@ -100,8 +103,9 @@ final class TrainCommand implements Callable<Integer> {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
                 .withStartPolicy(waitForEpochStart ? io.tensorsocket.StartPolicy.NEXT_EPOCH_START
                         : io.tensorsocket.StartPolicy.JOIN_NOW);
-        try (TensorConsumer c = target.name != null ? TensorConsumer.connect(target.name, opts)
-                : TensorConsumer.connect(target.dir, opts);
+        try (TensorConsumer c = target.name != null && ConsumerHandle.isRemote(target.name)
+                ? RemoteHandle.tensorConsumer(target.name, opts, remote.build(epochs))
+                : target.name != null ? TensorConsumer.connect(target.name, opts) : TensorConsumer.connect(target.dir, opts);
              NDManager manager = NDManager.newBaseManager()) {
             TensorSpec input = c.tensors().stream().filter(t -> t.name().equals(data)).findFirst()
                     .orElseThrow(() -> new IllegalArgumentException("the producer's batches have no tensor '" + data

@@ -73,4 +73,28 @@ class FlightNetnsProcessTest extends ProcessTestBase {
         }
         assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
     }
+
+    @Test
+    void statusOverFlightShowsTheRemoteConsumerWithItsHost() throws Exception {
+        setUpNamespace();
+        List<String> serve = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        serve.addAll(Launcher.javaCommand("serve", "--name", "far", "--synthetic", "samples=20000,shape=4,dtype=float32,seed=3",
+                "--batch-size", "32", "--epochs", "0", "--loader-delay-ms", "20", "--flight", "10.213.77.2:8815",
+                "--flight-token", "n3tns"));
+        Proc producer = startCommand(serve).awaitReady();
+        String uri = "grpc://10.213.77.2:8815/far";
+        Proc remote = consume(uri, 25, "--token", "n3tns", "--epochs", "1");
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!producer.stderr().contains("attached") && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        // the serving side counts the remote consumer as one attached consumer, shown with its host
+        Proc status = start("status", uri, "--once", "--json", "--token", "n3tns");
+        assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr() + "\nserver: " + producer.stderr());
+        List<Map<String, String>> consumers = StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
+        assertEquals(1, consumers.size(), consumers.toString());
+        assertTrue(consumers.getFirst().get("client").matches("flight 10\\.213\\.77\\.1:\\d+"), consumers.toString());
+        assertEquals(0, remote.exitCode(Duration.ofSeconds(90)), remote.stderr());
+        assertExactEpoch(remote.json().getFirst(), 20000, "epoch_start");
+    }
 }

@@ -190,6 +190,33 @@ class FlightProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void statusShowsARemoteConsumerWithItsHostOnTheServingHostAndOverFlight() throws Exception {
+        int port = freePort();
+        serve("stat", "samples=100000,shape=8,dtype=float32,seed=2", 10, 0, "--flight", "127.0.0.1:" + port,
+                "--flight-token", "s3cret");
+        consume("stat", 10, "--step-ms", "20");
+        Proc remote = consume(uri(port, "stat"), 10, "--step-ms", "20", "--progress-ms", "100", "--token", "s3cret");
+        remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
+        Proc local = start("status", "stat", "--once", "--json");
+        Proc overFlight = start("status", uri(port, "stat"), "--once", "--json", "--token", "s3cret");
+        Proc text = start("status", uri(port, "stat"), "--once", "--token", "s3cret");
+        for (Proc s : List.of(local, overFlight)) {
+            assertEquals(0, s.exitCode(Duration.ofSeconds(30)), s.stderr());
+            List<Map<String, String>> consumers = StatusListCleanProcessTest.consumerObjects(s.lines().getFirst());
+            assertEquals(2, consumers.size(), consumers.toString());
+            List<String> clients = consumers.stream().map(c -> c.get("client")).sorted().toList();
+            assertTrue(clients.get(0).startsWith("/") || clients.get(0).contains("java"), clients.toString());
+            assertTrue(clients.get(1).matches("flight 127\\.0\\.0\\.1:\\d+"), clients.toString());
+        }
+        assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+        assertTrue(String.join("\n", text.lines()).contains("producer stat"), String.join("\n", text.lines()));
+        assertTrue(String.join("\n", text.lines()).matches("(?s).*flight 127\\.0\\.0\\.1:\\d+.*"), String.join("\n", text.lines()));
+        Proc refused = start("status", uri(port, "stat"), "--once");
+        assertEquals(1, refused.exitCode(Duration.ofSeconds(30)), refused.stderr());
+        assertTrue(refused.errorLine().contains("needs a token"), refused.stderr());
+    }
+
+    @Test
     void aRelaysLocalConsumersGetExactEpochs() throws Exception {
         int port = freePort();
         serve("upstream", "samples=900,shape=2x3,dtype=float32,seed=9", 50, 2, "--flight", "127.0.0.1:" + port);

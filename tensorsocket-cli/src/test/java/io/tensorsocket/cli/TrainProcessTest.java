@@ -49,6 +49,20 @@ class TrainProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void trainReadsARemoteProducerOverFlight() throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        serve("trainr", "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10", 64, 1, "--flight", "127.0.0.1:" + port);
+        Proc t = start("train", "--name", "grpc://127.0.0.1:" + port + "/trainr", "--data", "data", "--batch-size", "32");
+        assertEquals(0, t.exitCode(Duration.ofSeconds(120)), t.stderr());
+        List<Map<String, String>> epochs = t.json();
+        assertEquals(1, epochs.size(), t.lines().toString());
+        assertEquals("640", epochs.getFirst().get("samples"), epochs.toString());
+    }
+
+    @Test
     void trainNumbersTheJobsEpochsFromOne() throws Exception {
         serve("train2", "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10", 64, 2);
         Proc t = start("train", "--name", "train2", "--data", "data", "--batch-size", "64", "--epochs", "2");

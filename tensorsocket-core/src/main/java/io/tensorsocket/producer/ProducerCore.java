@@ -574,7 +574,7 @@ public final class ProducerCore implements BatchSink {
                         c.hello.dropLast(), c.startMode, epoch, c.position,
                         Math.max(0, producerPosition - c.position), c.held.size(), c.batchesSent, p != null,
                         p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
-                        p != null ? p.workNanos() : 0, now - c.joinedNanos));
+                        p != null ? p.workNanos() : 0, now - c.joinedNanos, c.hello.client()));
             }
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
                     samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,

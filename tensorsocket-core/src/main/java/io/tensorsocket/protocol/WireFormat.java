@@ -51,7 +51,8 @@ import java.util.List;
  *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode, i64 epoch,
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
- *                    i64 connectedNanos
+ *                    i64 connectedNanos, str client (≤ 100 chars: the HELLO's client, e.g. the command,
+ *                    or "flight HOST:PORT" for a remote consumer served over Flight)
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
@@ -351,6 +352,7 @@ public final class WireFormat {
                     .putLong(c.position()).putLong(c.lagSamples()).putInt(c.batchesHeld()).putLong(c.batchesSent())
                     .put(bool(c.reported())).putLong(c.samplesConsumed()).putDouble(c.samplesPerSecond())
                     .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
+            putString(b, c.client());
         }
     }
 
@@ -396,7 +398,7 @@ public final class WireFormat {
             consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, io.tensorsocket.StartMode.values()[mode],
                     nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
                     nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong())));
+                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p)));
         }
         return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
                 epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,

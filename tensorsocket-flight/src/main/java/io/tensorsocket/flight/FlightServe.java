@@ -1,6 +1,23 @@
 package io.tensorsocket.flight;
 
+import io.grpc.Context;
+import io.grpc.Contexts;
+import io.grpc.Grpc;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.netty.NettyServerBuilder;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.WireFormat;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.function.Consumer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -11,7 +28,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.Result;
 import org.apache.arrow.flight.FlightServer;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
@@ -28,6 +48,10 @@ import org.apache.arrow.memory.RootAllocator;
  * shared token (bearer authentication). With a certificate chain and key it speaks TLS
  * ({@code grpc+tls://}).
  *
+ * <p>Besides DoGet it answers the action {@value #STATUS_ACTION}: one result whose body is the producer's
+ * STATUS frame of the local protocol (docs/PROTOCOL.md, section 5), so {@code tensorsocket status
+ * grpc://...} shows what {@code status} shows on the serving host, remote consumers with their peers.
+ *
  * <pre>{@code
  * try (TensorProducer p = TensorProducer.builder().name("train").source(src).build().start();
  *      FlightServe f = FlightServe.builder().producer(p).port(8815).build().start()) {
@@ -36,6 +60,21 @@ import org.apache.arrow.memory.RootAllocator;
  * }</pre>
  */
 public final class FlightServe implements AutoCloseable {
+    static {
+        ZeroCopyWrite.enable();
+    }
+
+    /** The Flight action that answers the producer's status. */
+    public static final String STATUS_ACTION = "status";
+    /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */
+    private static final Context.Key<SocketAddress> PEER = Context.key("tensorsocket-peer");
+    private static final ServerInterceptor PEER_INTERCEPTOR = new ServerInterceptor() {
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+            SocketAddress peer = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+            return Contexts.interceptCall(Context.current().withValue(PEER, peer), call, headers, next);
+        }
+    };
     private final String producerName;
     private final Path producerDirectory;
     private final Location location;
@@ -55,6 +94,8 @@ public final class FlightServe implements AutoCloseable {
             return t;
         });
         FlightServer.Builder fb = FlightServer.builder(allocator, location, new Producer());
+        Consumer<NettyServerBuilder> withPeer = nb -> nb.intercept(PEER_INTERCEPTOR);
+        fb.transportHint("grpc.builderConsumer", withPeer);
         if (b.token != null) {
             fb.headerAuthenticator(new BearerAuth(b.token));
         }
@@ -130,9 +171,45 @@ public final class FlightServe implements AutoCloseable {
                         + "', not '" + request.name() + "'").toRuntimeException());
                 return;
             }
-            String peer = "remote-" + streams.incrementAndGet();
-            new StreamSession(producerDirectory, request, listener, allocator, timer, peer).run();
+            streams.incrementAndGet();
+            new StreamSession(producerDirectory, request, listener, allocator, timer, peer()).run();
         }
+
+        @Override
+        public void listActions(CallContext context, StreamListener<ActionType> listener) {
+            listener.onNext(new ActionType(STATUS_ACTION, "the producer's STATUS frame (docs/PROTOCOL.md)"));
+            listener.onCompleted();
+        }
+
+        @Override
+        public void doAction(CallContext context, Action action, StreamListener<Result> listener) {
+            if (!action.getType().equals(STATUS_ACTION)) {
+                listener.onError(CallStatus.UNIMPLEMENTED.withDescription("unknown action '" + action.getType()
+                        + "'; this server answers '" + STATUS_ACTION + "'").toRuntimeException());
+                return;
+            }
+            try {
+                ProducerStatus s = ProducerStatus.query(producerDirectory, Duration.ofSeconds(5));
+                ByteBuffer frame = WireFormat.encode(new Message.Status(s));
+                byte[] body = new byte[frame.remaining()];
+                frame.get(body);
+                listener.onNext(new Result(body));
+                listener.onCompleted();
+            } catch (TensorSocketException e) {
+                listener.onError(CallStatus.UNAVAILABLE.withDescription("producer '" + producerName + "' did not answer: "
+                        + e.getMessage()).toRuntimeException());
+            }
+        }
+    }
+
+    /** How status shows a remote consumer: {@code flight HOST:PORT} of its peer. */
+    private static String peer() {
+        SocketAddress a = PEER.get();
+        if (a instanceof InetSocketAddress i) {
+            String host = i.getAddress() != null ? i.getAddress().getHostAddress() : i.getHostString();
+            return "flight " + (host.contains(":") ? "[" + host + "]" : host) + ":" + i.getPort();
+        }
+        return "flight " + (a == null ? "unknown peer" : a.toString());
     }
 
     /** Options of a {@link FlightServe}. */

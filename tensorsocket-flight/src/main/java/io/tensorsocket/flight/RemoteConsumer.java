@@ -13,6 +13,7 @@ import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
+import io.tensorsocket.spi.RemoteStream;
 import java.io.IOException;
 import java.io.ByteArrayInputStream;
 import java.lang.foreign.MemorySegment;
@@ -52,7 +53,11 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * {@link RemoteOptions#silenceTimeout()} (it sends a heartbeat every half second) is reported as gone.
  * Not thread-safe: one thread iterates.
  */
-public final class RemoteConsumer implements Iterable<Batch>, AutoCloseable {
+public final class RemoteConsumer implements RemoteStream {
+    static {
+        ZeroCopyWrite.enable(); // a relay's client may load Flight before its server does
+    }
+
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
     private final RemoteAddress address;
     private final ConsumerOptions options;

@@ -13,6 +13,7 @@ import io.tensorsocket.TensorSocketTimeoutException;
 import io.grpc.Context;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -65,7 +66,7 @@ final class StreamSession {
         Context.current().addListener(ctx -> onCancel(), Runnable::run);
         listener.setOnReadyHandler(this::signalReady);
         ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
-                .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10));
+                .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer);
         ScheduledFuture<?> heartbeat = timer.scheduleAtFixedRate(this::heartbeat, 250, 250, TimeUnit.MILLISECONDS);
         try (TensorConsumer consumer = TensorConsumer.connect(producerDirectory, opts);
              TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,
@@ -101,10 +102,13 @@ final class StreamSession {
                     epoch = b.epoch();
                     RecordTag tag = new RecordTag(RecordTag.Kind.BATCH, b.epoch(), b.index(), b.sampleStart(),
                             consumer.streamPosition(b), b.size());
+                    CountDownLatch[] released = new CountDownLatch[1];
                     send(() -> {
-                        out.load(b);
+                        released[0] = out.load(b);
                         listener.putNext(tag.encode(allocator));
+                        out.clear();
                     });
+                    awaitWritten(released[0]);
                 }
                 batches++;
                 samples += b.size();
@@ -166,6 +170,30 @@ final class StreamSession {
             throw new CancelledException();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * With Flight's zero-copy write gRPC holds the batch's arena memory until the message is on the socket;
+     * the batch (and with it the slot) is released only after that. A cancelled call drops its queued
+     * messages, which releases the memory too; the wait after a cancel is bounded all the same.
+     */
+    private void awaitWritten(CountDownLatch released) {
+        long cancelledAt = 0;
+        try {
+            while (!released.await(50, TimeUnit.MILLISECONDS)) {
+                if (cancelled) {
+                    if (cancelledAt == 0) {
+                        cancelledAt = System.nanoTime();
+                    } else if (System.nanoTime() - cancelledAt > 2_000_000_000L) {
+                        LOG.warn("remote consumer {} left, and gRPC still holds a batch it did not write", peer);
+                        throw new CancelledException();
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CancelledException();
         }
     }
 

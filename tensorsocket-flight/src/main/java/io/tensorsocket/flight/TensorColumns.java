@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -159,8 +160,15 @@ public final class TensorColumns {
             return root;
         }
 
-        void load(Batch batch) {
+        /**
+         * Loads {@code batch} into the root without copying its tensors. The returned latch opens when every
+         * Arrow reference to the batch's memory is gone: at {@link #clear()} when Flight copies what it sends,
+         * or once gRPC has written the message when Flight's zero-copy write hands it the memory itself. The
+         * batch must stay open until then.
+         */
+        CountDownLatch load(Batch batch) {
             int n = batch.size();
+            CountDownLatch released = new CountDownLatch(specs.size());
             List<ArrowFieldNode> nodes = new ArrayList<>();
             List<ArrowBuf> buffers = new ArrayList<>();
             List<ArrowBuf> wrapped = new ArrayList<>();
@@ -183,7 +191,7 @@ public final class TensorColumns {
                     ArrowBuf buf = allocator.wrapForeignAllocation(new ForeignAllocation(data.byteSize(), data.address()) {
                         @Override
                         protected void release0() {
-                            // the batch owns the memory; it is closed after the root was sent
+                            released.countDown(); // the batch owns the memory; its sender closes it after this
                         }
                     });
                     wrapped.add(buf);
@@ -195,6 +203,7 @@ public final class TensorColumns {
             } finally {
                 wrapped.forEach(ArrowBuf::close);
             }
+            return released;
         }
 
         private ArrowBuf ones(long bits) {

@@ -77,6 +77,54 @@ class FlightServeTest {
     }
 
     @Test
+    void tensorConsumerConnectReachesAGrpcNameThroughTheServiceLoader() throws Exception {
+        try (TensorProducer p = producer(2);
+             FlightServe f = FlightServe.builder().producer(p).build().start();
+             io.tensorsocket.TensorConsumer c = io.tensorsocket.TensorConsumer.connect(f.address().toString(),
+                     ConsumerOptions.batchSize(64));
+             SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+            assertEquals(5, c.size());
+            assertEquals(SPEC.format(), c.sourceDescription());
+            for (int e = 0; e < 2; e++) {
+                for (Batch b : c) {
+                    v.accept(b, c.streamPosition(b));
+                }
+                assertTrue(v.finishEpoch().exact(300), "epoch " + e);
+            }
+            assertEquals(600, c.samplesConsumed());
+            assertTrue(!c.iterator().hasNext() && c.isEndOfStream(), "the producer served 2 epochs");
+        }
+    }
+
+    @Test
+    void theStatusActionAnswersTheProducersStatusWithTheRemotePeer() throws Exception {
+        try (TensorProducer p = producer(0);
+             FlightServe f = FlightServe.builder().producer(p).token("t0k").build().start();
+             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(10),
+                     RemoteOptions.defaults().withToken("t0k"))) {
+            c.iterator().next();
+            io.tensorsocket.ProducerStatus s = RemoteStatus.query(f.address().toString(),
+                    RemoteOptions.defaults().withToken("t0k"), Duration.ofSeconds(5));
+            assertEquals(1, s.consumersAttached());
+            assertTrue(s.consumers().getFirst().client().matches("flight 127\\.0\\.0\\.1:\\d+"), s.toString());
+            assertThrows(io.tensorsocket.PermissionDeniedException.class,
+                    () -> RemoteStatus.query(f.address().toString(), RemoteOptions.defaults(), Duration.ofSeconds(5)));
+        }
+    }
+
+    @Test
+    void theEnvironmentCarriesTokenAndTrustForLibraryConnects() throws Exception {
+        Path tokenFile = Files.writeString(dir.resolve("token"), "fromfile\n");
+        assertEquals("direct", FlightConnector.fromEnvironment(java.util.Map.of("TENSORSOCKET_TOKEN", "direct",
+                "TENSORSOCKET_TOKEN_FILE", tokenFile.toString())).token());
+        RemoteOptions o = FlightConnector.fromEnvironment(java.util.Map.of("TENSORSOCKET_TOKEN_FILE", tokenFile.toString(),
+                "TENSORSOCKET_TRUST", "/etc/ca.pem"));
+        assertEquals("fromfile", o.token());
+        assertEquals(Path.of("/etc/ca.pem"), o.trustedCertificates());
+        assertEquals(null, FlightConnector.fromEnvironment(java.util.Map.of()).token());
+    }
+
+    @Test
     void tlsWithACertificateAndKeyServesGrpcTls() throws Exception {
         Path cert = dir.resolve("cert.pem");
         Path key = dir.resolve("key.pem");
