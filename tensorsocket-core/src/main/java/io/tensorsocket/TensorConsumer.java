@@ -209,6 +209,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
         MessageChannel mc = new MessageChannel(ch);
         ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
+        link.spinWait(options.spinWait().toNanos());
         SharedArena arena = null;
         try {
             mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),

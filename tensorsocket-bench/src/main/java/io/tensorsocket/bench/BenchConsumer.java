@@ -13,7 +13,8 @@ import java.util.Arrays;
 /**
  * A benchmark consumer process: iterates epochs, reads each batch (every byte, one word per page, or
  * nothing), records the publish-to-hold latency of each batch, and prints one line of results.
- * Arguments: directory, batch size, epochs, touch mode (all | page | none).
+ * Arguments: directory, batch size, epochs, touch mode (all | page | none), and optionally the
+ * microseconds a waiting consumer polls its socket before sleeping ({@link ConsumerOptions#spinWait()}).
  */
 public final class BenchConsumer {
     private static volatile long sink;
@@ -23,8 +24,9 @@ public final class BenchConsumer {
         int batchSize = Integer.parseInt(args[1]);
         int epochs = Integer.parseInt(args[2]);
         String touch = args[3];
+        Duration spin = Duration.ofNanos(args.length > 4 ? Long.parseLong(args[4]) * 1000 : 0);
         try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
-                .withConnectTimeout(Duration.ofSeconds(30)))) {
+                .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin))) {
             long[] latencies = new long[(int) (c.size() * epochs)];
             int n = 0;
             long bytes = 0;

@@ -78,8 +78,13 @@ public final class Harness {
 
     /** Measures {@code batches} batches of 64×3×32×32 float32, the producer paced at one batch per millisecond. */
     public static Handoff handoff(int batches) throws Exception {
+        return handoff(batches, 0);
+    }
+
+    /** As {@link #handoff(int)}, the consumer polling its socket for up to {@code spinMicros} before it sleeps. */
+    public static Handoff handoff(int batches, long spinMicros) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none").getFirst();
+        Map<String, Double> r = run(src, 1, 1, "none", spinMicros).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
@@ -139,6 +144,11 @@ public final class Harness {
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
+        return run(src, consumers, epochs, touch, 0);
+    }
+
+    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros)
+            throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
@@ -147,7 +157,7 @@ public final class Harness {
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
                 procs.add(startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
-                        Integer.toString(epochs), touch));
+                        Integer.toString(epochs), touch, Long.toString(spinMicros)));
             }
             for (Process proc : procs) {
                 String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))

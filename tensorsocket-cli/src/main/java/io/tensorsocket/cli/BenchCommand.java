@@ -24,6 +24,8 @@ import java.util.concurrent.Callable;
                 + " shared JPEG pipeline over private ones for K = 2, 3, 4, and the memory each consumer adds.",
                 "Prints a table and one JSON object per metric per line; writes CSV and PNG charts. --quick takes about a minute."})
 final class BenchCommand implements Callable<Integer> {
+    /** The spinning consumer polls longer than the producer's 1 ms pace, so it never sleeps between batches. */
+    private static final long SPIN_MICROS = 2000;
 
     @Option(names = "--quick", description = "Shorter runs (about a minute); noisier.")
     boolean quick;
@@ -52,6 +54,12 @@ final class BenchCommand implements Callable<Integer> {
                 Harness.Handoff h = Harness.handoff(quick ? 1000 : 3000);
                 metric("handoff_us", h.p50Us(), "us", "stat", "p50", "batch", "64x3x32x32 float32", "batches", h.batches());
                 metric("handoff_us", h.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", h.batches());
+                progress.phase("handoff latency, consumer spinning");
+                Harness.Handoff hs = Harness.handoff(quick ? 1000 : 3000, SPIN_MICROS);
+                metric("handoff_us", hs.p50Us(), "us", "stat", "p50", "batch", "64x3x32x32 float32", "batches", hs.batches(),
+                        "spin_us", SPIN_MICROS);
+                metric("handoff_us", hs.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", hs.batches(),
+                        "spin_us", SPIN_MICROS);
             }
             if (wants("fanout")) {
                 progress.phase("memory bandwidth");

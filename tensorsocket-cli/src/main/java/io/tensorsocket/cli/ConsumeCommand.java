@@ -52,6 +52,11 @@ final class ConsumeCommand implements Callable<Integer> {
                     + " instead of starting mid-epoch (rolling).")
     boolean waitForEpochStart;
 
+    @Option(names = "--spin-us", defaultValue = "0", paramLabel = "MICROSECONDS",
+            description = "While waiting for a batch, poll for it this long before sleeping: lower latency for a busy"
+                    + " core (0 to 1000000; default ${DEFAULT-VALUE}).")
+    long spinUs;
+
     @Option(names = "--progress-ms", defaultValue = "0",
             description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
     long progressMs;
@@ -64,7 +69,8 @@ final class ConsumeCommand implements Callable<Integer> {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
                 .withBatchTimeout(ServeCommand.seconds(batchTimeoutS)).withLiveness(ServeCommand.seconds(livenessS))
-                .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW);
+                .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW)
+                .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000));
         try (ConsumerHandle c = ConsumerHandle.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {

@@ -73,6 +73,17 @@ public final class ConsumerLink implements AutoCloseable {
     private final long livenessNanos;
     /** When anything last arrived from the producer ({@link System#nanoTime()}). */
     private volatile long lastHeard = System.nanoTime();
+    /** How long a waiting iterator polls the socket before it blocks in its selector; 0 = block at once. */
+    private volatile long spinNanos;
+
+    /**
+     * Lets a waiting iterator poll the socket for up to {@code nanos} before it sleeps in the selector.
+     * A batch that arrives within that time is taken without a thread wake-up (the scheduler's latency on a
+     * busy machine is most of a handoff's time), at the cost of a core kept busy while the consumer waits.
+     */
+    public void spinWait(long nanos) {
+        this.spinNanos = Math.max(0, nanos);
+    }
 
     /**
      * @param liveness how long a waiting iterator accepts hearing nothing from the producer
@@ -126,6 +137,22 @@ public final class ConsumerLink implements AutoCloseable {
      *
      * @return whether anything new happened (a message, a failure, or the end)
      */
+    /** Polls the socket for up to {@link #spinNanos} (never past {@code deadline}); true once frames arrived. */
+    private boolean spinUntilReadable(long deadline) {
+        long spin = spinNanos;
+        if (spin == 0) {
+            return false;
+        }
+        long until = Math.min(deadline, System.nanoTime() + spin);
+        while (!ended && System.nanoTime() < until) {
+            if (readFrames()) {
+                return true;
+            }
+            Thread.onSpinWait();
+        }
+        return false;
+    }
+
     private boolean readFrames() {
         if (ended) {
             return false;
@@ -248,6 +275,9 @@ public final class ConsumerLink implements AutoCloseable {
                     }
                     check();
                     if (readFrames()) {
+                        continue;
+                    }
+                    if (spinUntilReadable(deadline)) {
                         continue;
                     }
                     long now = System.nanoTime();
