@@ -1,6 +1,7 @@
 package io.tensorsocket.stream;
 
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -61,6 +62,21 @@ class JoinRuleTest {
     void inTheSecondEpochTheBandCountsFromThatEpochsFirstBatch() {
         assertEquals(new StartPoint(StartMode.EPOCH_START, 1, 0, 10, 11), new JoinRule(2).decide(after(12)));
         assertEquals(StartPoint.of(StartMode.ROLLING, 1, 12), new JoinRule(2).decide(after(13)));
+    }
+
+    @Test
+    void aConsumerThatWaitsForTheNextEpochStartNeverRollsAndIsSentNothingBeforeIt() {
+        JoinRule rule = new JoinRule(3);
+        // inside the band, or before any batch, waiting changes nothing
+        assertEquals(rule.decide(after(3)), rule.decide(after(3), StartPolicy.NEXT_EPOCH_START));
+        assertEquals(rule.decide(after(0)), rule.decide(after(0), StartPolicy.NEXT_EPOCH_START));
+        // beyond it: the next epoch's start instead of rolling
+        StartPoint p = rule.decide(after(4), StartPolicy.NEXT_EPOCH_START);
+        assertEquals(StartPoint.of(StartMode.EPOCH_START, 1, 0), p);
+        assertEquals(false, p.sends(new BatchPosition(4, 0, 4, 16, 4), G));
+        assertEquals(false, p.sends(new BatchPosition(9, 0, 9, 36, 4), G));
+        assertEquals(true, p.sends(new BatchPosition(10, 1, 0, 0, 4), G));
+        assertEquals(StartPoint.of(StartMode.EPOCH_START, 2, 0), rule.decide(after(14), StartPolicy.NEXT_EPOCH_START));
     }
 
     @Test
