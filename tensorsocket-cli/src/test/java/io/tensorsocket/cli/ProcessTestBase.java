@@ -62,6 +62,11 @@ abstract class ProcessTestBase {
         List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--synthetic", synthetic,
                 "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
         args.addAll(List.of(extra));
+        if (!args.contains("--start-grace-ms")) {
+            // Tests start their consumers themselves and wait for what they assume; the default grace would only
+            // add two seconds to each. SweepStartProcessTest covers the grace.
+            args.addAll(List.of("--start-grace-ms", "0"));
+        }
         return start(args.toArray(String[]::new)).awaitReady();
     }
 
