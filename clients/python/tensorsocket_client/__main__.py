@@ -41,12 +41,17 @@ def consume(args):
     if args.name is not None and args.name.lower().startswith(("grpc://", "grpc+tls://")):
         target.update(token=args.token, token_file=args.token_file, trust=args.trust, epochs=args.epochs or 0,
                       silence_timeout=args.silence_timeout_s)
+        if args.wait_for_epoch_start:
+            raise _Failure("--wait-for-epoch-start is for local producers; a grpc:// stream starts where its server's"
+                           " consumer joins")
     elif args.token or args.token_file or args.trust:
         raise _Failure("--token/--token-file/--trust are for grpc:// producers; '%s' is a local one"
                        % (args.name or args.dir))
+    else:
+        # The remote server's silence timeout plays the liveness role for grpc:// producers.
+        target.update(liveness=args.liveness_s, wait_for_epoch_start=args.wait_for_epoch_start)
     with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
-                        batch_timeout=args.batch_timeout_s, liveness=args.liveness_s,
-                        wait_for_epoch_start=args.wait_for_epoch_start, **target) as c:
+                        batch_timeout=args.batch_timeout_s, **target) as c:
         description = c.source_description
         if not description.startswith(PREFIX):
             raise _Failure("the producer serves '%s', not synthetic data; consume can only verify synthetic sources"
