@@ -12,6 +12,7 @@ its slot, compared with a plain numpy copy of one batch in this process.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,8 +97,17 @@ def main():
     p.add_argument("--batches", type=int, default=150)
     p.add_argument("--consumers", default="1,4")
     a = p.parse_args()
+    own_base = None if "TENSORSOCKET_BASE" in os.environ else tempfile.mkdtemp(prefix="ts-bench-", dir="/dev/shm")
     env = dict(os.environ, PYTHONPATH=str(CLIENT), OMP_NUM_THREADS="1",
-               TENSORSOCKET_BASE=os.environ.get("TENSORSOCKET_BASE", tempfile.mkdtemp(prefix="ts-bench-", dir="/dev/shm")))
+               TENSORSOCKET_BASE=os.environ.get("TENSORSOCKET_BASE", own_base))
+    try:
+        table(a, env)
+    finally:
+        if own_base is not None:
+            shutil.rmtree(own_base, ignore_errors=True)
+
+
+def table(a, env):
     mb = BATCH * int(np.prod(SHAPE)) * 4 / 1e6
     copy = memcpy_batches_per_s()
     print("batch: %d x 3x224x224 float32 = %.1f MB; one numpy copy of a batch here: %.1f batches/s (%.2f GB/s)"

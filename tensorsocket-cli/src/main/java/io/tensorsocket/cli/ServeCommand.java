@@ -31,6 +31,9 @@ final class ServeCommand implements Callable<Integer> {
     @picocli.CommandLine.Mixin
     SourceOptions source;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
     long epochs;
 
@@ -80,6 +83,11 @@ final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
+        if (source.batchSize == null && !source.kind.external) {
+            // Required except with --external: reported as picocli reports any missing option.
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "Missing required option: '--batch-size=<batchSize>'");
+        }
         BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
                 .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers)
