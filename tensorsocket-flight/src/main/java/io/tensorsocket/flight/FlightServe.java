@@ -60,10 +60,6 @@ import org.apache.arrow.memory.RootAllocator;
  * }</pre>
  */
 public final class FlightServe implements AutoCloseable {
-    static {
-        ZeroCopyWrite.enable();
-    }
-
     /** The Flight action that answers the producer's status. */
     public static final String STATUS_ACTION = "status";
     /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */

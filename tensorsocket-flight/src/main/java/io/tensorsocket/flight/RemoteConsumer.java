@@ -54,10 +54,6 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * Not thread-safe: one thread iterates.
  */
 public final class RemoteConsumer implements RemoteStream {
-    static {
-        ZeroCopyWrite.enable(); // a relay's client may load Flight before its server does
-    }
-
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
     private final RemoteAddress address;
     private final ConsumerOptions options;

@@ -174,8 +174,9 @@ final class StreamSession {
     }
 
     /**
-     * With Flight's zero-copy write gRPC holds the batch's arena memory until the message is on the socket;
-     * the batch (and with it the slot) is released only after that. A cancelled call drops its queued
+     * gRPC holds the batch's arena memory until it has copied the message into its own buffers (or, with
+     * Flight's zero-copy write, until the message is on the socket); the batch, and with it the slot, is
+     * released only after that. A cancelled call drops its queued
      * messages, which releases the memory too; the wait after a cancel is bounded all the same.
      */
     private void awaitWritten(CountDownLatch released) {
