@@ -29,16 +29,6 @@ class FlightProcessTest extends ProcessTestBase {
         return "grpc://127.0.0.1:" + port + "/" + name;
     }
 
-    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (System.nanoTime() < deadline) {
-            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
-    }
 
     private static void assertExact(Proc c, int epochs, long samples) throws InterruptedException {
         assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());

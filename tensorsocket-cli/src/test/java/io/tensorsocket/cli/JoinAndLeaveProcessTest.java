@@ -14,16 +14,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Consumers that arrive late, die, or stall, while the others carry on exactly. */
 class JoinAndLeaveProcessTest extends ProcessTestBase {
 
-    private static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (System.nanoTime() < deadline) {
-            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
-    }
 
     @Test
     void lateJoinerInsideTheRubberBandStartsAtTheEpochStart() throws Exception {

@@ -58,6 +58,18 @@ abstract class ProcessTestBase {
         return p;
     }
 
+    /** Waits (at most 30 s) until the producer has logged {@code consumers} joins. */
+    protected static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
+        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("fewer than " + consumers + " consumers joined: " + producer.stderr());
+    }
+
     protected Proc serve(String name, String synthetic, int batchSize, int epochs, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--synthetic", synthetic,
                 "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
