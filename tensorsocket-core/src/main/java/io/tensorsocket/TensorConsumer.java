@@ -32,6 +32,7 @@ import java.util.Locale;
 import java.util.NoSuchElementException;
 import java.util.ServiceLoader;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * Reads the batches of a running {@link TensorProducer}, at this consumer's own batch size, from shared
@@ -476,30 +477,16 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
         @Override
         public boolean hasNext() {
-            lock.lock();
-            long entered = enter();
-            try {
-                checkOpen();
-                return epoch.hasNext();
-            } finally {
-                leave(entered);
-                lock.unlock();
-            }
+            return timed(epoch::hasNext);
         }
 
         @Override
         public Batch next() {
-            lock.lock();
-            long entered = enter();
-            try {
-                checkOpen();
+            return timed(() -> {
                 Batch b = epoch.next();
                 samplesHanded += b.size();
                 return b;
-            } finally {
-                leave(entered);
-                lock.unlock();
-            }
+            });
         }
     }
 
@@ -508,26 +495,17 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
         @Override
         public boolean hasNext() {
-            lock.lock();
-            long entered = enter();
-            try {
-                checkOpen();
+            return timed(() -> {
                 if (stream.epochBase() != epochBaseAtStart) {
                     return false; // a newer iterator took over
                 }
                 return nextBatchSize() > 0;
-            } finally {
-                leave(entered);
-                lock.unlock();
-            }
+            });
         }
 
         @Override
         public Batch next() {
-            lock.lock();
-            long entered = enter();
-            try {
-                checkOpen();
+            return timed(() -> {
                 closeCurrent();
                 int n = stream.epochBase() == epochBaseAtStart ? nextBatchSize() : 0;
                 if (n == 0) {
@@ -536,10 +514,23 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 current = assemble(n);
                 samplesHanded += n;
                 return current;
-            } finally {
-                leave(entered);
-                lock.unlock();
-            }
+            });
+        }
+    }
+
+    /**
+     * Runs one iterator call under the lock, counting its time as waiting and the time since the previous
+     * call as work, for {@link #waitNanos()}, {@link #workNanos()} and the producer's status.
+     */
+    private <T> T timed(Supplier<T> call) {
+        lock.lock();
+        long entered = enter();
+        try {
+            checkOpen();
+            return call.get();
+        } finally {
+            leave(entered);
+            lock.unlock();
         }
     }
 
