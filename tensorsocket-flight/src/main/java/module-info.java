@@ -7,11 +7,14 @@ module io.tensorsocket.flight {
     requires org.apache.arrow.flight.core;
     requires org.apache.arrow.vector;
     requires org.apache.arrow.memory.core;
+    requires org.apache.arrow.format;
+    requires arrow.memory.netty;
     requires io.grpc;
     requires io.grpc.netty;
     requires io.netty.buffer;
     requires io.netty.transport;
     requires org.slf4j;
+    requires java.logging;
 
     exports io.tensorsocket.flight;
 

@@ -55,7 +55,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         double memcpy = Harness.memcpy();
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
                 + BATCH + "x3x224x224 float32 (" + String.format(Locale.ROOT, "%.1f", batchGb * 1e3) + " MB)");
-        row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy);
+        row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy, 1e3 / (memcpy / batchGb));
         Path base = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-flight-");
         try {
             for (int k : List.of(1, 4)) {
@@ -126,11 +126,17 @@ final class FlightBenchCommand implements Callable<Integer> {
             }
         }
         long[] before = snapshot(counts);
+        long cpu0 = processCpuNanos();
         long t0 = System.nanoTime();
         Thread.sleep((long) (seconds * 1000));
         long[] after = snapshot(counts);
         double s = (System.nanoTime() - t0) / 1e9;
+        long cpu = processCpuNanos() - cpu0;
         running.set(false);
+        // consumers leave first, so the server and producers close without streams in flight
+        for (Thread t : threads) {
+            t.join(10_000);
+        }
         if (relayProducer != null) {
             relayProducer.close();
         }
@@ -138,9 +144,6 @@ final class FlightBenchCommand implements Callable<Integer> {
             flight.close();
         }
         producer.close();
-        for (Thread t : threads) {
-            t.join(10_000);
-        }
         if (!errors.isEmpty()) {
             throw new IllegalStateException(kind + " with " + k + " consumers failed: " + errors.getFirst(), errors.getFirst());
         }
@@ -152,7 +155,13 @@ final class FlightBenchCommand implements Callable<Integer> {
             total += r;
         }
         double batchGb = BATCH * Tensor3.bytes() / 1e9;
-        row(kind, k, slowest, total, slowest * batchGb);
+        row(kind, k, slowest, total, slowest * batchGb, total == 0 ? 0 : cpu / 1e6 / (total * s));
+    }
+
+    /** CPU time of this whole process (every thread: producer, server, gRPC, consumers). */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 
     private static void loop(Iterable<Batch> c, AtomicBoolean running, AtomicLongArray counts, int id) {
@@ -190,10 +199,11 @@ final class FlightBenchCommand implements Callable<Integer> {
         return s;
     }
 
-    private static void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer) {
+    private static void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
         System.out.println(Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
                 .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
-                .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9));
+                .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9)
+                .put("cpu_ms_per_consumer_batch", cpuMsPerBatch));
         System.out.flush();
     }
 

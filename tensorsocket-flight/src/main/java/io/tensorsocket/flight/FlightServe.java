@@ -37,7 +37,6 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 
 /**
  * Serves one local producer to consumers on other hosts over Apache Arrow Flight. Each DoGet with a
@@ -74,7 +73,9 @@ public final class FlightServe implements AutoCloseable {
     private final String producerName;
     private final Path producerDirectory;
     private final Location location;
-    private final BufferAllocator allocator = new RootAllocator();
+    // each batch is staged in one send buffer of its size; recycling them keeps the streams off fresh memory
+    private final RecyclingAllocations recycling = new RecyclingAllocations(RecyclingAllocations.KEEP_BYTES);
+    private final BufferAllocator allocator = RecyclingAllocations.rootAllocator(recycling);
     private final ScheduledExecutorService timer;
     private final FlightServer server;
     private final AtomicLong streams = new AtomicLong();
@@ -89,6 +90,7 @@ public final class FlightServe implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        GrpcLogFilter.install();
         FlightServer.Builder fb = FlightServer.builder(allocator, location, new Producer());
         Consumer<NettyServerBuilder> withPeer = nb -> nb.intercept(PEER_INTERCEPTOR);
         fb.transportHint("grpc.builderConsumer", withPeer);
@@ -149,6 +151,7 @@ public final class FlightServe implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         timer.shutdownNow();
+        recycling.close();
     }
 
     private final class Producer extends NoOpFlightProducer {

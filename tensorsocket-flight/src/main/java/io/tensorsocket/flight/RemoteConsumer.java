@@ -25,11 +25,16 @@ import java.util.NoSuchElementException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.apache.arrow.flight.CallOption;
-import org.apache.arrow.flight.FlightClient;
-import org.apache.arrow.flight.FlightGrpcUtils;
 import org.apache.arrow.flight.grpc.NettyClientBuilder;
+import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import java.nio.ByteBuffer;
+import org.apache.arrow.flatbuf.Message;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -37,12 +42,7 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
-import org.apache.arrow.flight.FlightStream;
-import org.apache.arrow.flight.Ticket;
-import org.apache.arrow.flight.auth2.BearerCredentialWriter;
-import org.apache.arrow.flight.grpc.CredentialCallOption;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
@@ -58,9 +58,13 @@ public final class RemoteConsumer implements RemoteStream {
     private final RemoteAddress address;
     private final ConsumerOptions options;
     private final RemoteOptions remote;
-    private final BufferAllocator allocator = new RootAllocator();
-    private final FlightClient client;
-    private final FlightStream stream;
+    // Flight reads each batch into one buffer of its size; recycling them keeps the stream off fresh memory.
+    private final RecyclingAllocations recycling = new RecyclingAllocations(RecyclingAllocations.KEEP_BYTES);
+    private final BufferAllocator allocator = RecyclingAllocations.rootAllocator(recycling);
+    private final ManagedChannel channel;
+    private final DoGetReader reader;
+    private final VectorSchemaRoot root;
+    private final VectorLoader loader;
     private final ScheduledExecutorService watchdog;
     private final StreamHeader header;
     private final List<TensorSpec> specs;
@@ -114,33 +118,56 @@ public final class RemoteConsumer implements RemoteStream {
                 return n;
             }
         });
-        this.client = FlightGrpcUtils.createFlightClient(allocator, channel.build());
+        this.channel = channel.build();
         this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-remote-watchdog");
             t.setDaemon(true);
             return t;
         });
-        FlightStream s = null;
+        DoGetReader r = null;
+        VectorSchemaRoot opened = null;
         try {
             StreamRequest request = new StreamRequest(address.name(), options.batchSize(), options.dropLast(),
                     remote.epochs(), options.batchTimeout());
-            List<CallOption> calls = new ArrayList<>();
-            if (remote.token() != null) {
-                calls.add(new CredentialCallOption(new BearerCredentialWriter(remote.token())));
-            }
-            s = client.getStream(new Ticket(request.encode()), calls.toArray(CallOption[]::new));
-            FlightStream opened = s;
-            watchdog.scheduleAtFixedRate(() -> check(opened), 100, 100, TimeUnit.MILLISECONDS);
-            VectorSchemaRoot root = await(options.connectTimeout().toNanos(), s::getRoot);
-            this.header = StreamHeader.fromMetadata(root.getSchema().getCustomMetadata());
-            this.specs = List.copyOf(TensorColumns.specs(root.getSchema()));
-            this.stream = s;
+            r = new DoGetReader(this.channel, allocator, request.encode(), remote.token());
+            DoGetReader started = r;
+            watchdog.scheduleAtFixedRate(() -> check(started), 100, 100, TimeUnit.MILLISECONDS);
+            DoGetReader.Frame first = await(options.connectTimeout().toNanos(), r::next);
+            Schema schema = schema(first);
+            opened = VectorSchemaRoot.create(schema, allocator);
+            this.header = StreamHeader.fromMetadata(schema.getCustomMetadata());
+            this.specs = List.copyOf(TensorColumns.specs(schema));
+            this.reader = r;
+            this.root = opened;
+            this.loader = new VectorLoader(opened);
             this.epoch = header.startEpoch();
         } catch (RuntimeException e) {
-            closeQuietly(s);
+            if (r != null) {
+                r.close();
+            }
+            if (opened != null) {
+                opened.close();
+            }
             shutdown();
             throw e instanceof FlightRuntimeException f ? translate(f) : e;
         }
+    }
+
+    /** The stream's schema, from its first message. */
+    private Schema schema(DoGetReader.Frame first) {
+        if (first == null) {
+            throw new ProtocolException("server " + address + " ended the stream before sending its schema");
+        }
+        first.release();
+        Message m = header(first);
+        if (m == null || m.headerType() != MessageHeader.Schema) {
+            throw new ProtocolException("server " + address + " did not start the stream with a schema");
+        }
+        return MessageSerializer.deserializeSchema(m);
+    }
+
+    private static Message header(DoGetReader.Frame f) {
+        return f.header() == null ? null : Message.getRootAsMessage(ByteBuffer.wrap(f.header()));
     }
 
     /** Connects to {@code uri} ({@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}). */
@@ -288,17 +315,26 @@ public final class RemoteConsumer implements RemoteStream {
      */
     private RecordTag read() {
         while (true) {
-            boolean more = await(silenceNanos, stream::next);
-            if (!more) {
+            DoGetReader.Frame frame = await(silenceNanos, reader::next);
+            if (frame == null) {
                 endOfStream = true;
                 epochDone = true;
                 return null;
             }
             RecordTag tag;
+            boolean loaded = false;
             try {
-                tag = RecordTag.decode(stream.getLatestMetadata());
+                tag = RecordTag.decode(frame.appMetadata());
+                if (tag.kind() == RecordTag.Kind.BATCH) {
+                    load(frame);
+                    loaded = true;
+                }
             } catch (IllegalArgumentException e) {
                 throw new ProtocolException("server " + address + " sent " + e.getMessage(), e);
+            } finally {
+                if (!loaded) {
+                    frame.release();
+                }
             }
             switch (tag.kind()) {
                 case HEARTBEAT -> {
@@ -315,7 +351,6 @@ public final class RemoteConsumer implements RemoteStream {
                     return tag;
                 }
                 case BATCH -> {
-                    VectorSchemaRoot root = stream.getRoot();
                     int n = root.getRowCount();
                     if (n != tag.samples()) {
                         throw new ProtocolException("server " + address + " tagged a batch of " + tag.samples()
@@ -332,6 +367,19 @@ public final class RemoteConsumer implements RemoteStream {
                     return tag;
                 }
             }
+        }
+    }
+
+    /** Loads a batch message's columns into the root, which takes over the message's body. */
+    private void load(DoGetReader.Frame frame) {
+        Message m = header(frame);
+        if (m == null || m.headerType() != MessageHeader.RecordBatch || frame.body() == null) {
+            throw new IllegalArgumentException("a batch tag on a message without a record batch");
+        }
+        try (ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(m, frame.body())) {
+            loader.load(batch);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("an unreadable record batch: " + e.getMessage(), e);
         }
     }
 
@@ -352,11 +400,11 @@ public final class RemoteConsumer implements RemoteStream {
         }
     }
 
-    private void check(FlightStream s) {
+    private void check(DoGetReader r) {
         long since = waitingSince;
         if (since != 0 && System.nanoTime() - Math.max(since, lastBytesNanos) > deadlineNanos && !timedOut) {
             timedOut = true;
-            s.cancel("no word from the server for " + deadlineNanos / 1_000_000 + " ms", null);
+            r.cancel("no word from the server for " + deadlineNanos / 1_000_000 + " ms");
         }
     }
 
@@ -404,32 +452,20 @@ public final class RemoteConsumer implements RemoteStream {
         }
         closed = true;
         closeCurrent();
-        closeQuietly(stream);
+        reader.close();
+        root.close();
         shutdown();
     }
 
     private void shutdown() {
         watchdog.shutdownNow();
-        try {
-            client.close();
-        } catch (Exception ignored) {
-            // nothing useful to report while closing
-        }
+        channel.shutdownNow();
         eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         try {
             allocator.close();
         } catch (IllegalStateException leak) {
             // buffers still held by gRPC after a cancel are freed with the channel
         }
-    }
-
-    private static void closeQuietly(FlightStream s) {
-        if (s != null) {
-            try {
-                s.close();
-            } catch (Exception ignored) {
-                // a cancelled stream may complain while closing
-            }
-        }
+        recycling.close();
     }
 }

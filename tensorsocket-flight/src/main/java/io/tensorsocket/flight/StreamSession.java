@@ -13,7 +13,6 @@ import io.tensorsocket.TensorSocketTimeoutException;
 import io.grpc.Context;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -29,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * One remote consumer's stream. It opens its own local {@link TensorConsumer} on the producer with the
  * remote's batch size, so exactly-once order, any batch size, late joining and leaving come from the
  * local contract unchanged, and the producer counts the remote as one attached consumer. Each local
- * batch is loaded into the Arrow root without a copy, sent, and only then released. A cancelled or
+ * batch is copied once into a recycled send buffer and released at once; Flight hands that buffer to
+ * gRPC without copying it again (zero-copy write). A cancelled or
  * broken call closes the local consumer at once; a silent stretch of 0.5 s sends a heartbeat so the
  * client can tell a slow producer from a vanished server.
  */
@@ -73,6 +73,7 @@ final class StreamSession {
                      TensorColumns.schema(consumer.tensors(), header(consumer).toMetadata()), consumer.tensors())) {
             LOG.info("remote consumer {} attached (batch size {})", peer, request.batchSize());
             send(() -> {
+                listener.setUseZeroCopy(true); // safe: the root's buffers are copies this session owns
                 listener.start(out.root());
                 started = true;
             });
@@ -98,20 +99,19 @@ final class StreamSession {
             long epoch = consumer.epoch();
             for (Batch b : consumer) {
                 awaitReady();
-                try (b) {
+                RecordTag tag;
+                try (b) { // released before sending: the root holds a copy
                     epoch = b.epoch();
-                    RecordTag tag = new RecordTag(RecordTag.Kind.BATCH, b.epoch(), b.index(), b.sampleStart(),
+                    tag = new RecordTag(RecordTag.Kind.BATCH, b.epoch(), b.index(), b.sampleStart(),
                             consumer.streamPosition(b), b.size());
-                    CountDownLatch[] released = new CountDownLatch[1];
-                    send(() -> {
-                        released[0] = out.load(b);
-                        listener.putNext(tag.encode(allocator));
-                        out.clear();
-                    });
-                    awaitWritten(released[0]);
+                    out.load(b);
                 }
+                send(() -> {
+                    listener.putNext(tag.encode(allocator));
+                    out.clear();
+                });
                 batches++;
-                samples += b.size();
+                samples += tag.samples();
             }
             if (samples == 0 && consumer.isEndOfStream()) {
                 break;
@@ -170,31 +170,6 @@ final class StreamSession {
             throw new CancelledException();
         } finally {
             lock.unlock();
-        }
-    }
-
-    /**
-     * gRPC holds the batch's arena memory until it has copied the message into its own buffers (or, with
-     * Flight's zero-copy write, until the message is on the socket); the batch, and with it the slot, is
-     * released only after that. A cancelled call drops its queued
-     * messages, which releases the memory too; the wait after a cancel is bounded all the same.
-     */
-    private void awaitWritten(CountDownLatch released) {
-        long cancelledAt = 0;
-        try {
-            while (!released.await(50, TimeUnit.MILLISECONDS)) {
-                if (cancelled) {
-                    if (cancelledAt == 0) {
-                        cancelledAt = System.nanoTime();
-                    } else if (System.nanoTime() - cancelledAt > 2_000_000_000L) {
-                        LOG.warn("remote consumer {} left, and gRPC still holds a batch it did not write", peer);
-                        throw new CancelledException();
-                    }
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new CancelledException();
         }
     }
 

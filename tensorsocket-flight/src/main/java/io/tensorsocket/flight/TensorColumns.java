@@ -10,11 +10,9 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.ForeignAllocation;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -137,10 +135,11 @@ public final class TensorColumns {
     }
 
     /**
-     * Loads batches into a {@link VectorSchemaRoot} for sending, without copying tensor data: each
-     * column's values buffer wraps the batch's memory (shared memory for a batch inside one slot). The
-     * root points into a batch until the next {@link #load} or {@link #close()}, so the batch must stay
-     * open until the root has been sent.
+     * Loads batches into a {@link VectorSchemaRoot} for sending. Each tensor is copied once, into a buffer
+     * of the allocator's (recycled, so the copy runs at memory speed), and the batch can be released at
+     * once: a slow or vanished remote consumer never holds a slot of the arena, and gRPC never reads memory
+     * the producer may refill. The root owns the copies until the next {@link #load} or {@link #clear()};
+     * with Flight's zero-copy write gRPC then holds them until they are on the socket.
      */
     static final class Outbound implements AutoCloseable {
         private final BufferAllocator allocator;
@@ -160,18 +159,12 @@ public final class TensorColumns {
             return root;
         }
 
-        /**
-         * Loads {@code batch} into the root without copying its tensors. The returned latch opens when every
-         * Arrow reference to the batch's memory is gone: at {@link #clear()} when Flight copies what it sends,
-         * or once gRPC has written the message when Flight's zero-copy write hands it the memory itself. The
-         * batch must stay open until then.
-         */
-        CountDownLatch load(Batch batch) {
+        /** Copies {@code batch} into the root; the batch may be closed as soon as this returns. */
+        void load(Batch batch) {
             int n = batch.size();
-            CountDownLatch released = new CountDownLatch(specs.size());
             List<ArrowFieldNode> nodes = new ArrayList<>();
             List<ArrowBuf> buffers = new ArrayList<>();
-            List<ArrowBuf> wrapped = new ArrayList<>();
+            List<ArrowBuf> staged = new ArrayList<>();
             long maxElements = 1;
             for (TensorSpec s : specs) {
                 maxElements = Math.max(maxElements, Tensor.numel(s.sampleShape()));
@@ -179,7 +172,6 @@ public final class TensorColumns {
             ensureOnes(n * maxElements); // before slicing: growing frees the old buffer
             try {
                 for (TensorSpec s : specs) {
-                    Tensor t = batch.tensor(s.name());
                     long k = Tensor.numel(s.sampleShape());
                     if (s.sampleShape().length > 0) {
                         nodes.add(new ArrowFieldNode(n, 0));
@@ -187,23 +179,19 @@ public final class TensorColumns {
                     }
                     nodes.add(new ArrowFieldNode(n * k, 0));
                     buffers.add(ones(n * k));
-                    MemorySegment data = t.data();
-                    ArrowBuf buf = allocator.wrapForeignAllocation(new ForeignAllocation(data.byteSize(), data.address()) {
-                        @Override
-                        protected void release0() {
-                            released.countDown(); // the batch owns the memory; its sender closes it after this
-                        }
-                    });
-                    wrapped.add(buf);
-                    buffers.add(buf);
+                    MemorySegment data = batch.tensor(s.name()).data();
+                    ArrowBuf buf = allocator.buffer(Math.max(data.byteSize(), 1));
+                    staged.add(buf);
+                    MemorySegment.copy(data, 0, MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(data.byteSize()), 0,
+                            data.byteSize());
+                    buffers.add(buf.slice(0, data.byteSize()));
                 }
                 try (ArrowRecordBatch arb = new ArrowRecordBatch(n, nodes, buffers)) {
                     loader.load(arb);
                 }
             } finally {
-                wrapped.forEach(ArrowBuf::close);
+                staged.forEach(ArrowBuf::close); // the root holds its own references now
             }
-            return released;
         }
 
         private ArrowBuf ones(long bits) {
