@@ -24,7 +24,7 @@ import numpy as np
 
 from .consumer import Batch
 from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
-                     ProtocolError, RequestRejected, TensorSocketTimeout)
+                     ProtocolError, RequestRejected, TensorSocketError, TensorSocketTimeout)
 
 SCHEMES = ("grpc", "grpc+tls")
 _TAG = struct.Struct("<iiqqqqq")
@@ -364,7 +364,7 @@ class RemoteConsumer:
 
     def _check_open(self):
         if self._closed:
-            raise ValueError("this consumer of %s is closed" % self.address)
+            raise TensorSocketError("this consumer of %s is closed" % self.address)
 
     def close(self):
         """Releases the current batch and ends the call; the server frees what it held at once. Idempotent."""

@@ -112,6 +112,9 @@ class StreamTest(unittest.TestCase):
                     self.assertTrue(last.released)
                 self.assertEqual(list(c), [])
                 self.assertTrue(c.is_end_of_stream())
+            with self.assertRaises(errors.TensorSocketError) as closed:  # as a closed local consumer says
+                iter(c)
+            self.assertIn("is closed", str(closed.exception))
             self.assertIn("batch_size=4", server.tickets[0])
 
     def test_a_silent_server_is_gone_within_the_silence_timeout(self):
