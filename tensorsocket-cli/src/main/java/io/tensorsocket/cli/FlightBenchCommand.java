@@ -41,8 +41,9 @@ import picocli.CommandLine.Option;
 final class FlightBenchCommand implements Callable<Integer> {
     private static final long[] SHAPE = {3, 224, 224};
     private static final int BATCH = 64;
+    private static final int WARM_BATCHES = 10;
 
-    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after 2 s of warm-up (default ${DEFAULT-VALUE}).")
+    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up of at least 2 s and 10 batches per consumer (default ${DEFAULT-VALUE}).")
     double seconds;
 
     @Option(names = "--only", split = ",", description = "Cases: shm, flight, relay (default: all).")
@@ -118,8 +119,11 @@ final class FlightBenchCommand implements Callable<Integer> {
                 }
             }));
         }
+        // Warm until every consumer has had WARM_BATCHES: until then the send and receive buffers are still
+        // being allocated (fresh memory, slow on a VM) and the code compiled. Bounded, so a stall still ends.
         long warm = System.nanoTime() + 2_000_000_000L;
-        while (System.nanoTime() < warm || sum(counts) == 0) {
+        long warmLimit = System.nanoTime() + 60_000_000_000L;
+        while ((System.nanoTime() < warm || min(counts) < WARM_BATCHES) && System.nanoTime() < warmLimit) {
             Thread.sleep(50);
             if (!errors.isEmpty()) {
                 break;
@@ -183,12 +187,12 @@ final class FlightBenchCommand implements Callable<Integer> {
         }
     }
 
-    private static long sum(AtomicLongArray a) {
-        long s = 0;
+    private static long min(AtomicLongArray a) {
+        long m = Long.MAX_VALUE;
         for (int i = 0; i < a.length(); i++) {
-            s += a.get(i);
+            m = Math.min(m, a.get(i));
         }
-        return s;
+        return m;
     }
 
     private static long[] snapshot(AtomicLongArray a) {
