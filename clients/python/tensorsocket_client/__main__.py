@@ -40,10 +40,7 @@ def consume(args):
     target = dict(directory=args.dir) if args.dir else dict(name=args.name)
     if args.name is not None and args.name.lower().startswith(("grpc://", "grpc+tls://")):
         target.update(token=args.token, token_file=args.token_file, trust=args.trust, epochs=args.epochs or 0,
-                      silence_timeout=args.silence_timeout_s)
-        if args.wait_for_epoch_start:
-            raise _Failure("--wait-for-epoch-start is for local producers; a grpc:// stream starts where its server's"
-                           " consumer joins")
+                      silence_timeout=args.silence_timeout_s, wait_for_epoch_start=args.wait_for_epoch_start)
     elif args.token or args.token_file or args.trust:
         raise _Failure("--token/--token-file/--trust are for grpc:// producers; '%s' is a local one"
                        % (args.name or args.dir))

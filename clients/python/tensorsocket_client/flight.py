@@ -83,7 +83,8 @@ class RemoteConsumer:
     """Reads a producer served over Flight at ``grpc://HOST:PORT/NAME``; see the module comment."""
 
     def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
-                 batch_timeout=120.0, token=None, token_file=None, trust=None, epochs=0, silence_timeout=2.0):
+                 batch_timeout=120.0, token=None, token_file=None, trust=None, epochs=0, silence_timeout=2.0,
+                 wait_for_epoch_start=False):
         if directory is not None:
             raise ValueError("a grpc:// producer has no local directory; pass only its address")
         if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
@@ -124,7 +125,8 @@ class RemoteConsumer:
         self._options = fl.FlightCallOptions(headers=headers)
         ticket = urllib.parse.urlencode([("v", "1"), ("name", producer), ("batch_size", str(self.batch_size)),
                                          ("drop_last", "1" if self.drop_last else "0"), ("epochs", str(int(epochs))),
-                                         ("batch_timeout_ms", str(int(batch_timeout * 1000)))])
+                                         ("batch_timeout_ms", str(int(batch_timeout * 1000))),
+                                         ("start", "next_epoch_start" if wait_for_epoch_start else "join_now")])
         self._stop = threading.Event()
         self._watchdog = threading.Thread(target=self._watch, name="tensorsocket-remote-watchdog", daemon=True)
         try:

@@ -116,6 +116,13 @@ class StreamTest(unittest.TestCase):
                 iter(c)
             self.assertIn("is closed", str(closed.exception))
             self.assertIn("batch_size=4", server.tickets[0])
+            self.assertIn("start=join_now", server.tickets[0])
+
+    def test_asks_the_server_to_wait_for_the_next_epoch_start(self):
+        with _Server() as server:
+            with TensorConsumer("grpc://127.0.0.1:%d/p" % server.port, batch_size=4, wait_for_epoch_start=True):
+                pass
+            self.assertIn("start=next_epoch_start", server.tickets[0])
 
     def test_a_silent_server_is_gone_within_the_silence_timeout(self):
         with _Server(heartbeat_only=True) as server:

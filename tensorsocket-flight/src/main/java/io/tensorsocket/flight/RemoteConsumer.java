@@ -128,7 +128,7 @@ public final class RemoteConsumer implements RemoteStream {
         VectorSchemaRoot opened = null;
         try {
             StreamRequest request = new StreamRequest(address.name(), options.batchSize(), options.dropLast(),
-                    remote.epochs(), options.batchTimeout());
+                    remote.epochs(), options.batchTimeout(), options.startPolicy());
             r = new DoGetReader(this.channel, allocator, request.encode(), remote.token());
             DoGetReader started = r;
             watchdog.scheduleAtFixedRate(() -> check(started), 100, 100, TimeUnit.MILLISECONDS);

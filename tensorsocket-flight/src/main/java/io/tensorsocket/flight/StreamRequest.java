@@ -1,5 +1,6 @@
 package io.tensorsocket.flight;
 
+import io.tensorsocket.StartPolicy;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +13,9 @@ import java.util.Map;
  * {@code application/x-www-form-urlencoded} query string so any Flight client can write it:
  *
  * <pre>
- *   v=1&amp;name=train&amp;batch_size=64&amp;drop_last=0&amp;epochs=0&amp;batch_timeout_ms=120000
+ *   v=1&amp;name=train&amp;batch_size=64&amp;drop_last=0&amp;epochs=0&amp;batch_timeout_ms=120000&amp;start=join_now
+ *   │    │          │             │           │         │                      └ start policy (optional):
+ *   │    │          │             │           │         │                        join_now or next_epoch_start
  *   │    │          │             │           │         └ bound on the wait for any one batch (optional)
  *   │    │          │             │           └ epochs to stream, 0 = until the producer's stream ends (optional)
  *   │    │          │             └ 1: drop each epoch's short last batch (optional, default 0)
@@ -28,8 +31,11 @@ import java.util.Map;
  * @param dropLast       drop each epoch's short last batch
  * @param epochs         epochs to stream; 0 streams until the producer's stream ends
  * @param batchTimeout   bound on the server's wait for any one batch
+ * @param startPolicy    what the server's consumer does when it arrives after the epoch's start has left
+ *                       the rubber band (as {@link io.tensorsocket.ConsumerOptions#withStartPolicy})
  */
-public record StreamRequest(String name, int batchSize, boolean dropLast, long epochs, Duration batchTimeout) {
+public record StreamRequest(String name, int batchSize, boolean dropLast, long epochs, Duration batchTimeout,
+                            StartPolicy startPolicy) {
 
     /** The ticket version this code writes and reads. */
     public static final int VERSION = 1;
@@ -47,6 +53,9 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
         if (batchTimeout == null || batchTimeout.isNegative() || batchTimeout.isZero()) {
             throw new IllegalArgumentException("batch timeout must be positive, got " + batchTimeout);
         }
+        if (startPolicy == null) {
+            throw new IllegalArgumentException("a stream request needs a start policy");
+        }
     }
 
     /** The ticket bytes. */
@@ -58,6 +67,7 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
         m.put("drop_last", dropLast ? "1" : "0");
         m.put("epochs", Long.toString(epochs));
         m.put("batch_timeout_ms", Long.toString(batchTimeout.toMillis()));
+        m.put("start", startPolicy.label());
         StringBuilder sb = new StringBuilder();
         m.forEach((k, v) -> {
             if (!sb.isEmpty()) {
@@ -102,6 +112,7 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
         m.remove("drop_last");
         long epochs = number(m.remove("epochs"), 0);
         long timeoutMs = number(m.remove("batch_timeout_ms"), 120_000);
+        StartPolicy start = startPolicy(m.remove("start"));
         if (!m.isEmpty()) {
             throw new IllegalArgumentException("ticket has unknown keys " + m.keySet());
         }
@@ -109,7 +120,19 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
         if (b > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("batch size " + b + " is too large");
         }
-        return new StreamRequest(name, (int) b, dropLast, epochs, Duration.ofMillis(timeoutMs));
+        return new StreamRequest(name, (int) b, dropLast, epochs, Duration.ofMillis(timeoutMs), start);
+    }
+
+    private static StartPolicy startPolicy(String label) {
+        if (label == null) {
+            return StartPolicy.JOIN_NOW;
+        }
+        for (StartPolicy p : StartPolicy.values()) {
+            if (p.label().equals(label)) {
+                return p;
+            }
+        }
+        throw new IllegalArgumentException("ticket start '" + label + "' is neither join_now nor next_epoch_start");
     }
 
     private static long number(String text, long dflt) {

@@ -66,7 +66,7 @@ final class StreamSession {
         Context.current().addListener(ctx -> onCancel(), Runnable::run);
         listener.setOnReadyHandler(this::signalReady);
         ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
-                .withBatchTimeout(request.batchTimeout()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer);
+                .withBatchTimeout(request.batchTimeout()).withStartPolicy(request.startPolicy()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer);
         ScheduledFuture<?> heartbeat = timer.scheduleAtFixedRate(this::heartbeat, 250, 250, TimeUnit.MILLISECONDS);
         try (TensorConsumer consumer = TensorConsumer.connect(producerDirectory, opts);
              TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,

@@ -9,6 +9,8 @@ import io.tensorsocket.BatchReleasedException;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
+import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
@@ -16,6 +18,7 @@ import io.tensorsocket.source.SyntheticVerifier;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -73,6 +76,38 @@ class FlightServeTest {
                 assertTrue(v.finishEpoch().exact(300));
             }
             assertTrue(!c.iterator().hasNext() && c.isEndOfStream(), "the producer served 2 epochs");
+        }
+    }
+
+    @Test
+    void aRemoteConsumerThatWaitsForTheNextEpochStartsThereAndGetsItWhole() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("synthetic:samples=3200,shape=2x3x5,dtype=float32,seed=5");
+        try (TensorProducer p = TensorProducer.builder().directory(dir.resolve("w")).source(new SyntheticSource(spec, 32))
+                .epochs(2).slots(6).build().start();
+             FlightServe f = FlightServe.builder().producer(p).build().start();
+             TensorConsumer local = TensorConsumer.connect(dir.resolve("w"), ConsumerOptions.batchSize(32))) {
+            Iterator<Batch> it = local.iterator();
+            for (int i = 0; i < 6; i++) {
+                it.next().close(); // six slots in, epoch 0's start has left the rubber band
+            }
+            ConsumerOptions waits = ConsumerOptions.batchSize(45).withStartPolicy(StartPolicy.NEXT_EPOCH_START);
+            try (RemoteConsumer c = RemoteConsumer.connect(f.address(), waits, RemoteOptions.defaults())) {
+                assertEquals(StartMode.EPOCH_START, c.startMode());
+                assertEquals(1, c.startEpoch());
+                assertEquals(0, c.startSample());
+                Thread drain = Thread.ofPlatform().start(() -> {
+                    it.forEachRemaining(Batch::close);
+                    local.forEach(Batch::close);
+                });
+                try (SyntheticVerifier v = new SyntheticVerifier(spec)) {
+                    for (Batch b : c) {
+                        assertEquals(1, b.epoch());
+                        v.accept(b, c.streamPosition(b));
+                    }
+                    assertTrue(v.finishEpoch().exact(3200));
+                }
+                drain.join(30_000);
+            }
         }
     }
 
@@ -159,8 +194,10 @@ class FlightServeTest {
 
     @Test
     void ticketsAndAddressesRoundTripAndRefuseNonsense() {
-        StreamRequest r = new StreamRequest("a b&c", 17, true, 3, Duration.ofSeconds(9));
+        StreamRequest r = new StreamRequest("a b&c", 17, true, 3, Duration.ofSeconds(9), StartPolicy.NEXT_EPOCH_START);
         assertEquals(r, StreamRequest.parse(r.encode()));
+        assertEquals(StartPolicy.JOIN_NOW, StreamRequest.parse("v=1&name=x&batch_size=4".getBytes()).startPolicy());
+        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&start=later".getBytes()));
         assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=2&name=x&batch_size=1".getBytes()));
         assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=0".getBytes()));
         assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes()));
