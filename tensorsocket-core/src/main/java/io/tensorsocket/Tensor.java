@@ -128,7 +128,9 @@ public final class Tensor {
 
     /**
      * The data itself. For a received tensor this is a read-only view of shared memory, valid as long as
-     * its batch; the JDK refuses access through it after the batch is released.
+     * its batch; the JDK refuses access through it once the batch is closed, or, for a batch released by
+     * asking for the next one, from the consumer's following call on (until then it still reads this
+     * batch's bytes: its memory is reused only after that).
      */
     public MemorySegment data() {
         lease.check();

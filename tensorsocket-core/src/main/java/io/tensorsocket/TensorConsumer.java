@@ -24,6 +24,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,7 +50,9 @@ import java.util.function.Supplier;
  * <p>Each {@code for} loop over the consumer yields one epoch: every sample exactly once, in the
  * producer's order, the last short batch included unless {@link ConsumerOptions#dropLast()}. A batch
  * that lies inside one arena slot is a zero-copy view; one that spans slots is gathered into a buffer
- * this consumer owns. A batch is valid until the next one is requested or it is closed.
+ * this consumer owns. A batch is valid until the next one is requested or it is closed. The producer
+ * learns of a release made by asking for the next batch at this consumer's following call (or before it
+ * waits), so that nothing but the batch itself lies between a batch's arrival and its handing out.
  *
  * <p>A name of the form {@code grpc://HOST:PORT/NAME} (or {@code grpc+tls://}) reaches a producer on
  * another host served over Arrow Flight ({@code tensorsocket serve --flight}), with the same contract;
@@ -78,6 +81,11 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     /** Which producer batches this consumer holds and where its epochs lie: see {@link ConsumerStream}. */
     private final ConsumerStream stream;
     private Batch current;
+    /**
+     * The batch released by the latest {@code next()}, whose JDK scope is closed at the consumer's next call
+     * (or before its memory is reused), not while the next batch is handed out: see {@link #releaseConsumed()}.
+     */
+    private Lease retired;
     private boolean closed;
     /** Time inside the iterator (waiting for data) and outside it (the caller working), for progress reports. */
     private long waitNanos;
@@ -496,6 +504,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public boolean hasNext() {
             return timed(() -> {
+                releaseConsumed();
                 if (stream.epochBase() != epochBaseAtStart) {
                     return false; // a newer iterator took over
                 }
@@ -506,6 +515,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public Batch next() {
             return timed(() -> {
+                releaseConsumed();
                 closeCurrent();
                 int n = stream.epochBase() == epochBaseAtStart ? nextBatchSize() : 0;
                 if (n == 0) {
@@ -595,8 +605,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         link.check();
         while (true) {
             int n = stream.nextBatch();
+            if (n == 0) {
+                releaseConsumed(); // the epoch is over: nothing may stay held while the caller does other work
+            }
             if (n != ConsumerStream.NEED_MORE) {
-                releaseConsumed();
                 return n;
             }
             receiveOne();
@@ -608,6 +620,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         if (violation != null) {
             throw violation;
         }
+        releaseConsumed(); // before waiting: the producer may be waiting for these very slots
         Message m = link.take(options.batchTimeout().toNanos(), "batch data");
         try {
             handle(m);
@@ -660,6 +673,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             TensorSpec spec = specs.get(t);
             long sb = sampleBytes[t];
             MemorySegment view;
+            if (!plan.single()) {
+                closeRetired(); // its views may read the gather buffer that is about to be refilled
+            }
             if (plan.single()) {
                 ConsumerStream.Piece p = plan.pieces().getFirst();
                 view = arena.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
@@ -674,9 +690,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                     view.reinterpret(lease.scope(), null).asReadOnly(), lease));
         }
         long pinned = plan.single() ? plan.pieces().getFirst().seq() : -1;
-        Batch batch = new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
-        releaseConsumed();
-        return batch;
+        return new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
     }
 
     private void onBatchClosed(long pinned) {
@@ -685,8 +699,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             if (pinned >= 0) {
                 stream.unpin(pinned);
             }
-            if (!closed) {
-                releaseConsumed();
+            if (!closed && lock.getHoldCount() == 1) {
+                releaseConsumed(); // closed by the caller; inside an iterator call it waits (see releaseConsumed)
             }
         } catch (TensorSocketException e) {
             // the producer is gone; the next call on the consumer reports it, closing a batch does not
@@ -695,17 +709,43 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
+    /**
+     * Closes the retired batch's scope and tells the producer which batches this consumer is done with, in
+     * one write. Inside an iterator call this runs on entry, before waiting and at an epoch's end, never
+     * between a batch's arrival and its handing out: a scope close is a handshake with every thread of the
+     * JVM, and a socket write wakes the producer, which on a machine with few cores takes the core from this
+     * thread; either would add to the next batch's latency.
+     */
     private void releaseConsumed() {
+        closeRetired(); // first: a slot goes back only once no view of it can be read
+        List<Message> releases = null;
         for (long seq = stream.pollReleasable(); seq >= 0; seq = stream.pollReleasable()) {
-            link.send(new Message.Release(seq));
+            if (releases == null) {
+                releases = new ArrayList<>(2);
+            }
+            releases.add(new Message.Release(seq));
+        }
+        if (releases != null) {
+            link.send(releases);
         }
     }
 
+    /** Releases the current batch, its JDK scope left open until the consumer's next call ({@link #retired}). */
     private void closeCurrent() {
         Batch b = current;
         current = null;
         if (b != null) {
-            b.close();
+            closeRetired();
+            retired = b.lease();
+            b.retire();
+        }
+    }
+
+    private void closeRetired() {
+        Lease r = retired;
+        retired = null;
+        if (r != null) {
+            r.closeScope();
         }
     }
 
@@ -732,6 +772,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             if (b != null) {
                 b.close();
             }
+            closeRetired();
             if (remote != null) {
                 remote.close();
                 return;

@@ -332,13 +332,14 @@ public final class ConsumerLink implements AutoCloseable {
         return streamEnded;
     }
 
-    public void send(Message m) {
+    /** Sends {@code frames} in one write. */
+    public void send(java.util.List<Message> frames) {
         if (streamEnded) {
-            channel.sendQuietly(m); // the producer may already be gone after a finished stream
+            channel.sendQuietly(frames); // the producer may already be gone after a finished stream
             return;
         }
         try {
-            channel.send(m);
+            channel.send(frames);
         } catch (IOException e) {
             readWhatIsLeft(); // an ERROR the producer sent before it closed says more than the broken pipe
             check();
