@@ -460,24 +460,26 @@ public final class ProducerCore implements BatchSink {
     }
 
     /**
-     * Records that {@code s} released {@code seq}.
+     * Records that {@code s} released the first {@code n} of {@code seqs}.
      *
-     * @return false if {@code s} did not hold that batch (a protocol violation)
+     * @return the first of them {@code s} did not hold (a protocol violation), or -1
      */
-    boolean release(ConsumerSession s, long seq) {
+    long release(ConsumerSession s, long[] seqs, int n) {
         lock.lock();
         try {
             if (!s.attached) {
-                return true; // a release racing with eviction: nothing left to do
+                return -1; // releases racing with eviction: nothing left to do
             }
-            if (!s.held.remove(seq)) {
-                return false;
+            for (int i = 0; i < n; i++) {
+                if (!s.held.remove(seqs[i])) {
+                    return seqs[i];
+                }
+                Slot slot = slotOf(seqs[i]);
+                slot.holders--;
+                s.position = Math.max(s.position, slot.batch.end(geometry));
             }
-            Slot slot = slotOf(seq);
-            slot.holders--;
-            s.position = Math.max(s.position, slot.batch.end(geometry));
             changed.signalAll();
-            return true;
+            return -1;
         } finally {
             lock.unlock();
         }
