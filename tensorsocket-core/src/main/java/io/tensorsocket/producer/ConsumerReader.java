@@ -14,15 +14,22 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Reads what every attached consumer sends (RELEASE, PROGRESS, heartbeat answers, BYE) on one thread, over
  * one selector: a wake-up drains every connection that has data and applies each consumer's releases
  * under one acquisition of the producer's lock. Serving one more consumer thus costs a read per wake-up,
- * not a thread of its own to wake, schedule and park again for every release.
+ * not a thread of its own to wake, schedule and park again for every release; and while the producer
+ * waits for no slot, wake-ups are spaced by {@link #GATHER_NANOS} so that one reads many releases.
  */
 final class ConsumerReader implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ConsumerReader.class);
+    /**
+     * How long releases may gather while the producer needs none of them: with K consumers one wake-up
+     * then reads what K wake-ups would. A consumer that leaves or dies is noticed at most this much later.
+     */
+    private static final long GATHER_NANOS = 1_000_000L;
 
     private final ProducerCore core;
     private final Selector selector;
@@ -36,6 +43,7 @@ final class ConsumerReader implements AutoCloseable {
         this.core = core;
         this.selector = Selector.open();
         this.thread = Thread.ofPlatform().daemon().name("tensorsocket-consumer-reader").start(this::run);
+        core.onReleaseWanted(() -> LockSupport.unpark(thread));
     }
 
     /** Starts reading {@code s}, a consumer that has joined. */
@@ -55,6 +63,9 @@ final class ConsumerReader implements AutoCloseable {
                     drain((ConsumerSession) k.attachment());
                 }
                 selector.selectedKeys().clear();
+                if (!core.awaitingRelease() && !closed) {
+                    LockSupport.parkNanos(this, GATHER_NANOS); // cut short when the producer starts waiting
+                }
             }
         } catch (IOException | ClosedSelectorException e) {
             if (!closed) {
@@ -124,6 +135,7 @@ final class ConsumerReader implements AutoCloseable {
     public void close() {
         closed = true;
         selector.wakeup();
+        LockSupport.unpark(thread);
         try {
             thread.join(1000);
             selector.close();

@@ -84,6 +84,8 @@ public final class ProducerCore implements BatchSink {
     private final Map<Integer, ConsumerSession> consumers = new LinkedHashMap<>();
     private final ArrayDeque<Claim> claims = new ArrayDeque<>();
 
+    private volatile boolean awaitingRelease;
+    private volatile Runnable releaseWanted = () -> { };
     private long nextSeq;
     private boolean streamEnded;
     private String closedReason;
@@ -193,6 +195,7 @@ public final class ProducerCore implements BatchSink {
                 continue;
             }
             if (slots[slot].holders == 0) {
+                awaitingRelease = false;
                 return;
             }
             long waited = System.nanoTime() - stalledSince;
@@ -202,8 +205,23 @@ public final class ProducerCore implements BatchSink {
                 stalledSince = System.nanoTime();
                 continue;
             }
+            awaitingRelease = true;
+            releaseWanted.run();
             awaitNanos(left);
         }
+    }
+
+    /**
+     * Whether the producer waits for a slot that consumers still hold: only then is a release wanted at
+     * once; otherwise the {@link ConsumerReader} lets releases gather and reads them in fewer wake-ups.
+     */
+    boolean awaitingRelease() {
+        return awaitingRelease;
+    }
+
+    /** Sets what tells the reader that the producer started waiting for a release. */
+    void onReleaseWanted(Runnable r) {
+        this.releaseWanted = r;
     }
 
     private void awaitConsumers(int needed) {
@@ -470,15 +488,18 @@ public final class ProducerCore implements BatchSink {
             if (!s.attached) {
                 return -1; // releases racing with eviction: nothing left to do
             }
+            boolean freed = false;
             for (int i = 0; i < n; i++) {
                 if (!s.held.remove(seqs[i])) {
                     return seqs[i];
                 }
                 Slot slot = slotOf(seqs[i]);
-                slot.holders--;
+                freed |= --slot.holders == 0;
                 s.position = Math.max(s.position, slot.batch.end(geometry));
             }
-            changed.signalAll();
+            if (freed) {
+                changed.signalAll(); // only a free slot is worth waking the producer for, not each of K releases
+            }
             return -1;
         } finally {
             lock.unlock();
