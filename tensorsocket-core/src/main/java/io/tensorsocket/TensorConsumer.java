@@ -4,6 +4,8 @@ import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.consumer.ConsumerLink;
+import io.tensorsocket.consumer.ProducerSocket;
+import io.tensorsocket.consumer.ProgressMeter;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.spi.RemoteConnector;
@@ -16,12 +18,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.ConnectException;
-import java.net.SocketException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -87,13 +84,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     private Lease retired;
     private boolean closed;
-    /** Time inside the iterator (waiting for data) and outside it (the caller working), for progress reports. */
-    private long waitNanos;
-    private long workNanos;
-    private long outsideSince;
-    private long samplesHanded;
-    private long lastProgressNanos;
-    private static final long PROGRESS_EVERY_NANOS = 1_000_000_000L;
+    private final ProgressMeter meter = new ProgressMeter();
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
 
@@ -184,38 +175,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
-        try {
-            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
-        } catch (java.nio.file.AccessDeniedException e) {
-            throw new PermissionDeniedException("not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
-                    + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
-                    + " with --group <a group you are in>");
-        } catch (IOException e) {
-            // missing: reported just below
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
-                    + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
-        }
-        try {
-            ProducerDirectory.checkAccessibleToCurrentUser(dir);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
-        awaitFeeder(dir, socket, name, options.connectTimeout());
-        SocketChannel ch;
-        try {
-            ch = SocketChannel.open(StandardProtocolFamily.UNIX);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        try {
-            ch.connect(UnixDomainSocketAddress.of(socket));
-        } catch (IOException e) {
-            closeQuietly(ch);
-            throw connectFailure(name, dir, socket, e);
-        }
+        SocketChannel ch = ProducerSocket.connect(dir, name, options.connectTimeout());
         MessageChannel mc = new MessageChannel(ch);
         ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
         link.spinWait(options.spinWait().toNanos());
@@ -261,35 +221,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
-    /**
-     * An external producer opens its control socket only once its feeder has declared the batches; a consumer
-     * that comes first waits for that, up to its connect timeout, instead of finding no producer.
-     */
-    private static void awaitFeeder(Path dir, Path socket, String name, java.time.Duration timeout) {
-        Path feeder = dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
-        if (Files.exists(socket) || !Files.exists(feeder)) {
-            return;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Files.exists(socket)) {
-            if (!Files.exists(feeder)) {
-                return; // the producer went away: connecting says so
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new TensorSocketTimeoutException("producer '" + name + "' is still waiting for its feeder after "
-                        + timeout.toMillis() + " ms: it serves batches from an external loader that has not connected yet;"
-                        + " start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
-                        + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)) or connect with a longer timeout");
-            }
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TensorSocketTimeoutException("interrupted while waiting for the feeder of producer '" + name + "'");
-            }
-        }
-    }
-
     /** The arena layout a WELCOME describes; impossible geometry is the producer's protocol error. */
     private static ArenaLayout announcedLayout(String name, Message.Welcome w) {
         try {
@@ -299,31 +230,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         } catch (IllegalArgumentException | ArithmeticException e) {
             throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount() + " slots of "
                     + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
-        }
-    }
-
-    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e) {
-        String msg = String.valueOf(e.getMessage());
-        if (msg.contains("Permission denied")) {
-            return new PermissionDeniedException("not allowed to connect to producer '" + name + "' (" + socket
-                    + "); it belongs to another user or its permissions exclude you");
-        }
-        if (e instanceof ConnectException || e instanceof SocketException) {
-            if (!Files.exists(socket)) {
-                return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
-                        + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
-            }
-            return new ProducerNotFoundException("producer '" + name + "' is not running (" + socket + " is left over from a"
-                    + " producer that died); start it again, or remove the leftovers with: tensorsocket clean");
-        }
-        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + ": " + msg);
-    }
-
-    private static void closeQuietly(SocketChannel ch) {
-        try {
-            ch.close();
-        } catch (IOException ignored) {
-            // nothing to report about a socket that never connected
         }
     }
 
@@ -492,7 +398,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         public Batch next() {
             return timed(() -> {
                 Batch b = epoch.next();
-                samplesHanded += b.size();
+                meter.handed(b.size());
                 return b;
             });
         }
@@ -522,7 +428,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                     throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
                 }
                 current = assemble(n);
-                samplesHanded += n;
+                meter.handed(n);
                 return current;
             });
         }
@@ -534,32 +440,17 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     private <T> T timed(Supplier<T> call) {
         lock.lock();
-        long entered = enter();
+        long entered = meter.enter();
         try {
             checkOpen();
+            Message.Progress report = link != null ? meter.reportDue(entered, stream.epoch()) : null;
+            if (report != null) {
+                link.sendQuietly(report);
+            }
             return call.get();
         } finally {
-            leave(entered);
+            meter.leave(entered);
             lock.unlock();
-        }
-    }
-
-    private long enter() {
-        long now = System.nanoTime();
-        if (outsideSince != 0) {
-            workNanos += now - outsideSince;
-            outsideSince = 0;
-        }
-        return now;
-    }
-
-    private void leave(long entered) {
-        long now = System.nanoTime();
-        waitNanos += now - entered;
-        outsideSince = now;
-        if (link != null && !closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
-            lastProgressNanos = now;
-            link.sendQuietly(new Message.Progress(stream.epoch(), samplesHanded, waitNanos, workNanos));
         }
     }
 
@@ -571,7 +462,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long waitNanos() {
         lock.lock();
         try {
-            return waitNanos;
+            return meter.waitNanos();
         } finally {
             lock.unlock();
         }
@@ -581,7 +472,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long workNanos() {
         lock.lock();
         try {
-            return workNanos;
+            return meter.workNanos();
         } finally {
             lock.unlock();
         }
@@ -591,7 +482,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long samplesConsumed() {
         lock.lock();
         try {
-            return samplesHanded;
+            return meter.samples();
         } finally {
             lock.unlock();
         }

@@ -100,7 +100,7 @@ final class ConsumerReader implements AutoCloseable {
                         releases[n++] = r.seq();
                     }
                     case Message.Progress p -> core.progress(s, p);
-                    case Message.Heartbeat h -> core.heartbeatAnswered(s);
+                    case Message.Heartbeat h -> s.heartbeatAnswered();
                     case Message.Bye b -> leave = "said goodbye";
                     default -> {
                         s.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "unexpected " + m.getClass().getSimpleName()

@@ -517,8 +517,7 @@ public final class ProducerCore implements BatchSink {
         try {
             long now = System.nanoTime();
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                if (now - s.lastSentNanos >= idleNanos && s.unansweredHeartbeats < ConsumerSession.MAX_UNANSWERED_HEARTBEATS) {
-                    s.unansweredHeartbeats++;
+                if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable()) {
                     if (!s.send(new Message.Heartbeat())) {
                         detach(s, "connection lost");
                     }
@@ -529,26 +528,11 @@ public final class ProducerCore implements BatchSink {
         }
     }
 
-    /** A consumer answered a heartbeat. */
-    void heartbeatAnswered(ConsumerSession s) {
-        lock.lock();
-        try {
-            s.unansweredHeartbeats = Math.max(0, s.unansweredHeartbeats - 1);
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** Records a consumer's report about itself (for {@link #status}). */
     void progress(ConsumerSession s, Message.Progress p) {
         lock.lock();
         try {
-            if (s.progress != null) {
-                s.previousProgress = s.progress;
-                s.previousProgressNanos = s.progressNanos;
-            }
-            s.progress = p;
-            s.progressNanos = System.nanoTime();
+            s.progress(p);
         } finally {
             lock.unlock();
         }
@@ -584,20 +568,7 @@ public final class ProducerCore implements BatchSink {
                 if (list.size() == ProducerStatus.MAX_LISTED) {
                     break;
                 }
-                Message.Progress p = c.progress;
-                long epoch = p != null ? p.epoch() : geometry.epochOf(c.position);
-                double rate = 0;
-                if (p != null) {
-                    long fromNanos = c.previousProgress != null ? c.previousProgressNanos : c.joinedNanos;
-                    long fromSamples = c.previousProgress != null ? c.previousProgress.samples() : 0;
-                    long toNanos = now - c.progressNanos > 2_000_000_000L ? now : c.progressNanos;
-                    rate = toNanos > fromNanos ? (p.samples() - fromSamples) / ((toNanos - fromNanos) / 1e9) : 0;
-                }
-                list.add(new ProducerStatus.Consumer(c.id, Math.max(0, c.hello.pid()), c.user, c.hello.batchSize(),
-                        c.hello.dropLast(), c.startMode, epoch, c.position,
-                        Math.max(0, producerPosition - c.position), c.held.size(), c.batchesSent, p != null,
-                        p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
-                        p != null ? p.workNanos() : 0, now - c.joinedNanos, c.hello.client()));
+                list.add(c.status(now, producerPosition, geometry));
             }
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
                     samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,
