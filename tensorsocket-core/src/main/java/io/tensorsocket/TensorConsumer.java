@@ -47,9 +47,10 @@ import java.util.function.Supplier;
  * <p>Each {@code for} loop over the consumer yields one epoch: every sample exactly once, in the
  * producer's order, the last short batch included unless {@link ConsumerOptions#dropLast()}. A batch
  * that lies inside one arena slot is a zero-copy view; one that spans slots is gathered into a buffer
- * this consumer owns. A batch is valid until the next one is requested or it is closed. The producer
- * learns of a release made by asking for the next batch at this consumer's following call (or before it
- * waits), so that nothing but the batch itself lies between a batch's arrival and its handing out.
+ * this consumer owns. A batch is valid until the next one is requested or it is closed. When the consumer
+ * had to wait for the next batch, the producer learns of the previous one's release at the consumer's
+ * following call (or before it waits again), so that nothing but the batch itself lies between the awaited
+ * batch's arrival and its handing out.
  *
  * <p>A name of the form {@code grpc://HOST:PORT/NAME} (or {@code grpc+tls://}) reaches a producer on
  * another host served over Arrow Flight ({@code tensorsocket serve --flight}), with the same contract;
@@ -79,10 +80,13 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private final ConsumerStream stream;
     private Batch current;
     /**
-     * The batch released by the latest {@code next()}, whose JDK scope is closed at the consumer's next call
-     * (or before its memory is reused), not while the next batch is handed out: see {@link #releaseConsumed()}.
+     * The batch released by the latest {@code next()} of a batch this consumer had to wait for: its JDK
+     * scope is closed, and its slot given back, at the consumer's next call (or before it waits, or before
+     * the memory is reused), not while the awaited batch is handed out: see {@link #releaseConsumed()}.
      */
     private Lease retired;
+    /** Whether the batch about to be handed out had to be waited for (the consumer is faster than the producer). */
+    private boolean waitedForData;
     private boolean closed;
     private final ProgressMeter meter = new ProgressMeter();
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
@@ -428,6 +432,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                     throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
                 }
                 current = assemble(n);
+                if (!waitedForData) {
+                    releaseConsumed(); // the slots a gathered batch was copied from
+                }
+                waitedForData = false;
                 meter.handed(n);
                 return current;
             });
@@ -513,6 +521,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
         releaseConsumed(); // before waiting: the producer may be waiting for these very slots
         Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+        waitedForData |= link.waited();
         try {
             handle(m);
         } catch (ProtocolException e) {
@@ -590,8 +599,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             if (pinned >= 0) {
                 stream.unpin(pinned);
             }
-            if (!closed && lock.getHoldCount() == 1) {
-                releaseConsumed(); // closed by the caller; inside an iterator call it waits (see releaseConsumed)
+            if (!closed && (retired == null || lock.getHoldCount() == 1)) {
+                releaseConsumed(); // but a release that waits for the consumer's next call (see retired)
             }
         } catch (TensorSocketException e) {
             // the producer is gone; the next call on the consumer reports it, closing a batch does not
@@ -602,10 +611,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /**
      * Closes the retired batch's scope and tells the producer which batches this consumer is done with, in
-     * one write. Inside an iterator call this runs on entry, before waiting and at an epoch's end, never
-     * between a batch's arrival and its handing out: a scope close is a handshake with every thread of the
-     * JVM, and a socket write wakes the producer, which on a machine with few cores takes the core from this
-     * thread; either would add to the next batch's latency.
+     * one write. For a batch the consumer waited for, this runs at the next call, before waiting or at an
+     * epoch's end, never between the batch's arrival and its handing out: a scope close is a handshake with
+     * every thread of the JVM, and a socket write wakes the producer, which on a machine with few cores takes
+     * the core from this thread; either would add to the awaited batch's latency.
      */
     private void releaseConsumed() {
         closeRetired(); // first: a slot goes back only once no view of it can be read
@@ -621,14 +630,19 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
-    /** Releases the current batch, its JDK scope left open until the consumer's next call ({@link #retired}). */
+    /**
+     * Releases the current batch: at once if the next batch was already there (the consumer is the slower
+     * side: the producer may be waiting for this slot), else at the consumer's next call ({@link #retired}).
+     */
     private void closeCurrent() {
         Batch b = current;
         current = null;
-        if (b != null) {
-            closeRetired();
+        closeRetired();
+        if (b != null && waitedForData) {
             retired = b.lease();
             b.retire();
+        } else if (b != null) {
+            b.close();
         }
     }
 

@@ -42,7 +42,7 @@ class LifetimeTest {
             assertThrows(BatchReleasedException.class, () -> data.getFloat(0));
             assertThrows(BatchReleasedException.class, data::data);
             assertThrows(BatchReleasedException.class, () -> zeroCopy.tensor("data"));
-            try { // closed at once if next() waited for data, else at the consumer's next call
+            try { // closed at once, or, if the consumer had waited for the next batch, at its next call
                 assertEquals(first, segment.get(ValueLayout.JAVA_FLOAT, 0), "never recycled bytes");
             } catch (IllegalStateException closedAlready) {
                 assertTrue(closedAlready.getMessage().contains("closed"), closedAlready.toString());

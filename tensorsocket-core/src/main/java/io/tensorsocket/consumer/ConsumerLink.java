@@ -70,6 +70,8 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile long lastHeard = System.nanoTime();
     /** How long a waiting iterator polls the socket before it blocks in its selector; 0 = block at once. */
     private volatile long spinNanos;
+    /** See {@link #waited()}; read and written by the iterating thread only. */
+    private boolean waited;
 
     /**
      * Lets a waiting iterator poll the socket for up to {@code nanos} before it sleeps in the selector.
@@ -221,6 +223,7 @@ public final class ConsumerLink implements AutoCloseable {
      */
     public Message take(long timeoutNanos, String awaited) {
         long deadline = System.nanoTime() + timeoutNanos;
+        waited = false;
         check();
         Message m = inbox.poll();
         if (m != null) {
@@ -244,6 +247,7 @@ public final class ConsumerLink implements AutoCloseable {
                     if (readFrames()) {
                         continue;
                     }
+                    waited = true;
                     if (spinUntilReadable(deadline)) {
                         continue;
                     }
@@ -284,6 +288,11 @@ public final class ConsumerLink implements AutoCloseable {
     private TensorSocketException timeout(long timeoutNanos, String awaited) {
         check();
         return failures.timeout(timeoutNanos, awaited);
+    }
+
+    /** Whether the latest {@link #take} found nothing to read and had to wait for the producer. */
+    public boolean waited() {
+        return waited;
     }
 
     /** The next message if one was read already, else null. */
