@@ -171,6 +171,20 @@ public final class Batch implements AutoCloseable {
         }
     }
 
+    /**
+     * Releases the batch as {@link #close()} does, leaving its JDK scope open for {@link Lease#closeScope()}
+     * later (see {@link Lease#release(boolean)}).
+     */
+    void retire() {
+        if (lease.release(false) && onClose != null) {
+            onClose.run();
+        }
+    }
+
+    Lease lease() {
+        return lease;
+    }
+
     @Override
     public String toString() {
         return "Batch[epoch=" + epoch + ", index=" + index + ", samples=[" + sampleStart + ", " + sampleEnd() + "), "

@@ -4,8 +4,8 @@ import java.lang.foreign.Arena;
 
 /**
  * The validity of one batch's memory. Views handed to the user are scoped to {@link #scope()}; closing
- * the lease closes that scope, so every later access through a view fails in the JDK itself, and the
- * typed accessors of {@link Tensor} fail earlier with a {@link BatchReleasedException} that says which
+ * that scope makes every later access through a view fail in the JDK itself, and the typed accessors of
+ * {@link Tensor} fail from the lease's release on with a {@link BatchReleasedException} that says which
  * batch it was.
  */
 final class Lease {
@@ -41,12 +41,20 @@ final class Lease {
         }
     }
 
+    /** Ends the lease and closes its scope; idempotent. */
+    boolean release() {
+        return release(true);
+    }
+
     /**
-     * Ends the lease; idempotent.
+     * Ends the lease: the typed accessors refuse at once. With {@code closeScope} false the JDK scope stays
+     * open until {@link #closeScope()}, for a consumer that must not spend a scope close (a handshake with
+     * every thread of the JVM) between a batch's arrival and its handing out; it releases the memory only
+     * after closing the scope, so a raw view never reads recycled bytes.
      *
      * @return whether this call ended it (false if it had ended already or never ends)
      */
-    boolean release() {
+    boolean release(boolean closeScope) {
         if (scope == null) {
             return false;
         }
@@ -55,8 +63,17 @@ final class Lease {
                 return false;
             }
             released = true;
+        }
+        if (closeScope) {
+            closeScope();
+        }
+        return true;
+    }
+
+    /** Closes the scope of a released lease; idempotent. */
+    synchronized void closeScope() {
+        if (released && scope.scope().isAlive()) {
             scope.close();
-            return true;
         }
     }
 }

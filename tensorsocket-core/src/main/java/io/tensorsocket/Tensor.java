@@ -128,7 +128,9 @@ public final class Tensor {
 
     /**
      * The data itself. For a received tensor this is a read-only view of shared memory, valid as long as
-     * its batch; the JDK refuses access through it after the batch is released.
+     * its batch; the JDK refuses access through it once the batch is released (when the consumer had to
+     * wait for the next batch, from its following call on: until then it still reads this batch's bytes, as
+     * its memory goes back to the producer only after that).
      */
     public MemorySegment data() {
         lease.check();

@@ -4,6 +4,8 @@ import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.consumer.ConsumerLink;
+import io.tensorsocket.consumer.ProducerSocket;
+import io.tensorsocket.consumer.ProgressMeter;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.spi.RemoteConnector;
@@ -16,14 +18,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.ConnectException;
-import java.net.SocketException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,7 +47,10 @@ import java.util.function.Supplier;
  * <p>Each {@code for} loop over the consumer yields one epoch: every sample exactly once, in the
  * producer's order, the last short batch included unless {@link ConsumerOptions#dropLast()}. A batch
  * that lies inside one arena slot is a zero-copy view; one that spans slots is gathered into a buffer
- * this consumer owns. A batch is valid until the next one is requested or it is closed.
+ * this consumer owns. A batch is valid until the next one is requested or it is closed. When the consumer
+ * had to wait for the next batch, the producer learns of the previous one's release at the consumer's
+ * following call (or before it waits again), so that nothing but the batch itself lies between the awaited
+ * batch's arrival and its handing out.
  *
  * <p>A name of the form {@code grpc://HOST:PORT/NAME} (or {@code grpc+tls://}) reaches a producer on
  * another host served over Arrow Flight ({@code tensorsocket serve --flight}), with the same contract;
@@ -78,14 +79,16 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     /** Which producer batches this consumer holds and where its epochs lie: see {@link ConsumerStream}. */
     private final ConsumerStream stream;
     private Batch current;
+    /**
+     * The batch released by the latest {@code next()} of a batch this consumer had to wait for: its JDK
+     * scope is closed, and its slot given back, at the consumer's next call (or before it waits, or before
+     * the memory is reused), not while the awaited batch is handed out: see {@link #releaseConsumed()}.
+     */
+    private Lease retired;
+    /** Whether the batch about to be handed out had to be waited for (the consumer is faster than the producer). */
+    private boolean waitedForData;
     private boolean closed;
-    /** Time inside the iterator (waiting for data) and outside it (the caller working), for progress reports. */
-    private long waitNanos;
-    private long workNanos;
-    private long outsideSince;
-    private long samplesHanded;
-    private long lastProgressNanos;
-    private static final long PROGRESS_EVERY_NANOS = 1_000_000_000L;
+    private final ProgressMeter meter = new ProgressMeter();
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
 
@@ -176,38 +179,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
-        try {
-            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
-        } catch (java.nio.file.AccessDeniedException e) {
-            throw new PermissionDeniedException("not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
-                    + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
-                    + " with --group <a group you are in>");
-        } catch (IOException e) {
-            // missing: reported just below
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
-                    + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
-        }
-        try {
-            ProducerDirectory.checkAccessibleToCurrentUser(dir);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
-        awaitFeeder(dir, socket, name, options.connectTimeout());
-        SocketChannel ch;
-        try {
-            ch = SocketChannel.open(StandardProtocolFamily.UNIX);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        try {
-            ch.connect(UnixDomainSocketAddress.of(socket));
-        } catch (IOException e) {
-            closeQuietly(ch);
-            throw connectFailure(name, dir, socket, e);
-        }
+        SocketChannel ch = ProducerSocket.connect(dir, name, options.connectTimeout());
         MessageChannel mc = new MessageChannel(ch);
         ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
         link.spinWait(options.spinWait().toNanos());
@@ -253,35 +225,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
-    /**
-     * An external producer opens its control socket only once its feeder has declared the batches; a consumer
-     * that comes first waits for that, up to its connect timeout, instead of finding no producer.
-     */
-    private static void awaitFeeder(Path dir, Path socket, String name, java.time.Duration timeout) {
-        Path feeder = dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
-        if (Files.exists(socket) || !Files.exists(feeder)) {
-            return;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Files.exists(socket)) {
-            if (!Files.exists(feeder)) {
-                return; // the producer went away: connecting says so
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new TensorSocketTimeoutException("producer '" + name + "' is still waiting for its feeder after "
-                        + timeout.toMillis() + " ms: it serves batches from an external loader that has not connected yet;"
-                        + " start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
-                        + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)) or connect with a longer timeout");
-            }
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TensorSocketTimeoutException("interrupted while waiting for the feeder of producer '" + name + "'");
-            }
-        }
-    }
-
     /** The arena layout a WELCOME describes; impossible geometry is the producer's protocol error. */
     private static ArenaLayout announcedLayout(String name, Message.Welcome w) {
         try {
@@ -291,31 +234,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         } catch (IllegalArgumentException | ArithmeticException e) {
             throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount() + " slots of "
                     + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
-        }
-    }
-
-    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e) {
-        String msg = String.valueOf(e.getMessage());
-        if (msg.contains("Permission denied")) {
-            return new PermissionDeniedException("not allowed to connect to producer '" + name + "' (" + socket
-                    + "); it belongs to another user or its permissions exclude you");
-        }
-        if (e instanceof ConnectException || e instanceof SocketException) {
-            if (!Files.exists(socket)) {
-                return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
-                        + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
-            }
-            return new ProducerNotFoundException("producer '" + name + "' is not running (" + socket + " is left over from a"
-                    + " producer that died); start it again, or remove the leftovers with: tensorsocket clean");
-        }
-        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + ": " + msg);
-    }
-
-    private static void closeQuietly(SocketChannel ch) {
-        try {
-            ch.close();
-        } catch (IOException ignored) {
-            // nothing to report about a socket that never connected
         }
     }
 
@@ -484,7 +402,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         public Batch next() {
             return timed(() -> {
                 Batch b = epoch.next();
-                samplesHanded += b.size();
+                meter.handed(b.size());
                 return b;
             });
         }
@@ -496,6 +414,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public boolean hasNext() {
             return timed(() -> {
+                releaseConsumed();
                 if (stream.epochBase() != epochBaseAtStart) {
                     return false; // a newer iterator took over
                 }
@@ -506,13 +425,18 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         @Override
         public Batch next() {
             return timed(() -> {
+                releaseConsumed();
                 closeCurrent();
                 int n = stream.epochBase() == epochBaseAtStart ? nextBatchSize() : 0;
                 if (n == 0) {
                     throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
                 }
                 current = assemble(n);
-                samplesHanded += n;
+                if (!waitedForData) {
+                    releaseConsumed(); // the slots a gathered batch was copied from
+                }
+                waitedForData = false;
+                meter.handed(n);
                 return current;
             });
         }
@@ -524,32 +448,17 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     private <T> T timed(Supplier<T> call) {
         lock.lock();
-        long entered = enter();
+        long entered = meter.enter();
         try {
             checkOpen();
+            Message.Progress report = link != null ? meter.reportDue(entered, stream.epoch()) : null;
+            if (report != null) {
+                link.sendQuietly(report);
+            }
             return call.get();
         } finally {
-            leave(entered);
+            meter.leave(entered);
             lock.unlock();
-        }
-    }
-
-    private long enter() {
-        long now = System.nanoTime();
-        if (outsideSince != 0) {
-            workNanos += now - outsideSince;
-            outsideSince = 0;
-        }
-        return now;
-    }
-
-    private void leave(long entered) {
-        long now = System.nanoTime();
-        waitNanos += now - entered;
-        outsideSince = now;
-        if (link != null && !closed && now - lastProgressNanos >= PROGRESS_EVERY_NANOS && samplesHanded > 0) {
-            lastProgressNanos = now;
-            link.sendQuietly(new Message.Progress(stream.epoch(), samplesHanded, waitNanos, workNanos));
         }
     }
 
@@ -561,7 +470,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long waitNanos() {
         lock.lock();
         try {
-            return waitNanos;
+            return meter.waitNanos();
         } finally {
             lock.unlock();
         }
@@ -571,7 +480,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long workNanos() {
         lock.lock();
         try {
-            return workNanos;
+            return meter.workNanos();
         } finally {
             lock.unlock();
         }
@@ -581,7 +490,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     public long samplesConsumed() {
         lock.lock();
         try {
-            return samplesHanded;
+            return meter.samples();
         } finally {
             lock.unlock();
         }
@@ -595,8 +504,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         link.check();
         while (true) {
             int n = stream.nextBatch();
+            if (n == 0) {
+                releaseConsumed(); // the epoch is over: nothing may stay held while the caller does other work
+            }
             if (n != ConsumerStream.NEED_MORE) {
-                releaseConsumed();
                 return n;
             }
             receiveOne();
@@ -608,7 +519,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         if (violation != null) {
             throw violation;
         }
+        releaseConsumed(); // before waiting: the producer may be waiting for these very slots
         Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+        waitedForData |= link.waited();
         try {
             handle(m);
         } catch (ProtocolException e) {
@@ -660,6 +573,9 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             TensorSpec spec = specs.get(t);
             long sb = sampleBytes[t];
             MemorySegment view;
+            if (!plan.single()) {
+                closeRetired(); // its views may read the gather buffer that is about to be refilled
+            }
             if (plan.single()) {
                 ConsumerStream.Piece p = plan.pieces().getFirst();
                 view = arena.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
@@ -674,9 +590,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                     view.reinterpret(lease.scope(), null).asReadOnly(), lease));
         }
         long pinned = plan.single() ? plan.pieces().getFirst().seq() : -1;
-        Batch batch = new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
-        releaseConsumed();
-        return batch;
+        return new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
     }
 
     private void onBatchClosed(long pinned) {
@@ -685,8 +599,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             if (pinned >= 0) {
                 stream.unpin(pinned);
             }
-            if (!closed) {
-                releaseConsumed();
+            if (!closed && (retired == null || lock.getHoldCount() == 1)) {
+                releaseConsumed(); // but a release that waits for the consumer's next call (see retired)
             }
         } catch (TensorSocketException e) {
             // the producer is gone; the next call on the consumer reports it, closing a batch does not
@@ -695,17 +609,48 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         }
     }
 
+    /**
+     * Closes the retired batch's scope and tells the producer which batches this consumer is done with, in
+     * one write. For a batch the consumer waited for, this runs at the next call, before waiting or at an
+     * epoch's end, never between the batch's arrival and its handing out: a scope close is a handshake with
+     * every thread of the JVM, and a socket write wakes the producer, which on a machine with few cores takes
+     * the core from this thread; either would add to the awaited batch's latency.
+     */
     private void releaseConsumed() {
+        closeRetired(); // first: a slot goes back only once no view of it can be read
+        List<Message> releases = null;
         for (long seq = stream.pollReleasable(); seq >= 0; seq = stream.pollReleasable()) {
-            link.send(new Message.Release(seq));
+            if (releases == null) {
+                releases = new ArrayList<>(2);
+            }
+            releases.add(new Message.Release(seq));
+        }
+        if (releases != null) {
+            link.send(releases);
         }
     }
 
+    /**
+     * Releases the current batch: at once if the next batch was already there (the consumer is the slower
+     * side: the producer may be waiting for this slot), else at the consumer's next call ({@link #retired}).
+     */
     private void closeCurrent() {
         Batch b = current;
         current = null;
-        if (b != null) {
+        closeRetired();
+        if (b != null && waitedForData) {
+            retired = b.lease();
+            b.retire();
+        } else if (b != null) {
             b.close();
+        }
+    }
+
+    private void closeRetired() {
+        Lease r = retired;
+        retired = null;
+        if (r != null) {
+            r.closeScope();
         }
     }
 
@@ -732,6 +677,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             if (b != null) {
                 b.close();
             }
+            closeRetired();
             if (remote != null) {
                 remote.close();
                 return;

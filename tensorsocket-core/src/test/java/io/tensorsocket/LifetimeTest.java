@@ -42,8 +42,14 @@ class LifetimeTest {
             assertThrows(BatchReleasedException.class, () -> data.getFloat(0));
             assertThrows(BatchReleasedException.class, data::data);
             assertThrows(BatchReleasedException.class, () -> zeroCopy.tensor("data"));
+            try { // closed at once, or, if the consumer had waited for the next batch, at its next call
+                assertEquals(first, segment.get(ValueLayout.JAVA_FLOAT, 0), "never recycled bytes");
+            } catch (IllegalStateException closedAlready) {
+                assertTrue(closedAlready.getMessage().contains("closed"), closedAlready.toString());
+            }
+            assertTrue(it.hasNext());
             assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_FLOAT, 0),
-                    "the raw view is closed by the JDK too");
+                    "from the consumer's next call on the raw view is closed by the JDK too");
             assertNotEquals(Float.NaN, first);
             next.close();
             assertThrows(BatchReleasedException.class, () -> next.tensor("id"));

@@ -41,7 +41,10 @@ class StatusTest {
                     Thread.sleep(300); // "work", so the consumer reports more work than wait
                 }
                 ib.next();
-                // releases and progress reports travel asynchronously: ask until they have arrived
+                // the release of a batch that followed a wait reaches the producer at the consumer's next call,
+                // and releases travel asynchronously, as progress reports do: call each once more, then ask
+                // until they have arrived
+                assertTrue(ia.hasNext() && ib.hasNext());
                 ProducerStatus s = ProducerStatus.query(dir, Duration.ofSeconds(5));
                 for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; ) {
                     if (s.consumers().size() == 2 && s.consumers().get(0).position() == 64

@@ -14,7 +14,8 @@ import java.util.Arrays;
  * A benchmark consumer process: iterates epochs, reads each batch (every byte, one word per page, or
  * nothing), records the publish-to-hold latency of each batch, and prints one line of results.
  * Arguments: directory, batch size, epochs, touch mode (all | page | none), and optionally the
- * microseconds a waiting consumer polls its socket before sleeping ({@link ConsumerOptions#spinWait()}).
+ * microseconds a waiting consumer polls its socket before sleeping ({@link ConsumerOptions#spinWait()})
+ * and the number of first batches whose latency is not counted (a warm-up).
  */
 public final class BenchConsumer {
     private static volatile long sink;
@@ -25,10 +26,12 @@ public final class BenchConsumer {
         int epochs = Integer.parseInt(args[2]);
         String touch = args[3];
         Duration spin = Duration.ofNanos(args.length > 4 ? Long.parseLong(args[4]) * 1000 : 0);
+        int warmup = args.length > 5 ? Integer.parseInt(args[5]) : 0;
         try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
                 .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin))) {
             long[] latencies = new long[(int) (c.size() * epochs)];
             int n = 0;
+            int seen = 0;
             long bytes = 0;
             long start = 0;
             for (int e = 0; e < epochs; e++) {
@@ -37,7 +40,9 @@ public final class BenchConsumer {
                     if (start == 0) {
                         start = held;
                     }
-                    latencies[n++] = held - b.tensor(ReplaySource.STAMP).getLong(0);
+                    if (seen++ >= warmup) {
+                        latencies[n++] = held - b.tensor(ReplaySource.STAMP).getLong(0);
+                    }
                     MemorySegment data = b.tensor(ReplaySource.DATA).data();
                     bytes += data.byteSize();
                     sink += read(data, touch);
@@ -48,7 +53,7 @@ public final class BenchConsumer {
             Arrays.sort(sorted);
             // skip the first batch (it waited for everyone to join) in the rate
             System.out.printf("RESULT batches=%d seconds=%.4f batches_per_s=%.2f gb_per_s=%.3f p50_us=%.1f p99_us=%.1f%n",
-                    n, seconds, (n - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
+                    n, seconds, (seen - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
                     sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
         }
     }

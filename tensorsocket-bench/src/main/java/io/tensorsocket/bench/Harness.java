@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * The multi-process throughput and latency harness: one producer in this JVM, K consumer JVMs.
  *
  * <pre>
- *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms
+ *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a warm-up
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
  *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
  * </pre>
@@ -81,10 +81,16 @@ public final class Harness {
         return handoff(batches, 0);
     }
 
+    /**
+     * Batches handed over before the latencies count: both JVMs' hot paths are compiled by then, so the
+     * figures describe a consumer in steady state rather than the JIT's warm-up.
+     */
+    static final int HANDOFF_WARMUP = 2000;
+
     /** As {@link #handoff(int)}, the consumer polling its socket for up to {@code spinMicros} before it sleeps. */
     public static Handoff handoff(int batches, long spinMicros) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none", spinMicros).getFirst();
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 1_000_000);
+        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, HANDOFF_WARMUP).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
@@ -95,11 +101,12 @@ public final class Harness {
     /**
      * Publishes {@code batches} small batches (64×3×32×32 float32, paced at 5 000 batches/s) to {@code k}
      * consumer JVMs and divides this JVM's CPU time (producer thread, connection threads, everything) by
-     * the batches published after every consumer attached: an upper bound of what publishing costs (it
- * includes filling each batch), as the consumer count grows.
+     * the batches published after a warm-up of {@link #HANDOFF_WARMUP} batches (so that the JIT compiling
+     * the hot paths is not counted): an upper bound of what publishing costs (it includes filling each
+     * batch), as the consumer count grows.
      */
     public static ProducerCpu producerCpu(int k, int batches) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, batches, 200_000);
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).minConsumers(k).slots(8)
@@ -109,7 +116,7 @@ public final class Harness {
             for (int i = 0; i < k; i++) {
                 procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none"));
             }
-            while (p.consumerCount() < k) { // the clock starts once everyone is attached, as publishing does
+            while (p.batchesPublished() < HANDOFF_WARMUP) { // implies that everyone attached, as publishing waits for that
                 Thread.sleep(1);
             }
             long cpu0 = os.getProcessCpuTime();
@@ -144,11 +151,11 @@ public final class Harness {
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
-        return run(src, consumers, epochs, touch, 0);
+        return run(src, consumers, epochs, touch, 0, 0);
     }
 
-    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros)
-            throws Exception {
+    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
+                                                 int warmup) throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
@@ -157,7 +164,7 @@ public final class Harness {
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
                 procs.add(startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
-                        Integer.toString(epochs), touch, Long.toString(spinMicros)));
+                        Integer.toString(epochs), touch, Long.toString(spinMicros), Integer.toString(warmup)));
             }
             for (Process proc : procs) {
                 String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))

@@ -1,12 +1,7 @@
 package io.tensorsocket.consumer;
 
-import io.tensorsocket.ConsumerEvictedException;
-import io.tensorsocket.ProducerFailedException;
-import io.tensorsocket.ProducerGoneException;
-import io.tensorsocket.ProducerNotRespondingException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
-import io.tensorsocket.RequestRejectedException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
@@ -56,6 +51,7 @@ public final class ConsumerLink implements AutoCloseable {
 
     private final MessageChannel channel;
     private final String producer;
+    private final LinkFailures failures;
     private final ConcurrentLinkedQueue<Message> inbox = new ConcurrentLinkedQueue<>();
     private final ReentrantLock reader = new ReentrantLock();
     private final Selector iteratorSelector;
@@ -69,12 +65,13 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile TensorSocketException failure;
     private volatile boolean streamEnded;
     private volatile boolean closing;
-    private volatile long producerPid = -1;
     private final long livenessNanos;
     /** When anything last arrived from the producer ({@link System#nanoTime()}). */
     private volatile long lastHeard = System.nanoTime();
     /** How long a waiting iterator polls the socket before it blocks in its selector; 0 = block at once. */
     private volatile long spinNanos;
+    /** See {@link #waited()}; read and written by the iterating thread only. */
+    private boolean waited;
 
     /**
      * Lets a waiting iterator poll the socket for up to {@code nanos} before it sleeps in the selector.
@@ -91,6 +88,7 @@ public final class ConsumerLink implements AutoCloseable {
     public ConsumerLink(MessageChannel channel, String producer, java.time.Duration liveness) {
         this.channel = channel;
         this.producer = producer;
+        this.failures = new LinkFailures(producer);
         this.livenessNanos = liveness.toNanos();
         try {
             channel.channel().configureBlocking(false);
@@ -123,7 +121,7 @@ public final class ConsumerLink implements AutoCloseable {
                 }
             } catch (IOException | ClosedSelectorException e) {
                 if (!closing) {
-                    fail(lostConnection(e instanceof IOException io ? io : null));
+                    fail(failures.lostConnection(e instanceof IOException io ? io : null));
                 }
                 return;
             } finally {
@@ -165,7 +163,7 @@ public final class ConsumerLink implements AutoCloseable {
                     if (channel.peerClosed()) {
                         ended = true;
                         if (!streamEnded) {
-                            fail(lostConnection(null));
+                            fail(failures.lostConnection(null));
                         }
                         return true;
                     }
@@ -179,7 +177,7 @@ public final class ConsumerLink implements AutoCloseable {
                 }
                 if (m instanceof Message.Error e) {
                     ended = true;
-                    fail(toException(e));
+                    fail(failures.fromError(e));
                     return true;
                 }
                 if (m instanceof Message.EndOfStream) {
@@ -193,26 +191,10 @@ public final class ConsumerLink implements AutoCloseable {
         } catch (IOException e) {
             ended = true;
             if (!streamEnded) {
-                fail(lostConnection(e));
+                fail(failures.lostConnection(e));
             }
         }
         return true;
-    }
-
-    private ProducerGoneException lostConnection(IOException cause) {
-        return new ProducerGoneException("lost the connection to producer '" + producer + "'"
-                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
-                + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
-    }
-
-    private ProducerNotRespondingException notResponding(long silenceNanos, String awaited) {
-        return new ProducerNotRespondingException("producer '" + producer + "'"
-                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + " is not responding: nothing arrived from it,"
-                + " not even its once-a-second heartbeat, for " + TimeUnit.NANOSECONDS.toMillis(silenceNanos)
-                + " ms while this consumer waited for " + awaited + ". Its process is alive but stopped (SIGSTOP,"
-                + " Ctrl-Z, a debugger) or deadlocked; resume it (kill -CONT " + (producerPid > 0 ? producerPid : "<pid>")
-                + ") or restart it. A slow loader does not cause this; raise the consumer's liveness timeout"
-                + " (--liveness-s) if the producer's machine is badly overloaded");
     }
 
     private void fail(TensorSocketException e) {
@@ -221,21 +203,8 @@ public final class ConsumerLink implements AutoCloseable {
         }
     }
 
-    private TensorSocketException toException(Message.Error e) {
-        String m = e.message().contains("producer '") ? e.message() : "producer '" + producer + "': " + e.message();
-        return switch (e.code()) {
-            case VERSION_MISMATCH -> new ProtocolVersionException(m);
-            case BAD_FRAME -> new ProtocolException(m);
-            case BAD_REQUEST -> new RequestRejectedException(m);
-            case EVICTED -> new ConsumerEvictedException(m);
-            case LOADER_FAILED -> new ProducerFailedException(m);
-            case PRODUCER_CLOSED -> new ProducerGoneException(m);
-            case INTERNAL -> new TensorSocketException(m);
-        };
-    }
-
     public void producerPid(long pid) {
-        this.producerPid = pid;
+        failures.producerPid(pid);
     }
 
     /** Throws the failure the receiver saw, if any. */
@@ -254,6 +223,7 @@ public final class ConsumerLink implements AutoCloseable {
      */
     public Message take(long timeoutNanos, String awaited) {
         long deadline = System.nanoTime() + timeoutNanos;
+        waited = false;
         check();
         Message m = inbox.poll();
         if (m != null) {
@@ -277,6 +247,7 @@ public final class ConsumerLink implements AutoCloseable {
                     if (readFrames()) {
                         continue;
                     }
+                    waited = true;
                     if (spinUntilReadable(deadline)) {
                         continue;
                     }
@@ -287,7 +258,7 @@ public final class ConsumerLink implements AutoCloseable {
                     }
                     long silence = now - lastHeard;
                     if (silence >= livenessNanos) {
-                        fail(notResponding(silence, awaited));
+                        fail(failures.notResponding(silence, awaited));
                         check();
                     }
                     left = Math.min(left, livenessNanos - silence);
@@ -307,7 +278,7 @@ public final class ConsumerLink implements AutoCloseable {
         } catch (IOException | ClosedSelectorException e) {
             check();
             throw closing ? new IllegalStateException("this consumer of producer '" + producer + "' is closed")
-                    : lostConnection(e instanceof IOException io ? io : null);
+                    : failures.lostConnection(e instanceof IOException io ? io : null);
         } finally {
             iteratorLeft = System.nanoTime();
             iteratorWaiting = false; // the watchdog takes the socket back after WATCHDOG_PARK_NANOS
@@ -316,9 +287,12 @@ public final class ConsumerLink implements AutoCloseable {
 
     private TensorSocketException timeout(long timeoutNanos, String awaited) {
         check();
-        return new TensorSocketTimeoutException("waited " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms for "
-                + awaited + " from producer '" + producer + "'; the producer is alive but sent nothing (a slow loader,"
-                + " or a stalled peer holding everyone up); raise the consumer's timeout if that is expected");
+        return failures.timeout(timeoutNanos, awaited);
+    }
+
+    /** Whether the latest {@link #take} found nothing to read and had to wait for the producer. */
+    public boolean waited() {
+        return waited;
     }
 
     /** The next message if one was read already, else null. */
@@ -332,17 +306,18 @@ public final class ConsumerLink implements AutoCloseable {
         return streamEnded;
     }
 
-    public void send(Message m) {
+    /** Sends {@code frames} in one write. */
+    public void send(java.util.List<Message> frames) {
         if (streamEnded) {
-            channel.sendQuietly(m); // the producer may already be gone after a finished stream
+            channel.sendQuietly(frames); // the producer may already be gone after a finished stream
             return;
         }
         try {
-            channel.send(m);
+            channel.send(frames);
         } catch (IOException e) {
             readWhatIsLeft(); // an ERROR the producer sent before it closed says more than the broken pipe
             check();
-            fail(lostConnection(e));
+            fail(failures.lostConnection(e));
             check();
         }
     }

@@ -1,15 +1,18 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.stream.StreamGeometry;
 
 import java.io.IOException;
 import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The producer's view of one attached consumer: its connection, what it asked for and which batches it
- * still holds. Mutated only under the producer's lock.
+ * still holds. Mutated only under the producer's lock, but for the count of unanswered heartbeats.
  */
 final class ConsumerSession {
     final int id;
@@ -24,7 +27,20 @@ final class ConsumerSession {
      * stuck) gets no more than this many, so they can never fill its socket and block the producer.
      */
     static final int MAX_UNANSWERED_HEARTBEATS = 4;
-    int unansweredHeartbeats;
+    private final AtomicInteger unansweredHeartbeats = new AtomicInteger(); // counted down by the reader, lock-free
+
+    /** Whether it may be sent one more HEARTBEAT, counting it as sent if so. Under the producer's lock. */
+    boolean heartbeatSendable() {
+        if (unansweredHeartbeats.get() >= MAX_UNANSWERED_HEARTBEATS) {
+            return false;
+        }
+        unansweredHeartbeats.incrementAndGet();
+        return true;
+    }
+
+    void heartbeatAnswered() {
+        unansweredHeartbeats.updateAndGet(n -> Math.max(0, n - 1));
+    }
     /** When anything was last sent to it ({@link System#nanoTime()}): heartbeats fill only silences. */
     volatile long lastSentNanos = System.nanoTime();
     /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
@@ -56,6 +72,33 @@ final class ConsumerSession {
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** Records a report the consumer sent about itself. */
+    void progress(Message.Progress p) {
+        if (progress != null) {
+            previousProgress = progress;
+            previousProgressNanos = progressNanos;
+        }
+        progress = p;
+        progressNanos = System.nanoTime();
+    }
+
+    /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */
+    ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry) {
+        Message.Progress p = progress;
+        long epoch = p != null ? p.epoch() : geometry.epochOf(position);
+        double rate = 0;
+        if (p != null) { // samples per second between its last two reports (or since it joined)
+            long fromNanos = previousProgress != null ? previousProgressNanos : joinedNanos;
+            long fromSamples = previousProgress != null ? previousProgress.samples() : 0;
+            long toNanos = now - progressNanos > 2_000_000_000L ? now : progressNanos;
+            rate = toNanos > fromNanos ? (p.samples() - fromSamples) / ((toNanos - fromNanos) / 1e9) : 0;
+        }
+        return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
+                epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
+                p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
+                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client());
     }
 
     String describe() {

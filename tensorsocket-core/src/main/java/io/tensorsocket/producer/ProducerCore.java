@@ -84,6 +84,8 @@ public final class ProducerCore implements BatchSink {
     private final Map<Integer, ConsumerSession> consumers = new LinkedHashMap<>();
     private final ArrayDeque<Claim> claims = new ArrayDeque<>();
 
+    private volatile boolean awaitingRelease;
+    private volatile Runnable releaseWanted = () -> { };
     private long nextSeq;
     private boolean streamEnded;
     private String closedReason;
@@ -193,6 +195,7 @@ public final class ProducerCore implements BatchSink {
                 continue;
             }
             if (slots[slot].holders == 0) {
+                awaitingRelease = false;
                 return;
             }
             long waited = System.nanoTime() - stalledSince;
@@ -202,8 +205,23 @@ public final class ProducerCore implements BatchSink {
                 stalledSince = System.nanoTime();
                 continue;
             }
+            awaitingRelease = true;
+            releaseWanted.run();
             awaitNanos(left);
         }
+    }
+
+    /**
+     * Whether the producer waits for a slot that consumers still hold: only then is a release wanted at
+     * once; otherwise the {@link ConsumerReader} lets releases gather and reads them in fewer wake-ups.
+     */
+    boolean awaitingRelease() {
+        return awaitingRelease;
+    }
+
+    /** Sets what tells the reader that the producer started waiting for a release. */
+    void onReleaseWanted(Runnable r) {
+        this.releaseWanted = r;
     }
 
     private void awaitConsumers(int needed) {
@@ -460,24 +478,29 @@ public final class ProducerCore implements BatchSink {
     }
 
     /**
-     * Records that {@code s} released {@code seq}.
+     * Records that {@code s} released the first {@code n} of {@code seqs}.
      *
-     * @return false if {@code s} did not hold that batch (a protocol violation)
+     * @return the first of them {@code s} did not hold (a protocol violation), or -1
      */
-    boolean release(ConsumerSession s, long seq) {
+    long release(ConsumerSession s, long[] seqs, int n) {
         lock.lock();
         try {
             if (!s.attached) {
-                return true; // a release racing with eviction: nothing left to do
+                return -1; // releases racing with eviction: nothing left to do
             }
-            if (!s.held.remove(seq)) {
-                return false;
+            boolean freed = false;
+            for (int i = 0; i < n; i++) {
+                if (!s.held.remove(seqs[i])) {
+                    return seqs[i];
+                }
+                Slot slot = slotOf(seqs[i]);
+                freed |= --slot.holders == 0;
+                s.position = Math.max(s.position, slot.batch.end(geometry));
             }
-            Slot slot = slotOf(seq);
-            slot.holders--;
-            s.position = Math.max(s.position, slot.batch.end(geometry));
-            changed.signalAll();
-            return true;
+            if (freed) {
+                changed.signalAll(); // only a free slot is worth waking the producer for, not each of K releases
+            }
+            return -1;
         } finally {
             lock.unlock();
         }
@@ -494,8 +517,7 @@ public final class ProducerCore implements BatchSink {
         try {
             long now = System.nanoTime();
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                if (now - s.lastSentNanos >= idleNanos && s.unansweredHeartbeats < ConsumerSession.MAX_UNANSWERED_HEARTBEATS) {
-                    s.unansweredHeartbeats++;
+                if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable()) {
                     if (!s.send(new Message.Heartbeat())) {
                         detach(s, "connection lost");
                     }
@@ -506,26 +528,11 @@ public final class ProducerCore implements BatchSink {
         }
     }
 
-    /** A consumer answered a heartbeat. */
-    void heartbeatAnswered(ConsumerSession s) {
-        lock.lock();
-        try {
-            s.unansweredHeartbeats = Math.max(0, s.unansweredHeartbeats - 1);
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** Records a consumer's report about itself (for {@link #status}). */
     void progress(ConsumerSession s, Message.Progress p) {
         lock.lock();
         try {
-            if (s.progress != null) {
-                s.previousProgress = s.progress;
-                s.previousProgressNanos = s.progressNanos;
-            }
-            s.progress = p;
-            s.progressNanos = System.nanoTime();
+            s.progress(p);
         } finally {
             lock.unlock();
         }
@@ -561,20 +568,7 @@ public final class ProducerCore implements BatchSink {
                 if (list.size() == ProducerStatus.MAX_LISTED) {
                     break;
                 }
-                Message.Progress p = c.progress;
-                long epoch = p != null ? p.epoch() : geometry.epochOf(c.position);
-                double rate = 0;
-                if (p != null) {
-                    long fromNanos = c.previousProgress != null ? c.previousProgressNanos : c.joinedNanos;
-                    long fromSamples = c.previousProgress != null ? c.previousProgress.samples() : 0;
-                    long toNanos = now - c.progressNanos > 2_000_000_000L ? now : c.progressNanos;
-                    rate = toNanos > fromNanos ? (p.samples() - fromSamples) / ((toNanos - fromNanos) / 1e9) : 0;
-                }
-                list.add(new ProducerStatus.Consumer(c.id, Math.max(0, c.hello.pid()), c.user, c.hello.batchSize(),
-                        c.hello.dropLast(), c.startMode, epoch, c.position,
-                        Math.max(0, producerPosition - c.position), c.held.size(), c.batchesSent, p != null,
-                        p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
-                        p != null ? p.workNanos() : 0, now - c.joinedNanos, c.hello.client()));
+                list.add(c.status(now, producerPosition, geometry));
             }
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
                     samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,

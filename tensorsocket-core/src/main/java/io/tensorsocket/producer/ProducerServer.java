@@ -27,9 +27,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
- * The producer's control socket: accepts consumers, reads their HELLO (bounded by a timeout), and then
- * reads their releases until they leave. One virtual thread per connection; a connection that sends
- * garbage is answered with an error and closed without disturbing anyone else.
+ * The producer's control socket: accepts consumers and reads their HELLO (bounded by a timeout), one
+ * virtual thread per connection, then hands each consumer that joined to the {@link ConsumerReader}, which
+ * reads what it sends until it leaves. A connection that sends garbage is answered with an error and closed
+ * without disturbing anyone else.
  */
 public final class ProducerServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ProducerServer.class);
@@ -44,6 +45,7 @@ public final class ProducerServer implements AutoCloseable {
     static final long HEARTBEAT_NANOS = 1_000_000_000L;
     private final AtomicInteger ids = new AtomicInteger();
     private final Thread acceptor;
+    private final ConsumerReader reader;
     private volatile boolean closed;
 
     public ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
@@ -60,6 +62,7 @@ public final class ProducerServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+        reader = new ConsumerReader(core);
         acceptor = Thread.ofPlatform().daemon().name("tensorsocket-accept").start(this::acceptLoop);
         // Its own thread, never the loader's: a loader that takes long for a batch must not look like a hang.
         heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -95,7 +98,6 @@ public final class ProducerServer implements AutoCloseable {
 
     private void serve(MessageChannel ch) {
         ScheduledFuture<?> deadline = timer.schedule(ch::close, helloTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        ConsumerSession session = null;
         try {
             Message first = ch.read();
             deadline.cancel(false);
@@ -120,63 +122,23 @@ public final class ProducerServer implements AutoCloseable {
                 return;
             }
             int id = ids.incrementAndGet();
-            session = core.join(id, ch, hello, peerUser(ch), start -> withConsumer(welcomeTemplate.apply(start), id));
-            if (session == null) {
-                return;
+            ConsumerSession joined = core.join(id, ch, hello, peerUser(ch), start -> withConsumer(welcomeTemplate.apply(start), id));
+            if (joined != null) {
+                reader.add(joined);
             }
-            readReleases(session);
         } catch (ProtocolVersionException e) {
             reject(ch, Message.ErrorCode.VERSION_MISMATCH, e.getMessage());
         } catch (ProtocolException e) {
             log.warn("dropping a connection that sent an invalid frame: {}", e.getMessage());
             reject(ch, Message.ErrorCode.BAD_FRAME, e.getMessage());
         } catch (IOException e) {
-            // EOF mid-frame or reset: the peer went away
-            if (session == null) {
-                ch.close();
-            }
+            ch.close(); // EOF mid-frame or reset: the peer went away
         } catch (RuntimeException e) {
             // A bug must not leave the peer waiting for an answer that never comes: tell it, then drop it.
             log.error("connection thread failed; answering the peer with an error and closing the connection", e);
             reject(ch, Message.ErrorCode.INTERNAL, "the producer failed while serving this connection: " + e);
         } finally {
             deadline.cancel(false);
-            if (session != null) {
-                core.leave(session, "disconnected");
-            }
-        }
-    }
-
-    private void readReleases(ConsumerSession session) throws IOException {
-        while (true) {
-            Message m = session.channel.read();
-            switch (m) {
-                case null -> {
-                    core.leave(session, "connection closed");
-                    return;
-                }
-                case Message.Release r -> {
-                    if (!core.release(session, r.seq())) {
-                        String msg = "released batch " + r.seq() + " which it does not hold";
-                        log.warn("{} {}; disconnecting it", session.describe(), msg);
-                        session.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "you " + msg));
-                        core.leave(session, "protocol violation");
-                        return;
-                    }
-                }
-                case Message.Progress p -> core.progress(session, p);
-                case Message.Heartbeat h -> core.heartbeatAnswered(session);
-                case Message.Bye b -> {
-                    core.leave(session, "said goodbye");
-                    return;
-                }
-                default -> {
-                    String msg = "unexpected " + m.getClass().getSimpleName() + " from a consumer";
-                    session.send(new Message.Error(Message.ErrorCode.BAD_FRAME, msg));
-                    core.leave(session, "protocol violation");
-                    return;
-                }
-            }
         }
     }
 
@@ -223,6 +185,7 @@ public final class ProducerServer implements AutoCloseable {
         }
         timer.shutdownNow();
         heartbeats.shutdownNow();
+        reader.close();
         try {
             acceptor.join(1000);
         } catch (InterruptedException e) {

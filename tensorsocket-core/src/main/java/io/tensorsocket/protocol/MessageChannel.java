@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
+import java.util.List;
 
 /**
  * A control connection that reads and writes whole frames ({@link WireFormat}). One thread at a time
@@ -21,7 +22,8 @@ public final class MessageChannel implements AutoCloseable {
     private final SocketChannel channel;
     private final ByteBuffer in = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD)
             .order(ByteOrder.LITTLE_ENDIAN);
-    private final ByteBuffer out = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD)
+    /** Room for two largest frames, so that small frames sent together fit one write. */
+    private final ByteBuffer out = ByteBuffer.allocate(2 * (WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD))
             .order(ByteOrder.LITTLE_ENDIAN);
     /** Bytes read by {@link #readAvailable()} and not yet decoded, from index 0 to its position. */
     private ByteBuffer pending;
@@ -143,22 +145,45 @@ public final class MessageChannel implements AutoCloseable {
 
     /** Sends one message. On a non-blocking channel a full send buffer is waited out (frames are small). */
     public void send(Message m) throws IOException {
+        send(List.of(m));
+    }
+
+    /**
+     * Sends messages back to back, in as few writes as the buffer allows (one for a few small frames): each
+     * write wakes the peer, so frames that are ready together go together.
+     */
+    public void send(List<Message> frames) throws IOException {
         synchronized (out) {
             out.clear();
-            WireFormat.encode(m, out);
-            out.flip();
-            while (out.hasRemaining()) {
-                if (channel.write(out) == 0) {
-                    Thread.onSpinWait();
+            for (Message m : frames) {
+                if (out.remaining() < WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD && out.position() > 0) {
+                    write();
+                    out.clear();
                 }
+                WireFormat.encode(m, out);
+            }
+            write();
+        }
+    }
+
+    private void write() throws IOException {
+        out.flip();
+        while (out.hasRemaining()) {
+            if (channel.write(out) == 0) {
+                Thread.onSpinWait();
             }
         }
     }
 
     /** Sends without reporting failure: for goodbyes on a connection that may already be gone. */
     public void sendQuietly(Message m) {
+        sendQuietly(List.of(m));
+    }
+
+    /** As {@link #sendQuietly(Message)}, several frames in one write. */
+    public void sendQuietly(List<Message> frames) {
         try {
-            send(m);
+            send(frames);
         } catch (IOException | RuntimeException ignored) {
             // the peer is gone; nothing to tell it
         }
