@@ -105,11 +105,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         this.batchSize = options.batchSize();
         this.sampleBytes = specs.stream().mapToLong(TensorSpec::sampleBytes).toArray();
         this.gatherScope = Arena.ofShared();
-        this.gather = new MemorySegment[specs.size()];
-        for (int t = 0; t < gather.length; t++) {
-            gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);
-            gather[t].fill((byte) 0); // pre-touch: first use of fresh memory is what costs here
-        }
+        this.gather = new MemorySegment[specs.size()]; // allocated when a batch first spans slots
         this.stream = new ConsumerStream(new StreamGeometry(samplesPerEpoch, w.producerBatchSize()), w.slotCount(),
                 batchSize, options.dropLast(), w.startEpoch(), w.startSample());
     }
@@ -580,17 +576,30 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                 ConsumerStream.Piece p = plan.pieces().getFirst();
                 view = arena.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
             } else {
+                MemorySegment into = gatherBuffer(t);
                 for (ConsumerStream.Piece p : plan.pieces()) {
-                    MemorySegment.copy(arena.region(p.slot(), t), p.offset() * sb, gather[t], p.destOffset() * sb,
+                    MemorySegment.copy(arena.region(p.slot(), t), p.offset() * sb, into, p.destOffset() * sb,
                             p.samples() * sb);
                 }
-                view = gather[t].asSlice(0, n * sb);
+                view = into.asSlice(0, n * sb);
             }
             tensors.put(spec.name(), new Tensor(spec.dtype(), spec.batchShape(n),
                     view.reinterpret(lease.scope(), null).asReadOnly(), lease));
         }
         long pinned = plan.single() ? plan.pieces().getFirst().seq() : -1;
         return new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, () -> onBatchClosed(pinned));
+    }
+
+    /**
+     * Tensor {@code t}'s gather buffer, allocated on first use: a consumer whose batches always lie inside
+     * one slot (its batch size is the loader's) never needs one, and for large batches it is tens of MB.
+     */
+    private MemorySegment gatherBuffer(int t) {
+        if (gather[t] == null) {
+            gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);
+            gather[t].fill((byte) 0); // touched once here, not page by page inside the first copies
+        }
+        return gather[t];
     }
 
     private void onBatchClosed(long pinned) {
