@@ -25,6 +25,9 @@ import java.util.concurrent.TimeUnit;
  *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a warm-up
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
  *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
+ *   handoff-ring [batches] [spinMicros]
+ *                                the hand-off through a descriptor ring and a futex in shared memory,
+ *                                an experiment beside the socket path ({@link RingHandoff})
  * </pre>
  * Prints a table and one JSON object per metric per line.
  */
@@ -32,6 +35,14 @@ public final class Harness {
 
     public static void main(String[] args) throws Exception {
         String what = args.length > 0 ? args[0] : "all";
+        if (what.equals("handoff-ring")) {
+            RingHandoff.Result r = RingHandoff.run(args.length > 1 ? Integer.parseInt(args[1]) : 3000,
+                    args.length > 2 ? Long.parseLong(args[2]) : 0);
+            System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_ring_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
+                    + "\"spin_us\": %d, \"batches\": %d, \"parks\": %d, \"futex_timeouts\": %d, \"overruns\": %d}%n",
+                    r.p50Us(), r.p99Us(), r.spinMicros(), r.batches(), r.parks(), r.timeouts(), r.overruns());
+            return;
+        }
         String touch = "page";
         List<Integer> ks = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
@@ -218,7 +229,7 @@ public final class Harness {
     }
 
     /** Starts {@code main} in a JVM like this one (same java, class path and native access); stderr is shared. */
-    private static Process startJvm(Class<?> main, String... args) throws java.io.IOException {
+    static Process startJvm(Class<?> main, String... args) throws java.io.IOException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
                 System.getProperty("java.class.path"), main.getName()));

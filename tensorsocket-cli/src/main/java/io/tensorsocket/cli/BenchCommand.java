@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.bench.Harness;
+import io.tensorsocket.bench.RingHandoff;
 import io.tensorsocket.pipeline.Decoders;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -33,7 +34,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--out", defaultValue = "bench-results", description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
     Path out;
 
-    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss.")
+    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss; or handoff-ring (an experiment,"
+            + " run only when named: the hand-off through a futex-woken descriptor ring in shared memory).")
     List<String> only;
 
     @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
@@ -60,6 +62,17 @@ final class BenchCommand implements Callable<Integer> {
                         "spin_us", SPIN_MICROS);
                 metric("handoff_us", hs.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", hs.batches(),
                         "spin_us", SPIN_MICROS);
+            }
+            if (only != null && only.contains("handoff-ring")) {
+                for (long spin : List.of(0L, SPIN_MICROS)) {
+                    progress.phase("handoff latency over a futex ring, spin " + spin + " us");
+                    RingHandoff.Result r = RingHandoff.run(quick ? 1000 : 3000, spin);
+                    for (String stat : List.of("p50", "p99")) {
+                        metric("handoff_ring_us", stat.equals("p50") ? r.p50Us() : r.p99Us(), "us", "stat", stat,
+                                "batches", r.batches(), "spin_us", spin, "parks", r.parks(), "futex_timeouts", r.timeouts(),
+                                "overruns", r.overruns());
+                    }
+                }
             }
             if (wants("fanout")) {
                 progress.phase("memory bandwidth");
