@@ -25,9 +25,10 @@ import java.util.concurrent.TimeUnit;
  *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a warm-up
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
  *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
- *   handoff-ring [batches] [spinMicros]
+ *   handoff-ring [batches] [spinMicros] [releases]
  *                                the hand-off through a descriptor ring and a futex in shared memory,
- *                                an experiment beside the socket path ({@link RingHandoff})
+ *                                an experiment beside the socket path ({@link RingHandoff}); "releases":
+ *                                the consumer also writes a release per batch to a socket, as the real one
  * </pre>
  * Prints a table and one JSON object per metric per line.
  */
@@ -36,11 +37,12 @@ public final class Harness {
     public static void main(String[] args) throws Exception {
         String what = args.length > 0 ? args[0] : "all";
         if (what.equals("handoff-ring")) {
+            boolean releases = args.length > 3 && args[3].equals("releases");
             RingHandoff.Result r = RingHandoff.run(args.length > 1 ? Integer.parseInt(args[1]) : 3000,
-                    args.length > 2 ? Long.parseLong(args[2]) : 0);
+                    args.length > 2 ? Long.parseLong(args[2]) : 0, releases);
             System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_ring_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
-                    + "\"spin_us\": %d, \"batches\": %d, \"parks\": %d, \"futex_timeouts\": %d, \"overruns\": %d}%n",
-                    r.p50Us(), r.p99Us(), r.spinMicros(), r.batches(), r.parks(), r.timeouts(), r.overruns());
+                    + "\"spin_us\": %d, \"releases\": %b, \"batches\": %d, \"parks\": %d, \"futex_timeouts\": %d, \"overruns\": %d}%n",
+                    r.p50Us(), r.p99Us(), r.spinMicros(), releases, r.batches(), r.parks(), r.timeouts(), r.overruns());
             return;
         }
         String touch = "page";

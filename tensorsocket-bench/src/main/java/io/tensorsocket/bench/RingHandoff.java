@@ -7,7 +7,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -68,11 +73,19 @@ public final class RingHandoff {
     public record Result(double p50Us, double p99Us, long batches, long spinMicros, long parks, long timeouts, long overruns) {
     }
 
+    /** As {@link #run(int, long, boolean)} without release traffic. */
+    public static Result run(int batches, long spinMicros) throws Exception {
+        return run(batches, spinMicros, false);
+    }
+
     /**
      * Publishes {@link Harness#HANDOFF_WARMUP} + {@code batches} descriptors at one per millisecond to a
-     * consumer JVM that polls for {@code spinMicros} before it parks on the futex.
+     * consumer JVM that polls for {@code spinMicros} before it parks on the futex. With {@code releases},
+     * the consumer also writes a 16-byte release per batch to a Unix-domain socket that a reader thread of
+     * this JVM drains, as the real consumer tells the real producer: it shows what that traffic (a wake-up
+     * of the producer's reader per batch, on the same cores) does to the hand-off.
      */
-    public static Result run(int batches, long spinMicros) throws Exception {
+    public static Result run(int batches, long spinMicros, boolean releases) throws Exception {
         if (!System.getProperty("os.arch").equals("amd64") || !System.getProperty("os.name").equals("Linux")) {
             throw new UnsupportedOperationException("the futex ring needs Linux on x86_64 (syscall number 202)");
         }
@@ -81,8 +94,17 @@ public final class RingHandoff {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment map = map(file, arena);
             Futex futex = new Futex(); // linking the downcall takes a while: before the consumer waits for batches
+            Path socket = Path.of(file + ".sock");
+            ServerSocketChannel server = null;
+            Thread reader = null;
+            if (releases) {
+                server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+                server.bind(UnixDomainSocketAddress.of(socket));
+                ServerSocketChannel accepting = server;
+                reader = Thread.ofPlatform().daemon().name("ring-release-reader").start(() -> drain(accepting));
+            }
             Process consumer = Harness.startJvm(RingHandoff.class, file.toString(), Integer.toString(total),
-                    Integer.toString(Harness.HANDOFF_WARMUP), Long.toString(spinMicros));
+                    Integer.toString(Harness.HANDOFF_WARMUP), Long.toString(spinMicros), releases ? socket.toString() : "-");
             try {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while ((int) INT.getVolatile(map, ATTACHED) == 0) {
@@ -106,9 +128,26 @@ public final class RingHandoff {
                 if (!consumer.waitFor(1, TimeUnit.MINUTES)) {
                     consumer.destroyForcibly();
                 }
+                if (server != null) {
+                    server.close();
+                    reader.join(5_000);
+                }
+                Files.deleteIfExists(socket);
             }
         } finally {
             Files.deleteIfExists(file);
+        }
+    }
+
+    /** The producer side of the release traffic: one consumer's 16-byte releases, read as they come. */
+    private static void drain(ServerSocketChannel server) {
+        try (SocketChannel ch = server.accept()) {
+            ByteBuffer buf = ByteBuffer.allocateDirect(4096);
+            while (ch.read(buf.clear()) >= 0) {
+                // the bytes are not needed: the wake-up per release is what is being reproduced
+            }
+        } catch (IOException e) {
+            // the consumer JVM ended or the server closed: the run is over
         }
     }
 
@@ -127,12 +166,18 @@ public final class RingHandoff {
         }
     }
 
-    /** The consumer JVM: file, batches in all, warm-up batches, spin microseconds; prints one RESULT line. */
+    /**
+     * The consumer JVM: file, batches in all, warm-up batches, spin microseconds, release socket or "-";
+     * prints one RESULT line.
+     */
     public static void main(String[] args) throws IOException {
         Path file = Path.of(args[0]);
         int total = Integer.parseInt(args[1]);
         int warmup = Integer.parseInt(args[2]);
         long spinNanos = Long.parseLong(args[3]) * 1000;
+        SocketChannel releases = args[4].equals("-") ? null
+                : SocketChannel.open(UnixDomainSocketAddress.of(Path.of(args[4])));
+        ByteBuffer release = ByteBuffer.allocateDirect(16);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment map = map(file, arena);
             MemorySegment word = map.asSlice(SEQUENCE, 4);
@@ -172,6 +217,12 @@ public final class RingHandoff {
                 if (b >= warmup) {
                     latencies[b - warmup] = held - published;
                 }
+                if (releases != null) {
+                    releases.write(release.clear().putLong(0, b)); // after the stamp: as the real consumer, at its next call
+                }
+            }
+            if (releases != null) {
+                releases.close();
             }
             Arrays.sort(latencies);
             int n = latencies.length;
