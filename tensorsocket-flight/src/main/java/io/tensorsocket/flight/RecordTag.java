@@ -75,19 +75,6 @@ public record RecordTag(Kind kind, long epoch, long index, long sampleStart, lon
     }
 
     /**
-     * Decodes a tag.
-     *
-     * @throws IllegalArgumentException if {@code buf} is no tag
-     */
-    public static RecordTag decode(ArrowBuf buf) {
-        if (buf == null || buf.readableBytes() < BYTES) {
-            throw new IllegalArgumentException("message without a TensorSocket tag ("
-                    + (buf == null ? "no" : buf.readableBytes() + " bytes of") + " app metadata)");
-        }
-        return decode(buf.nioBuffer(buf.readerIndex(), BYTES));
-    }
-
-    /**
      * Reads a tag from a message's app metadata.
      *
      * @throws IllegalArgumentException if {@code metadata} is missing, short or not a TensorSocket tag
@@ -97,11 +84,7 @@ public record RecordTag(Kind kind, long epoch, long index, long sampleStart, lon
             throw new IllegalArgumentException("message without a TensorSocket tag ("
                     + (metadata == null ? "no" : metadata.length + " bytes of") + " app metadata)");
         }
-        return decode(ByteBuffer.wrap(metadata));
-    }
-
-    private static RecordTag decode(ByteBuffer buf) {
-        ByteBuffer b = buf.order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.wrap(metadata).order(ByteOrder.LITTLE_ENDIAN);
         if (b.getInt(0) != MAGIC) {
             throw new IllegalArgumentException("message tag has magic 0x" + Integer.toHexString(b.getInt(0))
                     + ", not TensorSocket's 0x" + Integer.toHexString(MAGIC));

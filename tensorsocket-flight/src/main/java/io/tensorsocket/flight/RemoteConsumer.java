@@ -135,8 +135,12 @@ public final class RemoteConsumer implements RemoteStream {
             DoGetReader.Frame first = await(options.connectTimeout().toNanos(), r::next);
             Schema schema = schema(first);
             opened = VectorSchemaRoot.create(schema, allocator);
-            this.header = StreamHeader.fromMetadata(schema.getCustomMetadata());
-            this.specs = List.copyOf(TensorColumns.specs(schema));
+            try {
+                this.header = StreamHeader.fromMetadata(schema.getCustomMetadata());
+                this.specs = List.copyOf(TensorColumns.specs(schema));
+            } catch (IllegalArgumentException e) {
+                throw new ProtocolException("server " + address + " is not a TensorSocket server: " + e.getMessage(), e);
+            }
             this.reader = r;
             this.root = opened;
             this.loader = new VectorLoader(opened);
