@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -18,16 +17,6 @@ import org.junit.jupiter.api.Test;
 
 /** Remote consumers and relays over Arrow Flight on loopback, with real producer and consumer JVMs. */
 class FlightProcessTest extends ProcessTestBase {
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
-
-    private static String uri(int port, String name) {
-        return "grpc://127.0.0.1:" + port + "/" + name;
-    }
 
 
     private static void assertExact(Proc c, int epochs, long samples) throws InterruptedException {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,16 +29,6 @@ class FlightPythonProcessTest extends ProcessTestBase {
         org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
                 + " Python client's optional dependency for grpc:// producers: " + PYTHON
                 + " -m pip install --break-system-packages pyarrow, or the wheel in /opt/pypi/files)");
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
-
-    private static String uri(int port, String name) {
-        return "grpc://127.0.0.1:" + port + "/" + name;
     }
 
     @Test

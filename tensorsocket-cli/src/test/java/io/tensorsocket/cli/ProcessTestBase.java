@@ -59,6 +59,18 @@ abstract class ProcessTestBase {
     }
 
     /** Waits (at most 30 s) until the producer has logged {@code consumers} joins. */
+    /** A loopback TCP port free at the time of asking, for a test's Flight server. */
+    protected static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** The address of producer {@code name} served over Flight on loopback {@code port}. */
+    protected static String uri(int port, String name) {
+        return "grpc://127.0.0.1:" + port + "/" + name;
+    }
+
     protected static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
         long deadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {

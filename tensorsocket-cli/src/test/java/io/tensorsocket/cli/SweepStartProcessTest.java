@@ -40,16 +40,21 @@ class SweepStartProcessTest extends ProcessTestBase {
     @Test
     void aLateConsumerMayWaitForTheNextEpochStartInsteadOfRolling() throws Exception {
         boolean python = pythonAvailable();
-        Proc producer = serve("late", "samples=3000,shape=8,dtype=float32,seed=9", 10, 4, "--start-grace-ms", "0");
+        int port = freePort();
+        Proc producer = serve("late", "samples=3000,shape=8,dtype=float32,seed=9", 10, 4, "--start-grace-ms", "0",
+                "--flight", "127.0.0.1:" + port);
         // 6 s for its epoch, which keeps the producer in epoch 0 (or 1) while the late ones start
         Proc first = consume("late", 10, "--step-ms", "20", "--epochs", "1");
         awaitJoined(producer, 1);
         Thread.sleep(1000);
         Proc waiting = consume("late", 10, "--epochs", "1", "--wait-for-epoch-start");
         Proc rolling = consume("late", 10, "--epochs", "1");
-        List<Proc> late = new ArrayList<>(List.of(waiting));
+        // the same policy through a Flight server: the remote's consumer on the serving host waits too
+        Proc remoteWaiting = consume(uri(port, "late"), 10, "--epochs", "1", "--wait-for-epoch-start");
+        List<Proc> late = new ArrayList<>(List.of(waiting, remoteWaiting));
         if (python) {
             late.add(pythonConsume("late", 10, "--epochs", "1", "--wait-for-epoch-start"));
+            late.add(pythonConsume(uri(port, "late"), 10, "--epochs", "1", "--wait-for-epoch-start"));
         }
         for (Proc c : late) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());
