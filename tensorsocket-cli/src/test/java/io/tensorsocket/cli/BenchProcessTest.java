@@ -1,0 +1,51 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The benchmark commands the README quotes numbers from, run as a user runs them: they finish and print
+ * their JSON lines with plausible values. What the numbers are is the benchmarks' business, not a test's.
+ */
+class BenchProcessTest extends ProcessTestBase {
+
+    private static double value(Map<String, String> line, String key) {
+        return Double.parseDouble(line.get(key));
+    }
+
+    @Test
+    void benchHandoffPrintsSocketAndRingLatencies() throws Exception {
+        Proc p = start("bench", "--quick", "--only", "handoff,handoff-ring", "--out", base.resolve("out").toString());
+        assertEquals(0, p.exitCode(Duration.ofSeconds(180)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        List<Map<String, String>> socket = lines.stream().filter(l -> "handoff_us".equals(l.get("metric"))).toList();
+        List<Map<String, String>> ring = lines.stream().filter(l -> "handoff_ring_us".equals(l.get("metric"))).toList();
+        assertEquals(4, socket.size(), lines.toString()); // p50 and p99, sleeping and spinning
+        assertEquals(4, ring.size(), lines.toString());
+        for (Map<String, String> l : socket) {
+            assertTrue(value(l, "value") > 0, l.toString());
+        }
+        for (Map<String, String> l : ring) {
+            assertTrue(value(l, "value") > 0, l.toString());
+            assertEquals("0", l.get("overruns"), l.toString());
+        }
+    }
+
+    @Test
+    void benchFlightPrintsEveryCase() throws Exception {
+        Proc p = start("bench-flight", "--seconds", "1", "--only", "flight,relay");
+        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        List<String> cases = lines.stream().map(l -> l.get("case") + "/" + l.get("consumers")).toList();
+        assertEquals(List.of("memcpy/0", "flight/1", "flight/4", "relay/4"), cases, lines.toString());
+        for (Map<String, String> l : lines) {
+            assertTrue(value(l, "gb_per_s_per_consumer") > 0, l.toString());
+            assertTrue(value(l, "cpu_ms_per_consumer_batch") > 0, l.toString());
+        }
+    }
+}
