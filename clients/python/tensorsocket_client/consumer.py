@@ -381,6 +381,9 @@ class TensorConsumer:
             if not isinstance(w, wire.Welcome):
                 raise ProtocolError("producer '%s' answered HELLO with %s" % (name, type(w).__name__))
             link.producer_pid = w.producer_pid
+            if w.ring != -1:
+                raise ProtocolError("producer '%s' gave descriptor ring %d to this consumer, which asked to be "
+                                    "served over its socket" % (name, w.ring))
             layout = _arena.Layout(w.tensors, w.producer_batch_size, w.slot_count)
             arena_path = os.path.join(d, _arena.ARENA_FILE)
             if os.path.normpath(os.path.abspath(w.arena_path)) != os.path.normpath(arena_path):

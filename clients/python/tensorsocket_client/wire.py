@@ -11,7 +11,7 @@ from typing import Tuple
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 3
+VERSION = 4
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -49,6 +49,9 @@ class Hello:
     pid: int
     client: str
     start_policy: int = JOIN_NOW
+    # Ask to be handed the stream through a descriptor ring in shared memory; this client reads it over the
+    # socket, so it sends False (the Java consumer asks for a ring).
+    ring: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Welcome:
     start_sample: int
     source: str
     tensors: Tuple[TensorSpec, ...]
+    ring: int = -1  # the consumer's descriptor ring, -1: its stream comes over the socket
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ def encode(m) -> bytes:
     t = _TYPES[type(m)]
     if t == HELLO:
         p = (struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
-             + struct.pack("<B", m.start_policy))
+             + struct.pack("<BB", m.start_policy, 1 if m.ring else 0))
     elif t == WELCOME:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
@@ -153,6 +157,7 @@ def encode(m) -> bytes:
         for ts in m.tensors:
             p += _string(ts.name) + struct.pack("<BB", ts.dtype, len(ts.shape))
             p += b"".join(struct.pack("<q", d) for d in ts.shape)
+        p += struct.pack("<i", m.ring)
     elif t == BATCH:
         p = struct.pack("<qiqqqi", m.seq, m.slot, m.epoch, m.index, m.sample_start, m.samples)
     elif t == RELEASE:
@@ -233,7 +238,7 @@ def decode_payload(mtype: int, payload: bytes):
         pid, client, policy = r.take("<q"), r.string(), r.take("<B")
         if policy > NEXT_EPOCH_START:
             raise ProtocolError("HELLO holds unknown start policy %d" % policy)
-        m = Hello(batch, drop, pid, client, policy)
+        m = Hello(batch, drop, pid, client, policy, r.bool())
     elif mtype == WELCOME:
         m = _decode_welcome(r)
     elif mtype == BATCH:
@@ -298,8 +303,11 @@ def _decode_welcome(r):
         if not name or len(name) > 255 or any(d < 0 for d in shape):
             raise ProtocolError("WELCOME tensor '%s' is invalid" % name)
         tensors.append(TensorSpec(name, dtype, shape))
+    ring = r.take("<i")
+    if ring < -1:
+        raise ProtocolError("WELCOME holds an invalid value")
     return Welcome(session, consumer, pid, arena, slot_count, slot_bytes, batch, samples, epochs, mode,
-                   start_epoch, start_sample, source, tuple(tensors))
+                   start_epoch, start_sample, source, tuple(tensors), ring)
 
 
 def check_version(version: int, mtype: int, payload: bytes):

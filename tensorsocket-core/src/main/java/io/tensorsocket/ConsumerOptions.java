@@ -18,12 +18,16 @@ import java.util.Objects;
  * @param startPolicy    what to do when arriving too late to start at the current epoch's start
  * @param client         who this consumer is, as the producer's {@code status} shows it; null: this
  *                       process's command (a Flight server sets the remote peer's address here)
- * @param spinWait       how long a consumer waiting for a batch polls its socket before it sleeps: a batch
+ * @param spinWait       how long a consumer waiting for a batch polls for it before it sleeps: a batch
  *                       arriving within it is taken without a thread wake-up, at the cost of a busy core
  *                       while waiting; zero (the default) sleeps at once
+ * @param ringHandoff    have batches handed over through a descriptor ring in shared memory, a sleeping
+ *                       consumer woken by a futex (the default; on Linux x86_64 and aarch64), rather than
+ *                       announced over the socket; the socket still carries releases, heartbeats and errors
  */
 public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                              Duration liveness, StartPolicy startPolicy, String client, Duration spinWait) {
+                              Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
+                              boolean ringHandoff) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
 
@@ -46,7 +50,13 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         }
     }
 
-    /** Options with the default liveness, start policy, client label and no spinning. */
+    /** Options handed batches through a descriptor ring. */
+    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
+                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait) {
+        this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, true);
+    }
+
+    /** Options with the default liveness, start policy, client label, hand-off and no spinning. */
     public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout) {
         this(batchSize, dropLast, connectTimeout, batchTimeout, DEFAULT_LIVENESS, StartPolicy.JOIN_NOW, null,
                 Duration.ZERO);
@@ -58,34 +68,44 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
     }
 
     public ConsumerOptions withConnectTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
     }
 
     public ConsumerOptions withBatchTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff);
     }
 
     /** How long a waiting consumer hears nothing from the producer before it reports it as not responding. */
     public ConsumerOptions withLiveness(Duration liveness) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
     }
 
     /** What to do when arriving after the current epoch's start has left the rubber band. */
     public ConsumerOptions withStartPolicy(StartPolicy policy) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff);
     }
 
     /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
     public ConsumerOptions withClient(String label) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff);
     }
 
-    /** Polls the socket for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
+    /** Polls for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
     public ConsumerOptions withSpinWait(Duration spin) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff);
+    }
+
+    /**
+     * Whether batches come through a descriptor ring in shared memory (true, the default) or are announced
+     * over the socket (see {@link #ringHandoff()}). Where the platform has no futexes, or the producer has no
+     * ring left, the socket is used whatever this says.
+     */
+    public ConsumerOptions withRingHandoff(boolean ring) {
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
+                ring);
     }
 }

@@ -2,6 +2,8 @@ package io.tensorsocket;
 
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.consumer.ConsumerLink;
 import io.tensorsocket.consumer.ProducerSocket;
@@ -183,7 +185,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         try {
             mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
                     options.client() != null ? options.client() : ProcessHandle.current().info().command().orElse("java"),
-                    options.startPolicy()));
+                    options.startPolicy(), options.ringHandoff() && Futex.supported()));
             Message first = link.take(options.connectTimeout().toNanos(), "the answer to HELLO");
             if (!(first instanceof Message.Welcome w)) {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
@@ -199,6 +201,10 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
                         + layout.slotBytes());
             }
             arena = SharedArena.openReadOnly(arenaPath, layout, w.sessionId());
+            if (w.ring() != Message.Welcome.NO_RING) {
+                link.handOffThrough(DescriptorRings.open(dir.resolve(ProducerDirectory.RINGS_FILE), w.sessionId()),
+                        w.ring(), w.consumerId());
+            }
             return new TensorConsumer(name, options, link, w, arena);
         } catch (IOException e) {
             // What the producer said before it went (an eviction, say) explains a vanished arena best.
@@ -287,6 +293,14 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             return remote.startMode();
         }
         return welcome.startMode();
+    }
+
+    /**
+     * Whether batches reach this consumer through a descriptor ring in shared memory (see
+     * {@link ConsumerOptions#ringHandoff()}), rather than announced over its socket or served remotely.
+     */
+    public boolean ringHandoff() {
+        return remote == null && link.ringHandoff();
     }
 
     /** The producer epoch in which this consumer's first epoch begins. */

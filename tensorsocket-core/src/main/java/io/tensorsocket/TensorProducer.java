@@ -1,6 +1,8 @@
 package io.tensorsocket;
 
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.arena.SpaceReservation;
@@ -42,6 +44,8 @@ public final class TensorProducer implements AutoCloseable {
     private final Duration drainTimeout;
     private final ProducerDirectory directory;
     private final SharedArena arena;
+    /** The consumers' descriptor rings, or null where the platform has no futexes. */
+    private final DescriptorRings rings;
     private final ProducerCore core;
     private final ProducerServer server;
     private final CountDownLatch finished = new CountDownLatch(1);
@@ -63,6 +67,7 @@ public final class TensorProducer implements AutoCloseable {
         this.pid = pid;
         ProducerDirectory d = ProducerDirectory.claim(dir, b.accessGroup);
         SharedArena a = null;
+        DescriptorRings r = null;
         ProducerServer srv = null;
         int slots;
         ArenaLayout layout;
@@ -84,6 +89,11 @@ public final class TensorProducer implements AutoCloseable {
             d.share(d.arenaPath(), false);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), this.epochs, b.rubberBand, b.claimsAhead,
                     b.stallTimeout, b.effectiveIdleTimeout(this.epochs), b.minConsumers, b.startGrace, name);
+            if (Futex.supported()) {
+                r = DescriptorRings.create(d.ringsPath(), DescriptorRings.DEFAULT_RINGS, slots, sessionId);
+                d.share(d.ringsPath(), true);
+                core.handOffThrough(r);
+            }
             String arenaPath = d.arenaPath().toString();
             srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
                     sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
@@ -103,11 +113,15 @@ public final class TensorProducer implements AutoCloseable {
             if (a != null) {
                 a.close();
             }
+            if (r != null) {
+                r.close();
+            }
             d.close();
             throw e;
         }
         this.directory = d;
         this.arena = a;
+        this.rings = r;
         log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
                 description, dir, slots, layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
     }
@@ -305,6 +319,9 @@ public final class TensorProducer implements AutoCloseable {
             log.warn("closing the source failed: {}", e.toString());
         }
         arena.close();
+        if (rings != null) {
+            rings.close();
+        }
         directory.close();
     }
 
@@ -332,7 +349,7 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * Lets members of {@code group} connect too (default: only this user). The producer's directory
-         * becomes 0750, its socket 0660 and its arena 0640, all owned by the group.
+         * becomes 0750, its socket and rings file 0660 and its arena 0640, all owned by the group.
          */
         public Builder accessGroup(String group) {
             if (group == null || group.isBlank()) {

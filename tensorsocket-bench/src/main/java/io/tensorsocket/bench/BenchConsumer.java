@@ -14,8 +14,9 @@ import java.util.Arrays;
  * A benchmark consumer process: iterates epochs, reads each batch (every byte, one word per page, or
  * nothing), records the publish-to-hold latency of each batch, and prints one line of results.
  * Arguments: directory, batch size, epochs, touch mode (all | page | none), and optionally the
- * microseconds a waiting consumer polls its socket before sleeping ({@link ConsumerOptions#spinWait()})
- * and the number of first batches whose latency is not counted (a warm-up).
+ * microseconds a waiting consumer polls before sleeping ({@link ConsumerOptions#spinWait()}), the number
+ * of first batches whose latency is not counted (a warm-up), and "ring" or "socket": how batches are
+ * handed over ({@link ConsumerOptions#ringHandoff()}).
  */
 public final class BenchConsumer {
     private static volatile long sink;
@@ -27,8 +28,9 @@ public final class BenchConsumer {
         String touch = args[3];
         Duration spin = Duration.ofNanos(args.length > 4 ? Long.parseLong(args[4]) * 1000 : 0);
         int warmup = args.length > 5 ? Integer.parseInt(args[5]) : 0;
+        boolean ring = args.length <= 6 || args[6].equals("ring");
         try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
-                .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin))) {
+                .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin).withRingHandoff(ring))) {
             long[] latencies = new long[(int) (c.size() * epochs)];
             int n = 0;
             int seen = 0;

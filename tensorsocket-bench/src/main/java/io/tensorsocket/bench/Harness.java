@@ -22,13 +22,10 @@ import java.util.concurrent.TimeUnit;
  * The multi-process throughput and latency harness: one producer in this JVM, K consumer JVMs.
  *
  * <pre>
- *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a warm-up
+ *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a
+ *                                warm-up; handed over through the descriptor ring and over the socket
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
  *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
- *   handoff-ring [batches] [spinMicros] [releases]
- *                                the hand-off through a descriptor ring and a futex in shared memory,
- *                                an experiment beside the socket path ({@link RingHandoff}); "releases":
- *                                the consumer also writes a release per batch to a socket, as the real one
  * </pre>
  * Prints a table and one JSON object per metric per line.
  */
@@ -36,15 +33,6 @@ public final class Harness {
 
     public static void main(String[] args) throws Exception {
         String what = args.length > 0 ? args[0] : "all";
-        if (what.equals("handoff-ring")) {
-            boolean releases = args.length > 3 && args[3].equals("releases");
-            RingHandoff.Result r = RingHandoff.run(args.length > 1 ? Integer.parseInt(args[1]) : 3000,
-                    args.length > 2 ? Long.parseLong(args[2]) : 0, releases);
-            System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_ring_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
-                    + "\"spin_us\": %d, \"releases\": %b, \"batches\": %d, \"parks\": %d, \"futex_timeouts\": %d, \"overruns\": %d}%n",
-                    r.p50Us(), r.p99Us(), r.spinMicros(), releases, r.batches(), r.parks(), r.timeouts(), r.overruns());
-            return;
-        }
         String touch = "page";
         List<Integer> ks = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
@@ -58,7 +46,7 @@ public final class Harness {
             ks = List.of(1, 2, 4);
         }
         if (what.equals("handoff") || what.equals("all")) {
-            handoff();
+            handoff(args.length > 1 && what.equals("handoff") ? Integer.parseInt(args[1]) : 10_000);
         }
         if (what.equals("producer-cpu")) {
             for (int k : args.length > 1 ? ks : List.of(1, 4, 16)) {
@@ -83,15 +71,13 @@ public final class Harness {
     public record Fanout(int consumers, double perConsumer, double aggregate) {
     }
 
-    static void handoff() throws Exception {
-        Handoff r = handoff(2000);
-        System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
-                + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d}%n", r.p50Us(), r.p99Us(), r.batches());
-    }
-
-    /** Measures {@code batches} batches of 64×3×32×32 float32, the producer paced at one batch per millisecond. */
-    public static Handoff handoff(int batches) throws Exception {
-        return handoff(batches, 0);
+    static void handoff(int batches) throws Exception {
+        for (boolean ring : new boolean[]{true, false}) {
+            Handoff r = handoff(batches, 0, ring);
+            System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
+                    + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d, \"path\": \"%s\"}%n", r.p50Us(), r.p99Us(),
+                    r.batches(), ring ? "ring" : "socket");
+        }
     }
 
     /**
@@ -100,10 +86,14 @@ public final class Harness {
      */
     static final int HANDOFF_WARMUP = 2000;
 
-    /** As {@link #handoff(int)}, the consumer polling its socket for up to {@code spinMicros} before it sleeps. */
-    public static Handoff handoff(int batches, long spinMicros) throws Exception {
+    /**
+     * Measures {@code batches} batches of 64×3×32×32 float32, the producer paced at one batch per millisecond,
+     * handed over through the consumer's descriptor ring ({@code ring}) or over its socket; the consumer
+     * polls for up to {@code spinMicros} before it sleeps.
+     */
+    public static Handoff handoff(int batches, long spinMicros, boolean ring) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, HANDOFF_WARMUP).getFirst();
+        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, HANDOFF_WARMUP, ring).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
@@ -164,11 +154,11 @@ public final class Harness {
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
-        return run(src, consumers, epochs, touch, 0, 0);
+        return run(src, consumers, epochs, touch, 0, 0, true);
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
-                                                 int warmup) throws Exception {
+                                                 int warmup, boolean ring) throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
@@ -177,7 +167,8 @@ public final class Harness {
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
                 procs.add(startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
-                        Integer.toString(epochs), touch, Long.toString(spinMicros), Integer.toString(warmup)));
+                        Integer.toString(epochs), touch, Long.toString(spinMicros), Integer.toString(warmup),
+                        ring ? "ring" : "socket"));
             }
             for (Process proc : procs) {
                 String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))

@@ -1,7 +1,6 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.bench.Harness;
-import io.tensorsocket.bench.RingHandoff;
 import io.tensorsocket.pipeline.Decoders;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -34,8 +33,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--out", defaultValue = "bench-results", description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
     Path out;
 
-    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss; or handoff-ring (an experiment,"
-            + " run only when named: the hand-off through a futex-woken descriptor ring in shared memory).")
+    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss.")
     List<String> only;
 
     @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
@@ -50,27 +48,18 @@ final class BenchCommand implements Callable<Integer> {
         int cpus = Runtime.getRuntime().availableProcessors();
         String machine = cpus + " processors, " + Runtime.version() + ", " + System.getProperty("os.arch");
         System.out.println("# tensorsocket bench" + (quick ? " --quick" : "") + " on " + machine);
-        try (ProgressBar progress = new ProgressBar(quick ? 70 : 240)) {
+        try (ProgressBar progress = new ProgressBar(quick ? 80 : 280)) {
             if (wants("handoff")) {
-                progress.phase("handoff latency");
-                Harness.Handoff h = Harness.handoff(quick ? 1000 : 3000);
-                metric("handoff_us", h.p50Us(), "us", "stat", "p50", "batch", "64x3x32x32 float32", "batches", h.batches());
-                metric("handoff_us", h.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", h.batches());
-                progress.phase("handoff latency, consumer spinning");
-                Harness.Handoff hs = Harness.handoff(quick ? 1000 : 3000, SPIN_MICROS);
-                metric("handoff_us", hs.p50Us(), "us", "stat", "p50", "batch", "64x3x32x32 float32", "batches", hs.batches(),
-                        "spin_us", SPIN_MICROS);
-                metric("handoff_us", hs.p99Us(), "us", "stat", "p99", "batch", "64x3x32x32 float32", "batches", hs.batches(),
-                        "spin_us", SPIN_MICROS);
-            }
-            if (only != null && only.contains("handoff-ring")) {
-                for (long spin : List.of(0L, SPIN_MICROS)) {
-                    progress.phase("handoff latency over a futex ring, spin " + spin + " us");
-                    RingHandoff.Result r = RingHandoff.run(quick ? 1000 : 3000, spin);
-                    for (String stat : List.of("p50", "p99")) {
-                        metric("handoff_ring_us", stat.equals("p50") ? r.p50Us() : r.p99Us(), "us", "stat", stat,
-                                "batches", r.batches(), "spin_us", spin, "parks", r.parks(), "futex_timeouts", r.timeouts(),
-                                "overruns", r.overruns());
+                int batches = quick ? 1000 : 10_000;
+                for (boolean ring : new boolean[]{true, false}) {
+                    for (long spin : new long[]{0, SPIN_MICROS}) {
+                        String path = ring ? "ring" : "socket";
+                        progress.phase("handoff latency, " + path + (spin > 0 ? ", consumer spinning" : ""));
+                        Harness.Handoff h = Harness.handoff(batches, spin, ring);
+                        for (String stat : List.of("p50", "p99")) {
+                            metric("handoff_us", stat.equals("p50") ? h.p50Us() : h.p99Us(), "us", "stat", stat, "path", path,
+                                    "batch", "64x3x32x32 float32", "batches", h.batches(), "spin_us", spin);
+                        }
                     }
                 }
             }

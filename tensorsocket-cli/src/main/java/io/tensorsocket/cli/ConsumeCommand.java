@@ -57,6 +57,14 @@ final class ConsumeCommand implements Callable<Integer> {
                     + " core (0 to 1000000; default ${DEFAULT-VALUE}).")
     long spinUs;
 
+    /** How a local consumer asks to be handed its batches. */
+    enum Handoff { ring, socket }
+
+    @Option(names = "--handoff", defaultValue = "ring", paramLabel = "ring|socket",
+            description = "How batches are handed over: ring (a descriptor ring in shared memory; a waiting consumer"
+                    + " sleeps on a futex) or socket (announced over the control socket) (default ${DEFAULT-VALUE}).")
+    Handoff handoff;
+
     @Option(names = "--progress-ms", defaultValue = "0",
             description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
     long progressMs;
@@ -70,7 +78,7 @@ final class ConsumeCommand implements Callable<Integer> {
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
                 .withBatchTimeout(ServeCommand.seconds(batchTimeoutS)).withLiveness(ServeCommand.seconds(livenessS))
                 .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW)
-                .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000));
+                .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000)).withRingHandoff(handoff == Handoff.ring);
         try (ConsumerHandle c = ConsumerHandle.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {
@@ -111,7 +119,7 @@ final class ConsumeCommand implements Callable<Integer> {
                             .put("samples", counts.samples()).put("expected", expected).put("unique", counts.unique())
                             .put("duplicates", counts.duplicates()).put("corrupt", counts.corrupt())
                             .put("out_of_order", counts.outOfOrder()).put("start", c.startMode().label())
-                            .put("start_epoch", c.startEpoch())
+                            .put("start_epoch", c.startEpoch()).put("handoff", c.handoff())
                             .put("complete", complete).put("batch_size", batchSize)
                             .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9)));
                     System.out.flush();

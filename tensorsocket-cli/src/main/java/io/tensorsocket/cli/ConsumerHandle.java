@@ -24,6 +24,9 @@ interface ConsumerHandle extends Iterable<Batch>, AutoCloseable {
     /** The producer epoch in which this consumer's first epoch begins. */
     long startEpoch();
 
+    /** How batches reach this consumer: "ring", "socket" or "flight". */
+    String handoff();
+
     @Override
     void close();
 
@@ -46,6 +49,7 @@ interface ConsumerHandle extends Iterable<Batch>, AutoCloseable {
             public boolean isEndOfStream() { return c.isEndOfStream(); }
             public StartMode startMode() { return c.startMode(); }
             public long startEpoch() { return c.startEpoch(); }
+            public String handoff() { return c.ringHandoff() ? "ring" : "socket"; }
             public Iterator<Batch> iterator() { return c.iterator(); }
             public void close() { c.close(); }
         };

@@ -60,6 +60,11 @@ final class RemoteHandle implements ConsumerHandle {
     }
 
     @Override
+    public String handoff() {
+        return "flight";
+    }
+
+    @Override
     public Iterator<Batch> iterator() {
         return c.iterator();
     }

@@ -17,9 +17,10 @@ class ExactlyOnceProcessTest extends ProcessTestBase {
         String spec = "samples=1003,shape=3x8x8,dtype=float32,seed=11";
         serve("mix", spec, 16, 2, "--min-consumers", "5");
         int[] sizes = {16, 8, 10, 40, 1};
+        String[] handoffs = {"ring", "socket", "ring", "socket", "ring"}; // both paths serve one producer at once
         List<Proc> consumers = new java.util.ArrayList<>();
-        for (int b : sizes) {
-            consumers.add(consume("mix", b));
+        for (int i = 0; i < sizes.length; i++) {
+            consumers.add(consume("mix", sizes[i], "--handoff", handoffs[i]));
         }
         for (int i = 0; i < sizes.length; i++) {
             Proc c = consumers.get(i);
@@ -29,6 +30,7 @@ class ExactlyOnceProcessTest extends ProcessTestBase {
             for (int e = 0; e < 2; e++) {
                 assertExactEpoch(epochs.get(e), 1003, "epoch_start");
                 assertEquals(Integer.toString(e), epochs.get(e).get("epoch"));
+                assertEquals(handoffs[i], epochs.get(e).get("handoff"));
                 assertEquals(Long.toString((1003 + sizes[i] - 1) / sizes[i]), epochs.get(e).get("batches"));
             }
         }

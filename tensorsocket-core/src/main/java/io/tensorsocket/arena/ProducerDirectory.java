@@ -39,12 +39,14 @@ import java.util.stream.Stream;
  *        ├── producer.lock                 0600, locked by the live producer; holds its pid
  *        ├── control.sock                  0600, Unix-domain socket consumers connect to
  *        ├── feeder.sock                   0600, only for an external source: where its feeder connects
- *        └── arena                         0600, the shared memory (see ArenaLayout)
+ *        ├── arena                         0600, the shared memory (see ArenaLayout)
+ *        └── rings                         0600, descriptor rings and futex words (see DescriptorRings)
  * </pre>
  *
  * A producer started with an access group shares with that group only: the per-user directory becomes
  * 0711 (others may pass through it, not list it), the producer's directory 0750, the socket 0660 (connecting
- * needs write permission) and the arena 0640, all three owned by the group.
+ * needs write permission), the arena 0640 and the rings 0660 (a consumer writes how far it read), all owned
+ * by the group.
  *
  * A producer that dies leaves the files behind but the operating system drops its lock, which is how
  * the next producer of the same name tells stale from live and reclaims the directory.
@@ -55,6 +57,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String LOCK_FILE = "producer.lock";
     public static final String SOCKET_FILE = "control.sock";
     public static final String ARENA_FILE = "arena";
+    /** Where consumers find their descriptor rings (see {@link DescriptorRings}). */
+    public static final String RINGS_FILE = "rings";
     /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
@@ -228,6 +232,7 @@ public final class ProducerDirectory implements AutoCloseable {
         boolean stale = Files.exists(dir.resolve(SOCKET_FILE)) || Files.exists(dir.resolve(ARENA_FILE));
         Files.deleteIfExists(dir.resolve(SOCKET_FILE));
         Files.deleteIfExists(dir.resolve(ARENA_FILE));
+        Files.deleteIfExists(dir.resolve(RINGS_FILE));
         Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
         if (stale) {
             log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
@@ -386,12 +391,17 @@ public final class ProducerDirectory implements AutoCloseable {
         return dir.resolve(ARENA_FILE);
     }
 
+    public Path ringsPath() {
+        return dir.resolve(RINGS_FILE);
+    }
+
     /** Removes the producer's files and the directory, then drops the lock. */
     @Override
     public void close() {
         try {
             Files.deleteIfExists(socketPath());
             Files.deleteIfExists(arenaPath());
+            Files.deleteIfExists(ringsPath());
             Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();

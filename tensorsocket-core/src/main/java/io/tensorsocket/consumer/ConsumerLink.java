@@ -4,6 +4,7 @@ import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 
@@ -40,6 +41,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * watchdog holding it wakes the watchdog's selector, which then yields; the watchdog takes the socket back
  * once the iterator has not waited for a while ({@link #WATCHDOG_PARK_NANOS}). Messages read by the
  * watchdog are taken from the inbox first, so order is kept.
+ *
+ * <p>Once the producer gives the consumer a descriptor ring ({@link #handOffThrough}), the stream comes
+ * through shared memory instead: a waiting iterator polls the ring, then sleeps on its doorbell (a futex
+ * the producer rings only when the iterator sleeps), and never touches the socket; the watchdog keeps the
+ * socket for good, answers heartbeats, and rings the doorbell itself when the socket brings an ERROR or
+ * ends. Every entry was published before the producer wrote anything after it to the socket, so the
+ * socket's end is a failure only once the ring is drained and holds no END.
  */
 public final class ConsumerLink implements AutoCloseable {
     /**
@@ -48,6 +56,11 @@ public final class ConsumerLink implements AutoCloseable {
      * longer learns of a dead producer at most this much later than at once.
      */
     private static final long WATCHDOG_PARK_NANOS = 20_000_000L;
+    /**
+     * The longest an iterator sleeps on its ring's doorbell before it looks again: a lost wake-up (there
+     * should be none) costs this much, never a hang, and an interrupt is seen within it.
+     */
+    private static final long RING_PARK_NANOS = 100_000_000L;
 
     private final MessageChannel channel;
     private final String producer;
@@ -72,6 +85,13 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile long spinNanos;
     /** See {@link #waited()}; read and written by the iterating thread only. */
     private boolean waited;
+    /** The descriptor ring, once the producer gave one; null while every message comes over the socket. */
+    private volatile RingInbox ring;
+    /** The watchdog's futex, made by it when it first rings the doorbell. */
+    private Futex watchdogFutex;
+    /** With a ring: the socket ended without an ERROR, which is a failure unless the ring holds the END. */
+    private volatile boolean peerClosed;
+    private volatile IOException closeCause;
 
     /**
      * Lets a waiting iterator poll the socket for up to {@code nanos} before it sleeps in the selector.
@@ -102,30 +122,70 @@ public final class ConsumerLink implements AutoCloseable {
         this.watchdog = Thread.ofPlatform().daemon().name("tensorsocket-consumer-watchdog").start(this::watch);
     }
 
+    /**
+     * Hands the stream over through ring {@code index} of {@code rings} (which this link now closes) from
+     * now on: the producer gave this consumer, {@code owner}, that ring in its WELCOME. The watchdog then
+     * keeps the socket.
+     */
+    public void handOffThrough(io.tensorsocket.arena.DescriptorRings rings, int index, int owner) {
+        try {
+            this.ring = new RingInbox(rings, rings.reader(index, owner));
+        } catch (RuntimeException e) {
+            rings.close();
+            throw e;
+        }
+        LockSupport.unpark(watchdog);
+    }
+
+    /** Whether the stream comes through a descriptor ring. */
+    public boolean ringHandoff() {
+        return ring != null;
+    }
+
     /** The watchdog: reads the socket whenever no iterator waits on it, until the connection ends. */
     private void watch() {
-        while (!closing && !ended) {
-            long sinceIterator = System.nanoTime() - iteratorLeft;
-            if (iteratorWaiting || sinceIterator < WATCHDOG_PARK_NANOS || !reader.tryLock()) {
-                LockSupport.parkNanos(this, Math.max(1_000_000L, WATCHDOG_PARK_NANOS - sinceIterator));
-                continue;
-            }
-            try {
-                if (iteratorWaiting) {
+        try {
+            while (!closing && !ended) {
+                boolean ringMode = ring != null;
+                long sinceIterator = System.nanoTime() - iteratorLeft;
+                if (!ringMode && (iteratorWaiting || sinceIterator < WATCHDOG_PARK_NANOS) || !reader.tryLock()) {
+                    LockSupport.parkNanos(this, Math.max(1_000_000L, WATCHDOG_PARK_NANOS - sinceIterator));
                     continue;
                 }
-                watchdogSelector.select();
-                watchdogSelector.selectedKeys().clear();
-                if (!closing) {
-                    readFrames();
+                try {
+                    if (!ringMode && iteratorWaiting) {
+                        continue;
+                    }
+                    watchdogSelector.select();
+                    watchdogSelector.selectedKeys().clear();
+                    if (!closing && readFrames()) {
+                        knock();
+                    }
+                } catch (IOException | ClosedSelectorException e) {
+                    if (!closing) {
+                        fail(failures.lostConnection(e instanceof IOException io ? io : null));
+                    }
+                    return;
+                } finally {
+                    reader.unlock();
                 }
-            } catch (IOException | ClosedSelectorException e) {
-                if (!closing) {
-                    fail(failures.lostConnection(e instanceof IOException io ? io : null));
-                }
-                return;
-            } finally {
-                reader.unlock();
+            }
+        } finally {
+            knock(); // an iterator asleep on the ring learns that nothing more comes from the socket
+        }
+    }
+
+    /** Wakes an iterator asleep on the ring, if there is a ring. Watchdog thread only. */
+    private void knock() {
+        RingInbox r = ring;
+        if (r != null) {
+            if (watchdogFutex == null) {
+                watchdogFutex = new Futex();
+            }
+            try {
+                r.reader().knock(watchdogFutex);
+            } catch (IllegalStateException e) {
+                // the link was closed and the ring unmapped: no one is left to wake
             }
         }
     }
@@ -163,7 +223,7 @@ public final class ConsumerLink implements AutoCloseable {
                     if (channel.peerClosed()) {
                         ended = true;
                         if (!streamEnded) {
-                            fail(failures.lostConnection(null));
+                            closed(null);
                         }
                         return true;
                     }
@@ -191,10 +251,20 @@ public final class ConsumerLink implements AutoCloseable {
         } catch (IOException e) {
             ended = true;
             if (!streamEnded) {
-                fail(failures.lostConnection(e));
+                closed(e);
             }
         }
         return true;
+    }
+
+    /** The socket ended before END came over it: a failure at once, or with a ring once the ring says so (see {@link #check}). */
+    private void closed(IOException cause) {
+        if (ring != null) {
+            closeCause = cause;
+            peerClosed = true;
+        } else {
+            fail(failures.lostConnection(cause));
+        }
     }
 
     private void fail(TensorSocketException e) {
@@ -207,9 +277,16 @@ public final class ConsumerLink implements AutoCloseable {
         failures.producerPid(pid);
     }
 
-    /** Throws the failure the receiver saw, if any. */
+    /** Throws the failure the receiver saw, if any. Called by the iterating thread. */
     public void check() {
         TensorSocketException f = failure;
+        if (f == null && peerClosed && !streamEnded) {
+            RingInbox r = ring;
+            if (r == null || !r.endPending()) {
+                fail(failures.lostConnection(closeCause));
+                f = failure;
+            }
+        }
         if (f != null) {
             throw f;
         }
@@ -222,6 +299,10 @@ public final class ConsumerLink implements AutoCloseable {
      * @throws TensorSocketTimeoutException saying what was awaited
      */
     public Message take(long timeoutNanos, String awaited) {
+        RingInbox r = ring;
+        if (r != null) {
+            return takeFromRing(r, timeoutNanos, awaited);
+        }
         long deadline = System.nanoTime() + timeoutNanos;
         waited = false;
         check();
@@ -285,6 +366,80 @@ public final class ConsumerLink implements AutoCloseable {
         }
     }
 
+    /** {@link #take} with a ring: polls it, spins if asked to, then sleeps on its doorbell. */
+    private Message takeFromRing(RingInbox r, long timeoutNanos, String awaited) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        waited = false;
+        boolean spun = spinNanos == 0;
+        while (true) {
+            check();
+            if (closing) {
+                throw new IllegalStateException("this consumer of producer '" + producer + "' is closed");
+            }
+            Message m = nextFromRing(r);
+            if (m == null) {
+                m = inbox.poll();
+            }
+            if (m != null) {
+                return m;
+            }
+            if (ended) { // everything the producer published came before its socket's end, and was taken
+                throw timeout(timeoutNanos, awaited);
+            }
+            waited = true;
+            if (!spun) {
+                spun = true;
+                long until = Math.min(deadline, System.nanoTime() + spinNanos);
+                while (!r.ready() && inbox.isEmpty() && failure == null && !ended && System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                }
+                continue;
+            }
+            long now = System.nanoTime();
+            long left = deadline - now;
+            if (left <= 0) {
+                throw timeout(timeoutNanos, awaited);
+            }
+            long silence = now - lastHeard;
+            if (silence >= livenessNanos) {
+                fail(failures.notResponding(silence, awaited));
+                check();
+            }
+            int bell = r.doorbell();
+            if (r.ready() || !inbox.isEmpty() || failure != null || ended || closing) {
+                continue;
+            }
+            r.park(bell, Math.min(RING_PARK_NANOS, Math.min(left, livenessNanos - silence)));
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new TensorSocketException("interrupted while waiting for " + awaited);
+            }
+        }
+    }
+
+    /** The ring's next message, or null; a ring given to someone else is the producer having let this consumer go. */
+    private Message nextFromRing(RingInbox r) {
+        Message m;
+        try {
+            m = r.poll();
+        } catch (io.tensorsocket.arena.DescriptorRings.RingTakenException e) {
+            readWhatIsLeft(); // the producer's ERROR (an eviction, most likely) says why
+            check();
+            fail(failures.detached(e.getMessage()));
+            throw failure;
+        } catch (ProtocolException e) {
+            fail(e);
+            throw e;
+        }
+        if (m != null) {
+            lastHeard = System.nanoTime();
+            if (m instanceof Message.EndOfStream) {
+                streamEnded = true;
+            }
+        }
+        return m;
+    }
+
     private TensorSocketException timeout(long timeoutNanos, String awaited) {
         check();
         return failures.timeout(timeoutNanos, awaited);
@@ -295,15 +450,18 @@ public final class ConsumerLink implements AutoCloseable {
         return waited;
     }
 
-    /** The next message if one was read already, else null. */
+    /** The next message if one arrived already, else null. */
     public Message poll() {
         check();
-        return inbox.poll();
+        RingInbox r = ring;
+        Message m = r != null ? nextFromRing(r) : null;
+        return m != null ? m : inbox.poll();
     }
 
-    /** Whether the producer said the stream is over. */
+    /** Whether the producer said the stream is over (its END may wait in the ring, behind batches). */
     public boolean streamEnded() {
-        return streamEnded;
+        RingInbox r = ring;
+        return streamEnded || r != null && r.endPending();
     }
 
     /** Sends {@code frames} in one write. */
@@ -322,8 +480,15 @@ public final class ConsumerLink implements AutoCloseable {
         }
     }
 
-    /** Reads what the socket still holds, if no one else is reading it now. */
+    /** Reads what the socket still holds, if no one else is reading it now (with a ring: lets the watchdog read it). */
     private void readWhatIsLeft() {
+        if (ring != null) {
+            long until = System.nanoTime() + 200_000_000L;
+            while (!ended && failure == null && System.nanoTime() < until) {
+                LockSupport.parkNanos(1_000_000L);
+            }
+            return;
+        }
         try {
             if (reader.tryLock(100, TimeUnit.MILLISECONDS)) {
                 try {
@@ -359,6 +524,10 @@ public final class ConsumerLink implements AutoCloseable {
         channel.close();
         watchdogSelector.wakeup();
         LockSupport.unpark(watchdog);
+        RingInbox r = ring;
+        if (r != null) {
+            r.reader().knock(new Futex()); // an iterator asleep in another thread sees the close
+        }
         try {
             watchdog.join(1000);
         } catch (InterruptedException e) {
@@ -366,6 +535,9 @@ public final class ConsumerLink implements AutoCloseable {
         }
         closeQuietly(iteratorSelector);
         closeQuietly(watchdogSelector);
+        if (r != null) {
+            r.close();
+        }
     }
 
     private static void closeQuietly(Selector s) {

@@ -36,6 +36,12 @@ final class LinkFailures {
                 + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
     }
 
+    ConsumerEvictedException detached(String detail) {
+        return new ConsumerEvictedException("producer '" + producer + "'" + (producerPid > 0 ? " (pid " + producerPid + ")" : "")
+                + " let this consumer go without saying why (" + detail + "); it evicts a consumer that holds a batch"
+                + " longer than its stall timeout: read faster or ask for a longer --stall-timeout-s, and connect again");
+    }
+
     ProducerNotRespondingException notResponding(long silenceNanos, String awaited) {
         return new ProducerNotRespondingException("producer '" + producer + "'"
                 + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + " is not responding: nothing arrived from it,"

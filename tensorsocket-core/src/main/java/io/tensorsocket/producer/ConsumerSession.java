@@ -3,7 +3,12 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.protocol.WireFormat;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import io.tensorsocket.stream.StreamGeometry;
 
 import java.io.IOException;
@@ -15,6 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * still holds. Mutated only under the producer's lock, but for the count of unanswered heartbeats.
  */
 final class ConsumerSession {
+    private static final Logger log = LoggerFactory.getLogger(ConsumerSession.class);
     final int id;
     final MessageChannel channel;
     final Message.Hello hello;
@@ -57,13 +63,37 @@ final class ConsumerSession {
     io.tensorsocket.protocol.Message.Progress previousProgress;
     long previousProgressNanos;
 
+    /** Its descriptor ring and that ring's number, or null and {@link Message.Welcome#NO_RING}: its stream goes over the socket. */
+    DescriptorRings.Writer ring;
+    int ringIndex = Message.Welcome.NO_RING;
+
     ConsumerSession(int id, MessageChannel channel, Message.Hello hello) {
         this.id = id;
         this.channel = channel;
         this.hello = hello;
     }
 
-    /** Sends, reporting failure instead of throwing: a broken connection is dealt with by its reader. */
+    /**
+     * Sends, reporting failure instead of throwing: a broken connection is dealt with by its reader. Stream
+     * events (batches, epoch ends, the end) go through the consumer's ring when it has one; {@code futex}
+     * wakes it there.
+     */
+    boolean send(Message m, Futex futex) {
+        if (ring != null && (m instanceof Message.BatchReady || m instanceof Message.EpochEnd
+                || m instanceof Message.EndOfStream)) {
+            WireFormat.encode(m, ring.frame());
+            if (!ring.publish(futex)) {
+                log.warn("{} has not read any of the {} entries of its full descriptor ring; dropping it", describe(),
+                        ring.capacity());
+                return false;
+            }
+            lastSentNanos = System.nanoTime();
+            return true;
+        }
+        return send(m);
+    }
+
+    /** Sends over the socket, reporting failure instead of throwing: a broken connection is dealt with by its reader. */
     boolean send(Message m) {
         try {
             channel.send(m);

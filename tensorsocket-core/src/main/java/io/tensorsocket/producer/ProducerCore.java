@@ -8,6 +8,8 @@ import io.tensorsocket.SlotWriter;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
@@ -40,6 +42,10 @@ import java.util.function.Function;
  * {@code N >= R + L} guarantees the slot about to be reused is never inside the window. Positions in the
  * stream and the join rule are the stream model's ({@link ProducerStream}, {@link JoinRule}); this class
  * adds the slots, the consumers and the waiting.
+ *
+ * <p>A consumer that asked for a descriptor ring (and got one of {@link DescriptorRings}'s) is handed its
+ * batches, epoch ends and end there: an entry in shared memory and, only if it sleeps, a futex wake.
+ * Everything else, and the whole stream of a consumer without a ring, goes over its socket.
  *
  * <p>Frames are written to consumers' sockets under the lock, so that every consumer sees its WELCOME,
  * retained batches, new batches and epoch ends in stream order. Those writes cannot block the lock: the
@@ -96,6 +102,11 @@ public final class ProducerCore implements BatchSink {
     private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
+    /** The descriptor rings, or null: every consumer is served over its socket. */
+    private DescriptorRings rings;
+    /** Rings no consumer holds, the longest free first (a ring is given again as late as possible). */
+    private final ArrayDeque<Integer> freeRings = new ArrayDeque<>();
+    private Futex futex;
 
     public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace, String producerName) {
@@ -116,6 +127,20 @@ public final class ProducerCore implements BatchSink {
         slots = new Slot[layout.slotCount()];
         for (int i = 0; i < slots.length; i++) {
             slots[i] = new Slot();
+        }
+    }
+
+    /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
+    public void handOffThrough(DescriptorRings rings) {
+        lock.lock();
+        try {
+            this.rings = rings;
+            this.futex = new Futex();
+            for (int i = 0; i < rings.rings(); i++) {
+                freeRings.addLast(i);
+            }
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -339,7 +364,7 @@ public final class ProducerCore implements BatchSink {
         s.held.addLast(ready.seq());
         slots[ready.slot()].holders++;
         s.batchesSent++;
-        if (!s.send(ready)) {
+        if (!s.send(ready, futex)) {
             detach(s, "connection lost");
         }
     }
@@ -356,7 +381,7 @@ public final class ProducerCore implements BatchSink {
             Message.EpochEnd end = new Message.EpochEnd(epoch, stream.nextIndex(), stream.nextSample());
             stream.endEpoch(epoch);
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.send(end);
+                s.send(end, futex);
             }
             changed.signalAll();
         } finally {
@@ -370,7 +395,7 @@ public final class ProducerCore implements BatchSink {
         try {
             streamEnded = true;
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.send(new Message.EndOfStream(epochsRun));
+                s.send(new Message.EndOfStream(epochsRun), futex);
             }
             changed.signalAll();
         } finally {
@@ -457,7 +482,13 @@ public final class ProducerCore implements BatchSink {
             s.position = geometry.position(start.epoch(), start.sample());
             s.start = start;
             s.startMode = start.mode();
-            if (!s.send(welcome.apply(start))) {
+            if (hello.ring() && !freeRings.isEmpty()) {
+                s.ringIndex = freeRings.pollFirst();
+                s.ring = rings.writer(s.ringIndex);
+                s.ring.claim(id);
+            }
+            if (!s.send(welcome.apply(start).forConsumer(id, s.ringIndex))) {
+                freeRing(s);
                 channel.close();
                 return null;
             }
@@ -601,8 +632,21 @@ public final class ProducerCore implements BatchSink {
         }
         s.held.clear();
         s.channel.close();
+        freeRing(s);
         log.info("{} left ({}); released {} batches; {} consumers remain", s.describe(), why, n, consumers.size());
         changed.signalAll();
+    }
+
+    /**
+     * Returns a leaving consumer's ring to the free ones. Its entries stay readable (a consumer that got END
+     * reads its last batches after the producer let it go) until the ring is given to someone else.
+     */
+    private void freeRing(ConsumerSession s) {
+        if (s.ring != null) {
+            s.ring.knock(futex); // a consumer asleep on it looks at its socket, which now says why
+            s.ring = null;
+            freeRings.addLast(s.ringIndex);
+        }
     }
 
     private static void sendAndClose(MessageChannel ch, Message m) {

@@ -122,7 +122,7 @@ public final class ProducerServer implements AutoCloseable {
                 return;
             }
             int id = ids.incrementAndGet();
-            ConsumerSession joined = core.join(id, ch, hello, peerUser(ch), start -> withConsumer(welcomeTemplate.apply(start), id));
+            ConsumerSession joined = core.join(id, ch, hello, peerUser(ch), welcomeTemplate);
             if (joined != null) {
                 reader.add(joined);
             }
@@ -162,12 +162,6 @@ public final class ProducerServer implements AutoCloseable {
                     + " can ever hold; use a batch size of at most " + max + ", or restart the producer with a larger arena";
         }
         return null;
-    }
-
-    private static Message.Welcome withConsumer(Message.Welcome w, int id) {
-        return new Message.Welcome(w.sessionId(), id, w.producerPid(), w.arenaPath(), w.slotCount(), w.slotBytes(),
-                w.producerBatchSize(), w.tensors(), w.samplesPerEpoch(), w.epochs(), w.startMode(), w.startEpoch(),
-                w.startSample(), w.source());
     }
 
     private static void reject(MessageChannel ch, Message.ErrorCode code, String message) {

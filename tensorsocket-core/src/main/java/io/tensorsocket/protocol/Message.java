@@ -11,24 +11,53 @@ import java.util.List;
  */
 public sealed interface Message {
 
-    /** Consumer to producer, first message: what the consumer wants. */
-    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy) implements Message {
+    /**
+     * Consumer to producer, first message: what the consumer wants. With {@code ring}, it asks to be handed
+     * its stream events through a descriptor ring in shared memory rather than over the socket.
+     */
+    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy, boolean ring)
+            implements Message {
         public Hello {
             java.util.Objects.requireNonNull(startPolicy, "startPolicy");
         }
 
-        /** A HELLO that joins at once ({@link StartPolicy#JOIN_NOW}). */
+        /** A HELLO that is handed its stream over the socket. */
+        public Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy) {
+            this(batchSize, dropLast, pid, client, startPolicy, false);
+        }
+
+        /** A HELLO that joins at once ({@link StartPolicy#JOIN_NOW}), handed its stream over the socket. */
         public Hello(int batchSize, boolean dropLast, long pid, String client) {
             this(batchSize, dropLast, pid, client, StartPolicy.JOIN_NOW);
         }
     }
 
-    /** Producer to consumer, answer to {@link Hello}: where the data is and where the consumer starts. */
+    /**
+     * Producer to consumer, answer to {@link Hello}: where the data is and where the consumer starts.
+     * {@code ring} is the consumer's descriptor ring in the producer's rings file, or {@link #NO_RING}: its
+     * stream comes over the socket (it did not ask for a ring, or none was free).
+     */
     record Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
                    int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
-                   StartMode startMode, long startEpoch, long startSample, String source) implements Message {
+                   StartMode startMode, long startEpoch, long startSample, String source, int ring) implements Message {
+        public static final int NO_RING = -1;
+
         public Welcome {
             tensors = List.copyOf(tensors);
+        }
+
+        /** A WELCOME whose consumer is handed its stream over the socket. */
+        public Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
+                       int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
+                       StartMode startMode, long startEpoch, long startSample, String source) {
+            this(sessionId, consumerId, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
+                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, NO_RING);
+        }
+
+        /** This WELCOME for consumer {@code id}, with descriptor ring {@code ring} (or {@link #NO_RING}). */
+        public Welcome forConsumer(int id, int ring) {
+            return new Welcome(sessionId, id, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
+                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, ring);
         }
     }
 

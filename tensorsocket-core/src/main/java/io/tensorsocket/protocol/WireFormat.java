@@ -31,11 +31,12 @@ import java.util.List;
  *
  * payloads (str = u16 byte count + UTF-8, at most 4096 bytes; bool = u8 0 or 1):
  *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client, u8 startPolicy (0 join now,
- *                  1 next epoch start)
+ *                  1 next epoch start), bool ring (hand the stream through a descriptor ring)
  *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
  *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                  u8 startMode (0 epoch start, 1 rolling), i64 startEpoch, i64 startSample, str source,
- *                  u16 tensorCount, then per tensor: str name, u8 dtype, u8 rank, rank × i64 sampleDims
+ *                  u16 tensorCount, then per tensor: str name, u8 dtype, u8 rank, rank × i64 sampleDims,
+ *                  i32 ring (the consumer's ring in the rings file beside the arena, -1: over the socket)
  *   3 BATCH        i64 seq, i32 slot, i64 epoch, i64 index, i64 sampleStart, i32 samples
  *   4 RELEASE      i64 seq
  *   5 EPOCH_END    i64 epoch, i64 batches, i64 samples
@@ -70,7 +71,9 @@ import java.util.List;
  * </pre>
  *
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
- * STATUS's evictions and the feeder frames (14 to 19). A peer of another version is told VERSION_MISMATCH.
+ * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring and WELCOME's ring
+ * (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
+ * {@code io.tensorsocket.arena.DescriptorRings}). A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -79,7 +82,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -152,7 +155,7 @@ public final class WireFormat {
             case Message.Hello h -> {
                 b.putInt(h.batchSize()).put(bool(h.dropLast())).putLong(h.pid());
                 putString(b, h.client());
-                b.put((byte) h.startPolicy().ordinal());
+                b.put((byte) h.startPolicy().ordinal()).put(bool(h.ring()));
             }
             case Message.Welcome w -> {
                 b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
@@ -162,6 +165,7 @@ public final class WireFormat {
                         .putLong(w.startEpoch()).putLong(w.startSample());
                 putString(b, w.source());
                 putTensors(b, w.tensors());
+                b.putInt(w.ring());
             }
             case Message.BatchReady r -> b.putLong(r.seq()).putInt(r.slot()).putLong(r.epoch()).putLong(r.index())
                     .putLong(r.sampleStart()).putInt(r.samples());
@@ -230,7 +234,7 @@ public final class WireFormat {
         p.order(ByteOrder.LITTLE_ENDIAN);
         try {
             Message m = switch (type) {
-                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()));
+                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()), getBool(p));
                 case WELCOME -> decodeWelcome(p);
                 case BATCH -> new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
                 case RELEASE -> new Message.Release(p.getLong());
@@ -292,8 +296,12 @@ public final class WireFormat {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
         List<TensorSpec> tensors = getTensors(p, count, "WELCOME");
+        int ring = p.getInt();
+        if (ring < Message.Welcome.NO_RING) {
+            throw new ProtocolException("WELCOME holds an invalid value");
+        }
         return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
-                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source);
+                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source, ring);
     }
 
     private static Message.FeederHello decodeFeederHello(ByteBuffer p) {
