@@ -89,8 +89,8 @@ public final class TensorProducer implements AutoCloseable {
             d.share(d.arenaPath(), false);
             this.core = new ProducerCore(a, source.samplesPerEpoch(), this.epochs, b.rubberBand, b.claimsAhead,
                     b.stallTimeout, b.effectiveIdleTimeout(this.epochs), b.minConsumers, b.startGrace, name);
-            if (Futex.supported()) {
-                r = DescriptorRings.create(d.ringsPath(), DescriptorRings.DEFAULT_RINGS, slots, sessionId);
+            if (Futex.supported() && b.rings > 0) {
+                r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);
                 d.share(d.ringsPath(), true);
                 core.handOffThrough(r);
             }
@@ -334,6 +334,7 @@ public final class TensorProducer implements AutoCloseable {
         private int slots;
         private int rubberBand = 2;
         private int claimsAhead = 2;
+        private int rings = DescriptorRings.DEFAULT_RINGS;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
@@ -422,6 +423,19 @@ public final class TensorProducer implements AutoCloseable {
                 throw new IllegalArgumentException("claims ahead must be at least 1, got " + claims);
             }
             this.claimsAhead = claims;
+            return this;
+        }
+
+        /**
+         * How many consumers at once may be handed their batches through a descriptor ring in shared memory
+         * (default 64); later ones, and every consumer with 0, are served over their sockets. Each ring costs
+         * 128 bytes plus 64 per entry, with about two entries per slot.
+         */
+        public Builder rings(int rings) {
+            if (rings < 0 || rings > 4096) {
+                throw new IllegalArgumentException("rings must be 0 to 4096, got " + rings);
+            }
+            this.rings = rings;
             return this;
         }
 

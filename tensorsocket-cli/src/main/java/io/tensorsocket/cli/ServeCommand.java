@@ -69,6 +69,11 @@ final class ServeCommand implements Callable<Integer> {
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
 
+    @Option(names = "--rings", defaultValue = "64", paramLabel = "N",
+            description = "Hand batches to up to N consumers at once through descriptor rings in shared memory;"
+                    + " others, and all with 0, through their sockets (default ${DEFAULT-VALUE}).")
+    int rings;
+
     @Option(names = "--group", paramLabel = "GROUP",
             description = "Also let members of this group connect (default: only this user).")
     String group;
@@ -91,7 +96,7 @@ final class ServeCommand implements Callable<Integer> {
         BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
                 .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers)
-                .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS));
+                .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS)).rings(rings);
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));
         }
