@@ -25,7 +25,8 @@ import java.util.concurrent.TimeUnit;
  *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a
  *                                warm-up; handed over through the descriptor ring and over the socket
  *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
- *   producer-cpu [K...]          CPU time of the producer's JVM per published batch with K consumers
+ *   producer-cpu [K...] [--socket]  CPU time of the producer's JVM per published batch with K consumers (handed
+ *                                over through descriptor rings, or over the sockets)
  * </pre>
  * Prints a table and one JSON object per metric per line.
  */
@@ -34,25 +35,31 @@ public final class Harness {
     public static void main(String[] args) throws Exception {
         String what = args.length > 0 ? args[0] : "all";
         String touch = "page";
+        boolean ring = true;
         List<Integer> ks = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
-            if (args[i].equals("--touch")) {
+            if (args[i].equals("--socket")) {
+                ring = false;
+            } else if (args[i].equals("--touch")) {
                 touch = args[++i];
             } else {
                 ks.add(Integer.parseInt(args[i]));
             }
         }
-        if (ks.isEmpty()) {
+        boolean ksGiven = !ks.isEmpty();
+        if (!ksGiven) {
             ks = List.of(1, 2, 4);
         }
         if (what.equals("handoff") || what.equals("all")) {
             handoff(args.length > 1 && what.equals("handoff") ? Integer.parseInt(args[1]) : 10_000);
         }
         if (what.equals("producer-cpu")) {
-            for (int k : args.length > 1 ? ks : List.of(1, 4, 16)) {
-                ProducerCpu c = producerCpu(k, 3000);
+            for (int k : ksGiven ? ks : List.of(1, 4, 16)) {
+                ProducerCpu c = producerCpu(k, 3000, ring);
                 System.out.printf(Locale.ROOT, "{\"metric\": \"producer_cpu_us_per_batch\", \"value\": %.1f, \"unit\": \"us\", "
-                        + "\"consumers\": %d, \"batches\": %d}%n", c.cpuUsPerBatch(), k, c.batches());
+                        + "\"consumers\": %d, \"batches\": %d, \"path\": \"%s\", \"producer_thread_us\": %.1f, "
+                        + "\"release_reader_us\": %.1f}%n", c.cpuUsPerBatch(), k, c.batches(), ring ? "ring" : "socket",
+                        c.publishUsPerBatch(), c.readerUsPerBatch());
             }
         }
         if (what.equals("fanout") || what.equals("all")) {
@@ -81,10 +88,11 @@ public final class Harness {
     }
 
     /**
-     * Batches handed over before the latencies count: both JVMs' hot paths are compiled by then, so the
-     * figures describe a consumer in steady state rather than the JIT's warm-up.
+     * Batches handed over before the latencies count: both JVMs' per-batch paths are compiled by C2 by then
+     * (some only after several thousand calls), so the figures describe a consumer in steady state; with
+     * 2000, C2 still compiled during the measurement and made most of its 99th percentile on two cores.
      */
-    static final int HANDOFF_WARMUP = 2000;
+    public static final int HANDOFF_WARMUP = 6000;
 
     /**
      * Measures {@code batches} batches of 64×3×32×32 float32, the producer paced at one batch per millisecond,
@@ -92,13 +100,22 @@ public final class Harness {
      * polls for up to {@code spinMicros} before it sleeps.
      */
     public static Handoff handoff(int batches, long spinMicros, boolean ring) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, HANDOFF_WARMUP, ring).getFirst();
+        return handoff(HANDOFF_WARMUP, batches, spinMicros, ring);
+    }
+
+    /** As {@link #handoff(int, long, boolean)} after {@code warmup} batches that do not count. */
+    public static Handoff handoff(int warmup, int batches, long spinMicros, boolean ring) throws Exception {
+        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, warmup + batches, 1_000_000);
+        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, warmup, ring).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
-    /** CPU time the producer's JVM spent per published batch, serving {@code consumers} consumers. */
-    public record ProducerCpu(int consumers, long batches, double cpuUsPerBatch) {
+    /**
+     * CPU time the producer's JVM spent per published batch, serving {@code consumers} consumers: in all, and
+     * of that on the producer thread (filling and publishing) and the thread reading consumers' releases.
+     */
+    public record ProducerCpu(int consumers, long batches, double cpuUsPerBatch, double publishUsPerBatch,
+                              double readerUsPerBatch) {
     }
 
     /**
@@ -106,9 +123,10 @@ public final class Harness {
      * consumer JVMs and divides this JVM's CPU time (producer thread, connection threads, everything) by
      * the batches published after a warm-up of {@link #HANDOFF_WARMUP} batches (so that the JIT compiling
      * the hot paths is not counted): an upper bound of what publishing costs (it includes filling each
-     * batch), as the consumer count grows.
+     * batch), as the consumer count grows. Batches are handed over through descriptor rings ({@code ring})
+     * or over the consumers' sockets.
      */
-    public static ProducerCpu producerCpu(int k, int batches) throws Exception {
+    public static ProducerCpu producerCpu(int k, int batches, boolean ring) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
@@ -117,24 +135,51 @@ public final class Harness {
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < k; i++) {
-                procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none"));
+                procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none", "0", "0", ring ? "ring" : "socket"));
             }
             while (p.batchesPublished() < HANDOFF_WARMUP) { // implies that everyone attached, as publishing waits for that
                 Thread.sleep(1);
             }
             long cpu0 = os.getProcessCpuTime();
+            // The producer thread ends with the stream, and a dead thread has no CPU time: sample while it runs.
+            java.util.concurrent.atomic.AtomicLongArray last = new java.util.concurrent.atomic.AtomicLongArray(2);
+            Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    last.accumulateAndGet(0, threadCpu("tensorsocket-producer-"), Math::max);
+                    last.accumulateAndGet(1, threadCpu("tensorsocket-consumer-reader"), Math::max);
+                    java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+                }
+            });
+            long publish0 = threadCpu("tensorsocket-producer-");
+            long reader0 = threadCpu("tensorsocket-consumer-reader");
             long published0 = p.batchesPublished();
             for (Process proc : procs) {
                 proc.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
                 proc.waitFor(10, TimeUnit.MINUTES);
             }
             long cpu = os.getProcessCpuTime() - cpu0;
-            long published = p.batchesPublished() - published0;
+            sampler.interrupt();
+            sampler.join();
+            long publish = last.get(0) - publish0;
+            long reader = last.get(1) - reader0;
+            double n = Math.max(1, p.batchesPublished() - published0);
             p.await(Duration.ofSeconds(30));
-            return new ProducerCpu(k, published, cpu / 1e3 / Math.max(1, published));
+            return new ProducerCpu(k, (long) n, cpu / 1e3 / n, publish / 1e3 / n, reader / 1e3 / n);
         } finally {
             Files.deleteIfExists(dir.getParent());
         }
+    }
+
+    /** CPU nanoseconds of this JVM's live threads whose names start with {@code prefix}. */
+    private static long threadCpu(String prefix) {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith(prefix)) {
+                sum += Math.max(0, threads.getThreadCpuTime(t.threadId()));
+            }
+        }
+        return sum;
     }
 
     static void fanout(int k, String touch) throws Exception {

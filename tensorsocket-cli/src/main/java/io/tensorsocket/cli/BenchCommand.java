@@ -48,17 +48,18 @@ final class BenchCommand implements Callable<Integer> {
         int cpus = Runtime.getRuntime().availableProcessors();
         String machine = cpus + " processors, " + Runtime.version() + ", " + System.getProperty("os.arch");
         System.out.println("# tensorsocket bench" + (quick ? " --quick" : "") + " on " + machine);
-        try (ProgressBar progress = new ProgressBar(quick ? 80 : 280)) {
+        try (ProgressBar progress = new ProgressBar(quick ? 80 : 310)) {
             if (wants("handoff")) {
                 int batches = quick ? 1000 : 10_000;
+                int warmup = quick ? 2000 : Harness.HANDOFF_WARMUP; // quick: C2 still compiles while it measures
                 for (boolean ring : new boolean[]{true, false}) {
                     for (long spin : new long[]{0, SPIN_MICROS}) {
                         String path = ring ? "ring" : "socket";
                         progress.phase("handoff latency, " + path + (spin > 0 ? ", consumer spinning" : ""));
-                        Harness.Handoff h = Harness.handoff(batches, spin, ring);
+                        Harness.Handoff h = Harness.handoff(warmup, batches, spin, ring);
                         for (String stat : List.of("p50", "p99")) {
                             metric("handoff_us", stat.equals("p50") ? h.p50Us() : h.p99Us(), "us", "stat", stat, "path", path,
-                                    "batch", "64x3x32x32 float32", "batches", h.batches(), "spin_us", spin);
+                                    "batch", "64x3x32x32 float32", "batches", h.batches(), "warmup", warmup, "spin_us", spin);
                         }
                     }
                 }
