@@ -76,7 +76,7 @@ def consume(args):
             print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
                              out_of_order=counts["out_of_order"], start=c.start_mode, start_epoch=c.start_epoch,
-                             complete=complete,
+                             handoff="socket", complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
                              samples_per_s=counts["samples"] / max(seconds, 1e-9))), flush=True)
             intact = counts["corrupt"] == 0 and counts["out_of_order"] == 0

@@ -79,6 +79,7 @@ public final class Harness {
     }
 
     static void handoff(int batches) throws Exception {
+        warmProducer(HANDOFF_WARMUP);
         for (boolean ring : new boolean[]{true, false}) {
             Handoff r = handoff(batches, 0, ring);
             System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
@@ -101,6 +102,15 @@ public final class Harness {
      */
     public static Handoff handoff(int batches, long spinMicros, boolean ring) throws Exception {
         return handoff(HANDOFF_WARMUP, batches, spinMicros, ring);
+    }
+
+    /**
+     * Hands {@code batches} batches over and measures nothing: the producer of every hand-off run lives in
+     * this JVM, so without this the first run would also time the JIT compiling the producer's side (it
+     * made the first of otherwise equal runs' 99th percentile twice the others').
+     */
+    public static void warmProducer(int batches) throws Exception {
+        handoff(batches, 1, 0, true);
     }
 
     /** As {@link #handoff(int, long, boolean)} after {@code warmup} batches that do not count. */
@@ -142,16 +152,19 @@ public final class Harness {
             }
             long cpu0 = os.getProcessCpuTime();
             // The producer thread ends with the stream, and a dead thread has no CPU time: sample while it runs.
+            long[] ids = {threadId("tensorsocket-producer-"), threadId("tensorsocket-consumer-reader")};
+            java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
             java.util.concurrent.atomic.AtomicLongArray last = new java.util.concurrent.atomic.AtomicLongArray(2);
             Thread sampler = Thread.ofPlatform().daemon().start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
-                    last.accumulateAndGet(0, threadCpu("tensorsocket-producer-"), Math::max);
-                    last.accumulateAndGet(1, threadCpu("tensorsocket-consumer-reader"), Math::max);
-                    java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+                    for (int i = 0; i < 2; i++) {
+                        last.accumulateAndGet(i, threads.getThreadCpuTime(ids[i]), Math::max);
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
                 }
             });
-            long publish0 = threadCpu("tensorsocket-producer-");
-            long reader0 = threadCpu("tensorsocket-consumer-reader");
+            long publish0 = threads.getThreadCpuTime(ids[0]);
+            long reader0 = threads.getThreadCpuTime(ids[1]);
             long published0 = p.batchesPublished();
             for (Process proc : procs) {
                 proc.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
@@ -170,16 +183,10 @@ public final class Harness {
         }
     }
 
-    /** CPU nanoseconds of this JVM's live threads whose names start with {@code prefix}. */
-    private static long threadCpu(String prefix) {
-        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        long sum = 0;
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().startsWith(prefix)) {
-                sum += Math.max(0, threads.getThreadCpuTime(t.threadId()));
-            }
-        }
-        return sum;
+    /** The id of this JVM's live thread whose name starts with {@code prefix}. */
+    private static long threadId(String prefix) {
+        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().startsWith(prefix)).findFirst()
+                .orElseThrow(() -> new IllegalStateException("no thread named " + prefix + "...")).threadId();
     }
 
     static void fanout(int k, String touch) throws Exception {

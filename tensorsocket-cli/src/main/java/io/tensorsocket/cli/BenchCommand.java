@@ -48,10 +48,12 @@ final class BenchCommand implements Callable<Integer> {
         int cpus = Runtime.getRuntime().availableProcessors();
         String machine = cpus + " processors, " + Runtime.version() + ", " + System.getProperty("os.arch");
         System.out.println("# tensorsocket bench" + (quick ? " --quick" : "") + " on " + machine);
-        try (ProgressBar progress = new ProgressBar(quick ? 80 : 310)) {
+        try (ProgressBar progress = new ProgressBar(quick ? 85 : 320)) {
             if (wants("handoff")) {
                 int batches = quick ? 1000 : 10_000;
                 int warmup = quick ? 2000 : Harness.HANDOFF_WARMUP; // quick: C2 still compiles while it measures
+                progress.phase("handoff latency, warming up the producer");
+                Harness.warmProducer(warmup);
                 for (boolean ring : new boolean[]{true, false}) {
                     for (long spin : new long[]{0, SPIN_MICROS}) {
                         String path = ring ? "ring" : "socket";

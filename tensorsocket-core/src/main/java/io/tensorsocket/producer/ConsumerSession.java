@@ -66,6 +66,7 @@ final class ConsumerSession {
     /** Its descriptor ring and that ring's number, or null and {@link Message.Welcome#NO_RING}: its stream goes over the socket. */
     DescriptorRings.Writer ring;
     int ringIndex = Message.Welcome.NO_RING;
+    private Futex ringFutex;
 
     ConsumerSession(int id, MessageChannel channel, Message.Hello hello) {
         this.id = id;
@@ -73,16 +74,21 @@ final class ConsumerSession {
         this.hello = hello;
     }
 
+    /** Hands its stream events through ring {@code index}, woken with {@code futex}; or, with null, over its socket. */
+    void handOffThrough(DescriptorRings.Writer ring, int index, Futex futex) {
+        this.ring = ring;
+        this.ringIndex = index;
+        this.ringFutex = futex;
+    }
+
     /**
-     * Sends, reporting failure instead of throwing: a broken connection is dealt with by its reader. Stream
-     * events (batches, epoch ends, the end) go through the consumer's ring when it has one; {@code futex}
-     * wakes it there.
+     * Sends a stream event (a batch, an epoch's end, the end), through the consumer's ring when it has one,
+     * reporting failure instead of throwing: a broken connection is dealt with by its reader.
      */
-    boolean send(Message m, Futex futex) {
-        if (ring != null && (m instanceof Message.BatchReady || m instanceof Message.EpochEnd
-                || m instanceof Message.EndOfStream)) {
+    boolean sendEvent(Message m) {
+        if (ring != null) {
             WireFormat.encode(m, ring.frame());
-            if (!ring.publish(futex)) {
+            if (!ring.publish(ringFutex)) {
                 log.warn("{} has not read any of the {} entries of its full descriptor ring; dropping it", describe(),
                         ring.capacity());
                 return false;

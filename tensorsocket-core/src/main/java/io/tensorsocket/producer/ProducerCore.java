@@ -9,7 +9,6 @@ import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
@@ -102,11 +101,7 @@ public final class ProducerCore implements BatchSink {
     private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
-    /** The descriptor rings, or null: every consumer is served over its socket. */
-    private DescriptorRings rings;
-    /** Rings no consumer holds, the longest free first (a ring is given again as late as possible). */
-    private final ArrayDeque<Integer> freeRings = new ArrayDeque<>();
-    private Futex futex;
+    private RingPool rings = new RingPool(null);
 
     public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace, String producerName) {
@@ -134,11 +129,7 @@ public final class ProducerCore implements BatchSink {
     public void handOffThrough(DescriptorRings rings) {
         lock.lock();
         try {
-            this.rings = rings;
-            this.futex = new Futex();
-            for (int i = 0; i < rings.rings(); i++) {
-                freeRings.addLast(i);
-            }
+            this.rings = new RingPool(rings);
         } finally {
             lock.unlock();
         }
@@ -364,7 +355,7 @@ public final class ProducerCore implements BatchSink {
         s.held.addLast(ready.seq());
         slots[ready.slot()].holders++;
         s.batchesSent++;
-        if (!s.send(ready, futex)) {
+        if (!s.sendEvent(ready)) {
             detach(s, "connection lost");
         }
     }
@@ -381,7 +372,7 @@ public final class ProducerCore implements BatchSink {
             Message.EpochEnd end = new Message.EpochEnd(epoch, stream.nextIndex(), stream.nextSample());
             stream.endEpoch(epoch);
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.send(end, futex);
+                s.sendEvent(end);
             }
             changed.signalAll();
         } finally {
@@ -395,7 +386,7 @@ public final class ProducerCore implements BatchSink {
         try {
             streamEnded = true;
             for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.send(new Message.EndOfStream(epochsRun), futex);
+                s.sendEvent(new Message.EndOfStream(epochsRun));
             }
             changed.signalAll();
         } finally {
@@ -482,13 +473,9 @@ public final class ProducerCore implements BatchSink {
             s.position = geometry.position(start.epoch(), start.sample());
             s.start = start;
             s.startMode = start.mode();
-            if (hello.ring() && !freeRings.isEmpty()) {
-                s.ringIndex = freeRings.pollFirst();
-                s.ring = rings.writer(s.ringIndex);
-                s.ring.claim(id);
-            }
+            rings.give(s);
             if (!s.send(welcome.apply(start).forConsumer(id, s.ringIndex))) {
-                freeRing(s);
+                rings.takeBack(s);
                 channel.close();
                 return null;
             }
@@ -632,21 +619,9 @@ public final class ProducerCore implements BatchSink {
         }
         s.held.clear();
         s.channel.close();
-        freeRing(s);
+        rings.takeBack(s);
         log.info("{} left ({}); released {} batches; {} consumers remain", s.describe(), why, n, consumers.size());
         changed.signalAll();
-    }
-
-    /**
-     * Returns a leaving consumer's ring to the free ones. Its entries stay readable (a consumer that got END
-     * reads its last batches after the producer let it go) until the ring is given to someone else.
-     */
-    private void freeRing(ConsumerSession s) {
-        if (s.ring != null) {
-            s.ring.knock(futex); // a consumer asleep on it looks at its socket, which now says why
-            s.ring = null;
-            freeRings.addLast(s.ringIndex);
-        }
     }
 
     private static void sendAndClose(MessageChannel ch, Message m) {
