@@ -90,7 +90,15 @@ public final class TensorProducer implements AutoCloseable {
             this.core = new ProducerCore(a, source.samplesPerEpoch(), this.epochs, b.rubberBand, b.claimsAhead,
                     b.stallTimeout, b.effectiveIdleTimeout(this.epochs), b.minConsumers, b.startGrace, name);
             if (Futex.supported() && b.rings > 0) {
-                r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);
+                try {
+                    r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);
+                } catch (SharedMemoryFullException e) {
+                    // The arena fitted and matters more: serve over sockets rather than not at all.
+                    log.warn("no room for the consumers' descriptor rings ({} bytes, {} free); producer '{}' hands"
+                            + " every batch over its consumer's socket", e.bytesNeeded(), e.bytesFree(), name);
+                }
+            }
+            if (r != null) {
                 d.share(d.ringsPath(), true);
                 core.handOffThrough(r);
             }
@@ -428,7 +436,7 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * How many consumers at once may be handed their batches through a descriptor ring in shared memory
-         * (default 64); later ones, and every consumer with 0, are served over their sockets. Each ring costs
+         * (default 16); later ones, and every consumer with 0, are served over their sockets. Each ring costs
          * 128 bytes plus 64 per entry, with about two entries per slot.
          */
         public Builder rings(int rings) {

@@ -69,7 +69,7 @@ final class ServeCommand implements Callable<Integer> {
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
 
-    @Option(names = "--rings", defaultValue = "64", paramLabel = "N",
+    @Option(names = "--rings", defaultValue = "16", paramLabel = "N",
             description = "Hand batches to up to N consumers at once through descriptor rings in shared memory;"
                     + " others, and all with 0, through their sockets (default ${DEFAULT-VALUE}).")
     int rings;

@@ -60,8 +60,12 @@ import java.nio.file.attribute.PosixFilePermissions;
 public final class DescriptorRings implements AutoCloseable {
     public static final long MAGIC = 0x3153474E49525354L; // "TSRINGS1" read little-endian
     public static final int VERSION = 1;
-    /** How many consumers of one producer can have a ring; later ones are served over their socket. */
-    public static final int DEFAULT_RINGS = 64;
+    /**
+     * How many consumers of one producer can have a ring unless told otherwise; later ones are served over
+     * their socket. A ring takes 128 to 256 bytes per arena slot, so 16 of them add a few percent to an arena
+     * of small batches, where every byte of /dev/shm may count (a container's is 64 MB by default).
+     */
+    public static final int DEFAULT_RINGS = 16;
     public static final int ENTRY_BYTES = 64;
     static final long HEADER_BYTES = 64;
     static final long RING_HEADER_BYTES = 128;

@@ -44,8 +44,8 @@ final class RingPool {
         DescriptorRings.Writer w = s.ring;
         if (w != null) {
             w.knock(futex); // a consumer asleep on it looks at its socket, which now says why
-            s.handOffThrough(null, Message.Welcome.NO_RING, null);
             free.addLast(s.ringIndex);
+            s.handOffThrough(null, Message.Welcome.NO_RING, null);
         }
     }
 }
