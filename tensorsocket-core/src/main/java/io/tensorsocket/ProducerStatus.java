@@ -64,12 +64,26 @@ public record ProducerStatus(long producerPid, String name, String source, State
     public record Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode,
                            long epoch, long position, long lagSamples, int batchesHeld, long batchesSent,
                            boolean reported, long samplesConsumed, double samplesPerSecond, long waitNanos,
-                           long workNanos, long connectedNanos, String client) {
+                           long workNanos, long connectedNanos, String client, boolean ring) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
 
         public Consumer {
             client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
+        }
+
+        /** A consumer served over its socket (no descriptor ring). */
+        public Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode, long epoch,
+                        long position, long lagSamples, int batchesHeld, long batchesSent, boolean reported,
+                        long samplesConsumed, double samplesPerSecond, long waitNanos, long workNanos, long connectedNanos,
+                        String client) {
+            this(id, pid, user, batchSize, dropLast, startMode, epoch, position, lagSamples, batchesHeld, batchesSent,
+                    reported, samplesConsumed, samplesPerSecond, waitNanos, workNanos, connectedNanos, client, false);
+        }
+
+        /** How its batches reach it: "ring" (a descriptor ring in shared memory) or "socket". */
+        public String handoff() {
+            return ring ? "ring" : "socket";
         }
 
         /** Fraction of reported time the consumer spent waiting for data (0 to 1), or NaN before a report. */

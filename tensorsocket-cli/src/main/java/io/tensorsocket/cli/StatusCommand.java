@@ -91,16 +91,16 @@ final class StatusCommand implements Callable<Integer> {
         b.append(String.format(Locale.ROOT, "consumers %d attached%s, %d evicted since start%n", s.consumersAttached(),
                 s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "", s.evictions()));
         if (!s.consumers().isEmpty()) {
-            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s  %s%n", "id", "pid", "user",
-                    "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "client"));
+            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%n", "id", "pid",
+                    "user", "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "handoff", "client"));
             for (ProducerStatus.Consumer c : s.consumers()) {
                 double wf = c.waitFraction();
-                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s  %s%n", c.id(), c.pid(),
+                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%n", c.id(), c.pid(),
                         c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch(), c.position(),
                         c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label(),
-                        client(c.client())));
+                        c.handoff(), client(c.client())));
             }
             b.append("  lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
         }
@@ -129,7 +129,7 @@ final class StatusCommand implements Callable<Integer> {
                     .put("batches_held", c.batchesHeld()).put("batches_sent", c.batchesSent()).put("reported", c.reported())
                     .put("samples", c.samplesConsumed()).put("samples_per_s", c.samplesPerSecond())
                     .put("wait_s", c.waitNanos() / 1e9).put("work_s", c.workNanos() / 1e9)
-                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()));
+                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()).put("handoff", c.handoff()));
         }
         consumers.append(']');
         return Json.object().put("name", s.name()).put("pid", s.producerPid()).put("state", s.state().label())

@@ -17,7 +17,7 @@ class StatusListCleanProcessTest extends ProcessTestBase {
     void statusShowsBothConsumersWithTheirBatchSizesAndListShowsTheProducer() throws Exception {
         serve("st", "samples=4000,shape=3x8x8,dtype=float32,seed=3", 16, 0, "--min-consumers", "2");
         consume("st", 16, "--step-ms", "20");
-        consume("st", 40, "--step-ms", "20");
+        consume("st", 40, "--step-ms", "20", "--handoff", "socket");
         Map<String, String> top = null;
         List<Map<String, String>> consumers = List.of();
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -40,6 +40,8 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertEquals("16", top.get("batch_size"));
         assertEquals(2, consumers.size(), consumers.toString());
         assertEquals(List.of("16", "40"), consumers.stream().map(c -> c.get("batch_size")).sorted().toList());
+        assertEquals(List.of("16 ring", "40 socket"), consumers.stream().map(c -> c.get("batch_size") + " " + c.get("handoff"))
+                .sorted().toList());
         for (Map<String, String> c : consumers) {
             assertEquals(System.getProperty("user.name"), c.get("user"));
             assertEquals("true", c.get("reported"), c.toString());
@@ -50,6 +52,7 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
         String view = String.join("\n", text.lines());
         assertTrue(view.contains("producer st") && view.contains("consumers 2 attached"), view);
+        assertTrue(view.contains(" handoff ") && view.contains(" ring ") && view.contains(" socket "), view);
         assertFalse(view.contains("\033"), "no terminal control characters when not on a terminal");
 
         Proc list = start("list");

@@ -190,11 +190,6 @@ public final class ConsumerLink implements AutoCloseable {
         }
     }
 
-    /**
-     * Reads every whole frame the socket holds into the inbox; the caller holds {@code reader}.
-     *
-     * @return whether anything new happened (a message, a failure, or the end)
-     */
     /** Polls the socket for up to {@link #spinNanos} (never past {@code deadline}); true once frames arrived. */
     private boolean spinUntilReadable(long deadline) {
         long spin = spinNanos;
@@ -211,6 +206,11 @@ public final class ConsumerLink implements AutoCloseable {
         return false;
     }
 
+    /**
+     * Reads every whole frame the socket holds into the inbox; the caller holds {@code reader}.
+     *
+     * @return whether anything new happened (a message, a failure, or the end)
+     */
     private boolean readFrames() {
         if (ended) {
             return false;

@@ -134,7 +134,7 @@ final class ConsumerSession {
         return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
                 epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
                 p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
-                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client());
+                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), ring != null);
     }
 
     String describe() {

@@ -53,7 +53,8 @@ import java.util.List;
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
  *                    i64 connectedNanos, str client (≤ 100 chars: the HELLO's client, e.g. the command,
- *                    or "flight HOST:PORT" for a remote consumer served over Flight)
+ *                    or "flight HOST:PORT" for a remote consumer served over Flight), bool ring (its batches
+ *                    come through a descriptor ring)
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
@@ -71,7 +72,8 @@ import java.util.List;
  * </pre>
  *
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
- * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring and WELCOME's ring
+ * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
+ * STATUS's ring per consumer
  * (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.arena.DescriptorRings}). A peer of another version is told VERSION_MISMATCH.
  *
@@ -361,6 +363,7 @@ public final class WireFormat {
                     .put(bool(c.reported())).putLong(c.samplesConsumed()).putDouble(c.samplesPerSecond())
                     .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
             putString(b, c.client());
+            b.put(bool(c.ring()));
         }
     }
 
@@ -406,7 +409,7 @@ public final class WireFormat {
             consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, io.tensorsocket.StartMode.values()[mode],
                     nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
                     nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p)));
+                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p), getBool(p)));
         }
         return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
                 epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,

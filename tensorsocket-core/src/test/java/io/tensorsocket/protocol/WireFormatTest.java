@@ -39,7 +39,7 @@ class WireFormatTest {
             cs.add(new ProducerStatus.Consumer(i + 1, 4000 + i, "alice", 32 * (i + 1), i % 2 == 0,
                     i % 2 == 0 ? StartMode.EPOCH_START : StartMode.ROLLING, 1, 60_000 + i, 128, 2, 900, i > 0, 57_000,
                     rate / 2, 3_000_000_000L, 9_000_000_000L, 12_000_000_000L,
-                    i == 0 ? "/usr/bin/java" : "flight 10.0.0.7:51234"));
+                    i == 0 ? "/usr/bin/java" : "flight 10.0.0.7:51234", i % 3 == 0));
         }
         return new ProducerStatus(77, "imagenet", "image-folder root=/data ü", ProducerStatus.State.SERVING, 64, 50_000, 0, 1,
                 10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, 3, cs);
