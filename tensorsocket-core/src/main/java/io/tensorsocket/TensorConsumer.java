@@ -689,7 +689,12 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     @Override
     public void close() {
-        lock.lock();
+        if (!lock.tryLock()) {
+            if (remote == null) {
+                link.abortWait(); // another thread waits in next(), holding the lock: end its wait, not ours
+            }
+            lock.lock();
+        }
         try {
             if (closed) {
                 return;

@@ -1,10 +1,13 @@
 package io.tensorsocket;
 
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.protocol.WireFormat;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import org.junit.jupiter.api.AfterEach;
@@ -153,6 +156,51 @@ class ArenaSafetyTest {
     @Test
     void aDescriptorNamingTheWrongSlotIsRejected() {
         serve(welcome(), batch(0, 0, 0, 0, B), batch(1, 3, 0, B, B));
+        List<Float> seen = new ArrayList<>();
+        ProtocolException e = consumeExpectingRejection(seen);
+        assertTrue(e.getMessage().contains("inconsistent batch descriptor"), e.getMessage());
+        assertEquals(List.of(Float.intBitsToFloat(0x01010101)), seen, "the valid batch before it was delivered intact");
+    }
+
+    // ------------------------------------------------------------------------------------------ descriptor rings
+
+    /** A rings file of session {@code session} in the fake producer's directory, ring 0 given to consumer 1 and holding {@code entries}. */
+    private void rings(long session, Message... entries) throws IOException {
+        try (DescriptorRings rings = DescriptorRings.create(dir.resolve(ProducerDirectory.RINGS_FILE), 1, SLOTS, session)) {
+            DescriptorRings.Writer w = rings.writer(0);
+            w.claim(1);
+            Futex futex = new Futex();
+            for (Message m : entries) {
+                WireFormat.encode(m, w.frame());
+                assertTrue(w.publish(futex));
+            }
+        }
+    }
+
+    @Test
+    void ringsOfAnotherSessionAreRefused() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        rings(SESSION + 1);
+        serve(welcome().forConsumer(1, 0));
+        ProtocolException e = assertThrows(ProtocolException.class, this::connect);
+        assertTrue(e.getMessage().contains("rings file") && e.getMessage().contains("another producer session"), e.getMessage());
+    }
+
+    @Test
+    void aRingEntryThatOnlyTheSocketCarriesIsRejected() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        rings(SESSION, batch(0, 0, 0, 0, B), new Message.Heartbeat());
+        serve(welcome().forConsumer(1, 0));
+        List<Float> seen = new ArrayList<>();
+        ProtocolException e = consumeExpectingRejection(seen);
+        assertTrue(e.getMessage().contains("only the socket carries"), e.getMessage());
+    }
+
+    @Test
+    void descriptorsInARingAreCheckedAsOnTheSocket() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        rings(SESSION, batch(0, 0, 0, 0, B), batch(1, 3, 0, B, B));
+        serve(welcome().forConsumer(1, 0));
         List<Float> seen = new ArrayList<>();
         ProtocolException e = consumeExpectingRejection(seen);
         assertTrue(e.getMessage().contains("inconsistent batch descriptor"), e.getMessage());

@@ -325,6 +325,9 @@ public final class ConsumerLink implements AutoCloseable {
                         return m;
                     }
                     check();
+                    if (closing) {
+                        throw new IllegalStateException("this consumer of producer '" + producer + "' is closed");
+                    }
                     if (readFrames()) {
                         continue;
                     }
@@ -514,6 +517,20 @@ public final class ConsumerLink implements AutoCloseable {
             watchdog.join(millis);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Ends a wait in {@link #take} on another thread at once, with an {@link IllegalStateException}: the
+     * consumer is being closed. Nothing is sent or released; {@link #close} follows.
+     */
+    public void abortWait() {
+        closing = true;
+        iteratorSelector.wakeup();
+        watchdogSelector.wakeup();
+        RingInbox r = ring;
+        if (r != null) {
+            r.reader().knock(new Futex());
         }
     }
 
