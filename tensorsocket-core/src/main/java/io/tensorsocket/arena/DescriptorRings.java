@@ -229,7 +229,9 @@ public final class DescriptorRings implements AutoCloseable {
 
     /** The producer's end: publishes entries to one consumer. Used under the producer's lock only. */
     public final class Writer extends End {
-        private final ByteBuffer scratch = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        private final byte[] scratch = new byte[ENTRY_BYTES];
+        private final ByteBuffer frame = ByteBuffer.wrap(scratch).order(ByteOrder.LITTLE_ENDIAN);
+        private final MemorySegment scratchSegment = MemorySegment.ofArray(scratch);
         private int owner;
         private long tail;
 
@@ -249,7 +251,7 @@ public final class DescriptorRings implements AutoCloseable {
 
         /** A scratch buffer of one entry's size for the caller to encode the next frame into (cleared). */
         public ByteBuffer frame() {
-            return scratch.clear();
+            return frame.clear();
         }
 
         /**
@@ -263,12 +265,8 @@ public final class DescriptorRings implements AutoCloseable {
             if ((int) (cursor >>> 32) == owner && (int) tail - (int) cursor >= capacity) {
                 return false;
             }
-            long at = entryOffset(tail);
-            int n = scratch.position();
-            MemorySegment.copy(MemorySegment.ofBuffer(scratch.flip()), 0, ring, at, n);
-            if (n < ENTRY_BYTES) {
-                ring.asSlice(at + n, ENTRY_BYTES - n).fill((byte) 0);
-            }
+            java.util.Arrays.fill(scratch, frame.position(), ENTRY_BYTES, (byte) 0);
+            MemorySegment.copy(scratchSegment, 0, ring, entryOffset(tail), ENTRY_BYTES);
             LONG.setRelease(ring, TAIL, ++tail);
             knock(futex);
             return true;
@@ -278,7 +276,8 @@ public final class DescriptorRings implements AutoCloseable {
     /** A consumer's end: takes its entries in order and sleeps on the doorbell. Used by one thread at a time. */
     public final class Reader extends End {
         private final int owner;
-        private final MemorySegment entry = Arena.ofAuto().allocate(ENTRY_BYTES, 8);
+        private final MemorySegment entry = MemorySegment.ofArray(new byte[ENTRY_BYTES]);
+        private final ByteBuffer entryFrame = entry.asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
         private long head;
 
         Reader(MemorySegment ring, int owner) {
@@ -292,7 +291,8 @@ public final class DescriptorRings implements AutoCloseable {
         }
 
         /**
-         * The next entry's frame (valid until the next call), or null if none is published.
+         * The next entry's frame (valid until the next call of this or {@link #anyUnread}), or null if none is
+         * published.
          *
          * @throws RingTakenException if the producer has given this ring to another consumer
          */
@@ -312,7 +312,7 @@ public final class DescriptorRings implements AutoCloseable {
             checkOwner();
             head++;
             LONG.setRelease(ring, CURSOR, (long) owner << 32 | (head & 0xFFFF_FFFFL));
-            return entry.asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            return entryFrame.clear();
         }
 
         /** Whether any entry not yet taken passes {@code test} (given each entry's frame); takes nothing. */
@@ -321,10 +321,9 @@ public final class DescriptorRings implements AutoCloseable {
             if (tail < head || tail - head > capacity) {
                 return false;
             }
-            MemorySegment copy = Arena.ofAuto().allocate(ENTRY_BYTES, 8);
             for (long k = head; k < tail; k++) {
-                MemorySegment.copy(ring, entryOffset(k), copy, 0, ENTRY_BYTES);
-                if (test.test(copy.asByteBuffer().order(ByteOrder.LITTLE_ENDIAN))) {
+                MemorySegment.copy(ring, entryOffset(k), entry, 0, ENTRY_BYTES);
+                if (test.test(entryFrame.clear())) {
                     return true;
                 }
             }

@@ -326,7 +326,7 @@ public final class ConsumerLink implements AutoCloseable {
                     }
                     check();
                     if (closing) {
-                        throw new IllegalStateException("this consumer of producer '" + producer + "' is closed");
+                        throw closedError();
                     }
                     if (readFrames()) {
                         continue;
@@ -340,18 +340,10 @@ public final class ConsumerLink implements AutoCloseable {
                     if (left <= 0 || ended) {
                         throw timeout(timeoutNanos, awaited);
                     }
-                    long silence = now - lastHeard;
-                    if (silence >= livenessNanos) {
-                        fail(failures.notResponding(silence, awaited));
-                        check();
-                    }
-                    left = Math.min(left, livenessNanos - silence);
+                    left = Math.min(left, stillLive(now, awaited));
                     iteratorSelector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left) + 1));
                     iteratorSelector.selectedKeys().clear();
-                    if (Thread.interrupted()) {
-                        Thread.currentThread().interrupt();
-                        throw new TensorSocketException("interrupted while waiting for " + awaited);
-                    }
+                    checkInterrupt(awaited);
                 }
             } finally {
                 reader.unlock();
@@ -361,8 +353,7 @@ public final class ConsumerLink implements AutoCloseable {
             throw new TensorSocketException("interrupted while waiting for " + awaited, e);
         } catch (IOException | ClosedSelectorException e) {
             check();
-            throw closing ? new IllegalStateException("this consumer of producer '" + producer + "' is closed")
-                    : failures.lostConnection(e instanceof IOException io ? io : null);
+            throw closing ? closedError() : failures.lostConnection(e instanceof IOException io ? io : null);
         } finally {
             iteratorLeft = System.nanoTime();
             iteratorWaiting = false; // the watchdog takes the socket back after WATCHDOG_PARK_NANOS
@@ -377,7 +368,7 @@ public final class ConsumerLink implements AutoCloseable {
         while (true) {
             check();
             if (closing) {
-                throw new IllegalStateException("this consumer of producer '" + producer + "' is closed");
+                throw closedError();
             }
             Message m = nextFromRing(r);
             if (m == null) {
@@ -403,20 +394,13 @@ public final class ConsumerLink implements AutoCloseable {
             if (left <= 0) {
                 throw timeout(timeoutNanos, awaited);
             }
-            long silence = now - lastHeard;
-            if (silence >= livenessNanos) {
-                fail(failures.notResponding(silence, awaited));
-                check();
-            }
+            long live = stillLive(now, awaited);
             int bell = r.doorbell();
             if (r.ready() || !inbox.isEmpty() || failure != null || ended || closing) {
                 continue;
             }
-            r.park(bell, Math.min(RING_PARK_NANOS, Math.min(left, livenessNanos - silence)));
-            if (Thread.interrupted()) {
-                Thread.currentThread().interrupt();
-                throw new TensorSocketException("interrupted while waiting for " + awaited);
-            }
+            r.park(bell, Math.min(RING_PARK_NANOS, Math.min(left, live)));
+            checkInterrupt(awaited);
         }
     }
 
@@ -441,6 +425,30 @@ public final class ConsumerLink implements AutoCloseable {
             }
         }
         return m;
+    }
+
+    /**
+     * How much longer a waiting iterator may hear nothing from the producer at {@code now}; the producer is
+     * reported as not responding once it has been silent for the liveness timeout.
+     */
+    private long stillLive(long now, String awaited) {
+        long silence = now - lastHeard;
+        if (silence >= livenessNanos) {
+            fail(failures.notResponding(silence, awaited));
+            check();
+        }
+        return livenessNanos - silence;
+    }
+
+    private static void checkInterrupt(String awaited) {
+        if (Thread.interrupted()) {
+            Thread.currentThread().interrupt();
+            throw new TensorSocketException("interrupted while waiting for " + awaited);
+        }
+    }
+
+    private IllegalStateException closedError() {
+        return new IllegalStateException("this consumer of producer '" + producer + "' is closed");
     }
 
     private TensorSocketException timeout(long timeoutNanos, String awaited) {
@@ -536,15 +544,10 @@ public final class ConsumerLink implements AutoCloseable {
 
     @Override
     public void close() {
-        closing = true;
+        abortWait(); // an iterator waiting in another thread, on the socket or on the ring, sees the close
         channel.sendQuietly(new Message.Bye());
         channel.close();
-        watchdogSelector.wakeup();
         LockSupport.unpark(watchdog);
-        RingInbox r = ring;
-        if (r != null) {
-            r.reader().knock(new Futex()); // an iterator asleep in another thread sees the close
-        }
         try {
             watchdog.join(1000);
         } catch (InterruptedException e) {
@@ -552,6 +555,7 @@ public final class ConsumerLink implements AutoCloseable {
         }
         closeQuietly(iteratorSelector);
         closeQuietly(watchdogSelector);
+        RingInbox r = ring;
         if (r != null) {
             r.close();
         }
