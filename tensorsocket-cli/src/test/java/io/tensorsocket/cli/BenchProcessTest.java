@@ -33,6 +33,37 @@ class BenchProcessTest extends ProcessTestBase {
         }
     }
 
+    /** The harness as the README runs it: {@code java ... io.tensorsocket.bench.Harness producer-cpu|fanout ...}. */
+    private Proc harness(String... args) throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                "io.tensorsocket.bench.Harness"));
+        cmd.addAll(List.of(args));
+        return startCommand(cmd);
+    }
+
+    @Test
+    void harnessPrintsProducerCpuForBothPathsAndFanout() throws Exception {
+        for (String path : List.of("ring", "socket")) {
+            Proc p = path.equals("ring") ? harness("producer-cpu", "1") : harness("producer-cpu", "1", "--socket");
+            assertEquals(0, p.exitCode(Duration.ofSeconds(120)), p.stderr());
+            List<Map<String, String>> lines = p.json();
+            assertEquals(1, lines.size(), lines.toString());
+            Map<String, String> l = lines.getFirst();
+            assertEquals("producer_cpu_us_per_batch", l.get("metric"), l.toString());
+            assertEquals(path, l.get("path"), l.toString());
+            assertEquals("1", l.get("consumers"), l.toString());
+            for (String key : List.of("value", "producer_thread_us", "release_reader_us")) {
+                assertTrue(value(l, key) > 0, key + " in " + l);
+            }
+        }
+        Proc fanout = harness("fanout", "1");
+        assertEquals(0, fanout.exitCode(Duration.ofSeconds(120)), fanout.stderr());
+        List<String> metrics = fanout.json().stream().map(l -> l.get("metric")).toList();
+        assertEquals(List.of("memcpy_gb_per_s", "fanout_batches_per_s"), metrics, fanout.json().toString());
+        assertTrue(value(fanout.json().get(1), "value") > 0, fanout.json().toString());
+    }
+
     @Test
     void benchFlightPrintsEveryCase() throws Exception {
         Proc p = start("bench-flight", "--seconds", "1", "--only", "flight,relay");
