@@ -166,9 +166,13 @@ class ArenaSafetyTest {
 
     /** A rings file of session {@code session} in the fake producer's directory, ring 0 given to consumer 1 and holding {@code entries}. */
     private void rings(long session, Message... entries) throws IOException {
+        ringsOwnedBy(1, session, entries);
+    }
+
+    private void ringsOwnedBy(int owner, long session, Message... entries) throws IOException {
         try (DescriptorRings rings = DescriptorRings.create(dir.resolve(ProducerDirectory.RINGS_FILE), 1, SLOTS, session)) {
             DescriptorRings.Writer w = rings.writer(0);
-            w.claim(1);
+            w.claim(owner);
             Futex futex = new Futex();
             for (Message m : entries) {
                 WireFormat.encode(m, w.frame());
@@ -184,6 +188,18 @@ class ArenaSafetyTest {
         serve(welcome().forConsumer(1, 0));
         ProtocolException e = assertThrows(ProtocolException.class, this::connect);
         assertTrue(e.getMessage().contains("rings file") && e.getMessage().contains("another producer session"), e.getMessage());
+    }
+
+    @Test
+    void aRingThatServesAnotherConsumerEndsThisOneAsLetGo() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        ringsOwnedBy(2, SESSION, batch(0, 0, 0, 0, B)); // the producer gave ring 0 to consumer 2, and said nothing
+        serve(welcome().forConsumer(1, 0));
+        try (TensorConsumer c = connect()) {
+            ConsumerEvictedException e = assertThrows(ConsumerEvictedException.class, () -> c.iterator().next());
+            assertTrue(e.getMessage().contains("let this consumer go") && e.getMessage().contains("consumer 2"),
+                    e.getMessage());
+        }
     }
 
     @Test

@@ -105,6 +105,27 @@ class SmallSharedMemoryTest {
     }
 
     @Test
+    void anArenaThatLeavesNoRoomForTheRingsServesOverSockets() throws Exception {
+        Path dir = dir("norings");
+        SyntheticSpec spec = SyntheticSpec.parse("samples=640,shape=4,dtype=float32,seed=3");
+        // 4 KiB slots filling all but two pages: the rings (16 × over 100 KiB for that many slots) do not fit.
+        int slots = (int) ((SpaceReservationProbe.free(mount) - 4 * 4096) / 4096);
+        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 64)).slots(slots)
+                .drainTimeout(java.time.Duration.ofSeconds(5)).build().start();
+             TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
+             SyntheticVerifier v = new SyntheticVerifier(spec)) {
+            assertFalse(Files.exists(dir.resolve(ProducerDirectory.RINGS_FILE)));
+            assertFalse(c.ringHandoff(), "no rings: this consumer is served over its socket");
+            for (Batch b : c) {
+                v.accept(b, c.streamPosition(b));
+            }
+            SyntheticVerifier.EpochCounts counts = v.finishEpoch();
+            assertTrue(counts.exact(640) && counts.intact(), counts.toString());
+        }
+        assertEquals(List.of(), leftovers());
+    }
+
+    @Test
     void batchesTooLargeForTheMinimumGiveTheSameError() throws Exception {
         Path dir = dir("huge");
         // 12 MiB batches: even the 5 slots the contract needs are 60 MiB.

@@ -221,10 +221,10 @@ public final class ConsumerLink implements AutoCloseable {
                 Message m = channel.readAvailable();
                 if (m == null) {
                     if (channel.peerClosed()) {
-                        ended = true;
                         if (!streamEnded) {
                             closed(null);
                         }
+                        ended = true; // after the failure: whoever sees the end sees why
                         return true;
                     }
                     return any;
@@ -236,8 +236,8 @@ public final class ConsumerLink implements AutoCloseable {
                     continue;
                 }
                 if (m instanceof Message.Error e) {
-                    ended = true;
                     fail(failures.fromError(e));
+                    ended = true;
                     return true;
                 }
                 if (m instanceof Message.EndOfStream) {
@@ -246,13 +246,13 @@ public final class ConsumerLink implements AutoCloseable {
                 inbox.add(m);
             }
         } catch (ProtocolException | ProtocolVersionException e) {
-            ended = true;
             fail(e);
-        } catch (IOException e) {
             ended = true;
+        } catch (IOException e) {
             if (!streamEnded) {
                 closed(e);
             }
+            ended = true;
         }
         return true;
     }

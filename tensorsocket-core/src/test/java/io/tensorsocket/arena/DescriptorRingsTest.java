@@ -118,6 +118,25 @@ class DescriptorRingsTest {
         assertTrue(e.getMessage().contains("not a TensorSocket rings file"), e.getMessage());
     }
 
+    @Test
+    void aTruncatedFileAndATailPastTheCapacityAreProtocolErrors() throws Exception {
+        java.nio.file.Files.write(dir.resolve("short"), new byte[10]);
+        ProtocolException e = assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("short"), SESSION));
+        assertTrue(e.getMessage().contains("smaller than its header"), e.getMessage());
+        try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 1, 4, SESSION);
+             DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION);
+             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir.resolve("rings"),
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            producer.writer(0).claim(1);
+            DescriptorRings.Reader r = consumer.reader(0, 1);
+            // a producer that claims more entries than the ring holds
+            ch.write(ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, producer.capacity() + 5L),
+                    DescriptorRings.HEADER_BYTES + DescriptorRings.TAIL);
+            e = assertThrows(ProtocolException.class, r::poll);
+            assertTrue(e.getMessage().contains("more than its " + producer.capacity()), e.getMessage());
+        }
+    }
+
     /**
      * A reader that sleeps whenever its ring is empty, fed by a writer that pauses a random few microseconds
      * between entries: every entry arrives, and no sleep runs into its (generous) timeout, which only a lost
