@@ -2,19 +2,14 @@ package io.tensorsocket.protocol;
 
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.Size;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
+import io.tensorsocket.testing.RandomTrials;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -26,6 +21,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.ArrayList;
+import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -34,20 +31,21 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * Property-based fuzzing of the control protocol's decoders: random, truncated, oversized and mutated
  * frames are either decoded or rejected with {@link ProtocolException} / {@link ProtocolVersionException};
- * no other exception escapes, and no length field makes a decoder allocate what it claims.
+ * no other exception escapes, and no length field makes a decoder allocate what it claims. Cases are
+ * drawn at random, reproducibly (see {@link RandomTrials}).
  */
 class WireFormatFuzzTest {
     private static Path dir;
     private static ServerSocketChannel server;
 
-    @BeforeContainer
+    @BeforeAll
     static void openSocket() throws IOException {
         dir = Files.createTempDirectory("tensorsocket-fuzz-");
         server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(dir.resolve("fuzz.sock")));
     }
 
-    @AfterContainer
+    @AfterAll
     static void closeSocket() throws IOException {
         server.close();
         Files.deleteIfExists(dir.resolve("fuzz.sock"));
@@ -56,24 +54,27 @@ class WireFormatFuzzTest {
 
     // ------------------------------------------------------------------------------------------ generators
 
-    @Provide
-    Arbitrary<Message> messages() {
-        return Arbitraries.of(WireFormatTest.ALL);
+    private static Message message(SplittableRandom r) {
+        return WireFormatTest.ALL.get(r.nextInt(WireFormatTest.ALL.size()));
     }
 
-    /** A valid frame with some bytes overwritten by random values. */
-    @Provide
-    Arbitrary<byte[]> mutatedFrames() {
-        Arbitrary<Integer> positions = Arbitraries.integers().between(0, 400);
-        Arbitrary<Byte> values = Arbitraries.bytes();
-        return Combinators.combine(messages(), Combinators.combine(positions, values).as((p, v) -> new int[]{p, v}).list().ofMinSize(1).ofMaxSize(8))
-                .as((m, edits) -> {
-                    byte[] frame = frame(m);
-                    for (int[] e : edits) {
-                        frame[e[0] % frame.length] = (byte) e[1];
-                    }
-                    return frame;
-                });
+    /** A valid frame with one to eight bytes overwritten by random values. */
+    private static byte[] mutatedFrame(SplittableRandom r) {
+        byte[] frame = frame(message(r));
+        for (int edits = r.nextInt(1, 9); edits > 0; edits--) {
+            frame[r.nextInt(0, 401) % frame.length] = (byte) r.nextInt(256);
+        }
+        return frame;
+    }
+
+    /** Up to {@code max} random bytes, empty and full length included more often than by chance. */
+    private static byte[] someBytes(SplittableRandom r, int max) {
+        int n = switch (r.nextInt(10)) {
+            case 0 -> 0;
+            case 1 -> max;
+            default -> r.nextInt(max + 1);
+        };
+        return RandomTrials.bytes(r, n);
     }
 
     static byte[] frame(Message m) {
@@ -85,8 +86,12 @@ class WireFormatFuzzTest {
 
     // ------------------------------------------------------------------------------------------ decoders alone
 
-    @Property(tries = 2000)
-    void anyTwelveBytesAreAValidHeaderOrAProtocolException(@ForAll @Size(12) byte[] header) {
+    @Test
+    void anyTwelveBytesAreAValidHeaderOrAProtocolException() {
+        RandomTrials.run(2000, 0xf022_0001L, r -> headerOrReject(RandomTrials.bytes(r, 12)));
+    }
+
+    private static void headerOrReject(byte[] header) {
         try {
             WireFormat.Header h = WireFormat.decodeHeader(ByteBuffer.wrap(header));
             assertTrue(h.payloadBytes() >= 0 && h.payloadBytes() <= WireFormat.MAX_PAYLOAD, h.toString());
@@ -95,15 +100,17 @@ class WireFormatFuzzTest {
         }
     }
 
-    @Property(tries = 2000)
-    void anyPayloadOfAnyTypeDecodesOrIsAProtocolException(@ForAll @IntRange(min = 0, max = 12) int type,
-                                                          @ForAll @Size(max = 600) byte[] payload) {
-        decodeOrReject(type, payload);
+    @Test
+    void anyPayloadOfAnyTypeDecodesOrIsAProtocolException() {
+        RandomTrials.run(2000, 0xf022_0002L, r -> decodeOrReject(r.nextInt(0, 13), someBytes(r, 600)));
     }
 
-    @Property(tries = 1000)
-    void everyTruncationAndExtensionOfAValidPayloadIsRejected(@ForAll("messages") Message m,
-                                                              @ForAll @IntRange(min = -64, max = 64) int delta) {
+    @Test
+    void everyTruncationAndExtensionOfAValidPayloadIsRejected() {
+        RandomTrials.run(1000, 0xf022_0003L, r -> truncatedOrExtended(message(r), r.nextInt(-64, 65)));
+    }
+
+    private static void truncatedOrExtended(Message m, int delta) {
         byte[] frame = frame(m);
         ByteBuffer hb = ByteBuffer.wrap(frame);
         WireFormat.Header h = WireFormat.decodeHeader(hb);
@@ -121,8 +128,12 @@ class WireFormatFuzzTest {
         }
     }
 
-    @Property(tries = 2000)
-    void mutatedPayloadsDecodeOrAreAProtocolException(@ForAll("mutatedFrames") byte[] frame) {
+    @Test
+    void mutatedPayloadsDecodeOrAreAProtocolException() {
+        RandomTrials.run(2000, 0xf022_0004L, r -> mutatedDecodesOrRejects(mutatedFrame(r)));
+    }
+
+    private static void mutatedDecodesOrRejects(byte[] frame) {
         ByteBuffer b = ByteBuffer.wrap(frame);
         WireFormat.Header h;
         try {
@@ -134,10 +145,12 @@ class WireFormatFuzzTest {
         decodeOrReject(h.type(), payload);
     }
 
-    @Property(tries = 500)
-    void lengthFieldsNeverDriveAllocation(@ForAll @IntRange(min = 1, max = 8) int type,
-                                          @ForAll @IntRange(min = 0, max = 64) int offset,
-                                          @ForAll @Size(max = 96) byte[] payload) {
+    @Test
+    void lengthFieldsNeverDriveAllocation() {
+        RandomTrials.run(500, 0xf022_0005L, r -> boundedAllocation(r.nextInt(1, 9), r.nextInt(0, 65), someBytes(r, 96)));
+    }
+
+    private static void boundedAllocation(int type, int offset, byte[] payload) {
         // Every u16 / u32 slot of the payload claims its maximum: strings of 65535 bytes, 65535 tensors.
         byte[] p = Arrays.copyOf(payload, Math.max(payload.length, offset + 4));
         p[offset] = p[offset + 1] = p[offset + 2] = p[offset + 3] = (byte) 0xff;
@@ -150,9 +163,13 @@ class WireFormatFuzzTest {
         assertTrue(allocated < 48 * 1024, "decoding " + p.length + " bytes allocated " + allocated + " bytes");
     }
 
-    @Property(tries = 200)
-    void aHeaderClaimingMoreThanTheLimitIsRefusedBeforeAnyPayloadIsRead(
-            @ForAll @IntRange(min = WireFormat.MAX_PAYLOAD + 1) int claimed) {
+    @Test
+    void aHeaderClaimingMoreThanTheLimitIsRefusedBeforeAnyPayloadIsRead() {
+        RandomTrials.run(200, 0xf022_0006L, r -> oversizedRefused(r.nextInt(10) == 0 ? WireFormat.MAX_PAYLOAD + 1
+                : r.nextInt(WireFormat.MAX_PAYLOAD + 1, Integer.MAX_VALUE)));
+    }
+
+    private static void oversizedRefused(int claimed) {
         ByteBuffer b = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(WireFormat.MAGIC).putShort((short) WireFormat.VERSION).put((byte) 1).put((byte) 0).putInt(claimed).flip();
         try {
@@ -179,8 +196,18 @@ class WireFormatFuzzTest {
      * Bytes arriving on a real connection, then EOF: the channel yields whole messages, then null (EOF
      * between frames) or EOFException (EOF mid-frame), or a protocol error; nothing else.
      */
-    @Property(tries = 300)
-    void aChannelFedAnyBytesYieldsMessagesOrASpecificError(@ForAll("streams") byte[] bytes) throws Exception {
+    @Test
+    void aChannelFedAnyBytesYieldsMessagesOrASpecificError() {
+        RandomTrials.run(300, 0xf022_0007L, r -> {
+            try {
+                channelYieldsMessagesOrError(stream(r));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+    }
+
+    private static void channelYieldsMessagesOrError(byte[] bytes) throws IOException {
         try (SocketChannel writer = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             writer.connect(server.getLocalAddress());
             try (SocketChannel accepted = server.accept()) {
@@ -205,15 +232,21 @@ class WireFormatFuzzTest {
         }
     }
 
-    /** Concatenations of valid, mutated, truncated and random frames. */
-    @Provide
-    Arbitrary<byte[]> streams() {
-        Arbitrary<byte[]> valid = messages().map(WireFormatFuzzTest::frame);
-        Arbitrary<byte[]> truncated = Combinators.combine(valid, Arbitraries.integers().between(1, 200))
-                .as((f, n) -> Arrays.copyOf(f, Math.max(1, f.length - n)));
-        Arbitrary<byte[]> random = Arbitraries.bytes().array(byte[].class).ofMaxSize(64);
-        Arbitrary<byte[]> part = Arbitraries.oneOf(valid, mutatedFrames(), truncated, random);
-        return part.list().ofMinSize(1).ofMaxSize(4).map(WireFormatFuzzTest::concat);
+    /** Concatenations of one to four valid, mutated, truncated and random frames. */
+    private static byte[] stream(SplittableRandom r) {
+        List<byte[]> parts = new ArrayList<>();
+        for (int n = r.nextInt(1, 5); n > 0; n--) {
+            parts.add(switch (r.nextInt(4)) {
+                case 0 -> frame(message(r));
+                case 1 -> mutatedFrame(r);
+                case 2 -> {
+                    byte[] f = frame(message(r));
+                    yield Arrays.copyOf(f, Math.max(1, f.length - r.nextInt(1, 201)));
+                }
+                default -> someBytes(r, 64);
+            });
+        }
+        return concat(parts);
     }
 
     private static byte[] concat(List<byte[]> parts) {
