@@ -12,6 +12,7 @@ import math
 import sys
 import time
 
+from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .consumer import TensorConsumer
 from .errors import TensorSocketError
 from .synthetic import PREFIX, SyntheticSpec, Verifier
@@ -135,7 +136,8 @@ def main(argv=None):
     c.add_argument("--epochs", type=int, help="Epochs to consume (default: until the producer's stream ends).")
     c.add_argument("--drop-last", action="store_true", help="Drop each epoch's last batch if it is short.")
     c.add_argument("--step-ms", type=float, default=0.0, help="Sleep this long per batch, standing in for training.")
-    c.add_argument("--connect-timeout-s", type=float, default=10.0, help="Wait this long for the producer's answer.")
+    c.add_argument("--connect-timeout-s", type=float, default=DEFAULT_CONNECT_TIMEOUT,
+                   help="Wait this long for the producer to appear and answer (default %.0f)." % DEFAULT_CONNECT_TIMEOUT)
     c.add_argument("--batch-timeout-s", type=float, default=120.0, help="Wait this long for any one batch.")
     c.add_argument("--liveness-s", type=float, default=10.0,
                    help="Report the producer as not responding after hearing nothing from it, not even its heartbeat, "

@@ -198,3 +198,26 @@ def check_accessible_to_current_user(directory):
         raise PermissionDenied("%s belongs to user '%s' and is shared with group '%s', which '%s' is not in; ask to be "
                                "added to it, or the owner to start the producer with --group <a group you are in>"
                                % (directory, owner, _group_name(st.st_gid), me))
+
+
+def launcher_path():
+    """The ``tensorsocket`` launcher this client can start: ``TENSORSOCKET_LAUNCHER``, else the one on PATH,
+    else ``bin/tensorsocket`` of the checkout this client lies in; None if there is none."""
+    import shutil
+    explicit = os.environ.get("TENSORSOCKET_LAUNCHER")
+    if explicit:
+        return explicit
+    found = shutil.which("tensorsocket")
+    if found:
+        return found
+    checkout = Path(__file__).resolve().parents[3] / "bin" / "tensorsocket"
+    return str(checkout) if os.access(str(checkout), os.X_OK) else None
+
+
+def launcher():
+    """How a hint names the launcher: ``tensorsocket`` when it is on PATH, else its real path."""
+    import shutil
+    path = launcher_path()
+    if path is None or shutil.which("tensorsocket") == path:
+        return "tensorsocket"
+    return path

@@ -33,6 +33,7 @@ from . import arena as _arena
 from . import stream as _stream
 from . import wire
 from ._memory import GatherPool, SlotMap, map_read_only
+from ._waiting import DEFAULT_CONNECT_TIMEOUT, Waiting
 from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound, ProducerNotResponding,
                      ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
                      TensorSocketTimeout, BatchReleasedError)
@@ -41,6 +42,7 @@ _WAKE = object()
 _SLICE = 0.05          # seconds between looks at held memory while waiting
 _DETACH_AFTER = 0.25   # waiting longer than this lets go of slots pinned only by user arrays
 _PROGRESS_EVERY_NS = 1_000_000_000
+_AWAITS_FEEDER = "it waits for its feeder to declare the batches"
 
 
 class _Link:
@@ -303,7 +305,7 @@ class TensorConsumer:
         return super().__new__(cls)
 
     def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
-                 directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = 10.0,
+                 directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False):
         """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
         heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
@@ -341,37 +343,21 @@ class TensorConsumer:
 
     def _connect(self):
         name, d = self.producer, self.directory
-        if not os.path.isdir(d):
-            raise ProducerNotFound("no producer named '%s' (no directory %s); running: %s. Start one with: "
-                                   "tensorsocket serve --name %s ..." % (name, d, _arena.live_producers(), name))
-        _arena.check_accessible_to_current_user(d)
-        sock_path = os.path.join(d, _arena.SOCKET_FILE)
-        # An external producer opens its control socket once its feeder declared the batches: wait for that.
-        feeder_path = os.path.join(d, "feeder.sock")
-        deadline = time.monotonic() + self.connect_timeout
-        while not os.path.exists(sock_path) and os.path.exists(feeder_path):
-            if time.monotonic() > deadline:
-                raise TensorSocketTimeout("producer '%s' is still waiting for its feeder after %.0f s: it serves batches"
-                                          " from an external loader that has not connected yet; start one"
-                                          " (tensorsocket_client.TensorProducer(%r, loader)) or wait longer"
-                                          % (name, self.connect_timeout, name))
+        waiting = Waiting("producer '%s'" % name, self.connect_timeout)
+        awaited_feeder = False
+        while True:
+            sock, state, not_yet = self._attempt()
+            if sock is not None:
+                break
+            if state == _AWAITS_FEEDER:
+                awaited_feeder = True
+            elif awaited_feeder and not os.path.isdir(d):
+                raise ProducerGone("producer '%s' went away before it served anything: it was waiting for its feeder, "
+                                   "which failed or stopped before declaring its batches (its output says why)" % name)
+            if waiting.left() <= 0:
+                raise not_yet(waiting.within())
+            waiting.note(state)
             time.sleep(0.02)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(sock_path)
-        except PermissionError:
-            sock.close()
-            raise PermissionDenied("not allowed to connect to producer '%s' (%s); it belongs to another user or its "
-                                   "permissions exclude you" % (name, sock_path)) from None
-        except (FileNotFoundError, ConnectionRefusedError):
-            sock.close()
-            if not os.path.exists(sock_path):
-                raise ProducerNotFound("no producer is running in %s (no control socket); running: %s. Start one "
-                                       "with: tensorsocket serve --name %s ..."
-                                       % (d, _arena.live_producers(), name)) from None
-            raise ProducerNotFound("producer '%s' is not running (%s is left over from a producer that died); start "
-                                   "it again, or remove the leftovers with: tensorsocket clean"
-                                   % (name, sock_path)) from None
         link = _Link(sock, name)
         try:
             client = ("python3 " + " ".join(sys.argv))[:1000]
@@ -434,6 +420,44 @@ class TensorConsumer:
                                               self.batch_size, self.drop_last, w.start_epoch, w.start_sample)
         self._views = {}  # seq -> the SlotMap views of that batch's slot came from
         self._current = None
+
+    def _attempt(self):
+        """One look for the producer: (socket, None, None) once connected, else (None, what the directory shows
+        now, a function of the waited time giving the exception to raise if that is still so at the deadline).
+        Access problems raise at once: waiting does not mend them."""
+        name, d = self.producer, self.directory
+        feed_hint = ("start one: a feeder (tensorsocket_client.TensorProducer(%r, loader), or python3 -m "
+                     "tensorsocket_client feed --name %s ...) or %s serve --name %s ..." % (name, name, _arena.launcher(), name))
+        if not os.path.isdir(d):
+            return None, "no directory %s yet; running: %s" % (d, _arena.live_producers()), lambda within: ProducerNotFound(
+                "no producer named '%s' appeared%s (no directory %s); running: %s. To %s"
+                % (name, within, d, _arena.live_producers(), feed_hint))
+        _arena.check_accessible_to_current_user(d)
+        sock_path = os.path.join(d, _arena.SOCKET_FILE)
+        if not os.path.exists(sock_path):
+            if os.path.exists(os.path.join(d, "feeder.sock")):
+                # An external producer opens its control socket once its feeder declared the batches.
+                return None, _AWAITS_FEEDER, lambda within: TensorSocketTimeout(
+                    "producer '%s' was still waiting for its feeder%s: it serves batches from an external loader that "
+                    "has not connected yet; start one (tensorsocket_client.TensorProducer(%r, loader))" % (name, within, name))
+            return None, "its directory exists but its control socket does not yet (starting)", \
+                lambda within: ProducerNotFound("no producer is running in %s: no control socket appeared%s; running: %s."
+                                                " To %s" % (d, within, _arena.live_producers(), feed_hint))
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(sock_path)
+            return sock, None, None
+        except PermissionError:
+            sock.close()
+            raise PermissionDenied("not allowed to connect to producer '%s' (%s); it belongs to another user or its "
+                                   "permissions exclude you" % (name, sock_path)) from None
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+        # A socket nobody answers: a producer that died (a new one may reclaim the directory) or one starting.
+        state = "it is starting" if _arena.is_locked(d) else "%s is left over from a producer that died" % sock_path
+        return None, state, lambda within: ProducerNotFound(
+            "producer '%s' is not running (%s is left over from a producer that died, and none replaced it%s); start "
+            "it again, or remove the leftovers with: %s clean" % (name, sock_path, within, _arena.launcher()))
 
     @staticmethod
     def _take_from(link, timeout, awaited, liveness):

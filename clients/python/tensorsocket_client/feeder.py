@@ -8,22 +8,30 @@ declares the batches, asks for a slot, writes each batch straight into the share
 publishes it. The frames are specified in docs/PROTOCOL.md (feeder socket, types 14 to 19).
 """
 
+import atexit
+import logging
 import mmap
 import os
-import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
+import traceback
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import wire
-from .arena import DTYPES, HEADER_BYTES, MAGIC, REGION_ALIGN, _align_up, directory_for
+from ._waiting import Waiting
+from .arena import (DTYPES, MAGIC, REGION_ALIGN, SOCKET_FILE, _align_up, directory_for, is_locked, launcher,
+                    launcher_path)
 from .errors import ProducerFailed, ProducerNotFound, ProtocolError, TensorSocketError, TensorSocketTimeout
+
+_log = logging.getLogger("tensorsocket_client")
 
 FEEDER_SOCKET_FILE = "feeder.sock"
 _CODES = {np.dtype(dt).str: code for code, (_, dt) in DTYPES.items() if code != 7}
@@ -36,11 +44,17 @@ class FeederError(TensorSocketError):
     """The producer refused this feeder or ended the stream because of what it sent."""
 
 
-def _dtype_code(arr) -> int:
+def _dtype_code(arr, name: str = "") -> int:
     dt = np.dtype(arr.dtype)
     key = dt.newbyteorder("<").str if dt.byteorder == ">" else dt.str
     if key not in _CODES:
-        raise TypeError("tensor dtype %s has no TensorSocket type; use uint8, int8..int64, float16/32/64 or bool" % dt)
+        what = {"U": "strings", "S": "byte strings", "O": "Python objects", "c": "complex numbers",
+                "M": "datetimes", "m": "time deltas", "V": "records"}.get(dt.kind, "values")
+        tensor = "tensor '%s' of the loader's batch" % name if name else "a tensor"
+        raise TypeError("%s holds %s (numpy dtype %s), which TensorSocket cannot carry; it carries uint8, int8..int64, "
+                        "float16/32/64, bfloat16 and bool. Leave it out by naming the tensors to share (names=(...)), "
+                        "or turn it into numbers in the dataset or collate_fn (for example class indices)"
+                        % (tensor, what, dt))
     return _CODES[key]
 
 
@@ -61,13 +75,12 @@ def _as_numpy(x) -> np.ndarray:
 
 def _named(batch, names: Optional[Sequence[str]]) -> List[Tuple[str, np.ndarray]]:
     if isinstance(batch, Mapping):
-        items = [(str(k), _as_numpy(v)) for k, v in batch.items()]
-        if names is not None:
-            missing = [n for n in names if n not in batch]
-            if missing:
-                raise ValueError("the loader's batch has keys %s; names=%s asks for %s" % (list(batch), list(names), missing))
-            items = [(n, _as_numpy(batch[n])) for n in names]
-        return items
+        if names is None:
+            return [(str(k), _as_numpy(v)) for k, v in batch.items()]
+        missing = [n for n in names if n not in batch]
+        if missing:
+            raise ValueError("the loader's batch has keys %s; names=%s asks for %s" % (list(batch), list(names), missing))
+        return [(n, _as_numpy(batch[n])) for n in names]
     if isinstance(batch, (tuple, list)):
         arrays = [_as_numpy(v) for v in batch]
     else:
@@ -81,19 +94,74 @@ def _named(batch, names: Optional[Sequence[str]]) -> List[Tuple[str, np.ndarray]
     return list(zip(names, arrays))
 
 
+def _check_carriable(tensors: List[Tuple[str, np.ndarray]]) -> None:
+    """Refuses, naming the tensor, what a batch cannot carry: before anything is declared or published."""
+    for name, a in tensors:
+        _dtype_code(a, name)
+        if a.ndim < 1:
+            raise TypeError("tensor '%s' of the loader's batch is a single %s, not a batch of samples (no batch "
+                            "dimension); leave it out with names=(...) or give it one value per sample" % (name, a.dtype))
+
+
+def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
+    """What a consumer is told about an exception the loader raised: its type and message, where it came from,
+    and the sample index where the dataset's ``__getitem__`` is on the way."""
+    text = str(e)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if "Original Traceback" in text and lines:
+        # Raised in a DataLoader worker: torch re-raises it here with the worker's traceback as text.
+        original = lines[-1]
+        files = [ln for ln in lines if ln.startswith("File ")]
+        where = files[-1] if files else ""
+    else:
+        original = "%s: %s" % (type(e).__name__, lines[0] if lines else "")
+        frames = traceback.extract_tb(e.__traceback__)
+        where = "%s:%d in %s" % (os.path.basename(frames[-1].filename), frames[-1].lineno, frames[-1].name) if frames else ""
+    sample = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "__getitem__":
+            for key in ("index", "idx", "i", "item", "key"):
+                v = tb.tb_frame.f_locals.get(key)
+                if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                    sample = int(v)
+                    break
+        tb = tb.tb_next
+    return "the loader raised %s (%s%s) while loading batch %d of epoch %d" % (
+        original, where, ", sample index %d" % sample if sample is not None else "", batch_index, epoch)
+
+
 class _Connection:
     def __init__(self, path: Path, timeout: float):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
+        try:
+            self.sock.connect(str(path))
+        except OSError:
+            self.sock.close()
+            raise
 
     def send(self, mtype: int, payload: bytes = b""):
-        self.sock.sendall(wire._HEADER.pack(wire.MAGIC, wire.VERSION, mtype, 0, len(payload)) + payload)
+        try:
+            self.sock.sendall(wire._HEADER.pack(wire.MAGIC, wire.VERSION, mtype, 0, len(payload)) + payload)
+        except OSError as e:
+            # The producer closed the connection: it said why before it did (a second feeder, a refused declaration).
+            self.sock.settimeout(1.0)
+            try:
+                self.read()
+            except (FeederError, ProtocolError):
+                raise
+            except (OSError, TensorSocketError):
+                pass
+            raise ProducerFailed("the producer closed the feeder connection (%s)" % e) from None
 
     def _exact(self, n: int) -> bytes:
         buf = bytearray()
         while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
+            try:
+                chunk = self.sock.recv(n - len(buf))
+            except ConnectionResetError:
+                raise ProducerFailed("the producer reset the feeder connection (is another feeder feeding it?)") from None
             if not chunk:
                 raise ProducerFailed("the producer closed the feeder connection")
             buf += chunk
@@ -110,6 +178,13 @@ class _Connection:
             raise FeederError(e.message)
         return mtype, payload
 
+    def error(self, code: int, message: str) -> None:
+        """Tells the producer why this feeder stops; quietly, since it may be gone already."""
+        try:
+            self.sock.sendall(wire.encode(wire.Error(code, message[:2000])))
+        except OSError:
+            pass
+
     def close(self):
         try:
             self.sock.close()
@@ -117,35 +192,67 @@ class _Connection:
             pass
 
 
-def _start_java_producer(name: str) -> Optional[subprocess.Popen]:
-    exe = shutil.which("tensorsocket")
-    if exe is None:
-        return None
-    return subprocess.Popen([exe, "serve", "--name", name, "--external"], stdout=subprocess.DEVNULL)
+# What a feeder can set of the producer it starts, and the serve option each becomes.
+_PRODUCER_OPTIONS = {"min_consumers": ("--min-consumers", int), "rubber_band": ("--rubber-band", int),
+                     "start_grace": ("--start-grace-ms", lambda s: int(round(float(s) * 1000))),
+                     "stall_timeout": ("--stall-timeout-s", float), "idle_timeout": ("--idle-timeout-s", float),
+                     "arena_mb": ("--arena-mb", int), "slots": ("--slots", int)}
 
 
 class TensorProducer:
-    """Feeds ``loader`` into the Java producer called ``name`` for ``epochs`` epochs.
+    """Feeds ``loader`` into the Java producer called ``name``.
 
     ``loader`` is iterated once per epoch (a torch DataLoader reshuffles itself each time); it may yield
     tensors, tuples/lists or dicts of torch tensors or numpy arrays, with the batch dimension first. Tensor
-    names come from dict keys or ``names`` (default ``("data", "label")`` for pairs). Samples per epoch come
-    from ``len(loader.dataset)`` or ``samples_per_epoch``. When no producer of that name waits for a feeder
-    and ``tensorsocket`` is on PATH, it is started (``start_producer=True``).
+    names come from dict keys or ``names`` (default ``("data", "label")`` for pairs); consumers get them in
+    this order, so ``inputs, labels = batch`` unpacks as the loader yielded them. Samples per epoch come
+    from ``len(loader.dataset)`` or ``samples_per_epoch``.
 
-    Iterating the producer feeds one batch per step (like the reference implementation); :meth:`run`
-    feeds every epoch.
+    Two ways to drive it:
+
+    * ``run()`` feeds ``epochs`` epochs (default 1) and ends the stream.
+    * As the reference implementation: each pass of ``for _ in producer`` feeds one epoch (yielding after
+      each published batch); ``join()`` ends the stream after the epochs fed and waits until the producer
+      has served them to its consumers and exited. Given ``epochs``, the stream also ends after that many
+      passes; without it, the consumers see ``producer_epochs == 0`` (until the feeder stops).
+
+    When no producer of that name waits for a feeder, one is started (``start_producer=True``) as a process
+    of its own that stops with this feeder's process, with the producer options given here:
+    ``min_consumers``, ``rubber_band`` (batches), ``start_grace``, ``stall_timeout``, ``idle_timeout``
+    (seconds), ``arena_mb`` or ``slots``. A failing loader reaches every consumer as an error carrying the
+    exception's type, message and where it was raised; Ctrl-C stops the producer, consumers told it stopped.
     """
 
-    def __init__(self, name: str, loader: Iterable[Any], epochs: int = 1, names: Optional[Sequence[str]] = None,
-                 samples_per_epoch: Optional[int] = None, description: str = "", start_producer: bool = True,
-                 connect_timeout: float = 60.0, batch_timeout: float = 600.0,
-                 epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None):
-        if epochs < 1:
-            raise ValueError("epochs must be at least 1, got %d" % epochs)
+    def __init__(self, name: str, loader: Iterable[Any], epochs: Optional[int] = None,
+                 names: Optional[Sequence[str]] = None, samples_per_epoch: Optional[int] = None, description: str = "",
+                 start_producer: bool = True, connect_timeout: float = 60.0, batch_timeout: float = 600.0,
+                 epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, **producer_options: Any):
+        if epochs is not None and (int(epochs) != epochs or epochs < 1):
+            raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
+        unknown = sorted(set(producer_options) - set(_PRODUCER_OPTIONS))
+        if unknown:
+            raise TypeError("TensorProducer got unknown options %s; producer options are %s"
+                            % (unknown, sorted(_PRODUCER_OPTIONS)))
+        self._serve_args = []
+        for key, value in producer_options.items():
+            if value is None:
+                continue
+            flag, conv = _PRODUCER_OPTIONS[key]
+            try:
+                v = conv(value)
+            except (TypeError, ValueError):
+                raise ValueError("%s=%r is not a number" % (key, value)) from None
+            if v < 0 or (v == 0 and key not in ("start_grace", "rubber_band")):
+                raise ValueError("%s=%r must be %s" % (key, value, "0 or more" if key in ("start_grace", "rubber_band")
+                                                       else "positive"))
+            self._serve_args += [flag, str(v)]
+        if "arena_mb" in producer_options and "slots" in producer_options and None not in (
+                producer_options["arena_mb"], producer_options["slots"]):
+            raise ValueError("give arena_mb or slots, not both")
         self.name = name
+        directory_for(name)  # checks the name now, not after the first batch
         self.loader = loader
-        self.epochs = epochs
+        self.epochs = int(epochs) if epochs is not None else None
         self.names = tuple(names) if names is not None else None
         self.description = description
         self._epoch_loader = epoch_loader or (lambda e: loader)
@@ -157,42 +264,71 @@ class TensorProducer:
         self._conn: Optional[_Connection] = None
         self._map = None
         self._arena = None
+        self._spec = None
+        self._declared_epochs = None
+        self._epoch = 0            # the next epoch to feed
+        self._in_epoch = False     # an epoch is being fed (a stop now is mid-epoch)
+        self._ended = False        # the stream ended (all epochs fed, stopped, or failed)
+        self._loader_error = None  # (the exception the loader raised, what consumers are told of it)
         self.batches_published = 0
+        self.producer_pid = -1
 
-    # -------------------------------------------------------------------------------- connecting
+    # -------------------------------------------------------------------------------- the producer
+
+    def _feeder_socket(self) -> Path:
+        return directory_for(self.name) / FEEDER_SOCKET_FILE
+
+    def _start_java_producer(self) -> None:
+        d = directory_for(self.name)
+        if (d / FEEDER_SOCKET_FILE).exists() or not self._start_producer:
+            return
+        if is_locked(d):
+            if (d / SOCKET_FILE).exists():
+                raise FeederError("producer '%s' is already running and serves a source of its own, not a feeder's; "
+                                  "feed another name, or stop it and let this feeder start one" % self.name)
+            return  # a producer is starting (another feeder's): this one connects to it
+        exe = launcher_path()
+        if exe is None:
+            return  # waits for one started by hand; the timeout's message says how
+        cmd = [exe, "serve", "--name", self.name, "--external", "--feeder-pid", str(os.getpid())] + self._serve_args
+        # A session of its own: Ctrl-C in the terminal reaches this feeder, which stops the producer cleanly.
+        self._process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True)
 
     def _connect(self) -> _Connection:
-        path = directory_for(self.name) / FEEDER_SOCKET_FILE
-        deadline = time.monotonic() + self._connect_timeout
-        started = False
+        path = self._feeder_socket()
+        waiting = Waiting("producer '%s' (its feeder socket %s)" % (self.name, path), self._connect_timeout)
         while True:
             if path.exists():
                 try:
                     return _Connection(path, self._connect_timeout)
                 except OSError:
                     pass
-            if not started and self._start_producer:
-                self._process = _start_java_producer(self.name)
-                started = True
-            if self._process is None and not self._start_producer:
-                pass
-            if time.monotonic() > deadline:
-                how = ("started `tensorsocket serve --name %s --external`, which did not open it" % self.name
-                       if self._process is not None else
-                       "start one: tensorsocket serve --name %s --external" % self.name)
-                raise ProducerNotFound("no producer '%s' waits for a feeder (no %s within %.0f s); %s"
-                                       % (self.name, path, self._connect_timeout, how))
             if self._process is not None and self._process.poll() is not None:
-                raise ProducerNotFound("the producer started for '%s' exited with status %d before it took a feeder"
-                                       % (self.name, self._process.returncode))
+                if path.exists():  # another feeder's producer came first: connecting is refused, naming it
+                    self._process = None
+                    continue
+                raise ProducerNotFound("the producer started for '%s' (%s serve --name %s --external) exited with status "
+                                       "%d before it took this feeder; its output above says why"
+                                       % (self.name, launcher(), self.name, self._process.returncode))
+            if waiting.left() <= 0:
+                if self._process is not None:
+                    how = "started `%s serve --name %s --external`, which did not open it" % (launcher(), self.name)
+                elif self._start_producer:
+                    how = ("found no tensorsocket launcher to start one (put bin/tensorsocket on PATH, or set "
+                           "TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve --name %s --external" % self.name)
+                else:
+                    how = "start one: %s serve --name %s --external" % (launcher(), self.name)
+                raise ProducerNotFound("no producer '%s' waits for a feeder (no %s%s); %s"
+                                       % (self.name, path, waiting.within(), how))
+            waiting.note("no feeder socket yet")
             time.sleep(0.05)
 
     def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
         p = struct.pack("<q", os.getpid()) + wire._string(" ".join(sys.argv)[:200] or "python3")
-        p += struct.pack("<iqq", batch_size, samples, self.epochs) + wire._string(self.description)
+        p += struct.pack("<iqq", batch_size, samples, self._declared_epochs) + wire._string(self.description)
         p += struct.pack("<H", len(first))
         for n, a in first:
-            p += wire._string(n) + struct.pack("<BB", _dtype_code(a), a.ndim - 1)
+            p += wire._string(n) + struct.pack("<BB", _dtype_code(a, n), a.ndim - 1)
             p += b"".join(struct.pack("<q", d) for d in a.shape[1:])
         self._conn.send(wire.FEEDER_HELLO, p)
         mtype, payload = self._conn.read()
@@ -223,61 +359,111 @@ class TensorProducer:
 
     # -------------------------------------------------------------------------------- feeding
 
+    def __len__(self) -> int:
+        """Batches in one epoch of the loader."""
+        return len(self.loader)
+
     def __iter__(self) -> Iterator[int]:
-        """Feeds every epoch; yields after each published batch (its sequence number)."""
+        """Feeds one epoch; yields after each published batch (its sequence number)."""
+        if self._ended:
+            raise FeederError("the stream of producer '%s' has ended (%d epochs fed); a new stream needs a new "
+                              "TensorProducer" % (self.name, self._epoch))
+        if self.epochs is not None and self._epoch >= self.epochs:
+            raise FeederError("all %d epochs declared for producer '%s' were fed; pass epochs=None to feed one per "
+                              "pass until join()" % (self.epochs, self.name))
+        return self._pass()
+
+    def _pass(self) -> Iterator[int]:
         try:
-            yield from self._feed()
-        finally:
-            self.close()
+            yield from self._feed_epoch(self._epoch)
+        except GeneratorExit:
+            self._stop("its feeder (pid %d) stopped iterating in the middle of epoch %d" % (os.getpid(), self._epoch))
+            raise
+        except KeyboardInterrupt:
+            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid())
+            raise
+        except BaseException as e:
+            self._fail(e)
+            raise
+        self._epoch += 1
+        if self._declared_epochs and self._epoch >= self._declared_epochs:
+            self._end()
 
     def run(self) -> int:
-        """Feeds every epoch; returns the number of batches published."""
-        for _ in self:
-            pass
+        """Feeds the declared epochs (default 1) and ends the stream; returns the number of batches published."""
+        if self.epochs is None and self._declared_epochs is None:
+            self.epochs = 1
+        while not self._ended and (self._epoch < (self.epochs or 0)):
+            for _ in self:
+                pass
+        self.close()
         return self.batches_published
 
-    def _feed(self) -> Iterator[int]:
-        self._conn = self._connect()
-        self._conn.sock.settimeout(self._batch_timeout)
-        batch_size = None
-        spe = self._samples_per_epoch
-        spec = None
-        for epoch in range(self.epochs):
-            it = iter(self._epoch_loader(epoch))
-            samples = 0
-            for batch in it:
-                tensors = _named(batch, self.names)
-                n = len(tensors[0][1])
-                if spec is None:
-                    batch_size = getattr(self.loader, "batch_size", None) or n
-                    if spe is None:
-                        ds = getattr(self.loader, "dataset", None)
-                        if ds is None or not hasattr(ds, "__len__"):
-                            raise ValueError("give samples_per_epoch=: the loader has no dataset whose len() says it")
-                        spe = len(ds)
-                        if getattr(self.loader, "drop_last", False):
-                            spe = spe // batch_size * batch_size
-                    spec = [(nm, a.dtype, a.shape[1:]) for nm, a in tensors]
-                    self._declare(tensors, batch_size, spe)
-                self._check(tensors, spec, n, epoch)
-                self._conn.send(wire.CLAIM)
-                mtype, payload = self._conn.read()
-                if mtype != wire.SLOT:
-                    raise ProtocolError("the producer answered CLAIM with message type %d" % mtype)
-                seq, offset = struct.unpack("<qq", payload)
-                for (name, roff, nbytes, dt, shape), (_, a) in zip(self._regions, tensors):
-                    view = self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((batch_size,) + shape)
-                    np.copyto(view[:n], a, casting="no")
-                self._conn.send(wire.PUBLISH, struct.pack("<qi", seq, n))
-                samples += n
-                self.batches_published += 1
-                yield seq
-            if spec is None:
-                raise ValueError("the loader yielded no batch in epoch 0")
-            self._conn.send(wire.FEEDER_EPOCH_END, struct.pack("<qq", epoch, samples))
-            mtype, _ = self._conn.read()  # the producer took the epoch, or says (ERROR) why not
-            if mtype != wire.FEEDER_EPOCH_END:
-                raise ProtocolError("the producer answered FEEDER_EPOCH_END with message type %d" % mtype)
+    def _batches(self, epoch: int) -> Iterator[Any]:
+        self._batch_index = 0
+        for batch in self._epoch_loader(epoch):
+            yield batch
+            self._batch_index += 1
+
+    def _feed_epoch(self, epoch: int) -> Iterator[int]:
+        self._in_epoch = True
+        self._batch_index = 0
+        if self._conn is None:
+            self._start_java_producer()
+        samples = 0
+        batches = self._batches(epoch)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (KeyboardInterrupt, GeneratorExit):
+                raise
+            except Exception as e:
+                self._loader_error = (e, _loader_failure(e, epoch, self._batch_index))
+                raise
+            tensors = _named(batch, self.names)
+            n = len(tensors[0][1])
+            if self._spec is None:
+                _check_carriable(tensors)
+                batch_size = getattr(self.loader, "batch_size", None) or n
+                spe = self._samples_per_epoch
+                if spe is None:
+                    ds = getattr(self.loader, "dataset", None)
+                    if ds is None or not hasattr(ds, "__len__"):
+                        raise ValueError("give samples_per_epoch=: the loader has no dataset whose len() says it")
+                    spe = len(ds)
+                    if getattr(self.loader, "drop_last", False):
+                        spe = spe // batch_size * batch_size
+                self._spec = [(nm, a.dtype, a.shape[1:]) for nm, a in tensors]
+                self._batch_size = batch_size
+                if self._declared_epochs is None:
+                    self._declared_epochs = self.epochs or 0
+                # Connected only now that the first batch is in hand: the producer gives a feeder 10 s to declare.
+                self._conn = self._connect()
+                self._conn.sock.settimeout(self._batch_timeout)
+                self._register_exit()
+                self._declare(tensors, batch_size, spe)
+            self._check(tensors, self._spec, n, epoch)
+            self._conn.send(wire.CLAIM)
+            mtype, payload = self._conn.read()
+            if mtype != wire.SLOT:
+                raise ProtocolError("the producer answered CLAIM with message type %d" % mtype)
+            seq, offset = struct.unpack("<qq", payload)
+            for (name, roff, nbytes, dt, shape), (_, a) in zip(self._regions, tensors):
+                view = self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
+                np.copyto(view[:n], a, casting="no")
+            self._conn.send(wire.PUBLISH, struct.pack("<qi", seq, n))
+            samples += n
+            self.batches_published += 1
+            yield seq
+        if self._spec is None:
+            raise ValueError("the loader yielded no batch in epoch %d" % epoch)
+        self._conn.send(wire.FEEDER_EPOCH_END, struct.pack("<qq", epoch, samples))
+        mtype, _ = self._conn.read()  # the producer took the epoch, or says (ERROR) why not
+        if mtype != wire.FEEDER_EPOCH_END:
+            raise ProtocolError("the producer answered FEEDER_EPOCH_END with message type %d" % mtype)
+        self._in_epoch = False
 
     def _check(self, tensors, spec, n, epoch):
         if len(tensors) != len(spec):
@@ -289,13 +475,48 @@ class TensorProducer:
 
     def _refuse(self, problem: str):
         msg = "feeder pid %d: %s" % (os.getpid(), problem)
-        try:
-            self._conn.send(wire.ERROR, struct.pack("<i", wire.BAD_REQUEST) + wire._string(msg[:1024]))
-        except OSError:
-            pass
+        self._send_error(wire.BAD_REQUEST, msg)
         raise FeederError(msg)
 
-    def close(self) -> None:
+    # -------------------------------------------------------------------------------- ending
+
+    def _send_error(self, code: int, message: str) -> None:
+        """Tells the producer why the stream ends: on the connection, or, before there is one, on a connection
+        made for it, so the producer's log says why and one started for this feeder stops at once."""
+        conn = self._conn
+        if conn is None:
+            # A producer this feeder started may still be starting: give it the time it takes to open its socket.
+            deadline = time.monotonic() + 10
+            while (not self._feeder_socket().exists() and self._process is not None and self._process.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            try:
+                if self._feeder_socket().exists():
+                    conn = _Connection(self._feeder_socket(), 2.0)
+            except OSError:
+                conn = None
+        if conn is not None:
+            conn.error(code, message)
+            if conn is not self._conn:
+                conn.close()
+
+    def _fail(self, e: BaseException) -> None:
+        if not self._ended:
+            if self._loader_error is not None and self._loader_error[0] is e:
+                self._send_error(wire.LOADER_FAILED, self._loader_error[1])
+            elif not isinstance(e, TensorSocketError):  # the producer's own refusals need no answer
+                self._send_error(wire.LOADER_FAILED, "its feeder (pid %d) failed: %s: %s" % (os.getpid(), type(e).__name__, e))
+        self._end()
+
+    def _stop(self, reason: str) -> None:
+        """Ends the stream on purpose: at an epoch boundary it ends there; mid-epoch the producer stops."""
+        if not self._ended:
+            self._send_error(wire.PRODUCER_CLOSED, reason)
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._in_epoch = False
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -306,12 +527,76 @@ class TensorProducer:
             except BufferError:
                 pass
             self._map = None
+        self._stop_unserved_producer()
+
+    def _stop_unserved_producer(self) -> None:
+        """A producer this feeder started that never got a declaration stops now, not after its wait."""
+        p = self._process
+        if p is not None and self._spec is None and p.poll() is None:
+            try:
+                p.wait(3)  # it stops by itself when it heard why
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+    def close(self) -> None:
+        """Ends the stream after the epochs fed so far (mid-epoch, the producer stops); idempotent."""
+        if self._ended:
+            return
+        if self._conn is None:
+            self._end()
+        elif self._in_epoch:
+            self._stop("its feeder (pid %d) closed in the middle of epoch %d" % (os.getpid(), self._epoch))
+        elif self._declared_epochs and self._epoch >= self._declared_epochs:
+            self._end()
+        else:
+            self._stop("its feeder (pid %d) finished after %d epochs" % (os.getpid(), self._epoch))
+
+    def join(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Ends the stream after the epochs fed so far, then waits until the producer has served them and exited
+        (its consumers are done): for a producer this feeder started, returns its exit status.
+
+        ``timeout`` bounds the wait (TensorSocketTimeout); without it, the producer's own rules bound it (it
+        exits once its consumers finished the stream, or its drain timeout passed)."""
+        self.close()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._process is not None:
+            try:
+                return self._process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise TensorSocketTimeout("producer '%s' was still serving its consumers after %.0f s"
+                                          % (self.name, timeout)) from None
+        d = directory_for(self.name)
+        while is_locked(d):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TensorSocketTimeout("producer '%s' was still serving its consumers after %.0f s" % (self.name, timeout))
+            time.sleep(0.05)
+        return None
 
     def wait_producer(self, timeout: Optional[float] = None) -> Optional[int]:
         """Waits for a producer this object started (if any) to finish serving; returns its exit status."""
         if self._process is None:
             return None
         return self._process.wait(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is KeyboardInterrupt:
+            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid())
+        elif exc is not None:
+            self._fail(exc)
+        else:
+            self.close()
+
+    def _register_exit(self) -> None:
+        # A script that ends without join() or close() still ends the stream cleanly at an epoch boundary.
+        ref = weakref.ref(self)
+        atexit.register(lambda: ref() is not None and ref().close())
 
 
 def feed(name: str, loader: Iterable[Any], epochs: int = 1, **options) -> int:

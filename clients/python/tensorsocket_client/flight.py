@@ -22,6 +22,7 @@ import urllib.parse
 
 import numpy as np
 
+from ._waiting import DEFAULT_CONNECT_TIMEOUT, Waiting as _Waiting
 from .consumer import Batch
 from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
                      ProtocolError, RequestRejected, TensorSocketError, TensorSocketTimeout)
@@ -82,7 +83,7 @@ def _env_token():
 class RemoteConsumer:
     """Reads a producer served over Flight at ``grpc://HOST:PORT/NAME``; see the module comment."""
 
-    def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=10.0,
+    def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT,
                  batch_timeout=120.0, token=None, token_file=None, trust=None, epochs=0, silence_timeout=2.0,
                  wait_for_epoch_start=False):
         if directory is not None:
@@ -131,15 +132,30 @@ class RemoteConsumer:
         self._watchdog = threading.Thread(target=self._watch, name="tensorsocket-remote-watchdog", daemon=True)
         try:
             self._watchdog.start()
-            self._reader = self._await(float(connect_timeout),
-                                       lambda: self._client.do_get(fl.Ticket(ticket.encode()), self._options))
-            schema = self._await(float(connect_timeout), lambda: self._reader.schema)
+            schema = self._open(fl, ticket, float(connect_timeout))
             self._header = self._read_header(schema)
             self._columns = self._read_columns(schema)
         except BaseException:
             self.close()
             raise
         self.epoch = self._header["start_epoch"]
+
+    def _open(self, fl, ticket, timeout):
+        """Opens the stream and returns its schema. A server that is not listening yet (jobs launched
+        together) is tried again until ``timeout``, saying once after a few seconds what it waits for."""
+        waiting = _Waiting("server %s" % self.address, timeout)
+        while True:
+            try:
+                self._reader = self._await(waiting.left(),
+                                           lambda: self._client.do_get(fl.Ticket(ticket.encode()), self._options))
+                return self._await(waiting.left(), lambda: self._reader.schema)
+            except ProducerGone as e:
+                if not getattr(e, "unreachable", False) or waiting.left() <= 0.2:
+                    if getattr(e, "unreachable", False) and waiting.announced:
+                        raise ProducerGone("%s did not answer%s: %s" % (self.address, waiting.within(), e)) from None
+                    raise
+                waiting.note("it does not answer yet")
+                time.sleep(0.2)
 
     # -------------------------------------------------------------------------------------- header
 
@@ -347,8 +363,10 @@ class RemoteConsumer:
         if isinstance(e, fl.FlightTimedOutError):
             return TensorSocketTimeout("%s: %s" % (where, msg))
         if isinstance(e, fl.FlightUnavailableError):
-            return ProducerGone("%s is unreachable or went away: %s (is `serve --flight` running there, and the "
+            gone = ProducerGone("%s is unreachable or went away: %s (is `serve --flight` running there, and the "
                                 "address and TLS setting right?)" % (where, msg))
+            gone.unreachable = True
+            return gone
         if isinstance(e, KeyError) or "ProducerNotFoundException" in msg or "serves producer" in msg:
             return ProducerNotFound("%s: %s" % (where, msg))
         if "ConsumerEvictedException" in msg:

@@ -9,7 +9,8 @@ import java.util.Objects;
  *
  * @param batchSize      samples per batch this consumer receives, whatever the producer's batch size
  * @param dropLast       drop each epoch's last batch if it is smaller than {@code batchSize}
- * @param connectTimeout how long to wait for the producer's WELCOME
+ * @param connectTimeout how long to wait for the producer to appear (its directory, its socket, an external
+ *                       producer's feeder) and to answer HELLO; default {@link #DEFAULT_CONNECT_TIMEOUT}
  * @param batchTimeout   how long to wait for the next batch before giving up; keep it above the
  *                       producer's stall timeout, since a stalled peer can hold everyone up that long
  * @param liveness       how long a waiting consumer accepts hearing nothing at all from the producer (a
@@ -30,6 +31,16 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
                               boolean ringHandoff) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
+    /**
+     * The default {@link #connectTimeout()}: 60 s. Jobs are launched together, and the producer may come last:
+     * a Python feeder imports torch, starts the producer's JVM and loads its first batch before the producer
+     * opens its socket (3 to 5 s alone on 2 cores, several times that while three trainers import torch too).
+     * A consumer that waits says so after {@link #WAIT_NOTICE_AFTER}, naming the producers that run, so a
+     * mistyped name costs attention only once.
+     */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+    /** How long a consumer waits quietly for a producer that is not there yet before it says, once, that it waits. */
+    public static final Duration WAIT_NOTICE_AFTER = Duration.ofSeconds(3);
 
     public ConsumerOptions {
         Objects.requireNonNull(connectTimeout, "connectTimeout");
@@ -62,9 +73,9 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
                 Duration.ZERO);
     }
 
-    /** Batch size {@code batchSize}, last batch kept, 10 s to connect, 120 s per batch, 10 s liveness, join now. */
+    /** Batch size {@code batchSize}, last batch kept, 60 s to connect, 120 s per batch, 10 s liveness, join now. */
     public static ConsumerOptions batchSize(int batchSize) {
-        return new ConsumerOptions(batchSize, false, Duration.ofSeconds(10), Duration.ofSeconds(120));
+        return new ConsumerOptions(batchSize, false, DEFAULT_CONNECT_TIMEOUT, Duration.ofSeconds(120));
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {

@@ -77,8 +77,8 @@ public final class TensorProducer implements AutoCloseable {
                 source.awaitLayout(d.path());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new TensorSocketTimeoutException("producer '" + name + "' was interrupted while waiting for its source's"
-                        + " layout");
+                throw new ProducerGoneException("producer '" + name + "' was stopped while it waited for its source's"
+                        + " layout (an external producer's feeder)");
             }
             batch = source.layout();
             this.epochs = source.epochs(b.epochs);
@@ -212,8 +212,15 @@ public final class TensorProducer implements AutoCloseable {
         long epoch = 0;
         try {
             for (; epochs == 0 || epoch < epochs; epoch++) {
+                long publishedBefore = core.batchesPublished();
                 try {
                     source.emitEpoch(epoch, core);
+                } catch (SourceStoppedException e) {
+                    if (core.batchesPublished() != publishedBefore) {
+                        throw new SourceStopped(e.getMessage());
+                    }
+                    log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch);
+                    break;
                 } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
                     throw e;
                 } catch (Throwable t) {
@@ -229,10 +236,23 @@ public final class TensorProducer implements AutoCloseable {
             if (!closing) {
                 failure = new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage());
             }
+        } catch (SourceStopped e) {
+            String msg = "producer '" + name + "' stopped: " + e.getMessage();
+            log.info(msg);
+            failure = new ProducerGoneException(msg);
+            core.shutdown("stopped", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, msg));
         } catch (LoaderFailure e) {
             loaderErrors++;
-            String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": " + e.getCause();
-            log.error(msg, e.getCause());
+            // A failure this project reports (a feeder's) says all in its message; a loader's own exception
+            // keeps its stack trace in the log.
+            boolean reported = e.getCause() instanceof TensorSocketException;
+            String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": "
+                    + (reported ? e.getCause().getMessage() : e.getCause());
+            if (reported) {
+                log.error(msg);
+            } else {
+                log.error(msg, e.getCause());
+            }
             failure = new ProducerFailedException(msg, e.getCause());
             core.shutdown("loader failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
         } catch (TensorSocketTimeoutException e) {
@@ -246,6 +266,13 @@ public final class TensorProducer implements AutoCloseable {
         } finally {
             core.shutdown("finished", null);
             finished.countDown();
+        }
+    }
+
+    /** The source stopped the stream in the middle of an epoch (see {@link SourceStoppedException}). */
+    private static final class SourceStopped extends RuntimeException {
+        SourceStopped(String message) {
+            super(message, null, false, false);
         }
     }
 

@@ -36,7 +36,8 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--step-ms", defaultValue = "0", description = "Sleep this long per batch, standing in for training.")
     double stepMs;
 
-    @Option(names = "--connect-timeout-s", defaultValue = "10", description = "Wait this long for the producer's answer.")
+    @Option(names = "--connect-timeout-s", defaultValue = "60",
+            description = "Wait this long for the producer to appear and answer (default ${DEFAULT-VALUE}).")
     double connectTimeoutS;
 
     @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")

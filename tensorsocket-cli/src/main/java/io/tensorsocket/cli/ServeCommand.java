@@ -114,10 +114,35 @@ final class ServeCommand implements Callable<Integer> {
         if (group != null) {
             b.accessGroup(group);
         }
-        try (TensorProducer p = b.build();
+        // SIGTERM or Ctrl-C at any time, also while the producer still waits for its source (an external
+        // producer's feeder), leaves no directory behind.
+        java.util.concurrent.atomic.AtomicReference<TensorProducer> built = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.CountDownLatch constructed = new java.util.concurrent.CountDownLatch(1);
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (built.get() == null) {
+                main.interrupt(); // ends the wait for the source; the half-built producer removes its directory
+                try {
+                    constructed.await(5, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException ignored) {
+                    // the JVM is going down
+                }
+            }
+            TensorProducer p = built.get();
+            if (p != null) {
+                p.close();
+            }
+        }, "tensorsocket-serve-shutdown"));
+        TensorProducer producer;
+        try {
+            producer = b.build();
+            built.set(producer);
+        } finally {
+            constructed.countDown();
+        }
+        try (TensorProducer p = producer;
              MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress);
              FlightServe remote = flight.start(p)) {
-            Runtime.getRuntime().addShutdownHook(new Thread(p::close, "tensorsocket-serve-shutdown"));
             Json ready = Json.object().put("event", "ready").put("name", p.name())
                     .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid());
             if (endpoint != null) {

@@ -57,6 +57,11 @@ final class SourceOptions {
             description = "With --external: how long to wait for the feeder to connect (default ${DEFAULT-VALUE}).")
     double feederWaitS;
 
+    @Option(names = "--feeder-pid", paramLabel = "PID",
+            description = "With --external: the producer was started for the feeder process PID and stops with it (when"
+                    + " it exits, or its declaration is refused, before the stream began) instead of waiting for another.")
+    Long feederPid;
+
     @Option(names = "--feeder-timeout-s", defaultValue = "120",
             description = "With --external: fail the stream when the feeder is silent this long (default ${DEFAULT-VALUE}).")
     double feederTimeoutS;
@@ -123,7 +128,13 @@ final class SourceOptions {
                 throw new IllegalArgumentException("--external takes its batch size from the feeder's declaration; leave"
                         + " out --batch-size");
             }
-            return new ExternalSource(producer, ServeCommand.seconds(feederWaitS), ServeCommand.seconds(feederTimeoutS));
+            ProcessHandle owner = null;
+            if (feederPid != null) {
+                owner = ProcessHandle.of(feederPid).orElseThrow(() -> new IllegalArgumentException("--feeder-pid "
+                        + feederPid + ": no such process (the feeder that was to feed this producer has exited)"));
+            }
+            return new ExternalSource(producer, ServeCommand.seconds(feederWaitS), ServeCommand.seconds(feederTimeoutS),
+                    owner);
         }
         if (batchSize == null) {
             throw new IllegalArgumentException("give the loader's batch size with --batch-size");

@@ -1,6 +1,8 @@
 package io.tensorsocket.consumer;
 
+import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.PermissionDeniedException;
+import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
@@ -17,17 +19,80 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 /**
- * Finds a producer's control socket in its directory and connects to it, turning every way that can fail
- * (no such producer, another user's, a leftover of one that died, an external producer still waiting for
- * its feeder) into an exception that says what to do.
+ * Finds a producer's control socket in its directory and connects to it, waiting up to the consumer's
+ * connect timeout for a producer that is not there yet, and turning every way that can fail (no such
+ * producer, another user's, a leftover of one that died, an external producer still waiting for its
+ * feeder) into an exception that says what to do and what it waited for.
+ *
+ * <p>Jobs are launched together (a feeder and three trainers in the same second), so a consumer that
+ * arrives before its producer waits for it: for the directory to appear, for a starting producer to open
+ * its socket, for an external producer's feeder to declare the batches, for a producer that replaces one
+ * that died to reclaim the directory. After {@link ConsumerOptions#WAIT_NOTICE_AFTER} it says once, at
+ * INFO, what it waits for. Access problems are reported at once: waiting does not mend them.
  */
 public final class ProducerSocket {
+    private static final Logger log = LoggerFactory.getLogger(ProducerSocket.class);
+    private static final long POLL_MILLIS = 20;
+    private static final String AWAITS_FEEDER = "it waits for its feeder to declare the batches";
+
     private ProducerSocket() {
     }
 
-    /** Connects to the producer called {@code name} whose directory is {@code dir}. */
+    /** Connects to the producer called {@code name} whose directory is {@code dir}, waiting up to {@code connectTimeout}. */
     public static SocketChannel connect(Path dir, String name, Duration connectTimeout) {
+        long started = System.nanoTime();
+        long deadline = started + connectTimeout.toNanos();
+        boolean announced = false;
+        boolean awaitedFeeder = false;
+        while (true) {
+            Attempt a = attempt(dir, name);
+            if (a.state() == AWAITS_FEEDER) {
+                awaitedFeeder = true;
+            } else if (awaitedFeeder && !Files.isDirectory(dir)) {
+                throw new ProducerGoneException("producer '" + name + "' went away before it served anything: it was"
+                        + " waiting for its feeder, which failed or stopped before declaring its batches (its output says why)");
+            }
+            if (a.channel() != null) {
+                if (announced) {
+                    log.info("producer '{}' is there after {} ms; connected", name, (System.nanoTime() - started) / 1_000_000);
+                }
+                return a.channel();
+            }
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                throw a.notYet().apply(" within " + millis(connectTimeout) + " (the consumer's connect timeout; raise it"
+                        + " to wait longer)");
+            }
+            if (!announced && now - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
+                log.info("waiting for producer '{}' to appear: {}; waiting up to {} in all", name, a.state(), millis(connectTimeout));
+                announced = true;
+            }
+            try {
+                Thread.sleep(POLL_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TensorSocketTimeoutException("interrupted while waiting for producer '" + name + "' (" + a.state() + ")");
+            }
+        }
+    }
+
+    /**
+     * One look: a connected channel, or what the producer's directory shows now ({@code state}, for the progress
+     * line) and the exception to throw if that is still so at the deadline ({@code notYet}, given how long was
+     * waited).
+     */
+    private record Attempt(SocketChannel channel, String state,
+                           java.util.function.Function<String, TensorSocketException> notYet) {
+        static Attempt connected(SocketChannel ch) {
+            return new Attempt(ch, null, null);
+        }
+    }
+
+    private static Attempt attempt(Path dir, String name) {
         try {
             Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
         } catch (java.nio.file.AccessDeniedException e) {
@@ -35,11 +100,14 @@ public final class ProducerSocket {
                     + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
                     + " with --group <a group you are in>");
         } catch (IOException e) {
-            // missing: reported just below
+            // missing: below
         }
         if (!Files.isDirectory(dir)) {
-            throw new ProducerNotFoundException("no producer named '" + name + "' (no directory " + dir + "); running: "
-                    + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
+            return new Attempt(null, "no directory " + dir + " yet; running: " + ProducerDirectory.liveProducers(),
+                    within -> new ProducerNotFoundException("no producer named '" + name + "' appeared" + within + " (no"
+                            + " directory " + dir + "); running: " + ProducerDirectory.liveProducers() + ". Start one with:"
+                            + " tensorsocket serve --name " + name + " ..., or feed one from Python:"
+                            + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)"));
         }
         try {
             ProducerDirectory.checkAccessibleToCurrentUser(dir);
@@ -47,7 +115,19 @@ public final class ProducerSocket {
             throw new UncheckedIOException(e);
         }
         Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
-        awaitFeeder(dir, socket, name, connectTimeout);
+        if (!Files.exists(socket)) {
+            if (Files.exists(dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE))) {
+                return new Attempt(null, AWAITS_FEEDER,
+                        within -> new TensorSocketTimeoutException("producer '" + name + "' was still waiting for its"
+                                + " feeder" + within + ": it serves batches from an external loader that has not connected"
+                                + " yet; start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
+                                + " tensorsocket_client.TensorProducer(\"" + name + "\", loader))"));
+            }
+            return new Attempt(null, "its directory " + dir + " exists but its control socket does not yet (starting)",
+                    within -> new ProducerNotFoundException("no producer is running in " + dir + ": no control socket"
+                            + " appeared" + within + "; running: " + ProducerDirectory.liveProducers() + ". Start one with:"
+                            + " tensorsocket serve --name " + name + " ..."));
+        }
         SocketChannel ch;
         try {
             ch = SocketChannel.open(StandardProtocolFamily.UNIX);
@@ -56,57 +136,38 @@ public final class ProducerSocket {
         }
         try {
             ch.connect(UnixDomainSocketAddress.of(socket));
+            return Attempt.connected(ch);
         } catch (IOException e) {
             closeQuietly(ch);
-            throw connectFailure(name, dir, socket, e);
-        }
-        return ch;
-    }
-
-    /**
-     * An external producer opens its control socket only once its feeder has declared the batches; a consumer
-     * that comes first waits for that, up to its connect timeout, instead of finding no producer.
-     */
-    private static void awaitFeeder(Path dir, Path socket, String name, Duration timeout) {
-        Path feeder = dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
-        if (Files.exists(socket) || !Files.exists(feeder)) {
-            return;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Files.exists(socket)) {
-            if (!Files.exists(feeder)) {
-                return; // the producer went away: connecting says so
+            if (String.valueOf(e.getMessage()).contains("Permission denied")) {
+                throw new PermissionDeniedException("not allowed to connect to producer '" + name + "' (" + socket
+                        + "); it belongs to another user or its permissions exclude you");
             }
-            if (System.nanoTime() - deadline > 0) {
-                throw new TensorSocketTimeoutException("producer '" + name + "' is still waiting for its feeder after "
-                        + timeout.toMillis() + " ms: it serves batches from an external loader that has not connected yet;"
-                        + " start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
-                        + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)) or connect with a longer timeout");
-            }
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TensorSocketTimeoutException("interrupted while waiting for the feeder of producer '" + name + "'");
-            }
+            // A socket nobody answers: a producer that died (a new one may be reclaiming the directory) or one
+            // that is still starting. Either may change while the consumer waits.
+            return new Attempt(null, ProducerDirectory.isLocked(dir) ? "it is starting" : socket + " is left over from a"
+                    + " producer that died", within -> connectFailure(name, dir, socket, e, within));
         }
     }
 
-    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e) {
-        String msg = String.valueOf(e.getMessage());
-        if (msg.contains("Permission denied")) {
-            return new PermissionDeniedException("not allowed to connect to producer '" + name + "' (" + socket
-                    + "); it belongs to another user or its permissions exclude you");
-        }
+    private static String millis(Duration d) {
+        long ms = d.toMillis();
+        return ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms";
+    }
+
+    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e, String within) {
         if (e instanceof ConnectException || e instanceof SocketException) {
             if (!Files.exists(socket)) {
-                return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket); running: "
-                        + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name " + name + " ...");
+                return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket" + within
+                        + "); running: " + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name "
+                        + name + " ...");
             }
             return new ProducerNotFoundException("producer '" + name + "' is not running (" + socket + " is left over from a"
-                    + " producer that died); start it again, or remove the leftovers with: tensorsocket clean");
+                    + " producer that died, and none replaced it" + within + "); start it again, or remove the leftovers"
+                    + " with: tensorsocket clean");
         }
-        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + ": " + msg);
+        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + within + ": "
+                + e.getMessage());
     }
 
     private static void closeQuietly(SocketChannel ch) {

@@ -4,6 +4,7 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
+import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ProducerDirectory;
@@ -54,14 +55,25 @@ import java.util.concurrent.TimeUnit;
  * ERROR (LOADER_FAILED) naming the feeder's pid and what it did, and the stream ends. A new feeder does not
  * take over: the consumers of the broken epoch saw part of it, and a stream whose epochs are not what was
  * declared would be wrong data; restarting producer and feeder gives a clean stream.
+ *
+ * <p>A feeder that stops on purpose sends ERROR (PRODUCER_CLOSED): between epochs the stream ends there, and
+ * consumers finish normally; mid-epoch (Ctrl-C) the producer stops and consumers are told it stopped (see
+ * {@link SourceStoppedException}). A producer started for one feeder process ({@code owner}) stops with it:
+ * when that process exits, or its first declaration is refused, before the stream began.
  */
 public final class ExternalSource implements BatchSource {
     private static final Logger log = LoggerFactory.getLogger(ExternalSource.class);
     private static final Duration HELLO_TIMEOUT = Duration.ofSeconds(10);
+    /** How often a producer waiting for the feeder that started it looks whether that process still lives. */
+    private static final long OWNER_CHECK_NANOS = 200_000_000L;
+    /** How long a failed send waits for the reason the feeder sent before it closed. */
+    private static final long REASON_WAIT_NANOS = 500_000_000L;
 
     private final String producer;
     private final Duration attachTimeout;
     private final Duration feederTimeout;
+    /** The feeder process this producer was started for, or null: the producer waits for any feeder. */
+    private final ProcessHandle owner;
     private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
     private ServerSocketChannel server;
     private Path socketPath;
@@ -84,10 +96,20 @@ public final class ExternalSource implements BatchSource {
      * @param feederTimeout how long the producer waits on a silent feeder (no claim, publish or epoch end)
      */
     public ExternalSource(String producer, Duration attachTimeout, Duration feederTimeout) {
+        this(producer, attachTimeout, feederTimeout, null);
+    }
+
+    /**
+     * @param owner the feeder process this producer was started for: the producer stops when it exits, or its
+     *              declaration is refused, before the stream began; null to wait for any feeder
+     */
+    public ExternalSource(String producer, Duration attachTimeout, Duration feederTimeout, ProcessHandle owner) {
         this.producer = producer;
         this.attachTimeout = attachTimeout;
         this.feederTimeout = feederTimeout;
+        this.owner = owner;
     }
+
 
     @Override
     public void awaitLayout(Path producerDirectory) throws IOException, InterruptedException {
@@ -99,10 +121,20 @@ public final class ExternalSource implements BatchSource {
         Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-------"));
         BlockingQueue<SocketChannel> arrivals = new LinkedBlockingQueue<>();
         Thread.ofPlatform().daemon().name("tensorsocket-feeder-accept-" + producer).start(() -> acceptLoop(arrivals));
-        log.info("producer '{}' waits up to {} s for a feeder on {}", producer, attachTimeout.toSeconds(), socketPath);
+        log.info("producer '{}' waits up to {} s for a feeder on {}{}", producer, attachTimeout.toSeconds(), socketPath,
+                owner != null ? " (the one of pid " + owner.pid() + ", which started it)" : "");
         long deadline = System.nanoTime() + attachTimeout.toNanos();
         while (true) {
-            SocketChannel ch = arrivals.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            long left = deadline - System.nanoTime();
+            SocketChannel ch = arrivals.poll(Math.max(0, Math.min(left, OWNER_CHECK_NANOS)), TimeUnit.NANOSECONDS);
+            if (ch == null && owner != null && !owner.isAlive()) {
+                throw new FeederFailedException("the feeder that started producer '" + producer + "' (pid " + owner.pid()
+                        + ") exited before it declared its batches; the producer stops with it (see the feeder's output"
+                        + " for why)");
+            }
+            if (ch == null && left > OWNER_CHECK_NANOS) {
+                continue;
+            }
             if (ch == null) {
                 throw new TensorSocketTimeoutException("no feeder declared the batches of producer '" + producer + "' within "
                         + attachTimeout.toSeconds() + " s; start one, e.g. python3 -m tensorsocket_client feed --name "
@@ -132,14 +164,20 @@ public final class ExternalSource implements BatchSource {
                 return true;
             }
             problem = "the feeder's declaration is refused: " + problem;
+        } else if (first instanceof Message.Error e) {
+            problem = "the feeder failed before it declared its batches: " + e.message();
         } else if (first == null) {
             problem = "a feeder connected but sent no FEEDER_HELLO within " + HELLO_TIMEOUT.toSeconds() + " s";
         } else {
             problem = "a feeder's first message was " + describe(first) + ", not FEEDER_HELLO";
         }
-        log.warn("producer '{}': {}; waiting for another feeder", producer, problem);
         mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, problem));
         mc.close();
+        if (owner != null) {
+            throw new FeederFailedException("producer '" + producer + "' was started for its feeder (pid " + owner.pid()
+                    + ") and stops with it: " + problem);
+        }
+        log.warn("producer '{}': {}; waiting for another feeder", producer, problem);
         feeder = null;
         inbox.clear();
         return false;
@@ -190,9 +228,36 @@ public final class ExternalSource implements BatchSource {
             // One feeder fills the slots; a second would interleave batches of two loaders.
             MessageChannel mc = new MessageChannel(ch);
             mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, "producer '" + producer + "' already has a feeder"
-                    + (hello != null ? " (pid " + hello.pid() + ", " + hello.client() + ")" : "")
-                    + "; one feeder per producer: start another producer with tensorsocket serve --name <other> --external"));
-            mc.close();
+                    + (hello != null ? " (pid " + hello.pid() + ", " + hello.client() + ")"
+                            : " (another feeder connected first and is declaring its batches)")
+                    + "; one feeder per producer: feed another name (another producer)"));
+            Thread.ofVirtual().name("tensorsocket-feeder-refuse-" + producer).start(() -> closeAfterReading(ch));
+        }
+    }
+
+    /**
+     * Closes a refused connection once the peer has read the refusal: closing over unread input resets the
+     * connection, and the peer's next read would then fail without the reason.
+     */
+    private static void closeAfterReading(SocketChannel ch) {
+        try (ch) {
+            ch.shutdownOutput();
+            // Non-blocking reads in a bounded loop: a Unix-domain channel has no read timeout.
+            ch.configureBlocking(false);
+            java.nio.ByteBuffer sink = java.nio.ByteBuffer.allocate(4096);
+            long deadline = System.nanoTime() + 2_000_000_000L;
+            while (System.nanoTime() < deadline) {
+                sink.clear();
+                int n = ch.read(sink);
+                if (n < 0) {
+                    return; // the peer closed after reading the refusal
+                }
+                if (n == 0) {
+                    Thread.sleep(20);
+                }
+            }
+        } catch (IOException | InterruptedException ignored) {
+            // the peer is gone either way
         }
     }
 
@@ -307,6 +372,8 @@ public final class ExternalSource implements BatchSource {
                     send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
                     return;
                 }
+                case Message.Error e when e.code() == Message.ErrorCode.PRODUCER_CLOSED ->
+                        throw new SourceStoppedException(who + " stopped" + at + ": " + e.message());
                 case Message.Error e -> throw fail(mc, who + " failed" + at + ": " + e.message());
                 case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
                 default -> throw new IllegalStateException("unexpected " + o);
@@ -318,8 +385,34 @@ public final class ExternalSource implements BatchSource {
         try {
             mc.send(m);
         } catch (IOException e) {
+            // A feeder that stops or fails says why, then closes: its reason may still be on the way in.
+            Message.Error reason = reasonOnTheWay();
+            if (reason != null && reason.code() == Message.ErrorCode.PRODUCER_CLOSED) {
+                throw new SourceStoppedException(who + " stopped" + at + ": " + reason.message());
+            }
+            if (reason != null) {
+                throw fail(mc, who + " failed" + at + ": " + reason.message());
+            }
             throw fail(mc, who + " disconnected" + at + " (" + e.getMessage() + "); did its process die?");
         }
+    }
+
+    /** The ERROR among what the feeder sent before its connection ended, if it sent one. */
+    private Message.Error reasonOnTheWay() {
+        long deadline = System.nanoTime() + REASON_WAIT_NANOS;
+        try {
+            for (Object o; (o = inbox.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) != null; ) {
+                if (o instanceof Message.Error e) {
+                    return e;
+                }
+                if (o instanceof Ended) {
+                    return null;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return null;
     }
 
     private static String describe(Object m) {

@@ -14,6 +14,9 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.spi.RemoteStream;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.ByteArrayInputStream;
 import java.lang.foreign.MemorySegment;
@@ -57,6 +60,7 @@ public final class RemoteConsumer implements RemoteStream {
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
     private final RemoteAddress address;
     private final ConsumerOptions options;
+    private static final Logger log = LoggerFactory.getLogger(RemoteConsumer.class);
     private final RemoteOptions remote;
     // Flight reads each batch into one buffer of its size; recycling them keeps the stream off fresh memory.
     private final RecyclingAllocations recycling = new RecyclingAllocations(RecyclingAllocations.KEEP_BYTES);
@@ -176,13 +180,52 @@ public final class RemoteConsumer implements RemoteStream {
 
     /** Connects to {@code uri} ({@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}). */
     public static RemoteConsumer connect(String uri, ConsumerOptions options, RemoteOptions remote) {
-        return new RemoteConsumer(RemoteAddress.parse(uri), options, remote);
+        return connect(RemoteAddress.parse(uri), options, remote);
     }
 
-    /** Connects to {@code address}. */
+    /**
+     * Connects to {@code address}. A server that does not answer yet (not listening: jobs are launched together,
+     * and {@code serve --flight} may come last) is tried again until the connect timeout, with one INFO line
+     * after {@link ProducerSocket#PROGRESS_AFTER}; what it waited for is in the exception at the end.
+     */
     public static RemoteConsumer connect(RemoteAddress address, ConsumerOptions options, RemoteOptions remote) {
-        return new RemoteConsumer(address, options, remote);
+        long started = System.nanoTime();
+        long deadline = started + options.connectTimeout().toNanos();
+        boolean announced = false;
+        while (true) {
+            long left = deadline - System.nanoTime();
+            try {
+                return new RemoteConsumer(address, options.withConnectTimeout(Duration.ofNanos(Math.max(left, 1_000_000))),
+                        remote);
+            } catch (ProducerGoneException e) {
+                if (!(e.getCause() instanceof FlightRuntimeException f) || f.status().code() != FlightStatusCode.UNAVAILABLE) {
+                    throw e;
+                }
+                if (deadline - System.nanoTime() <= RETRY_NANOS) {
+                    if (!announced) {
+                        throw e;
+                    }
+                    throw new ProducerGoneException("server " + address + " did not answer within "
+                            + options.connectTimeout().toSeconds() + " s (the consumer's connect timeout; raise it to"
+                            + " wait longer): " + e.getMessage(), e);
+                }
+                if (!announced && System.nanoTime() - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
+                    log.info("waiting for server {} to appear: it does not answer yet; waiting up to {} s in all", address,
+                            options.connectTimeout().toSeconds());
+                    announced = true;
+                }
+                try {
+                    Thread.sleep(RETRY_NANOS / 1_000_000);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new TensorSocketTimeoutException("interrupted while waiting for server " + address);
+                }
+            }
+        }
     }
+
+    /** How often a consumer tries again to reach a server that does not answer yet. */
+    private static final long RETRY_NANOS = 200_000_000L;
 
     // ------------------------------------------------------------------------------------------------ info
 

@@ -1,0 +1,87 @@
+"""A PyTorch user's feeder, one way or another: what the process tests start, as a user's script would.
+
+    python3 feed_case.py NAME CASE [--workers N] [--epochs E]
+
+The data set is the synthetic one (every sample checkable by `consume`), served as a map-style torch Dataset
+in the generator's per-epoch order. CASE:
+  ok          TensorProducer(...).run()
+  passes      the reference's loop: for epoch in range(E): for _ in producer: pass; then producer.join()
+  getitem     __getitem__ raises ValueError at sample 417 (in epoch 0, after some batches were served)
+  sizes       one sample has a different shape, so the default collate fails on its batch
+  strings     the batch carries a list of strings (a file name per sample)
+  first       __getitem__ raises on the very first sample (before anything was declared)
+  slow        as ok, with 50 ms per batch (to be interrupted)
+"""
+import argparse
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from tensorsocket_client import TensorProducer
+from tensorsocket_client.synthetic import SyntheticSpec
+
+
+class Samples(Dataset):
+    def __init__(self, spec, case):
+        self.spec, self.case = spec, case
+
+    def __len__(self):
+        return self.spec.samples
+
+    def __getitem__(self, index):
+        if self.case == "getitem" and index == 417:
+            raise ValueError("cannot decode sample 417: truncated file")
+        if self.case == "first":
+            raise OSError("cannot open the data set's first file")
+        data = torch.from_numpy(self.spec.fill([index])[0])
+        if self.case == "sizes" and index == 417:
+            data = data[:-1]
+        item = {"data": data, "label": int(self.spec.labels([index])[0]), "id": index}
+        if self.case == "strings":
+            item["path"] = "images/%06d.jpg" % index
+        if self.case == "slow" and index % 50 == 0:
+            time.sleep(0.05)
+        return item
+
+
+class Order(Sampler):
+    def __init__(self, spec):
+        self.spec, self.epoch = spec, 0
+
+    def __iter__(self):
+        order = self.spec.order(self.epoch).tolist()
+        self.epoch += 1
+        return iter(order)
+
+    def __len__(self):
+        return self.spec.samples
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("name")
+    p.add_argument("case")
+    p.add_argument("--spec", default="samples=1000,shape=3x4x4,dtype=float32,seed=5")
+    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=50)
+    a = p.parse_args()
+    spec = SyntheticSpec.parse(a.spec)
+    loader = DataLoader(Samples(spec, a.case), batch_size=a.batch_size, sampler=Order(spec), num_workers=a.workers)
+    if a.case == "passes":
+        producer = TensorProducer(a.name, loader, description=spec.format(), min_consumers=1)
+        for epoch in range(a.epochs):
+            for _ in producer:
+                pass
+        status = producer.join(timeout=120)
+        print('{"event": "joined", "status": %s}' % status, flush=True)
+        return 0
+    TensorProducer(a.name, loader, epochs=a.epochs, description=spec.format()).run()
+    print('{"event": "fed"}', flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
