@@ -197,10 +197,22 @@ class _Link:
         self.thread.join(1.0)
 
 
+_TORCH = None
+
+
+def _torch_installed() -> bool:
+    global _TORCH
+    if _TORCH is None:
+        import importlib.util
+        _TORCH = importlib.util.find_spec("torch") is not None
+    return _TORCH
+
+
 class Batch:
     """One consumer batch: named numpy arrays with the batch dimension first.
 
-    ``batch["data"]`` is an array; ``batch.torch()`` gives torch tensors sharing the same memory. The
+    ``batch["data"]`` is an array; ``batch.torch()`` gives torch tensors sharing the same memory;
+    ``inputs, labels = batch`` unpacks the tensors in the loader's order (torch tensors with torch). The
     arrays are read-only: they map memory other processes read too (copy one to modify it). A batch is
     valid until the next is requested, ``release()`` or the consumer is closed; arrays taken from it
     before then stay valid after.
@@ -226,7 +238,14 @@ class Batch:
         return self._arrays
 
     def __getitem__(self, name):
+        """``batch["data"]``: that tensor as a numpy array; ``batch[0]``: the first tensor as unpacking gives it."""
         arrays = self._live()
+        if isinstance(name, int) and not isinstance(name, bool):
+            values = list(self)
+            try:
+                return values[name]
+            except IndexError:
+                raise IndexError("tensor %d of a batch of %d tensors %s" % (name, len(values), list(arrays))) from None
         try:
             return arrays[name]
         except KeyError:
@@ -234,6 +253,14 @@ class Batch:
 
     def __len__(self):
         return self.size
+
+    def __iter__(self):
+        """The tensors in the loader's order, so ``inputs, labels = batch`` unpacks as the loader yielded them:
+        torch tensors sharing this batch's memory (as from :meth:`torch`), or numpy arrays where torch is not
+        installed. ``len(batch)`` is the number of samples, not of tensors."""
+        if _torch_installed():
+            return iter(list(self.torch().values()))
+        return iter(list(self._live().values()))
 
     def keys(self) -> List[str]:
         return list(self._live().keys())

@@ -11,7 +11,8 @@ import java.util.concurrent.Callable;
 
 /** {@code tensorsocket list}: the producers running for this user, one line each. */
 @Command(name = "list", mixinStandardHelpOptions = true,
-        description = "List the producers running for this user, and the files of dead ones that `clean` would free.")
+        description = "List the producers running for this user (also those waiting for their feeder), and the files of"
+                + " dead ones that `clean` would free.")
 final class ListCommand implements Callable<Integer> {
 
     @Option(names = "--json", description = "One JSON object per producer (stale ones with \"state\": \"stale\").")
@@ -21,7 +22,8 @@ final class ListCommand implements Callable<Integer> {
     public Integer call() {
         List<String> names = ProducerDirectory.liveProducers();
         List<StaleProducers.Stale> stale = StaleProducers.find();
-        if (names.isEmpty() && !json) {
+        List<FeederWaits.Waiting> waiting = FeederWaits.find();
+        if (names.isEmpty() && waiting.isEmpty() && !json) {
             System.out.println("no producers running in " + ProducerDirectory.baseDirectory());
         } else if (!json) {
             System.out.printf("%-24s %8s %-22s %9s %7s %12s%n", "name", "pid", "state", "consumers", "epoch", "samples/s");
@@ -38,6 +40,14 @@ final class ListCommand implements Callable<Integer> {
             } else {
                 System.out.printf(Locale.ROOT, "%-24s %8d %-22s %9d %7d %12.1f%n", n, s.producerPid(), s.state().label(),
                         s.consumersAttached(), s.epoch(), s.samplesPerSecond());
+            }
+        }
+        for (FeederWaits.Waiting w : waiting) {
+            if (json) {
+                System.out.println(Json.object().put("name", w.name()).put("pid", w.pid()).put("state", "waiting for feeder")
+                        .put("since", w.since().toString()).put("dir", w.dir().toString()));
+            } else {
+                System.out.printf("%-24s %8s %s%n", w.name(), w.pid().isEmpty() ? "?" : w.pid(), w.state());
             }
         }
         if (json) {

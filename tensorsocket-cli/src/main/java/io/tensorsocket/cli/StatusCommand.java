@@ -53,6 +53,22 @@ final class StatusCommand implements Callable<Integer> {
         boolean tty = Terminal.isInteractive();
         PrintStream out = System.out;
         while (true) {
+            java.util.Optional<FeederWaits.Waiting> waiting = d == null ? java.util.Optional.empty() : FeederWaits.of(d);
+            if (waiting.isPresent()) {
+                FeederWaits.Waiting w = waiting.get();
+                out.println(json ? Json.object().put("name", w.name()).put("pid", w.pid()).put("state", "waiting for feeder")
+                        .put("since", w.since().toString()).toString()
+                        : "producer " + w.name() + "  pid " + (w.pid().isEmpty() ? "?" : w.pid()) + "  " + w.state()
+                        + "\nit serves batches from an external loader that has not declared them yet; start its feeder:"
+                        + " tensorsocket_client.TensorProducer(\"" + w.name() + "\", loader) in Python, or python3 -m"
+                        + " tensorsocket_client feed --name " + w.name() + " ...");
+                out.flush();
+                if (once) {
+                    return 0;
+                }
+                Thread.sleep((long) (intervalS * 1000));
+                continue;
+            }
             ProducerStatus s = isRemote ? RemoteHandle.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
                     : ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
             if (json) {
@@ -80,8 +96,11 @@ final class StatusCommand implements Callable<Integer> {
         b.append(String.format(Locale.ROOT, "producer %s  pid %d  %s  up %s%n", s.name(), s.producerPid(), s.state().label(),
                 duration(s.uptimeNanos())));
         b.append("source   ").append(Terminal.wrap(s.source(), 100, "         ", 6)).append('\n');
+        // Epochs counted from 1 here, as train prints them ("epoch 3 of 4" is the third); --json keeps the
+        // protocol's numbers, counted from 0.
         String epochs = s.epochs() == 0 ? "unbounded" : Long.toString(s.epochs());
-        b.append(String.format(Locale.ROOT, "epoch    %d of %s  %s %d/%d samples%n", s.epoch(), epochs,
+        long shown = s.epochs() == 0 ? s.epoch() + 1 : Math.min(s.epoch() + 1, s.epochs());
+        b.append(String.format(Locale.ROOT, "epoch    %d of %s  %s %d/%d samples%n", shown, epochs,
                 Terminal.bar(s.epochProgress(), 30), s.sample(), s.samplesPerEpoch()));
         b.append(String.format(Locale.ROOT, "loader   %.1f samples/s, %d batches of %d published (%d samples)%n",
                 s.samplesPerSecond(), s.batchesPublished(), s.producerBatchSize(), s.samplesPublished()));
@@ -96,13 +115,13 @@ final class StatusCommand implements Callable<Integer> {
             for (ProducerStatus.Consumer c : s.consumers()) {
                 double wf = c.waitFraction();
                 b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%n", c.id(), c.pid(),
-                        c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch(), c.position(),
+                        c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch() + 1, c.position(),
                         c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label(),
                         c.handoff(), client(c.client())));
             }
-            b.append("  lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
+            b.append("  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
         }
         return b.toString();
     }

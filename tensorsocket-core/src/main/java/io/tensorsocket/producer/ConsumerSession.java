@@ -57,11 +57,13 @@ final class ConsumerSession {
     StartMode startMode = StartMode.EPOCH_START;
     /** Stream position up to which this consumer has released every sample. */
     long position;
-    /** Its last two progress reports, for status (null before the first). */
-    io.tensorsocket.protocol.Message.Progress progress;
-    long progressNanos;
-    io.tensorsocket.protocol.Message.Progress previousProgress;
-    long previousProgressNanos;
+    /** Its latest progress reports, oldest first, at most {@link #RATE_REPORTS}: its rate in status is taken over them. */
+    private final java.util.ArrayDeque<Message.Progress> reports = new java.util.ArrayDeque<>();
+    /**
+     * Reports a consumer's samples/s in status spans: it reports about once a second, so about five seconds of its
+     * own time, long enough to even out batches that come in bursts, short enough to follow a change of pace.
+     */
+    static final int RATE_REPORTS = 6;
 
     /** Its descriptor ring and that ring's number, or null and {@link Message.Welcome#NO_RING}: its stream goes over the socket. */
     DescriptorRings.Writer ring;
@@ -112,28 +114,36 @@ final class ConsumerSession {
 
     /** Records a report the consumer sent about itself. */
     void progress(Message.Progress p) {
-        if (progress != null) {
-            previousProgress = progress;
-            previousProgressNanos = progressNanos;
+        if (reports.size() == RATE_REPORTS) {
+            reports.removeFirst();
         }
-        progress = p;
-        progressNanos = System.nanoTime();
+        reports.addLast(p);
+    }
+
+    /**
+     * Samples per second as the consumer itself counts them: samples handed out over its own time (waiting for
+     * data plus working between batches) across its latest reports, or since it connected while it has sent one.
+     * The consumer's clock, not the arrival times of its reports, so the figure agrees with what the training
+     * job measures, however its reports are spaced.
+     */
+    private double rate() {
+        Message.Progress last = reports.peekLast();
+        if (last == null) {
+            return 0;
+        }
+        Message.Progress first = reports.size() > 1 ? reports.peekFirst() : null;
+        long samples = last.samples() - (first != null ? first.samples() : 0);
+        long nanos = last.waitNanos() + last.workNanos() - (first != null ? first.waitNanos() + first.workNanos() : 0);
+        return nanos > 0 ? Math.max(0, samples / (nanos / 1e9)) : 0;
     }
 
     /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */
     ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry) {
-        Message.Progress p = progress;
+        Message.Progress p = reports.peekLast();
         long epoch = p != null ? p.epoch() : geometry.epochOf(position);
-        double rate = 0;
-        if (p != null) { // samples per second between its last two reports (or since it joined)
-            long fromNanos = previousProgress != null ? previousProgressNanos : joinedNanos;
-            long fromSamples = previousProgress != null ? previousProgress.samples() : 0;
-            long toNanos = now - progressNanos > 2_000_000_000L ? now : progressNanos;
-            rate = toNanos > fromNanos ? (p.samples() - fromSamples) / ((toNanos - fromNanos) / 1e9) : 0;
-        }
         return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
                 epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
-                p != null ? p.samples() : 0, Math.max(0, rate), p != null ? p.waitNanos() : 0,
+                p != null ? p.samples() : 0, rate(), p != null ? p.waitNanos() : 0,
                 p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), ring != null);
     }
 
