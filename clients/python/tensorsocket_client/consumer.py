@@ -151,7 +151,8 @@ class _Link:
         msg = e.message if ("producer '" in e.message) else "producer '%s': %s" % (self.producer, e.message)
         kind = {wire.VERSION_MISMATCH: ProtocolVersionError, wire.BAD_FRAME: ProtocolError,
                 wire.BAD_REQUEST: RequestRejected, wire.EVICTED: ConsumerEvicted,
-                wire.LOADER_FAILED: ProducerFailed, wire.PRODUCER_CLOSED: ProducerGone}.get(e.code, TensorSocketError)
+                wire.LOADER_FAILED: ProducerFailed, wire.PRODUCER_CLOSED: ProducerGone,
+                wire.STOPPED: ProducerGone}.get(e.code, TensorSocketError)
         return kind(msg)
 
     def check(self):

@@ -380,7 +380,7 @@ class TensorProducer:
             self._stop("its feeder (pid %d) stopped iterating in the middle of epoch %d" % (os.getpid(), self._epoch))
             raise
         except KeyboardInterrupt:
-            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid())
+            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid(), now=True)
             raise
         except BaseException as e:
             self._fail(e)
@@ -508,10 +508,11 @@ class TensorProducer:
                 self._send_error(wire.LOADER_FAILED, "its feeder (pid %d) failed: %s: %s" % (os.getpid(), type(e).__name__, e))
         self._end()
 
-    def _stop(self, reason: str) -> None:
-        """Ends the stream on purpose: at an epoch boundary it ends there; mid-epoch the producer stops."""
+    def _stop(self, reason: str, now: bool = False) -> None:
+        """Ends the stream on purpose: at an epoch boundary it ends there, mid-epoch (or ``now``, for an
+        interrupted feeder, whose stream is not what was asked for) the producer stops."""
         if not self._ended:
-            self._send_error(wire.PRODUCER_CLOSED, reason)
+            self._send_error(wire.STOPPED if now else wire.PRODUCER_CLOSED, reason)
         self._end()
 
     def _end(self) -> None:
@@ -587,7 +588,7 @@ class TensorProducer:
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is KeyboardInterrupt:
-            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid())
+            self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid(), now=True)
         elif exc is not None:
             self._fail(exc)
         else:

@@ -151,7 +151,7 @@ class RemoteConsumer:
                 return self._await(waiting.left(), lambda: self._reader.schema)
             except ProducerGone as e:
                 if not getattr(e, "unreachable", False) or waiting.left() <= 0.2:
-                    if getattr(e, "unreachable", False) and waiting.announced:
+                    if getattr(e, "unreachable", False):
                         raise ProducerGone("%s did not answer%s: %s" % (self.address, waiting.within(), e)) from None
                     raise
                 waiting.note("it does not answer yet")

@@ -1,6 +1,6 @@
 """A PyTorch user's feeder, one way or another: what the process tests start, as a user's script would.
 
-    python3 feed_case.py NAME CASE [--workers N] [--epochs E]
+    python3 feed_case.py NAME CASE [--workers N] [--epochs E] [--opt rubber_band=5 ...]
 
 The data set is the synthetic one (every sample checkable by `consume`), served as a map-style torch Dataset
 in the generator's per-epoch order. CASE:
@@ -10,7 +10,7 @@ in the generator's per-epoch order. CASE:
   sizes       one sample has a different shape, so the default collate fails on its batch
   strings     the batch carries a list of strings (a file name per sample)
   first       __getitem__ raises on the very first sample (before anything was declared)
-  slow        as ok, with 50 ms per batch (to be interrupted)
+  slow        as ok, at 200 samples/s (to be interrupted, or to feed while another feeder comes)
 """
 import argparse
 import sys
@@ -41,8 +41,8 @@ class Samples(Dataset):
         item = {"data": data, "label": int(self.spec.labels([index])[0]), "id": index}
         if self.case == "strings":
             item["path"] = "images/%06d.jpg" % index
-        if self.case == "slow" and index % 50 == 0:
-            time.sleep(0.05)
+        if self.case == "slow":
+            time.sleep(0.005)  # 5 s an epoch, time enough to interrupt it or to come second
         return item
 
 
@@ -67,18 +67,21 @@ def main():
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=50)
+    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="a producer option for the producer this feeder starts (rubber_band=5, slots=12, ...)")
     a = p.parse_args()
+    options = {k: float(v) if "." in v else int(v) for k, v in (o.split("=", 1) for o in a.opt)}
     spec = SyntheticSpec.parse(a.spec)
     loader = DataLoader(Samples(spec, a.case), batch_size=a.batch_size, sampler=Order(spec), num_workers=a.workers)
     if a.case == "passes":
-        producer = TensorProducer(a.name, loader, description=spec.format(), min_consumers=1)
+        producer = TensorProducer(a.name, loader, description=spec.format(), **options)
         for epoch in range(a.epochs):
             for _ in producer:
                 pass
         status = producer.join(timeout=120)
         print('{"event": "joined", "status": %s}' % status, flush=True)
         return 0
-    TensorProducer(a.name, loader, epochs=a.epochs, description=spec.format()).run()
+    TensorProducer(a.name, loader, epochs=a.epochs, description=spec.format(), **options).run()
     print('{"event": "fed"}', flush=True)
     return 0
 

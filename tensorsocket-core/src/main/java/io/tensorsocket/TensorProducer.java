@@ -216,7 +216,7 @@ public final class TensorProducer implements AutoCloseable {
                 try {
                     source.emitEpoch(epoch, core);
                 } catch (SourceStoppedException e) {
-                    if (core.batchesPublished() != publishedBefore) {
+                    if (e.now() || core.batchesPublished() != publishedBefore) {
                         throw new SourceStopped(e.getMessage());
                     }
                     log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch);

@@ -33,7 +33,7 @@ class BadInputProcessTest extends ProcessTestBase {
 
     @Test
     void unknownNameSaysSoAndHowToStartOne() throws Exception {
-        assertFailsWith(consume("nobody-serves-this", 8), "no producer named 'nobody-serves-this'");
+        assertFailsWith(consume("nobody-serves-this", 8, "--connect-timeout-s", "1"), "no producer named 'nobody-serves-this'");
     }
 
     @Test

@@ -131,7 +131,7 @@ class FailureProcessTest extends ProcessTestBase {
         Proc first = serve("phoenix", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         first.kill();
         assertTrue(java.nio.file.Files.exists(base.resolve("phoenix").resolve("control.sock")), "a SIGKILL leaves files");
-        Proc stale = consume("phoenix", 10);
+        Proc stale = consume("phoenix", 10, "--connect-timeout-s", "2");
         assertNotEquals(0, stale.exitCode(Duration.ofSeconds(30)));
         assertTrue(stale.errorLine().contains("is not running"), stale.errorLine());
 

@@ -124,6 +124,38 @@ abstract class ProcessTestBase {
                 + " (apt-get install python3-numpy python3-torch)");
     }
 
+    /** Whether Debian's python3 with numpy is there; a test that only adds Python consumers goes on without them. */
+    static boolean pythonAvailable() throws Exception {
+        try {
+            assumePython("numpy");
+            return true;
+        } catch (org.opentest4j.TestAbortedException e) {
+            System.out.println("SKIPPED the Python consumers of this test: " + e.getMessage());
+            return false;
+        }
+    }
+
+    private static Path launcherScript;
+
+    /**
+     * A {@code tensorsocket} launcher for the processes a test starts (a feeder that starts its producer):
+     * the launcher in bin/ needs the packaged jar, which {@code verify} builds only after the tests.
+     */
+    static synchronized Path launcherScript() throws IOException {
+        if (launcherScript == null) {
+            StringBuilder line = new StringBuilder("#!/bin/sh\nexec");
+            for (String a : Launcher.javaCommand()) {
+                line.append(" '").append(a.replace("'", "'\\''")).append('\'');
+            }
+            Path p = Files.createTempFile("tensorsocket-launcher-", ".sh");
+            Files.writeString(p, line.append(" \"$@\"\n").toString());
+            p.toFile().setExecutable(true);
+            p.toFile().deleteOnExit();
+            launcherScript = p;
+        }
+        return launcherScript;
+    }
+
     /** Starts {@code python3 args...} with the client on PYTHONPATH and producers under {@link #base}. */
     protected Proc startPython(Map<String, String> env, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(PYTHON, "-u"));
@@ -131,6 +163,7 @@ abstract class ProcessTestBase {
         Map<String, String> all = new java.util.HashMap<>(env);
         all.put("PYTHONPATH", pythonClient().toString());
         all.put("PYTHONDONTWRITEBYTECODE", "1");
+        all.putIfAbsent("TENSORSOCKET_LAUNCHER", launcherScript().toString());
         Proc p = Proc.startCommand(base, cmd, all);
         procs.add(p);
         return p;

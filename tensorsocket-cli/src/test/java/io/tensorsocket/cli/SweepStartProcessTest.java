@@ -84,14 +84,4 @@ class SweepStartProcessTest extends ProcessTestBase {
         assertTrue(forever.stderr().contains("waits for 1 consumer(s) before it starts (until stopped)"), forever.stderr());
         assertFalse(forever.stderr().contains("stopped:"), forever.stderr());
     }
-
-    private static boolean pythonAvailable() throws Exception {
-        try {
-            assumePython("numpy");
-            return true;
-        } catch (org.opentest4j.TestAbortedException e) {
-            System.out.println("the Python late consumer is left out: " + e.getMessage());
-            return false;
-        }
-    }
 }

@@ -60,7 +60,7 @@ final class LinkFailures {
             case BAD_REQUEST -> new RequestRejectedException(m);
             case EVICTED -> new ConsumerEvictedException(m);
             case LOADER_FAILED -> new ProducerFailedException(m);
-            case PRODUCER_CLOSED -> new ProducerGoneException(m);
+            case PRODUCER_CLOSED, STOPPED -> new ProducerGoneException(m);
             case INTERNAL -> new TensorSocketException(m);
         };
     }

@@ -10,6 +10,7 @@ import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.producer.ProducerCore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,6 +86,10 @@ public final class ExternalSource implements BatchSource {
     private boolean welcomed;
     private long nextSeq;
     private volatile boolean closed;
+    /** The thread emitting epochs while it claims a slot, for the reader to wake when the feeder goes away. */
+    private volatile Thread emitter;
+    private volatile boolean claiming;
+    private volatile boolean feederGone;
 
     /** The end of the feeder's connection, as the reader saw it. */
     private record Ended(Throwable cause) {
@@ -267,12 +272,40 @@ public final class ExternalSource implements BatchSource {
                 Message m = mc.read();
                 if (m == null) {
                     inbox.add(new Ended(null));
-                    return;
+                    break;
                 }
                 inbox.add(m);
             }
         } catch (IOException | RuntimeException e) {
             inbox.add(new Ended(e));
+        }
+        // A producer that waits for a slot or for its first consumers learns now that its feeder is gone.
+        feederGone = true;
+        Thread t = emitter;
+        if (claiming && t != null) {
+            t.interrupt();
+        }
+    }
+
+    /**
+     * Claims a slot for the feeder, which may take long (the producer waits for its first consumers, or for
+     * one that holds the slot): a feeder that goes away meanwhile ends the wait (see {@link #readLoop}).
+     */
+    private SlotWriter claim(MessageChannel mc, BatchSink sink, String at) {
+        emitter = Thread.currentThread();
+        claiming = true;
+        try {
+            if (feederGone) {
+                throw lost(mc, at, " while the producer waited for a free slot or its consumers");
+            }
+            return sink.claim();
+        } catch (ProducerCore.Stopped stopped) {
+            if (!feederGone) {
+                throw stopped; // the producer is being closed
+            }
+            throw lost(mc, at, " while the producer waited for a free slot or its consumers");
+        } finally {
+            claiming = false;
         }
     }
 
@@ -329,7 +362,7 @@ public final class ExternalSource implements BatchSource {
                         throw fail(mc, who + " claimed " + (held.size() + 1) + " slots without publishing; it may hold "
                                 + sink.claimsAhead());
                     }
-                    SlotWriter w = sink.claim();
+                    SlotWriter w = claim(mc, sink, at);
                     long seq = nextSeq++;
                     held.put(seq, w);
                     send(mc, new Message.SlotGrant(seq, w.arenaOffset()), at);
@@ -372,9 +405,7 @@ public final class ExternalSource implements BatchSource {
                     send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
                     return;
                 }
-                case Message.Error e when e.code() == Message.ErrorCode.PRODUCER_CLOSED ->
-                        throw new SourceStoppedException(who + " stopped" + at + ": " + e.message());
-                case Message.Error e -> throw fail(mc, who + " failed" + at + ": " + e.message());
+                case Message.Error e -> throw ended(mc, e, at);
                 case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
                 default -> throw new IllegalStateException("unexpected " + o);
             }
@@ -385,16 +416,30 @@ public final class ExternalSource implements BatchSource {
         try {
             mc.send(m);
         } catch (IOException e) {
-            // A feeder that stops or fails says why, then closes: its reason may still be on the way in.
-            Message.Error reason = reasonOnTheWay();
-            if (reason != null && reason.code() == Message.ErrorCode.PRODUCER_CLOSED) {
-                throw new SourceStoppedException(who + " stopped" + at + ": " + reason.message());
-            }
-            if (reason != null) {
-                throw fail(mc, who + " failed" + at + ": " + reason.message());
-            }
-            throw fail(mc, who + " disconnected" + at + " (" + e.getMessage() + "); did its process die?");
+            throw lost(mc, at, " (" + e.getMessage() + ")");
         }
+    }
+
+    /**
+     * What a feeder whose connection ended meant by it: a feeder that stops or fails says why, then closes, and
+     * its reason may still be on the way in; one that says nothing disconnected (its process died).
+     */
+    private RuntimeException lost(MessageChannel mc, String at, String detail) {
+        Thread.interrupted(); // the reader may have woken this thread out of a claim: waits below are its own
+        Message.Error reason = reasonOnTheWay();
+        if (reason != null) {
+            return ended(mc, reason, at);
+        }
+        return fail(mc, who + " disconnected" + at + detail + "; did its process die?");
+    }
+
+    /** The feeder's own ERROR: it stops (the stream ends or the producer stops, see the class comment) or it failed. */
+    private RuntimeException ended(MessageChannel mc, Message.Error e, String at) {
+        return switch (e.code()) {
+            case PRODUCER_CLOSED -> new SourceStoppedException(who + " stopped" + at + ": " + e.message(), false);
+            case STOPPED -> new SourceStoppedException(who + " stopped" + at + ": " + e.message(), true);
+            default -> fail(mc, who + " failed" + at + ": " + e.message());
+        };
     }
 
     /** The ERROR among what the feeder sent before its connection ended, if it sent one. */

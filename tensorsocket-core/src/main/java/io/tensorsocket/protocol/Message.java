@@ -152,7 +152,9 @@ public sealed interface Message {
         EVICTED(4),
         LOADER_FAILED(5),
         PRODUCER_CLOSED(6),
-        INTERNAL(7);
+        INTERNAL(7),
+        /** From a feeder: it stops (interrupted); its producer stops at once, even at an epoch boundary. */
+        STOPPED(8);
 
         private final int code;
 

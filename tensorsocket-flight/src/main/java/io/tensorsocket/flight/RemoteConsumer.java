@@ -202,9 +202,6 @@ public final class RemoteConsumer implements RemoteStream {
                     throw e;
                 }
                 if (deadline - System.nanoTime() <= RETRY_NANOS) {
-                    if (!announced) {
-                        throw e;
-                    }
                     throw new ProducerGoneException("server " + address + " did not answer within "
                             + options.connectTimeout().toSeconds() + " s (the consumer's connect timeout; raise it to"
                             + " wait longer): " + e.getMessage(), e);
