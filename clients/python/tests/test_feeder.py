@@ -3,7 +3,12 @@ import unittest
 import numpy as np
 
 from tensorsocket_client.__main__ import synthetic_epochs
-from tensorsocket_client.feeder import _dtype_code, _named
+import os
+import tempfile
+import time
+
+from tensorsocket_client import ProducerNotFound, TensorConsumer, TensorProducer
+from tensorsocket_client.feeder import FeederError, _check_carriable, _dtype_code, _loader_failure, _named
 from tensorsocket_client.synthetic import SyntheticSpec
 
 try:
@@ -39,8 +44,78 @@ class NamingTest(unittest.TestCase):
                  np.float64: 9, np.bool_: 10}
         for dt, code in codes.items():
             self.assertEqual(code, _dtype_code(np.zeros(1, dt)), dt)
-        with self.assertRaisesRegex(TypeError, "no TensorSocket type"):
+        with self.assertRaisesRegex(TypeError, "complex numbers .* cannot carry"):
             _dtype_code(np.zeros(1, np.complex64))
+
+
+class RefusalTest(unittest.TestCase):
+    def test_a_tensor_that_cannot_be_carried_is_refused_by_name_with_what_to_do(self):
+        names = np.array(["a.jpg", "b.jpg"])
+        with self.assertRaisesRegex(TypeError, r"tensor 'path' of the loader's batch holds strings \(numpy dtype <U5\)"
+                                               r".*names=\(\.\.\.\)"):
+            _check_carriable([("data", np.zeros((2, 3), np.float32)), ("path", names)])
+        with self.assertRaisesRegex(TypeError, "tensor 'meta' .* holds Python objects"):
+            _check_carriable([("meta", np.array([{}, {}], dtype=object))])
+        with self.assertRaisesRegex(TypeError, "tensor 'n' .* \\(no batch dimension\\)"):
+            _check_carriable([("n", np.asarray(3))])
+        _check_carriable([("data", np.zeros((2, 3), np.float32)), ("label", np.zeros(2, np.int64))])
+
+    def test_a_loader_failure_names_the_exception_where_it_was_raised_and_the_sample(self):
+        class Broken:
+            def __getitem__(self, index):
+                raise ValueError("cannot decode sample %d" % index)
+        try:
+            Broken()[417]
+        except ValueError as e:
+            text = _loader_failure(e, 2, 9)
+        self.assertIn("ValueError: cannot decode sample 417", text)
+        self.assertIn("in __getitem__, sample index 417", text)
+        self.assertIn("batch 9 of epoch 2", text)
+
+    def test_a_worker_failure_keeps_the_original_exception(self):
+        e = ValueError("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
+                       '  File "/data/ds.py", line 12, in __getitem__\n    raise ValueError("bad 5")\nValueError: bad 5\n')
+        text = _loader_failure(e, 0, 3)
+        self.assertIn("the loader raised ValueError: bad 5", text)
+        self.assertIn('File "/data/ds.py", line 12, in __getitem__', text)
+
+    def test_producer_options_are_checked_before_anything_starts(self):
+        with self.assertRaisesRegex(TypeError, r"unknown options \['rubber_band_pct'\]"):
+            TensorProducer("x", [], rubber_band_pct=0.02)
+        with self.assertRaisesRegex(ValueError, "stall_timeout=-1 must be positive"):
+            TensorProducer("x", [], stall_timeout=-1)
+        with self.assertRaisesRegex(ValueError, "arena_mb or slots, not both"):
+            TensorProducer("x", [], arena_mb=64, slots=8)
+        with self.assertRaisesRegex(ValueError, "invalid producer name"):
+            TensorProducer("../x", [])
+        with self.assertRaisesRegex(ValueError, "epochs must be a positive integer"):
+            TensorProducer("x", [], epochs=0)
+        p = TensorProducer("x", [], rubber_band=5, start_grace=0.5, slots=12)
+        self.assertEqual(["--rubber-band", "5", "--start-grace-ms", "500", "--slots", "12"], p._serve_args)
+
+    def test_more_passes_than_declared_epochs_are_refused(self):
+        p = TensorProducer("x", [], epochs=1)
+        p._epoch = 1
+        with self.assertRaisesRegex(FeederError, "all 1 epochs declared"):
+            iter(p)
+
+
+class WaitingTest(unittest.TestCase):
+    def test_a_consumer_waits_for_a_missing_producer_then_says_what_it_waited_for(self):
+        with tempfile.TemporaryDirectory() as d:
+            old = os.environ.get("TENSORSOCKET_BASE")
+            os.environ["TENSORSOCKET_BASE"] = d
+            try:
+                started = time.monotonic()
+                with self.assertRaisesRegex(ProducerNotFound, r"no producer named 'absent' appeared within 1 s .*"
+                                                              r"TensorProducer\('absent', loader\)"):
+                    TensorConsumer("absent", batch_size=4, connect_timeout=1.0)
+                self.assertGreaterEqual(time.monotonic() - started, 0.9)
+            finally:
+                if old is None:
+                    del os.environ["TENSORSOCKET_BASE"]
+                else:
+                    os.environ["TENSORSOCKET_BASE"] = old
 
 
 class SyntheticFeedTest(unittest.TestCase):

@@ -33,6 +33,21 @@ class LifetimeTest(unittest.TestCase):
         if label is not None:
             self.assertTrue(np.array_equal(spec.labels(ids), label))
 
+    def test_a_batch_unpacks_into_its_tensors_in_the_loaders_order(self):
+        with self.consumer(8) as c:
+            b = next(iter(c))
+            spec = SyntheticSpec.parse(c.source_description)
+            self.assertEqual(["data", "label", "id"], b.keys())
+            data, label, ids = b
+            expected = torch.Tensor if torch is not None else np.ndarray
+            for t in (data, label, ids):
+                self.assertIsInstance(t, expected)
+            got = np.asarray(ids)
+            self.assert_intact(spec, np.asarray(data), got, np.asarray(label))
+            self.assertTrue(np.array_equal(np.asarray(b[2]), got))
+            with self.assertRaisesRegex(IndexError, "tensor 3 of a batch of 3 tensors"):
+                b[3]
+
     def test_batches_inside_one_slot_are_read_only_views_of_the_arena(self):
         with self.consumer(8) as c:
             it = iter(c)

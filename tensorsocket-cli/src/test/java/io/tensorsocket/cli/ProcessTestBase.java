@@ -158,7 +158,12 @@ abstract class ProcessTestBase {
 
     /** Starts {@code python3 args...} with the client on PYTHONPATH and producers under {@link #base}. */
     protected Proc startPython(Map<String, String> env, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(PYTHON, "-u"));
+        return startPython(PYTHON, env, args);
+    }
+
+    /** As {@link #startPython(Map, String...)}, with another interpreter (a virtual environment's). */
+    protected Proc startPython(String python, Map<String, String> env, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(python, "-u"));
         cmd.addAll(List.of(args));
         Map<String, String> all = new java.util.HashMap<>(env);
         all.put("PYTHONPATH", pythonClient().toString());
