@@ -514,6 +514,13 @@ class TensorProducer:
         if not self._ended:
             self._send_error(wire.STOPPED if now else wire.PRODUCER_CLOSED, reason)
         self._end()
+        p = self._process
+        if now and p is not None:
+            # Interrupted: the producer this feeder started is gone too when the prompt comes back.
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGTERM)
 
     def _end(self) -> None:
         self._ended = True

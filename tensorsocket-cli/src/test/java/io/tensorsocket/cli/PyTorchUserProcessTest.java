@@ -270,6 +270,30 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         assertNothingLeft("reference", 10);
     }
 
+    @Test
+    void theSweepBenchmarkRunsAsTheReadmeShowsIt() throws Exception {
+        assumePython("numpy", "torch", "torchvision", "PIL");
+        Path home = Files.createTempDirectory("tensorsocket-bench-home-");
+        try {
+            // The README's command, shortened: 2 jobs, 2 s each, 40 JPEGs. Its numbers are the README's business.
+            Proc bench = startPython(Map.of("HOME", home.toString()),
+                    pythonClient().resolve("examples/sweep_bench.py").toString(), "--jobs", "2", "--seconds", "2",
+                    "--count", "40");
+            assertEquals(0, bench.exitCode(Duration.ofSeconds(180)), bench.stderr());
+            assertTrue(bench.lines().stream().anyMatch(l -> l.startsWith("shared vs private: ")), bench.lines().toString());
+            Map<String, String> result = bench.json().getLast();
+            assertTrue(Double.parseDouble(result.get("private")) > 0 && Double.parseDouble(result.get("shared")) > 0,
+                    result.toString());
+            assertTrue(bench.lines().stream().filter(l -> l.matches("(private|shared) +all .*")).count() == 2,
+                    bench.lines().toString());
+            assertNothingLeft("sweep-bench", 30);
+        } finally {
+            try (var files = Files.walk(home)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
+    }
+
     private void awaitDirectory(String name) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!Files.exists(base.resolve(name).resolve("control.sock")) && System.nanoTime() < deadline) {

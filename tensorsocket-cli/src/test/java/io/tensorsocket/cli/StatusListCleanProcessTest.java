@@ -116,6 +116,36 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertTrue(error.endsWith("Left over by producers that died (not running): down; free them with: tensorsocket clean"), error);
     }
 
+    @Test
+    void aConsumersSamplesPerSecondInStatusAgreesWithWhatItMeasuresAndEpochsCountFromOne() throws Exception {
+        // 20 ms per batch of 32: about 1500 samples/s each, for about 6 s of the 10000-sample epoch
+        serve("rate", "samples=10000,shape=8,dtype=float32,seed=3", 50, 1, "--min-consumers", pythonAvailable() ? "2" : "1");
+        List<Proc> consumers = new ArrayList<>(List.of(consume("rate", 32, "--step-ms", "20")));
+        if (pythonAvailable()) {
+            consumers.add(pythonConsume("rate", 32, "--step-ms", "20"));
+        }
+        Thread.sleep(4000);
+        Proc status = start("status", "rate", "--once", "--json");
+        assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
+        List<Map<String, String>> shown = consumerObjects(status.lines().getFirst());
+        Proc text = start("status", "rate", "--once");
+        assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+        String view = String.join("\n", text.lines());
+        assertTrue(view.contains("epoch    1 of 1 "), "the first epoch is epoch 1: " + view);
+        assertEquals(consumers.size(), shown.size(), shown.toString());
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        }
+        List<Double> measured = consumers.stream().map(c -> Double.parseDouble(c.json().getFirst().get("samples_per_s")))
+                .sorted().toList();
+        List<Double> reported = shown.stream().map(c -> Double.parseDouble(c.get("samples_per_s"))).sorted().toList();
+        for (int i = 0; i < measured.size(); i++) {
+            double ratio = reported.get(i) / measured.get(i);
+            assertTrue(ratio > 0.7 && ratio < 1.4, "status showed " + reported + " samples/s where the consumers measured "
+                    + measured);
+        }
+    }
+
     /** The objects of the "consumers" array of a status line (flat objects, so splitting on braces is enough). */
     static List<Map<String, String>> consumerObjects(String line) {
         String array = line.substring(line.indexOf("\"consumers\": [") + 14, line.lastIndexOf(']'));

@@ -1,0 +1,192 @@
+"""K training jobs over one JPEG data set: K private torch DataLoaders against one DataLoader shared through
+TensorSocket's feeder. Prints samples/s per job and in all, and CPU seconds per sample with every process
+counted (the jobs, their DataLoader workers, the feeder and the Java producer).
+
+    /usr/bin/python3 clients/python/examples/sweep_bench.py                  # decoding dominates
+    /usr/bin/python3 clients/python/examples/sweep_bench.py --step-ms 150    # training dominates
+
+The pipeline is what a PyTorch user runs: torchvision ImageFolder over photo-like 500x375 JPEGs (made once,
+cached in ~/.cache/tensorsocket/sweep-jpegs), RandomResizedCrop(224), RandomHorizontalFlip, ToTensor,
+Normalize, batch 32, shuffled, num_workers=2. Each job trains a small CNN (one thread) for --seconds after its
+first batch; --step-ms adds a sleep per step in place of a GPU's work. Needs torch, torchvision and the client
+(run from a checkout, or with the client installed; the feeder starts the Java producer).
+"""
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NAME = "sweep-bench"
+
+
+def make_images(folder: Path, count: int, classes: int = 10) -> Path:
+    """Photo-like JPEGs (smooth gradients, shapes and noise), about 500x375, in class folders."""
+    done = folder / (".done-%d" % count)
+    if done.exists():
+        return folder
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(7)
+    for i in range(count):
+        d = folder / ("class%02d" % (i % classes))
+        d.mkdir(parents=True, exist_ok=True)
+        h, w = 375 + int(rng.integers(-20, 20)), 500 + int(rng.integers(-30, 30))
+        y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+        base = rng.uniform(0, 255, 3)
+        img = np.stack([base[c] * 0.5 + 60 * np.sin(x / rng.uniform(20, 90) + c) + 60 * np.cos(y / rng.uniform(20, 90))
+                        for c in range(3)], axis=-1)
+        img += rng.normal(0, 12, img.shape)
+        Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(d / ("%05d.jpg" % i), quality=90)
+    done.touch()
+    return folder
+
+
+def dataset(root: str):
+    from torchvision import datasets, transforms
+    t = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+                            transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    return datasets.ImageFolder(root, transform=t)
+
+
+def loader(root: str, workers: int):
+    from torch.utils.data import DataLoader
+    return DataLoader(dataset(root), batch_size=32, shuffle=True, num_workers=workers, drop_last=False)
+
+
+def model():
+    import torch.nn as nn
+    return nn.Sequential(nn.Conv2d(3, 8, 7, stride=4), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(128, 10))
+
+
+def train(batches, seconds: float, step_ms: float) -> dict:
+    """Trains on ``batches`` (an endless iterator of (images, labels)) for ``seconds`` after the first batch."""
+    import torch
+    torch.set_num_threads(1)
+    m = model()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    samples, started, waited = 0, None, 0.0
+    asked = time.monotonic()
+    for images, labels in batches:
+        now = time.monotonic()
+        if started is None:
+            started = now
+        else:
+            waited += now - asked
+        opt.zero_grad()
+        loss_fn(m(images), labels).backward()
+        opt.step()
+        if step_ms > 0:
+            time.sleep(step_ms / 1000)
+        samples += len(labels)
+        asked = time.monotonic()
+        if asked - started >= seconds:
+            break
+    elapsed = time.monotonic() - started
+    return {"samples": samples, "seconds": elapsed, "samples_per_s": samples / elapsed, "wait": waited / elapsed}
+
+
+def epochs_of(make_epoch):
+    while True:
+        for b in make_epoch():
+            yield b
+
+
+def job(args) -> None:
+    """One training job: its own DataLoader (private) or the shared producer's batches."""
+    if args.mode == "private":
+        dl = loader(args.images, args.workers)
+        result = train(epochs_of(lambda: dl), args.seconds, args.step_ms)
+    else:
+        from tensorsocket_client import TensorConsumer
+        with TensorConsumer(NAME, batch_size=32) as consumer:
+            def epoch():
+                for b in consumer:
+                    images, labels = b
+                    yield images, labels
+            result = train(epochs_of(epoch), args.seconds, args.step_ms)
+    print(json.dumps(result), flush=True)
+
+
+def feed(args) -> None:
+    """The shared run's feeder: the same DataLoader, fed until interrupted (Ctrl-C stops its producer)."""
+    from tensorsocket_client import TensorProducer
+    producer = TensorProducer(NAME, loader(args.images, args.workers), names=("image", "label"), min_consumers=args.jobs,
+                              start_grace=5)
+    try:
+        while True:
+            for _ in producer:
+                pass
+    except KeyboardInterrupt:
+        producer.join(timeout=60)  # the producer has stopped: reaped here, so its CPU time is counted
+
+
+def run(args, mode: str) -> dict:
+    """Starts the K jobs (and the feeder) in the same second; waits for the jobs; CPU of every process counted."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    client = HERE.parent
+    env["PYTHONPATH"] = str(client) + os.pathsep + env.get("PYTHONPATH", "")
+    me = [sys.executable, "-u", __file__, "--images", args.images, "--workers", str(args.workers),
+          "--seconds", str(args.seconds), "--step-ms", str(args.step_ms), "--jobs", str(args.jobs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    feeder = None
+    if mode == "shared":
+        feeder = subprocess.Popen(me + ["--role", "feed"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+    jobs = [subprocess.Popen(me + ["--role", "job", "--mode", mode], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(args.jobs)]
+    results = []
+    for p in jobs:
+        out, _ = p.communicate(timeout=args.seconds + 300)
+        if p.returncode != 0:
+            raise SystemExit("a %s job failed with status %d" % (mode, p.returncode))
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    if feeder is not None:
+        feeder.send_signal(2)  # Ctrl-C: the feeder stops its producer
+        _, err = feeder.communicate(timeout=60)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    total = sum(r["samples_per_s"] for r in results)
+    samples = sum(r["samples"] for r in results)
+    return {"mode": mode, "jobs": results, "total": total, "cpu_per_sample": cpu / samples, "cpu": cpu}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, default=3, help="training jobs (default 3)")
+    p.add_argument("--seconds", type=float, default=20, help="seconds each job trains after its first batch (default 20)")
+    p.add_argument("--step-ms", type=float, default=0, help="sleep per step in place of a GPU's work (default 0)")
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader (default 2)")
+    p.add_argument("--count", type=int, default=500, help="JPEGs in the data set (default 500)")
+    p.add_argument("--images", help="an ImageFolder to use instead of the generated JPEGs")
+    p.add_argument("--role", choices=("bench", "job", "feed"), default="bench", help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=("private", "shared"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.role == "job":
+        return job(args)
+    if args.role == "feed":
+        return feed(args)
+    if args.images is None:
+        args.images = str(make_images(Path.home() / ".cache" / "tensorsocket" / ("sweep-jpegs-%d" % args.count), args.count))
+    runs = [run(args, "private"), run(args, "shared")]
+    print("%-8s %-4s %10s %14s %6s" % ("mode", "job", "samples/s", "CPU s/sample", "wait"))
+    for r in runs:
+        for i, j in enumerate(r["jobs"]):
+            print("%-8s %-4d %10.1f %14s %5.0f%%" % (r["mode"], i + 1, j["samples_per_s"], "", 100 * j["wait"]))
+        print("%-8s %-4s %10.1f %14.4f" % (r["mode"], "all", r["total"], r["cpu_per_sample"]))
+    private, shared = runs
+    print("\nshared vs private: %.2fx the samples/s, %.2fx the CPU time per sample (%d jobs, %s)" % (
+        shared["total"] / private["total"], shared["cpu_per_sample"] / private["cpu_per_sample"], args.jobs,
+        "%.0f ms per step" % args.step_ms if args.step_ms else "decoding dominates"))
+    print(json.dumps({"private": private["total"], "shared": shared["total"], "ratio": shared["total"] / private["total"],
+                      "cpu_ratio": shared["cpu_per_sample"] / private["cpu_per_sample"]}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
