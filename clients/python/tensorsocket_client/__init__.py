@@ -5,11 +5,11 @@
         for batch in loader:
             t = batch.torch(); train(t["data"], t["label"])
 
-Feed a PyTorch DataLoader (or any iterable of batches) into a producer started with
-``tensorsocket serve --name fmnist --external``:
+Feed a PyTorch DataLoader (or any iterable of batches) into a producer of its own (started as
+``tensorsocket serve --name fmnist --external`` unless one waits for a feeder):
 
     from tensorsocket_client import TensorProducer
-    TensorProducer("fmnist", loader, epochs=10).run()
+    TensorProducer("fmnist", loader, epochs=10).run()      # or: for _ in producer: ... one epoch a pass; join()
 
 The protocol it speaks is specified in docs/PROTOCOL.md.
 """

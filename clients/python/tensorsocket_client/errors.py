@@ -13,12 +13,12 @@ class ProducerNotFound(TensorSocketError):
     """
 
     def __init__(self, message, *args):
-        if "tensorsocket clean" not in message:
+        if " clean" not in message:
             from . import arena  # arena imports this module
             stale = arena.stale_producers()
             if stale:
-                message += (" Left over by producers that died (not running): %s; free them with: tensorsocket clean"
-                            % ", ".join(stale))
+                message += (" Left over by producers that died (not running): %s; free them with: %s clean"
+                            % (", ".join(stale), arena.launcher()))
         super().__init__(message, *args)
 
 

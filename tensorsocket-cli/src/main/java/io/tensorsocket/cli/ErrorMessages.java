@@ -17,9 +17,30 @@ final class ErrorMessages {
     }
 
     static String of(Throwable e) {
+        return withLauncher(sentence(e));
+    }
+
+    /**
+     * Commands the library's messages suggest ({@code tensorsocket serve ...}, {@code tensorsocket clean}) as
+     * the user can type them: with the launcher's path where it is not on PATH.
+     */
+    static String withLauncher(String m) {
+        return withLauncher(m, Hints.launcher());
+    }
+
+    static String withLauncher(String m, String launcher) {
+        if (launcher.equals("tensorsocket")) {
+            return m;
+        }
+        // not where the message names a path already (".../bin/tensorsocket serve")
+        return m.replaceAll("(?<![/\\w.-])tensorsocket (?=(serve|clean|status|list)\\b)",
+                java.util.regex.Matcher.quoteReplacement(launcher + " "));
+    }
+
+    private static String sentence(Throwable e) {
         if (e instanceof UncheckedIOException u && u.getCause() != null
                 && (u.getMessage() == null || u.getMessage().equals(u.getCause().toString()))) {
-            return of(u.getCause());
+            return sentence(u.getCause());
         }
         if (e instanceof FileSystemException f) {
             return file(f);
@@ -32,7 +53,7 @@ final class ErrorMessages {
             }
         }
         if (e.getCause() != null && e.getCause() != e) {
-            return of(e.getCause());
+            return sentence(e.getCause());
         }
         String m = e.getMessage();
         return "unexpected failure" + (m == null || m.isBlank() ? "" : ": " + m)

@@ -171,9 +171,31 @@ class FeederProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void thePackageInstallsOfflineIntoAVirtualEnvironmentAndFeeds() throws Exception {
-        assumePython("numpy", "setuptools", "venv", "ensurepip", "pip");
+    void aPlainPipInstallBuildsThePackageFromItsDeclaredBuildRequirements() throws Exception {
+        // An isolated build gets only what pyproject.toml declares: without wheel there, an older setuptools
+        // fails with "invalid command 'bdist_wheel'". The local index stands in for PyPI (offline here).
+        Path index = Path.of("/opt/pypi/simple");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(index.resolve("setuptools"))
+                && Files.isDirectory(index.resolve("wheel")), "SKIPPED: no local package index at " + index);
+        assumePython("venv", "ensurepip", "pip");
+        Path copy = copyOfTheClient();
+        Path venv = base.resolve("isolated");
+        for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", venv.toString()),
+                List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--disable-pip-version-check", "--index-url",
+                        index.toUri().toString(), copy.toString()))) {
+            Proc step = startCommand(cmd);
+            assertEquals(0, step.exitCode(Duration.ofSeconds(180)), cmd + ": " + step.stderr());
+        }
+        Proc imported = startCommand(List.of(venv.resolve("bin/python").toString(), "-c",
+                "import tensorsocket_client, numpy; print(tensorsocket_client.__version__)"));
+        assertEquals(0, imported.exitCode(Duration.ofSeconds(60)), imported.stderr());
+    }
+
+    private Path copyOfTheClient() throws Exception {
         Path copy = base.resolve("src");
+        if (Files.exists(copy)) {
+            return copy;
+        }
         try (var files = Files.walk(pythonClient())) {
             for (Path f : (Iterable<Path>) files::iterator) {
                 String rel = pythonClient().relativize(f).toString();
@@ -188,6 +210,13 @@ class FeederProcessTest extends ProcessTestBase {
                 }
             }
         }
+        return copy;
+    }
+
+    @Test
+    void thePackageInstallsOfflineIntoAVirtualEnvironmentAndFeeds() throws Exception {
+        assumePython("numpy", "setuptools", "venv", "ensurepip", "pip");
+        Path copy = copyOfTheClient();
         Path venv = base.resolve("venv");
         for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
                 List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--no-index", "--no-build-isolation",

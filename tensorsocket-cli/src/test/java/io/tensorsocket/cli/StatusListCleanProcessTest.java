@@ -109,11 +109,13 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         serve("up", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         Proc dead = serve("down", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         dead.kill();
-        Proc c = pythonConsume("nonesuch", 8);
+        Proc c = pythonConsume("nonesuch", 8, "--connect-timeout-s", "1");
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(30)));
         String error = c.errorLine();
         assertTrue(error.contains("running: ['up']"), error);
-        assertTrue(error.endsWith("Left over by producers that died (not running): down; free them with: tensorsocket clean"), error);
+        // the launcher as the user can type it: here the test's, which is not on PATH
+        assertTrue(error.endsWith("Left over by producers that died (not running): down; free them with: "
+                + launcherScript() + " clean"), error);
     }
 
     @Test
