@@ -542,7 +542,7 @@ class TensorProducer:
         p = self._process
         if p is not None and self._spec is None and p.poll() is None:
             try:
-                p.wait(3)  # it stops by itself when it heard why
+                p.wait(10)  # it stops by itself when it heard why (at once; a loaded machine may take seconds)
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGTERM)
                 try:

@@ -57,10 +57,12 @@ import java.util.concurrent.TimeUnit;
  * take over: the consumers of the broken epoch saw part of it, and a stream whose epochs are not what was
  * declared would be wrong data; restarting producer and feeder gives a clean stream.
  *
- * <p>A feeder that stops on purpose sends ERROR (PRODUCER_CLOSED): between epochs the stream ends there, and
- * consumers finish normally; mid-epoch (Ctrl-C) the producer stops and consumers are told it stopped (see
- * {@link SourceStoppedException}). A producer started for one feeder process ({@code owner}) stops with it:
- * when that process exits, or its first declaration is refused, before the stream began.
+ * <p>A feeder that stops on purpose says so with ERROR: PRODUCER_CLOSED between epochs ends the stream there,
+ * and consumers finish normally; PRODUCER_CLOSED mid-epoch, or STOPPED (an interrupted feeder) at any time,
+ * stops the producer, and consumers are told it stopped (see {@link SourceStoppedException}). A producer
+ * started for one feeder process ({@code owner}) stops with it: when that process exits, or its first
+ * declaration is refused, before the stream began. A feeder whose connection ends while the producer waits
+ * in a claim (for a free slot, or for its first consumers) fails the stream at once.
  */
 public final class ExternalSource implements BatchSource {
     private static final Logger log = LoggerFactory.getLogger(ExternalSource.class);
@@ -114,7 +116,6 @@ public final class ExternalSource implements BatchSource {
         this.feederTimeout = feederTimeout;
         this.owner = owner;
     }
-
 
     @Override
     public void awaitLayout(Path producerDirectory) throws IOException, InterruptedException {
