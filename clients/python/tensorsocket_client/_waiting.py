@@ -33,7 +33,10 @@ class Waiting:
     def within(self) -> str:
         return " within %.0f s (the connect timeout; raise it to wait longer)" % self.timeout
 
-    def note(self, state: str) -> None:
+    def note(self, state: str, running=None) -> None:
+        """Says once, after PROGRESS_AFTER, what the wait is for; ``running()`` (asked only then) lists what runs."""
         if not self.announced and time.monotonic() - self.started >= PROGRESS_AFTER:
             self.announced = True
-            _log.warning("waiting for %s to appear: %s; waiting up to %.0f s in all", self.what, state, self.timeout)
+            also = "; running: %s" % (running(),) if running is not None else ""
+            _log.warning("waiting for %s to appear: %s%s; waiting up to %.0f s in all", self.what, state, also,
+                         self.timeout)

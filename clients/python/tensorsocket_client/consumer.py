@@ -384,7 +384,7 @@ class TensorConsumer:
                                    "which failed or stopped before declaring its batches (its output says why)" % name)
             if waiting.left() <= 0:
                 raise not_yet(waiting.within())
-            waiting.note(state)
+            waiting.note(state, _arena.live_producers)
             time.sleep(0.02)
         link = _Link(sock, name)
         try:
@@ -454,12 +454,14 @@ class TensorConsumer:
         now, a function of the waited time giving the exception to raise if that is still so at the deadline).
         Access problems raise at once: waiting does not mend them."""
         name, d = self.producer, self.directory
-        feed_hint = ("start one: a feeder (tensorsocket_client.TensorProducer(%r, loader), or python3 -m "
-                     "tensorsocket_client feed --name %s ...) or %s serve --name %s ..." % (name, name, _arena.launcher(), name))
+
+        def feed_hint():
+            return ("start one: a feeder (tensorsocket_client.TensorProducer(%r, loader), or python3 -m "
+                    "tensorsocket_client feed --name %s ...) or %s serve --name %s ..." % (name, name, _arena.launcher(), name))
         if not os.path.isdir(d):
-            return None, "no directory %s yet; running: %s" % (d, _arena.live_producers()), lambda within: ProducerNotFound(
+            return None, "no directory %s yet" % d, lambda within: ProducerNotFound(
                 "no producer named '%s' appeared%s (no directory %s); running: %s. To %s"
-                % (name, within, d, _arena.live_producers(), feed_hint))
+                % (name, within, d, _arena.live_producers(), feed_hint()))
         _arena.check_accessible_to_current_user(d)
         sock_path = os.path.join(d, _arena.SOCKET_FILE)
         if not os.path.exists(sock_path):
@@ -470,7 +472,7 @@ class TensorConsumer:
                     "has not connected yet; start one (tensorsocket_client.TensorProducer(%r, loader))" % (name, within, name))
             return None, "its directory exists but its control socket does not yet (starting)", \
                 lambda within: ProducerNotFound("no producer is running in %s: no control socket appeared%s; running: %s."
-                                                " To %s" % (d, within, _arena.live_producers(), feed_hint))
+                                                " To %s" % (d, within, _arena.live_producers(), feed_hint()))
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(sock_path)

@@ -68,7 +68,8 @@ public final class ProducerSocket {
                         + " to wait longer)");
             }
             if (!announced && now - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
-                log.info("waiting for producer '{}' to appear: {}; waiting up to {} in all", name, a.state(), millis(connectTimeout));
+                log.info("waiting for producer '{}' to appear: {}; running: {}; waiting up to {} in all", name, a.state(),
+                        ProducerDirectory.liveProducers(), millis(connectTimeout));
                 announced = true;
             }
             try {
@@ -103,7 +104,7 @@ public final class ProducerSocket {
             // missing: below
         }
         if (!Files.isDirectory(dir)) {
-            return new Attempt(null, "no directory " + dir + " yet; running: " + ProducerDirectory.liveProducers(),
+            return new Attempt(null, "no directory " + dir + " yet",
                     within -> new ProducerNotFoundException("no producer named '" + name + "' appeared" + within + " (no"
                             + " directory " + dir + "); running: " + ProducerDirectory.liveProducers() + ". Start one with:"
                             + " tensorsocket serve --name " + name + " ..., or feed one from Python:"
