@@ -538,7 +538,11 @@ public final class ConsumerLink implements AutoCloseable {
         watchdogSelector.wakeup();
         RingInbox r = ring;
         if (r != null) {
-            r.reader().knock(new Futex());
+            try {
+                r.reader().knock(new Futex());
+            } catch (IllegalStateException unmapped) {
+                // A close on another thread unmapped the ring first: nobody waits on it any more.
+            }
         }
     }
 
