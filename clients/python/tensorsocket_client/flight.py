@@ -35,6 +35,11 @@ _DTYPES = {"uint8": "u1", "int8": "i1", "int16": "<i2", "int32": "<i4", "int64":
            "bfloat16": "<u2", "float32": "<f4", "float64": "<f8", "bool": "?"}
 
 
+_WATCH_PERIOD_S = 0.1
+# A watchdog tick this late means the whole process was stopped, not that the server fell silent.
+_PAUSED_AFTER_S = 0.5
+
+
 def is_remote(name):
     """Whether ``name`` is a ``grpc://`` or ``grpc+tls://`` address rather than a local producer name."""
     return isinstance(name, str) and name.lower().startswith(tuple(s + "://" for s in SCHEMES))
@@ -339,9 +344,18 @@ class RemoteConsumer:
             self._wait_ns += int((time.monotonic() - start) * 1e9)
 
     def _watch(self):
-        while not self._stop.wait(0.1):
+        # Silence counts only while this process runs: after a pause of its own (SIGSTOP, a debugger, a
+        # swapped-out machine) the watchdog wakes late, and what the server sent meanwhile waits unread in the
+        # socket. Such a late tick starts the count afresh, so the reader drains that first.
+        tick = time.monotonic()
+        resumed = 0.0
+        while not self._stop.wait(_WATCH_PERIOD_S):
+            now = time.monotonic()
+            if now - tick > _PAUSED_AFTER_S:
+                resumed = now
+            tick = now
             since = self._waiting_since
-            if since and time.monotonic() - max(since, self._last_message) > self._limit and not self._timed_out:
+            if since and now - max(since, self._last_message, resumed) > self._limit and not self._timed_out:
                 self._timed_out = True
                 try:
                     if self._reader is not None:

@@ -13,6 +13,7 @@ module io.tensorsocket.flight {
     requires io.grpc.netty;
     requires io.netty.buffer;
     requires io.netty.transport;
+    requires io.netty.transport.classes.epoll;
     requires org.slf4j;
     requires java.logging;
 

@@ -55,6 +55,15 @@ public interface BatchSource extends AutoCloseable {
         return requested;
     }
 
+    /**
+     * The number of the first epoch this source emits: 0, except for a source that joins a stream already under
+     * way and numbers its epochs as that stream does (a relay of a remote producer). The producer then serves
+     * epochs {@code firstEpoch()}, {@code firstEpoch() + 1}, ..., and {@link #epochs(long)} counts from it.
+     */
+    default long firstEpoch() {
+        return 0;
+    }
+
     @Override
     default void close() throws Exception {
     }

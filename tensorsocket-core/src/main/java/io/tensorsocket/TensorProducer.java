@@ -40,6 +40,9 @@ public final class TensorProducer implements AutoCloseable {
 
     private final String name;
     private final BatchSource source;
+    /** The number of the first epoch served (a relay's: its upstream's); see {@link BatchSource#firstEpoch()}. */
+    private final long firstEpoch;
+    /** The epoch the stream ends before, or 0 for none. */
     private final long epochs;
     private final Duration drainTimeout;
     private final ProducerDirectory directory;
@@ -81,14 +84,16 @@ public final class TensorProducer implements AutoCloseable {
                         + " layout (an external producer's feeder)");
             }
             batch = source.layout();
-            this.epochs = source.epochs(b.epochs);
+            this.firstEpoch = source.firstEpoch();
+            long count = source.epochs(b.epochs);
+            this.epochs = count == 0 ? 0 : firstEpoch + count;
             this.description = checkedDescription(source);
             slots = b.slotCount(batch, d.path(), name);
             layout = ArenaLayout.of(batch, slots);
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             d.share(d.arenaPath(), false);
-            this.core = new ProducerCore(a, source.samplesPerEpoch(), this.epochs, b.rubberBand, b.claimsAhead,
-                    b.stallTimeout, b.effectiveIdleTimeout(this.epochs), b.minConsumers, b.startGrace, name);
+            this.core = new ProducerCore(a, source.samplesPerEpoch(), firstEpoch, this.epochs, b.rubberBand,
+                    b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers, b.startGrace, name);
             if (Futex.supported() && b.rings > 0) {
                 try {
                     r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);
@@ -209,7 +214,7 @@ public final class TensorProducer implements AutoCloseable {
     }
 
     private void loop() {
-        long epoch = 0;
+        long epoch = firstEpoch;
         try {
             for (; epochs == 0 || epoch < epochs; epoch++) {
                 long publishedBefore = core.batchesPublished();
@@ -219,7 +224,7 @@ public final class TensorProducer implements AutoCloseable {
                     if (e.now() || core.batchesPublished() != publishedBefore) {
                         throw new SourceStopped(e.getMessage());
                     }
-                    log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch);
+                    log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch - firstEpoch);
                     break;
                 } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
                     throw e;
@@ -229,7 +234,7 @@ public final class TensorProducer implements AutoCloseable {
                 core.endEpoch(epoch);
             }
             core.endStream(epoch);
-            log.info("producer '{}' finished {} epochs; waiting up to {} s for consumers to finish", name, epoch,
+            log.info("producer '{}' finished {} epochs; waiting up to {} s for consumers to finish", name, epoch - firstEpoch,
                     drainTimeout.toSeconds());
             core.awaitConsumersGone(drainTimeout);
         } catch (ProducerCore.Stopped e) {

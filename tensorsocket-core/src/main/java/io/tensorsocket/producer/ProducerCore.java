@@ -105,6 +105,17 @@ public final class ProducerCore implements BatchSink {
 
     public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
                  Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace, String producerName) {
+        this(arena, samplesPerEpoch, 0, epochs, rubberBand, claimsAhead, stallTimeout, idleTimeout, minConsumers, startGrace,
+                producerName);
+    }
+
+    /**
+     * @param firstEpoch the number of the first epoch the source emits (a relay's: its upstream's)
+     * @param epochs     the epoch the stream ends before, or 0 for no end
+     */
+    public ProducerCore(SharedArena arena, long samplesPerEpoch, long firstEpoch, long epochs, int rubberBand,
+                        int claimsAhead, Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace,
+                        String producerName) {
         this.minConsumers = minConsumers;
         this.startGrace = startGrace;
         this.arena = arena;
@@ -117,7 +128,7 @@ public final class ProducerCore implements BatchSink {
         this.idleTimeout = idleTimeout;
         this.producerName = producerName;
         this.geometry = new StreamGeometry(samplesPerEpoch, layout.batch().batchSize());
-        this.stream = new ProducerStream(geometry);
+        this.stream = new ProducerStream(geometry, firstEpoch);
         this.joinRule = new JoinRule(rubberBand);
         slots = new Slot[layout.slotCount()];
         for (int i = 0; i < slots.length; i++) {

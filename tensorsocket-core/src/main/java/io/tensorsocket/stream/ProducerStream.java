@@ -14,8 +14,21 @@ public final class ProducerStream {
     private long publishedSeq = -1;
     private long epochStartSeq = -1;
 
+    /** A stream whose first epoch is epoch 0. */
     public ProducerStream(StreamGeometry geometry) {
+        this(geometry, 0);
+    }
+
+    /**
+     * A stream whose first epoch is {@code firstEpoch}: a relay numbers its epochs as its upstream does, so its
+     * stream positions start at {@code firstEpoch × samplesPerEpoch}.
+     */
+    public ProducerStream(StreamGeometry geometry, long firstEpoch) {
+        if (firstEpoch < 0) {
+            throw new IllegalArgumentException("the first epoch is 0 or later, not " + firstEpoch);
+        }
         this.geometry = geometry;
+        this.nextEpoch = firstEpoch;
     }
 
     public StreamGeometry geometry() {

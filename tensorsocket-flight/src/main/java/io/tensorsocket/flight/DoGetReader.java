@@ -67,6 +67,7 @@ final class DoGetReader implements AutoCloseable {
     private final ClientCall<byte[], Frame> call;
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private volatile boolean closed;
+    private volatile java.util.function.Consumer<Status> onEnd = s -> { };
 
     /**
      * Starts {@code DoGet(ticket)} on {@code channel}; bodies go into buffers of {@code allocator}.
@@ -96,6 +97,7 @@ final class DoGetReader implements AutoCloseable {
             @Override
             public void onClose(Status status, Metadata trailers) {
                 received.add(new End(status, trailers));
+                onEnd.accept(status);
             }
         }, headers);
         call.sendMessage(ticket);
@@ -128,6 +130,19 @@ final class DoGetReader implements AutoCloseable {
             return null;
         }
         throw StatusUtils.fromGrpcStatusAndTrailers(end.status(), end.trailers()).toRuntimeException();
+    }
+
+    /**
+     * Runs {@code action} on gRPC's thread when the call ends (at once if it has), before the messages queued
+     * ahead of that end are taken: a reader that is not reading learns of it anyway.
+     */
+    void onEnd(java.util.function.Consumer<Status> action) {
+        onEnd = action;
+        for (Object o : received) {
+            if (o instanceof End e) {
+                action.accept(e.status());
+            }
+        }
     }
 
     /** Ends the call from any thread; a waiting {@link #next()} throws CANCELLED. */

@@ -8,6 +8,12 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollChannelOption;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
@@ -59,6 +65,8 @@ import org.apache.arrow.memory.BufferAllocator;
  * }</pre>
  */
 public final class FlightServe implements AutoCloseable {
+    /** How long a remote's connection may leave sent data unacknowledged before it is dropped. */
+    public static final Duration DEFAULT_LINK_TIMEOUT = Duration.ofSeconds(2);
     /** The Flight action that answers the producer's status. */
     public static final String STATUS_ACTION = "status";
     /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */
@@ -79,6 +87,8 @@ public final class FlightServe implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final FlightServer server;
     private final AtomicLong streams = new AtomicLong();
+    /** The epoll event loop the server runs on, or null where epoll is not available (then no link timeout). */
+    private final EventLoopGroup eventLoop;
 
     private FlightServe(Builder b) throws IOException {
         this.producerName = b.name;
@@ -92,8 +102,20 @@ public final class FlightServe implements AutoCloseable {
         });
         GrpcLogFilter.install();
         FlightServer.Builder fb = FlightServer.builder(allocator, location, new Producer());
-        Consumer<NettyServerBuilder> withPeer = nb -> nb.intercept(PEER_INTERCEPTOR);
-        fb.transportHint("grpc.builderConsumer", withPeer);
+        this.eventLoop = Epoll.isAvailable() ? new MultiThreadIoEventLoopGroup(EpollIoHandler.newFactory()) : null;
+        long linkTimeoutMs = b.linkTimeout.toMillis();
+        Consumer<NettyServerBuilder> configure = nb -> {
+            nb.intercept(PEER_INTERCEPTOR);
+            if (eventLoop != null) {
+                // A remote that stops acknowledging what was sent (a cut link, a vanished host) is dropped after
+                // the link timeout, its stream ended and what it held released. A remote that is alive but does
+                // not read (paused, slow) still acknowledges, and is judged by the producer's stall timeout
+                // like a local consumer.
+                nb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop)
+                        .withChildOption(EpollChannelOption.TCP_USER_TIMEOUT, (int) linkTimeoutMs);
+            }
+        };
+        fb.transportHint("grpc.builderConsumer", configure);
         if (b.token != null) {
             fb.headerAuthenticator(new BearerAuth(b.token));
         }
@@ -151,6 +173,9 @@ public final class FlightServe implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         timer.shutdownNow();
+        if (eventLoop != null) {
+            eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        }
         recycling.close();
     }
 
@@ -220,8 +245,22 @@ public final class FlightServe implements AutoCloseable {
         private String token;
         private Path certChain;
         private Path key;
+        private Duration linkTimeout = DEFAULT_LINK_TIMEOUT;
 
         private Builder() {
+        }
+
+        /**
+         * How long data sent to a remote may stay unacknowledged before its connection is dropped (default
+         * {@link #DEFAULT_LINK_TIMEOUT}): a remote behind a cut link then no longer holds the producer's other
+         * consumers up. On Linux only (TCP_USER_TIMEOUT); elsewhere the producer's stall timeout applies.
+         */
+        public Builder linkTimeout(Duration timeout) {
+            if (timeout == null || timeout.toMillis() < 1 || timeout.toMillis() > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("the link timeout must be 1 ms or more, not " + timeout);
+            }
+            this.linkTimeout = timeout;
+            return this;
         }
 
         /** Serves this running producer. */

@@ -6,20 +6,71 @@ import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
+import io.tensorsocket.TensorSocketException;
 import java.time.Duration;
 
 /**
  * A remote stream as the source of a local producer, so the jobs on one host share one network stream
- * and read it from shared memory. Each received batch is copied once, from the network buffer into an
- * arena slot. Epoch {@code e} of the local producer is the remote consumer's {@code e}-th epoch; the
- * local consumers' epochs are exact when the relay starts at a remote epoch start (see
- * {@link #startMode()}).
+ * and read it from shared memory. The relay's consumers get what local consumers of the upstream would:
+ * the upstream's epochs, numbered as upstream ({@link #firstEpoch()}), each exact for a consumer that
+ * starts at one of its starts. To keep that, the relay joins its upstream at an epoch start: one that
+ * connects mid-epoch waits for the upstream's next epoch to begin, and so do its consumers meanwhile.
+ *
+ * <p>Each received batch is copied once, from the network buffer into an arena slot.
  */
 public final class RelaySource implements BatchSource {
     private final RemoteConsumer remote;
+    /** Why the upstream's stream failed, once it has; set on a gRPC thread. */
+    private volatile TensorSocketException upstreamFailure;
+    /** The producer's thread while it hands a batch to the sink (where it waits for slots and consumers), else null. */
+    private Thread handing;
 
     private RelaySource(RemoteConsumer remote) {
         this.remote = remote;
+        // A relay with no consumers of its own reads nothing, so it would not learn that its upstream went
+        // away; the stream's end tells it, and ends the producer's wait for consumers or slots.
+        remote.onFailure(this::upstreamFailed);
+    }
+
+    private synchronized void upstreamFailed(TensorSocketException e) {
+        if (upstreamFailure == null) {
+            upstreamFailure = e;
+            if (handing != null) {
+                handing.interrupt();
+            }
+        }
+    }
+
+    /** Hands {@code b} to the sink; a failing upstream ends a wait there with its own error. */
+    private void hand(BatchSink sink, Batch b) {
+        synchronized (this) {
+            if (upstreamFailure != null) {
+                throw relayEnded();
+            }
+            handing = Thread.currentThread();
+        }
+        try {
+            sink.put(b);
+        } catch (RuntimeException e) {
+            if (upstreamFailure != null) {
+                throw relayEnded();
+            }
+            throw e;
+        } finally {
+            synchronized (this) {
+                handing = null;
+                Thread.interrupted(); // an interrupt meant for the wait above must not hit the next read
+            }
+        }
+    }
+
+    private ProducerGoneException relayEnded() {
+        TensorSocketException cause = upstreamFailure;
+        return new ProducerGoneException("the relay's upstream " + remote.address() + " failed: " + cause.getMessage(),
+                cause);
     }
 
     /**
@@ -28,13 +79,38 @@ public final class RelaySource implements BatchSource {
      * @param batchTimeout bound on the wait for any one remote batch
      */
     public static RelaySource connect(String uri, int batchSize, RemoteOptions options, Duration batchTimeout) {
-        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withBatchTimeout(batchTimeout);
-        return new RelaySource(RemoteConsumer.connect(uri, opts, options));
+        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withBatchTimeout(batchTimeout)
+                .withStartPolicy(StartPolicy.NEXT_EPOCH_START);
+        RemoteConsumer remote = RemoteConsumer.connect(uri, opts, options);
+        if (remote.startMode() != StartMode.EPOCH_START || remote.startSample() != 0) {
+            remote.close();
+            throw new ProtocolException("server " + uri + " started the relay's stream at sample " + remote.startSample()
+                    + " of epoch " + remote.startEpoch() + " (" + remote.startMode().label() + ") although it asked for"
+                    + " the next epoch start; the relay's epochs would not be the upstream's");
+        }
+        return new RelaySource(remote);
     }
 
-    /** How the relay's remote stream lined up with the remote producer's epochs. */
-    public io.tensorsocket.StartMode startMode() {
+    /** How the relay's remote stream lined up with the remote producer's epochs: always at an epoch start. */
+    public StartMode startMode() {
         return remote.startMode();
+    }
+
+    /** The upstream epoch the relay joined at, so the relay's epochs carry the upstream's numbers. */
+    @Override
+    public long firstEpoch() {
+        return remote.startEpoch();
+    }
+
+    /** The upstream's remaining epochs, or {@code requested} of them if fewer (0: as many as the upstream serves). */
+    @Override
+    public long epochs(long requested) {
+        long upstreamEnd = remote.producerEpochs();
+        if (upstreamEnd == 0) {
+            return requested;
+        }
+        long left = Math.max(0, upstreamEnd - remote.startEpoch());
+        return requested == 0 ? left : Math.min(requested, left);
     }
 
     @Override
@@ -51,7 +127,12 @@ public final class RelaySource implements BatchSource {
     public void emitEpoch(long epoch, BatchSink sink) {
         long samples = 0;
         for (Batch b : remote) {
-            sink.put(b);
+            if (b.epoch() != epoch) {
+                throw new ProtocolException("the remote stream " + remote.address() + " sent a batch of its epoch "
+                        + b.epoch() + " where the relay serves epoch " + epoch + "; the relay stops rather than serve"
+                        + " them under the wrong number");
+            }
+            hand(sink, b);
             samples += b.size();
         }
         if (samples < remote.samplesPerEpoch()) {

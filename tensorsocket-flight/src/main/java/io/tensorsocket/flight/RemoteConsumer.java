@@ -58,6 +58,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  */
 public final class RemoteConsumer implements RemoteStream {
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
+    private static final long WATCH_PERIOD_MS = 100;
+    /** A watchdog tick this late means the whole process was stopped, not that the server fell silent. */
+    private static final long PAUSED_AFTER_NANOS = 500_000_000L;
     private final RemoteAddress address;
     private final ConsumerOptions options;
     private static final Logger log = LoggerFactory.getLogger(RemoteConsumer.class);
@@ -79,13 +82,16 @@ public final class RemoteConsumer implements RemoteStream {
     private volatile long waitingSince; // 0 when not waiting on the server
     private volatile long deadlineNanos;
     private volatile boolean timedOut;
+    /** The watchdog's last tick and the last time it found this process had been paused (its thread only). */
+    private long lastTickNanos = System.nanoTime();
+    private long resumedNanos;
     private Batch current;
     private long currentPosition = -1;
     private long epoch;
     private boolean epochOpen;
     private boolean epochDone;
     private boolean endOfStream;
-    private boolean closed;
+    private volatile boolean closed;
 
     private RemoteConsumer(RemoteAddress address, ConsumerOptions options, RemoteOptions remote) {
         this.address = address;
@@ -135,7 +141,7 @@ public final class RemoteConsumer implements RemoteStream {
                     remote.epochs(), options.batchTimeout(), options.startPolicy());
             r = new DoGetReader(this.channel, allocator, request.encode(), remote.token());
             DoGetReader started = r;
-            watchdog.scheduleAtFixedRate(() -> check(started), 100, 100, TimeUnit.MILLISECONDS);
+            watchdog.scheduleWithFixedDelay(() -> check(started), WATCH_PERIOD_MS, WATCH_PERIOD_MS, TimeUnit.MILLISECONDS);
             DoGetReader.Frame first = await(options.connectTimeout().toNanos(), r::next);
             Schema schema = schema(first);
             opened = VectorSchemaRoot.create(schema, allocator);
@@ -286,6 +292,41 @@ public final class RemoteConsumer implements RemoteStream {
     /** Epochs the producer serves (0: until stopped). */
     public long producerEpochs() {
         return header.producerEpochs();
+    }
+
+    /**
+     * Runs {@code action} once, on a gRPC thread, when the stream fails: the server went away, the network
+     * broke, or the server ended the stream with an error; {@code action} gets what this consumer's next read
+     * would throw. It runs even while nobody reads (a relay with no consumers of its own); not when the
+     * stream completes or this consumer closes it.
+     */
+    public void onFailure(java.util.function.Consumer<TensorSocketException> action) {
+        java.util.concurrent.atomic.AtomicBoolean told = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.function.Consumer<TensorSocketException> once = e -> {
+            if (!closed && told.compareAndSet(false, true)) {
+                action.accept(e);
+            }
+        };
+        reader.onEnd(status -> {
+            if (!status.isOk()) {
+                once.accept(translate(org.apache.arrow.flight.grpc.StatusUtils.fromGrpcStatus(status).toRuntimeException()));
+            }
+        });
+        // gRPC delivers a call's end only after the messages queued ahead of it are taken; the connection's
+        // state says at once that the one connection this stream runs on is gone.
+        watchConnection(io.grpc.ConnectivityState.READY, once);
+    }
+
+    private void watchConnection(io.grpc.ConnectivityState seen, java.util.function.Consumer<TensorSocketException> action) {
+        io.grpc.ConnectivityState now = channel.getState(false);
+        if (now != seen && seen == io.grpc.ConnectivityState.READY) {
+            action.accept(new ProducerGoneException("server " + address + " went away: the connection to it was lost ("
+                    + now.name().toLowerCase(java.util.Locale.ROOT) + ")"));
+            return;
+        }
+        if (!closed) {
+            channel.notifyWhenStateChanged(now, () -> watchConnection(seen, action));
+        }
     }
 
     /** Whether the producer's stream has ended. */
@@ -444,9 +485,20 @@ public final class RemoteConsumer implements RemoteStream {
         }
     }
 
+    /**
+     * Cancels the call when the server has been silent past the limit. Silence counts only while this process
+     * runs: after a pause of its own (SIGSTOP, a long GC, a debugger) the watchdog ticks late, and what the
+     * server sent meanwhile still waits unread in the socket; such a late tick starts the count afresh, so the
+     * event loop drains that first.
+     */
     private void check(DoGetReader r) {
+        long now = System.nanoTime();
+        if (now - lastTickNanos > PAUSED_AFTER_NANOS) {
+            resumedNanos = now;
+        }
+        lastTickNanos = now;
         long since = waitingSince;
-        if (since != 0 && System.nanoTime() - Math.max(since, lastBytesNanos) > deadlineNanos && !timedOut) {
+        if (since != 0 && now - Math.max(Math.max(since, lastBytesNanos), resumedNanos) > deadlineNanos && !timedOut) {
             timedOut = true;
             r.cancel("no word from the server for " + deadlineNanos / 1_000_000 + " ms");
         }
