@@ -64,11 +64,15 @@ def consume(args):
             e += 1
             epoch = -1
             started = time.monotonic()
+            asked = started
+            longest_wait = 0.0
             for b in c:
+                longest_wait = max(longest_wait, time.monotonic() - asked)
                 epoch = b.epoch
                 verifier.accept(b["data"], b["label"], b["id"], c.stream_position(b))
                 if args.step_ms > 0:
                     time.sleep(args.step_ms / 1000.0)
+                asked = time.monotonic()
             seconds = time.monotonic() - started
             counts = verifier.finish_epoch()
             if counts["samples"] == 0 and c.is_end_of_stream():
@@ -77,9 +81,10 @@ def consume(args):
             print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
                              out_of_order=counts["out_of_order"], start=c.start_mode, start_epoch=c.start_epoch,
-                             handoff="socket", complete=complete,
+                             handoff=c.handoff, complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
-                             samples_per_s=counts["samples"] / max(seconds, 1e-9))), flush=True)
+                             samples_per_s=counts["samples"] / max(seconds, 1e-9),
+                             longest_wait_ms=int(longest_wait * 1000))), flush=True)
             intact = counts["corrupt"] == 0 and counts["out_of_order"] == 0
             exact = counts["samples"] == spe and counts["unique"] == spe and counts["duplicates"] == 0 and intact
             if not intact:

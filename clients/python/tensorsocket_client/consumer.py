@@ -45,6 +45,9 @@ _PROGRESS_EVERY_NS = 1_000_000_000
 _AWAITS_FEEDER = "it waits for its feeder to declare the batches"
 
 
+# How long a consumer whose send failed waits for the producer's last word (an ERROR saying why) to be read.
+_ERROR_READ_S = 1.0
+
 class _Link:
     """The control connection. A receiver thread reads every frame as it arrives, so the producer's
     death (EOF) or an ERROR it sends is known at once, even while the consumer is busy training. It
@@ -179,6 +182,11 @@ class _Link:
         except OSError as e:
             if self.stream_ended:
                 return  # the producer may already be gone after a finished stream
+            # A producer that lets this consumer go (an eviction, a shutdown) sends an ERROR saying why and then
+            # closes: a send can fail before the receiving thread has read that ERROR. Let it read to the end
+            # (briefly) so the error says what happened, not only that the connection broke.
+            if threading.current_thread() is not self.thread:
+                self.thread.join(_ERROR_READ_S)
             self.check()
             self._fail(self.lost_connection(e))
             self.check()
@@ -607,6 +615,11 @@ class TensorConsumer:
                 self._link.send(wire.Progress(self._stream.epoch, self._samples_handed, self._wait_ns, self._work_ns))
             except TensorSocketError:
                 pass  # the next call on the consumer reports a lost producer
+
+    @property
+    def handoff(self) -> str:
+        """How batches reach this consumer: "socket" (BATCH_READY frames on its control socket)."""
+        return "socket"
 
     @property
     def wait_seconds(self) -> float:

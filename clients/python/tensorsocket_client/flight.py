@@ -36,6 +36,8 @@ _DTYPES = {"uint8": "u1", "int8": "i1", "int16": "<i2", "int32": "<i4", "int64":
 
 
 _WATCH_PERIOD_S = 0.1
+# How a server's stream says that its producer refused or ended the stream.
+_PRODUCER_GONE = "ProducerGoneException: "
 # A watchdog tick this late means the whole process was stopped, not that the server fell silent.
 _PAUSED_AFTER_S = 0.5
 
@@ -243,6 +245,11 @@ class RemoteConsumer:
     def wait_seconds(self):
         return self._wait_ns / 1e9
 
+    @property
+    def handoff(self):
+        """How batches reach this consumer: "flight" (Arrow Flight record batches over gRPC)."""
+        return "flight"
+
     # -------------------------------------------------------------------------------------- iteration
 
     def __iter__(self):
@@ -377,6 +384,9 @@ class RemoteConsumer:
         if isinstance(e, fl.FlightTimedOutError):
             return TensorSocketTimeout("%s: %s" % (where, msg))
         if isinstance(e, fl.FlightUnavailableError):
+            if msg.startswith(_PRODUCER_GONE):
+                # the server answered: its producer refused the stream or ended it (not worth trying again)
+                return ProducerGone("%s: %s" % (where, msg[len(_PRODUCER_GONE):]))
             gone = ProducerGone("%s is unreachable or went away: %s (is `serve --flight` running there, and the "
                                 "address and TLS setting right?)" % (where, msg))
             gone.unreachable = True

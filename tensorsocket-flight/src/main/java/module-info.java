@@ -14,6 +14,7 @@ module io.tensorsocket.flight {
     requires io.netty.buffer;
     requires io.netty.transport;
     requires io.netty.transport.classes.epoll;
+    requires io.netty.common;
     requires org.slf4j;
     requires java.logging;
 

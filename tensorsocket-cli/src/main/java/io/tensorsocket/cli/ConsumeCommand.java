@@ -96,7 +96,10 @@ final class ConsumeCommand implements Callable<Integer> {
                 for (long e = 0; epochs == null || e < epochs; e++) {
                     long epoch = -1;
                     long started = System.nanoTime();
+                    long asked = started;
+                    long longestWait = 0;
                     for (Batch b : c) {
+                        longestWait = Math.max(longestWait, System.nanoTime() - asked);
                         epoch = b.epoch();
                         v.accept(b, c.streamPosition(b));
                         samplesSoFar += b.size();
@@ -108,6 +111,7 @@ final class ConsumeCommand implements Callable<Integer> {
                         if (stepMs > 0) {
                             Thread.sleep((long) stepMs, (int) ((stepMs % 1) * 1e6));
                         }
+                        asked = System.nanoTime();
                     }
                     double seconds = (System.nanoTime() - started) / 1e9;
                     SyntheticVerifier.EpochCounts counts = v.finishEpoch();
@@ -122,7 +126,8 @@ final class ConsumeCommand implements Callable<Integer> {
                             .put("out_of_order", counts.outOfOrder()).put("start", c.startMode().label())
                             .put("start_epoch", c.startEpoch()).put("handoff", c.handoff())
                             .put("complete", complete).put("batch_size", batchSize)
-                            .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9)));
+                            .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9))
+                            .put("longest_wait_ms", longestWait / 1_000_000));
                     System.out.flush();
                     if (!counts.intact()) {
                         failure = "epoch " + epoch + ": " + counts.corrupt() + " corrupt and " + counts.outOfOrder()

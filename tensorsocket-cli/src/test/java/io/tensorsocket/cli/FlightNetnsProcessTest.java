@@ -97,4 +97,37 @@ class FlightNetnsProcessTest extends ProcessTestBase {
         assertEquals(0, remote.exitCode(Duration.ofSeconds(90)), remote.stderr());
         assertExactEpoch(remote.json().getFirst(), 20000, "epoch_start");
     }
+
+    /**
+     * A remote consumer whose link is cut (its end of the veth set down: what the server sends is dropped
+     * silently) no longer holds the producer's local consumers up for the stall timeout: the server drops the
+     * connection after its link timeout (2 s) and releases what the stream held.
+     */
+    @Test
+    void aCutLinkToARemoteConsumerHoldsTheLocalConsumersUpForSecondsNotTheStallTimeout() throws Exception {
+        setUpNamespace();
+        start("serve", "--name", "near", "--synthetic", "samples=2000,shape=3x32x32,dtype=float32,seed=5",
+                "--batch-size", "32", "--epochs", "0", "--stall-timeout-s", "12", "--start-grace-ms", "0",
+                "--flight", "10.213.77.1:8816", "--flight-token", "n3tns").awaitReady();
+        List<String> remoteCmd = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        remoteCmd.addAll(Launcher.javaCommand("consume", "--name", "grpc://10.213.77.1:8816/near", "--batch-size", "40",
+                "--token", "n3tns", "--step-ms", "2"));
+        Proc remote = startCommand(remoteCmd);
+        remote.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+        Proc local = consume("near", 40, "--epochs", "40", "--step-ms", "3", "--wait-for-epoch-start");
+        local.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+        assertTrue(run("ip", "netns", "exec", ns, "ip", "link", "set", nsIf, "down"), "cannot set the veth down");
+        long cut = System.nanoTime();
+        assertEquals(1, remote.exitCode(Duration.ofSeconds(30)), remote.stderr());
+        System.out.println("remote consumer behind the cut link failed after " + (System.nanoTime() - cut) / 1_000_000
+                + " ms: " + remote.errorLine());
+        assertEquals(0, local.exitCode(Duration.ofSeconds(120)), local.stderr());
+        long longest = 0;
+        for (Map<String, String> e : local.json()) {
+            assertExactEpoch(e, 2000, "epoch_start");
+            longest = Math.max(longest, Long.parseLong(e.get("longest_wait_ms")));
+        }
+        System.out.println("local consumer's longest wait for a batch across the cut: " + longest + " ms");
+        assertTrue(longest < 6000, "the local consumer waited " + longest + " ms for one batch (the stall timeout is 12 s)");
+    }
 }

@@ -20,15 +20,7 @@ class FlightPythonProcessTest extends ProcessTestBase {
 
     @BeforeEach
     void needsPyarrow() throws Exception {
-        boolean ok = Files.isExecutable(Path.of(PYTHON));
-        if (ok) {
-            Process p = new ProcessBuilder(PYTHON, "-c", "import numpy, pyarrow.flight").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
-        }
-        org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
-                + " Python client's optional dependency for grpc:// producers: " + PYTHON
-                + " -m pip install --break-system-packages pyarrow, or the wheel in /opt/pypi/files)");
+        assumePyarrow();
     }
 
     @Test

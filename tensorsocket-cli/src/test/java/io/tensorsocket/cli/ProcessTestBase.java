@@ -135,6 +135,30 @@ abstract class ProcessTestBase {
         }
     }
 
+    /** Whether Debian's python3 has pyarrow (the client's dependency for grpc:// producers); says so when not. */
+    static boolean pyarrowAvailable() throws Exception {
+        try {
+            assumePyarrow();
+            return true;
+        } catch (org.opentest4j.TestAbortedException e) {
+            System.out.println("SKIPPED the Python remote consumers of this test: " + e.getMessage());
+            return false;
+        }
+    }
+
+    /** Skips the test unless Debian's python3 has numpy and pyarrow. */
+    static void assumePyarrow() throws IOException, InterruptedException {
+        boolean ok = Files.isExecutable(Path.of(PYTHON));
+        if (ok) {
+            Process p = new ProcessBuilder(PYTHON, "-c", "import numpy, pyarrow.flight").redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
+                + " Python client's optional dependency for grpc:// producers: " + PYTHON
+                + " -m pip install --break-system-packages pyarrow, or the wheel in /opt/pypi/files)");
+    }
+
     private static Path launcherScript;
 
     /**

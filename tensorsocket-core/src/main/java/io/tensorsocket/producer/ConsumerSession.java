@@ -147,7 +147,18 @@ final class ConsumerSession {
                 p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), ring != null);
     }
 
+    /**
+     * How logs and errors name this consumer: by its process, or, for a remote one that a Flight server's stream
+     * stands in for, by its peer (the stream's pid is the server's own).
+     */
     String describe() {
+        String client = hello.client();
+        if (client != null && client.startsWith(REMOTE_CLIENT_PREFIX)) {
+            return "remote consumer " + id + " (" + client + ", batch size " + hello.batchSize() + ")";
+        }
         return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize() + ")";
     }
+
+    /** How a Flight server labels the local consumer it opens for each remote one: {@code flight HOST:PORT}. */
+    static final String REMOTE_CLIENT_PREFIX = "flight ";
 }

@@ -1,6 +1,7 @@
 package io.tensorsocket.flight;
 
 import io.grpc.CallOptions;
+import io.grpc.ClientStreamTracer;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.HasByteBuffer;
@@ -67,6 +68,7 @@ final class DoGetReader implements AutoCloseable {
     private final ClientCall<byte[], Frame> call;
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private volatile boolean closed;
+    private volatile boolean trailersArrived;
     private volatile java.util.function.Consumer<Status> onEnd = s -> { };
 
     /**
@@ -78,7 +80,18 @@ final class DoGetReader implements AutoCloseable {
         MethodDescriptor<byte[], Frame> method = MethodDescriptor.<byte[], Frame>newBuilder()
                 .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName(DO_GET)
                 .setRequestMarshaller(new TicketMarshaller()).setResponseMarshaller(new FrameMarshaller(allocator)).build();
-        this.call = channel.newCall(method, CallOptions.DEFAULT);
+        ClientStreamTracer.Factory tracing = new ClientStreamTracer.Factory() {
+            @Override
+            public ClientStreamTracer newClientStreamTracer(ClientStreamTracer.StreamInfo info, Metadata headers) {
+                return new ClientStreamTracer() {
+                    @Override
+                    public void inboundTrailers(Metadata trailers) {
+                        trailersArrived = true;
+                    }
+                };
+            }
+        };
+        this.call = channel.newCall(method, CallOptions.DEFAULT.withStreamTracerFactory(tracing));
         Metadata headers = new Metadata();
         if (bearerToken != null) {
             headers.put(Metadata.Key.of(Auth2Constants.AUTHORIZATION_HEADER, Metadata.ASCII_STRING_MARSHALLER),
@@ -143,6 +156,14 @@ final class DoGetReader implements AutoCloseable {
                 action.accept(e.status());
             }
         }
+    }
+
+    /**
+     * Whether the server has ended the call (its trailers arrived), even if messages queued ahead of that end
+     * are still to be taken: a connection lost after that loses nothing.
+     */
+    boolean endedByServer() {
+        return trailersArrived;
     }
 
     /** Ends the call from any thread; a waiting {@link #next()} throws CANCELLED. */

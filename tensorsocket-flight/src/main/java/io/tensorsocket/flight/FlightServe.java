@@ -11,9 +11,7 @@ import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollChannelOption;
 import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
@@ -67,6 +65,8 @@ import org.apache.arrow.memory.BufferAllocator;
 public final class FlightServe implements AutoCloseable {
     /** How long a remote's connection may leave sent data unacknowledged before it is dropped. */
     public static final Duration DEFAULT_LINK_TIMEOUT = Duration.ofSeconds(2);
+    /** How long a remote may stay silent before the server probes its link. */
+    private static final Duration LINK_PROBE_AFTER = Duration.ofMillis(500);
     /** The Flight action that answers the producer's status. */
     public static final String STATUS_ACTION = "status";
     /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */
@@ -89,6 +89,7 @@ public final class FlightServe implements AutoCloseable {
     private final AtomicLong streams = new AtomicLong();
     /** The epoll event loop the server runs on, or null where epoll is not available (then no link timeout). */
     private final EventLoopGroup eventLoop;
+    private final LinkWatch linkWatch;
 
     private FlightServe(Builder b) throws IOException {
         this.producerName = b.name;
@@ -103,16 +104,16 @@ public final class FlightServe implements AutoCloseable {
         GrpcLogFilter.install();
         FlightServer.Builder fb = FlightServer.builder(allocator, location, new Producer());
         this.eventLoop = Epoll.isAvailable() ? new MultiThreadIoEventLoopGroup(EpollIoHandler.newFactory()) : null;
-        long linkTimeoutMs = b.linkTimeout.toMillis();
+        this.linkWatch = eventLoop != null ? new LinkWatch(b.linkTimeout, timer) : null;
         Consumer<NettyServerBuilder> configure = nb -> {
             nb.intercept(PEER_INTERCEPTOR);
             if (eventLoop != null) {
-                // A remote that stops acknowledging what was sent (a cut link, a vanished host) is dropped after
-                // the link timeout, its stream ended and what it held released. A remote that is alive but does
-                // not read (paused, slow) still acknowledges, and is judged by the producer's stall timeout
-                // like a local consumer.
-                nb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop)
-                        .withChildOption(EpollChannelOption.TCP_USER_TIMEOUT, (int) linkTimeoutMs);
+                // see LinkWatch: a remote behind a dead link is dropped after the link timeout; the keepalive
+                // PING gives a stream blocked on flow control something in flight to be acknowledged, and its
+                // answer is not awaited (a paused remote cannot answer; its kernel acknowledges)
+                nb.channelFactory(linkWatch::newServerChannel).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop)
+                        .keepAliveTime(LINK_PROBE_AFTER.toMillis(), TimeUnit.MILLISECONDS)
+                        .keepAliveTimeout(1, TimeUnit.DAYS);
             }
         };
         fb.transportHint("grpc.builderConsumer", configure);
@@ -171,6 +172,9 @@ public final class FlightServe implements AutoCloseable {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        if (linkWatch != null) {
+            linkWatch.close();
         }
         timer.shutdownNow();
         if (eventLoop != null) {
@@ -253,7 +257,7 @@ public final class FlightServe implements AutoCloseable {
         /**
          * How long data sent to a remote may stay unacknowledged before its connection is dropped (default
          * {@link #DEFAULT_LINK_TIMEOUT}): a remote behind a cut link then no longer holds the producer's other
-         * consumers up. On Linux only (TCP_USER_TIMEOUT); elsewhere the producer's stall timeout applies.
+         * consumers up (see {@link LinkWatch}). On Linux only; elsewhere the producer's stall timeout applies.
          */
         public Builder linkTimeout(Duration timeout) {
             if (timeout == null || timeout.toMillis() < 1 || timeout.toMillis() > Integer.MAX_VALUE) {

@@ -204,7 +204,8 @@ public final class RemoteConsumer implements RemoteStream {
                 return new RemoteConsumer(address, options.withConnectTimeout(Duration.ofNanos(Math.max(left, 1_000_000))),
                         remote);
             } catch (ProducerGoneException e) {
-                if (!(e.getCause() instanceof FlightRuntimeException f) || f.status().code() != FlightStatusCode.UNAVAILABLE) {
+                if (!(e.getCause() instanceof FlightRuntimeException f) || f.status().code() != FlightStatusCode.UNAVAILABLE
+                        || fromTheProducer(f)) {
                     throw e;
                 }
                 if (deadline - System.nanoTime() <= RETRY_NANOS) {
@@ -213,7 +214,7 @@ public final class RemoteConsumer implements RemoteStream {
                             + " wait longer): " + e.getMessage(), e);
                 }
                 if (!announced && System.nanoTime() - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
-                    log.info("waiting for server {} to appear: it does not answer yet; waiting up to {} s in all", address,
+                    log.info("waiting for server {} to appear: it does not answer yet ({}); waiting up to {} s in all", address, e.getMessage(),
                             options.connectTimeout().toSeconds());
                     announced = true;
                 }
@@ -225,6 +226,15 @@ public final class RemoteConsumer implements RemoteStream {
                 }
             }
         }
+    }
+
+    /** How a server's stream says that its producer refused or ended the stream (see {@code StreamSession}). */
+    private static final String PRODUCER_GONE = ProducerGoneException.class.getSimpleName() + ": ";
+
+    /** Whether an UNAVAILABLE came from the producer behind a server that answered, not from an unreachable one. */
+    private static boolean fromTheProducer(FlightRuntimeException e) {
+        String d = e.status().description();
+        return d != null && d.startsWith(PRODUCER_GONE);
     }
 
     /** How often a consumer tries again to reach a server that does not answer yet. */
@@ -319,6 +329,9 @@ public final class RemoteConsumer implements RemoteStream {
 
     private void watchConnection(io.grpc.ConnectivityState seen, java.util.function.Consumer<TensorSocketException> action) {
         io.grpc.ConnectivityState now = channel.getState(false);
+        if (reader.endedByServer()) {
+            return; // the server ended the stream first: what it sent, and how it ended, is read from the queue
+        }
         if (now != seen && seen == io.grpc.ConnectivityState.READY) {
             action.accept(new ProducerGoneException("server " + address + " went away: the connection to it was lost ("
                     + now.name().toLowerCase(java.util.Locale.ROOT) + ")"));
@@ -518,7 +531,9 @@ public final class RemoteConsumer implements RemoteStream {
             case INVALID_ARGUMENT -> new RequestRejectedException(where + " rejected the request: " + msg, e);
             case RESOURCE_EXHAUSTED -> new ConsumerEvictedException(where + ": " + msg, e);
             case TIMED_OUT -> new TensorSocketTimeoutException(where + ": " + msg, e);
-            case UNAVAILABLE -> new ProducerGoneException(where + " is unreachable or went away: " + msg
+            case UNAVAILABLE -> fromTheProducer(e)
+                    ? new ProducerGoneException(where + ": " + msg.substring(PRODUCER_GONE.length()), e)
+                    : new ProducerGoneException(where + " is unreachable or went away: " + msg
                     + " (is `serve --flight` running there, and the address and TLS setting right?)", e);
             default -> new ProducerFailedException(where + " failed: " + code + ": " + msg, e);
         };

@@ -1,0 +1,185 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Relays and remote consumers under faults, with real JVMs on loopback: relays started at random times and
+ * SIGKILLed under load, remote consumers SIGSTOPped, an upstream SIGKILLed under an idle relay, and what each
+ * failure is called.
+ */
+@Timeout(300)
+class RemoteFaultsProcessTest extends ProcessTestBase {
+    private static final String DATA = "samples=3000,shape=2x8,dtype=float32,seed=19";
+    private static final long SAMPLES = 3000;
+
+    /** The seed of this run's random start and kill times, printed so a failing run can be told apart. */
+    private static final long SEED = Long.getLong("tensorsocket.trial.seed", System.nanoTime());
+
+    private static void assertExactEpochs(Proc c, String start) {
+        List<Map<String, String>> epochs = c.json();
+        assertFalse(epochs.isEmpty(), c.lines() + c.stderr());
+        long first = Long.parseLong(epochs.getFirst().get("epoch"));
+        for (int i = 0; i < epochs.size(); i++) {
+            Map<String, String> e = epochs.get(i);
+            assertExactEpoch(e, SAMPLES, start);
+            assertEquals(Long.toString(first + i), e.get("epoch"), "epochs are numbered one after another: " + epochs);
+            assertEquals(Long.toString(first), e.get("start_epoch"), e.toString());
+        }
+    }
+
+    @Test
+    void relaysStartedAtRandomTimesAndRestartedUnderLoadServeTheUpstreamsEpochsExactly() throws Exception {
+        Random random = new Random(SEED);
+        System.out.println("RemoteFaultsProcessTest seed " + SEED + " (-Dtensorsocket.trial.seed=" + SEED + " repeats it)");
+        int port = freePort();
+        Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--loader-delay-ms", "1");
+        // a local consumer keeps the upstream's epochs going, and must not notice anything of what follows
+        Proc local = consume("up", 40, "--epochs", "12", "--step-ms", "1");
+        awaitJoined(up, 1);
+        Thread.sleep(300 + random.nextInt(1500));
+        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0")
+                .awaitReady();
+        Proc first = consume("r", 37, "--epochs", "2");
+        Proc underLoad = consume("r", 29, "--step-ms", "2");
+        assertEquals(0, first.exitCode(Duration.ofSeconds(90)), first.stderr());
+        assertExactEpochs(first, "epoch_start");
+        long joinedAt = Long.parseLong(first.json().getFirst().get("epoch"));
+        Thread.sleep(200 + random.nextInt(800));
+        relay.kill();
+        assertEquals(1, underLoad.exitCode(Duration.ofSeconds(30)), underLoad.stderr());
+        if (!underLoad.json().isEmpty()) {
+            assertExactEpochs(underLoad, "epoch_start");
+        }
+        Thread.sleep(random.nextInt(1000));
+        Proc again = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0")
+                .awaitReady();
+        Proc afterRestart = consume("r", 64, "--epochs", "2");
+        assertEquals(0, afterRestart.exitCode(Duration.ofSeconds(90)), afterRestart.stderr());
+        assertExactEpochs(afterRestart, "epoch_start");
+        assertTrue(Long.parseLong(afterRestart.json().getFirst().get("epoch")) > joinedAt, afterRestart.json().toString());
+        assertEquals(0, local.exitCode(Duration.ofSeconds(120)), local.stderr());
+        assertExactEpochs(local, "epoch_start");
+        assertTrue(again.isAlive(), again.stderr());
+    }
+
+    @Test
+    void aRelayOfAnUpstreamWithBoundedEpochsServesOnlyTheUpstreamsRemainingOnes() throws Exception {
+        int port = freePort();
+        Proc up = serve("up", DATA, 50, 5, "--flight", "127.0.0.1:" + port, "--slots", "8");
+        Proc local = consume("up", 100, "--epochs", "2");
+        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
+        // the upstream pauses early in epoch 2 with nobody attached (its loader ran ahead by up to 8 batches);
+        // the relay joins at the next epoch start the upstream still has: 2, or 3
+        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0")
+                .awaitReady();
+        Proc c = consume("r", 33);
+        assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        assertExactEpochs(c, "epoch_start");
+        long first = Long.parseLong(c.json().getFirst().get("epoch"));
+        assertTrue(first == 2 || first == 3, c.json().toString());
+        assertEquals(5 - first, c.json().size(), c.json().toString());
+        assertEquals(0, relay.exitCode(Duration.ofSeconds(60)), relay.stderr());
+        assertEquals(0, up.exitCode(Duration.ofSeconds(60)), up.stderr());
+    }
+
+    @Test
+    void aRelayThatCannotJoinAtAnEpochStartIsRefusedAtOnceSayingWhy() throws Exception {
+        int port = freePort();
+        serve("up", DATA, 50, 3, "--flight", "127.0.0.1:" + port);
+        Proc local = consume("up", 100, "--epochs", "1");
+        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
+        // the upstream's loader ran ahead into its last epoch (its 64 slots hold more than an epoch)
+        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0");
+        assertEquals(1, relay.exitCode(Duration.ofSeconds(20)), relay.stderr());
+        assertTrue(relay.errorLine().contains("is in its last epoch"), relay.stderr());
+        assertFalse(relay.stderr().contains("waiting for server"), relay.stderr());
+    }
+
+    @Test
+    void anIdleRelayExitsWithinSecondsWhenItsUpstreamIsKilled() throws Exception {
+        int port = freePort();
+        Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port);
+        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0")
+                .awaitReady();
+        awaitJoined(up, 1);
+        Thread.sleep(500);
+        long killed = System.nanoTime();
+        up.kill();
+        assertEquals(1, relay.exitCode(Duration.ofSeconds(20)), relay.stderr());
+        long ms = (System.nanoTime() - killed) / 1_000_000;
+        System.out.println("idle relay exited " + ms + " ms after its upstream was killed");
+        assertTrue(ms < 10_000, "took " + ms + " ms");
+        assertTrue(relay.errorLine().contains(uri(port, "up")), relay.stderr());
+        assertTrue(relay.errorLine().contains("went away"), relay.stderr());
+    }
+
+    @Test
+    void remoteConsumersPausedUnderTheStallTimeoutCarryOnExactly() throws Exception {
+        int port = freePort();
+        serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "6");
+        Proc java = consume(uri(port, "up"), 40, "--epochs", "4", "--step-ms", "5", "--wait-for-epoch-start");
+        Proc python = pythonAvailable() && pyarrowAvailable()
+                ? pythonConsume(uri(port, "up"), 40, "--epochs", "4", "--step-ms", "5", "--wait-for-epoch-start") : null;
+        List<Proc> remotes = python == null ? List.of(java) : List.of(java, python);
+        for (Proc r : remotes) {
+            r.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+        }
+        for (Proc r : remotes) {
+            r.signal("STOP");
+        }
+        Thread.sleep(3600);
+        for (Proc r : remotes) {
+            r.signal("CONT");
+        }
+        for (Proc r : remotes) {
+            assertEquals(0, r.exitCode(Duration.ofSeconds(60)), r.stderr());
+            assertEquals(4, r.json().size(), r.json().toString());
+            assertExactEpochs(r, "epoch_start");
+            assertEquals("flight", r.json().getFirst().get("handoff"), r.json().toString());
+        }
+    }
+
+    @Test
+    void aStalledRemoteConsumerIsToldItWasEvictedAndTheProducerNamesItsPeer() throws Exception {
+        int port = freePort();
+        Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "1", "--slots", "8");
+        Proc remote = consume(uri(port, "up"), 40, "--step-ms", "5");
+        Proc local = consume("up", 50, "--epochs", "10");
+        remote.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+        remote.signal("STOP");
+        Thread.sleep(3500);
+        remote.signal("CONT");
+        assertEquals(1, remote.exitCode(Duration.ofSeconds(30)), remote.stderr());
+        assertTrue(remote.errorLine().contains("held batch") && remote.errorLine().contains("stall timeout"), remote.stderr());
+        assertFalse(remote.errorLine().contains("went silent"), remote.stderr());
+        assertTrue(java.util.regex.Pattern.compile("evicting remote consumer \\d+ \\(flight 127\\.0\\.0\\.1:\\d+, batch size 40\\)").matcher(up.stderr()).find(), up.stderr());
+        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
+    }
+
+    @Test
+    void anEvictedPythonConsumerIsToldItWasEvicted() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(pythonAvailable(), "needs " + PYTHON + " with numpy");
+        serve("up", DATA, 50, 0, "--stall-timeout-s", "1", "--slots", "8");
+        Proc python = pythonConsume("up", 40, "--step-ms", "5");
+        Proc local = consume("up", 50, "--epochs", "30");
+        python.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+        python.signal("STOP");
+        Thread.sleep(3000);
+        python.signal("CONT");
+        assertEquals(1, python.exitCode(Duration.ofSeconds(30)), python.stderr());
+        String error = python.stderr().lines().filter(l -> l.startsWith("tensorsocket")).reduce((a, b) -> b).orElse("");
+        // the producer's own words: which batch it held too long, and what to do
+        assertTrue(error.contains("held batch") && error.contains("stall timeout"), python.stderr());
+        assertFalse(error.contains("lost the connection") || error.contains("Broken pipe"), python.stderr());
+        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
+    }
+}
