@@ -121,6 +121,9 @@ final class SourceOptions {
         Path trust;
     }
 
+    /** How long a relay waits for any one batch of its upstream, the first (an epoch start away) included. */
+    static final Duration RELAY_BATCH_TIMEOUT = Duration.ofHours(1);
+
     /** Builds the source; {@code producer} names it in an external source's messages. */
     BatchSource build(String producer) throws Exception {
         if (kind.external) {
@@ -149,7 +152,10 @@ final class SourceOptions {
             if (relay.trust != null) {
                 o = o.withTrustedCertificates(relay.trust);
             }
-            return RelaySource.connect(kind.from, batchSize, o, Duration.ofMinutes(2));
+            // A relay that joins mid-epoch waits for the upstream's next epoch start, which may be as far off as
+            // one epoch of a large dataset; the server's heartbeats and the upstream producer's liveness tell a
+            // dead peer within seconds, so the batch bound only has to catch an upstream loader that hangs.
+            return RelaySource.connect(kind.from, batchSize, o, RELAY_BATCH_TIMEOUT);
         }
         if ((mean != null || std != null) && kind.idx == null) {
             throw new IllegalArgumentException("--mean and --std apply to --idx sources; for --images put"

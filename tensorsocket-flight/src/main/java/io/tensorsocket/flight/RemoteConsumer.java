@@ -54,7 +54,8 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * epoch, exactly once and in order, at its own batch size; each batch is a view of the received Arrow
  * buffers, valid until the next batch is asked for or it is closed; a server that falls silent for
  * {@link RemoteOptions#silenceTimeout()} (it sends a heartbeat every half second) is reported as gone.
- * Not thread-safe: one thread iterates.
+ * The silence counts only while this process runs: after a pause of its own (SIGSTOP, a long GC) it reads
+ * what arrived meanwhile before judging. Not thread-safe: one thread iterates.
  */
 public final class RemoteConsumer implements RemoteStream {
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
