@@ -57,6 +57,7 @@ class Proc:
                                   start_new_session=True)
         self.lines = []  # (monotonic time, parsed JSON)
         self.stopped_until = 0.0
+        self.stops = []  # (from, to) of each SIGSTOP this process had
         self.killed = False
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -167,38 +168,35 @@ class Run:
                 if role == "producer" and not p.killed:
                     self.problems.append("producer fa exited by itself (rc %s): %s" % (p.p.returncode, p.error_line()))
                 restart()
-        r = self.rand.random()
         live = self.consumers()
-        if r < 0.40 and len(live) < self.args.max_consumers:
+        action = self.rand.choices(["start", "kill", "stop", "relay", "feeder", "producer"],
+                                   weights=[40, 15, 20, 7, 6, 2])[0]
+        if action == "start" and len(live) < self.args.max_consumers:
             self.start_consumer()
-        elif r < 0.55 and live:
+        elif action == "kill" and live:
             c = self.rand.choice(live)
             c.killed = True
             c.signal(signal.SIGKILL)
             self.counts["kills"] += 1
             self.counts["consumer_kills"] += 1
             self.fault("SIGKILL %s" % c.kind)
-        elif r < 0.75 and live:
-            c = self.rand.choice([c for c in live if not c.stopped_until] or live)
-            if not c.stopped_until:
-                seconds = self.rand.uniform(0.3, 4.0)
-                c.signal(signal.SIGSTOP)
-                c.stopped_until = now + seconds
-                self.counts["stops"] += 1
-                self.fault("SIGSTOP %s for %.1f s" % (c.kind, seconds))
-        elif r < 0.82 and self.relay is not None and self.relay.alive():
-            self.relay.killed = True
-            self.relay.signal(signal.SIGKILL)
+        elif action == "stop" and [c for c in live if not c.stopped_until]:
+            c = self.rand.choice([c for c in live if not c.stopped_until])
+            seconds = self.rand.uniform(0.3, 4.0)
+            c.signal(signal.SIGSTOP)
+            c.stopped_until = now + seconds
+            c.stops.append((now, now + seconds))
+            self.counts["stops"] += 1
+            self.fault("SIGSTOP %s for %.1f s" % (c.kind, seconds))
+        elif action in ("relay", "feeder") and getattr(self, action).alive():
+            p = getattr(self, action)
+            p.killed = True
+            p.signal(signal.SIGKILL)
             self.counts["kills"] += 1
-            self.counts["relay_kills"] += 1
-            self.fault("SIGKILL relay")
-        elif r < 0.88 and self.feeder is not None and self.feeder.alive():
-            self.feeder.killed = True
-            self.feeder.signal(signal.SIGKILL)
-            self.counts["kills"] += 1
-            self.counts["feeder_kills"] += 1
-            self.fault("SIGKILL feeder")
-        elif r < 0.90 and self.producer.alive() and self.counts["producer_kills"] < self.args.producer_kills:
+            self.counts[action + "_kills"] += 1
+            self.fault("SIGKILL " + action)
+        elif (action == "producer" and self.producer.alive()
+              and self.counts["producer_kills"] < self.args.producer_kills):
             self.producer.killed = True
             self.producer.signal(signal.SIGKILL)
             self.counts["kills"] += 1
@@ -231,6 +229,13 @@ class Run:
                 self.problems.append("%s had not finished its epochs 60 s after the faults ended" % p.kind)
                 p.killed = True
                 p.signal(signal.SIGTERM)
+        # a SIGKILLed producer leaves its files; a new one under the same name reclaims them, so restart what
+        # is down, let it come up, and stop everything the way users do
+        for role, restart in (("producer", self.start_producer), ("relay", self.start_relay),
+                              ("feeder", self.start_feeder)):
+            if not getattr(self, role).alive():
+                restart()
+        time.sleep(5)
         for p in (self.feeder, self.relay, self.producer):
             if p is not None and p.alive():
                 p.signal(signal.SIGINT if p is self.feeder else signal.SIGTERM)
@@ -251,9 +256,12 @@ class Run:
         for p in self.procs:
             if not p.kind.startswith("consumer"):
                 continue
+            first = True
             for t, line in p.lines:
                 if "epoch" not in line or "samples" not in line:
                     continue
+                # a first epoch's first wait includes joining (and waiting for an epoch start): not a stall
+                joined, first = first, False
                 epochs += 1
                 samples += line["samples"]
                 if line["corrupt"] or line["out_of_order"]:
@@ -261,7 +269,9 @@ class Run:
                 if line["start"] == "epoch_start" and line["complete"] and line["duplicates"]:
                     self.problems.append("%s: duplicates in an exact epoch: %s" % (p.kind, line))
                 wait = line.get("longest_wait_ms", 0)
-                if not p.killed and p.p.returncode == 0 and wait > worst[0]:
+                # a consumer stopped itself during the epoch waited for itself
+                own = any(a < t and b > t - line["seconds"] for a, b in p.stops)
+                if not joined and not own and not p.killed and p.p.returncode == 0 and wait > worst[0]:
                     before = [f for f in self.faults if f[0] <= t]
                     worst = (wait, p.kind, before[-1][1] if before else "none")
             if p.killed:
