@@ -100,6 +100,13 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff);
     }
 
+    /**
+     * How a Flight server labels the local consumer it opens for each remote one ({@code flight HOST:PORT}, see
+     * {@link #withClient}): the producer and {@code status} then name that consumer by its peer, not by the
+     * server's pid.
+     */
+    public static final String REMOTE_CLIENT_PREFIX = "flight ";
+
     /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
     public ConsumerOptions withClient(String label) {
         return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff);

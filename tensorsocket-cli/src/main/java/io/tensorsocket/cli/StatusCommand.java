@@ -128,7 +128,7 @@ final class StatusCommand implements Callable<Integer> {
 
     /** A remote consumer's peer as is; a local one's command cut to the program's name ({@code java}, {@code python3}). */
     static String client(String client) {
-        if (client.startsWith("flight ")) {
+        if (client.startsWith(io.tensorsocket.ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
             return client;
         }
         String first = client.split(" ", 2)[0];

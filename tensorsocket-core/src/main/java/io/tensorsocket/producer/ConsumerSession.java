@@ -153,12 +153,9 @@ final class ConsumerSession {
      */
     String describe() {
         String client = hello.client();
-        if (client != null && client.startsWith(REMOTE_CLIENT_PREFIX)) {
+        if (client != null && client.startsWith(io.tensorsocket.ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
             return "remote consumer " + id + " (" + client + ", batch size " + hello.batchSize() + ")";
         }
         return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize() + ")";
     }
-
-    /** How a Flight server labels the local consumer it opens for each remote one: {@code flight HOST:PORT}. */
-    static final String REMOTE_CLIENT_PREFIX = "flight ";
 }

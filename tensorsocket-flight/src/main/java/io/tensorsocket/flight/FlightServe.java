@@ -12,6 +12,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
+import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
@@ -235,9 +236,9 @@ public final class FlightServe implements AutoCloseable {
         SocketAddress a = PEER.get();
         if (a instanceof InetSocketAddress i) {
             String host = i.getAddress() != null ? i.getAddress().getHostAddress() : i.getHostString();
-            return "flight " + (host.contains(":") ? "[" + host + "]" : host) + ":" + i.getPort();
+            return ConsumerOptions.REMOTE_CLIENT_PREFIX + (host.contains(":") ? "[" + host + "]" : host) + ":" + i.getPort();
         }
-        return "flight " + (a == null ? "unknown peer" : a.toString());
+        return ConsumerOptions.REMOTE_CLIENT_PREFIX + (a == null ? "unknown peer" : a.toString());
     }
 
     /** Options of a {@link FlightServe}. */
