@@ -485,8 +485,9 @@ class TensorProducer:
         made for it, so the producer's log says why and one started for this feeder stops at once."""
         conn = self._conn
         if conn is None:
-            # A producer this feeder started may still be starting: give it the time it takes to open its socket.
-            deadline = time.monotonic() + 10
+            # A producer this feeder started may still be starting: give it the time it takes to open its socket
+            # (a JVM's start on a loaded machine, beside the trainers launched with it, can take many seconds).
+            deadline = time.monotonic() + self._connect_timeout
             while (not self._feeder_socket().exists() and self._process is not None and self._process.poll() is None
                    and time.monotonic() < deadline):
                 time.sleep(0.05)
