@@ -15,7 +15,7 @@ module io.tensorsocket.core {
     exports io.tensorsocket;
     exports io.tensorsocket.source;
     exports io.tensorsocket.external;
-    exports io.tensorsocket.spi;
+    exports io.tensorsocket.spi to io.tensorsocket.flight, io.tensorsocket.cli;
     exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench, io.tensorsocket.flight;
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
 

@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.StartPolicy;
+import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
@@ -80,7 +81,7 @@ final class ConsumeCommand implements Callable<Integer> {
                 .withBatchTimeout(ServeCommand.seconds(batchTimeoutS)).withLiveness(ServeCommand.seconds(livenessS))
                 .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW)
                 .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000)).withRingHandoff(handoff == Handoff.ring);
-        try (ConsumerHandle c = ConsumerHandle.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
+        try (TensorConsumer c = RemoteAccess.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {
                 throw new IllegalStateException("the producer serves '" + description

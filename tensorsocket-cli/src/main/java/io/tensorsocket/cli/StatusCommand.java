@@ -48,7 +48,7 @@ final class StatusCommand implements Callable<Integer> {
         if ((name == null) == (dir == null)) {
             throw new IllegalArgumentException("give a producer NAME or --dir DIR; running: " + ProducerDirectory.liveProducers());
         }
-        boolean isRemote = name != null && ConsumerHandle.isRemote(name);
+        boolean isRemote = name != null && RemoteAccess.isRemote(name);
         Path d = dir != null ? dir : isRemote ? null : ProducerDirectory.forName(name);
         boolean tty = Terminal.isInteractive();
         PrintStream out = System.out;
@@ -69,7 +69,7 @@ final class StatusCommand implements Callable<Integer> {
                 Thread.sleep((long) (intervalS * 1000));
                 continue;
             }
-            ProducerStatus s = isRemote ? RemoteHandle.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
+            ProducerStatus s = isRemote ? RemoteAccess.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
                     : ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
             if (json) {
                 out.println(toJson(s));

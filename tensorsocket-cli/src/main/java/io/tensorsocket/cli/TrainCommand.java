@@ -103,9 +103,7 @@ final class TrainCommand implements Callable<Integer> {
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
                 .withStartPolicy(waitForEpochStart ? io.tensorsocket.StartPolicy.NEXT_EPOCH_START
                         : io.tensorsocket.StartPolicy.JOIN_NOW);
-        try (TensorConsumer c = target.name != null && ConsumerHandle.isRemote(target.name)
-                ? RemoteHandle.tensorConsumer(target.name, opts, remote.build(epochs))
-                : target.name != null ? TensorConsumer.connect(target.name, opts) : TensorConsumer.connect(target.dir, opts);
+        try (TensorConsumer c = RemoteAccess.open(target.name, target.dir, opts, remote.build(epochs));
              NDManager manager = NDManager.newBaseManager()) {
             TensorSpec input = c.tensors().stream().filter(t -> t.name().equals(data)).findFirst()
                     .orElseThrow(() -> new IllegalArgumentException("the producer's batches have no tensor '" + data

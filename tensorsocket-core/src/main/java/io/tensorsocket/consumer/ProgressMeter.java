@@ -1,7 +1,5 @@
 package io.tensorsocket.consumer;
 
-import io.tensorsocket.protocol.Message;
-
 /**
  * Where a consumer's time goes: inside its iterator (waiting for data) or outside it (the caller working),
  * and how many samples it handed out, for its own accessors and for the PROGRESS report the producer's
@@ -39,15 +37,16 @@ public final class ProgressMeter {
     }
 
     /**
-     * The report due at {@code now} (about once a second, once samples were handed out), or null. Taken on
-     * entering an iterator call, before any wait, so that its write never delays a batch being handed out.
+     * Whether a report is due at {@code now} (about once a second, once samples were handed out); a true
+     * answer counts as the report made. Asked on entering an iterator call, before any wait, so that its
+     * write never delays a batch being handed out.
      */
-    public Message.Progress reportDue(long now, long epoch) {
+    public boolean reportDue(long now) {
         if (samples == 0 || now - lastReportNanos < REPORT_EVERY_NANOS) {
-            return null;
+            return false;
         }
         lastReportNanos = now;
-        return new Message.Progress(epoch, samples, waitNanos, workNanos);
+        return true;
     }
 
     public long waitNanos() {

@@ -21,5 +21,5 @@ public interface RemoteConnector {
      * @throws io.tensorsocket.TensorSocketException as a local connect would (not found, refused, gone)
      * @throws IllegalArgumentException if {@code uri} is malformed
      */
-    RemoteStream connect(String uri, ConsumerOptions options);
+    ConsumerEngine connect(String uri, ConsumerOptions options);
 }

@@ -2,7 +2,7 @@ package io.tensorsocket.flight;
 
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.spi.RemoteConnector;
-import io.tensorsocket.spi.RemoteStream;
+import io.tensorsocket.spi.ConsumerEngine;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -31,7 +31,7 @@ public final class FlightConnector implements RemoteConnector {
     }
 
     @Override
-    public RemoteStream connect(String uri, ConsumerOptions options) {
+    public ConsumerEngine connect(String uri, ConsumerOptions options) {
         return RemoteConsumer.connect(uri, options, fromEnvironment(System.getenv()));
     }
 

@@ -13,7 +13,9 @@ import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
-import io.tensorsocket.spi.RemoteStream;
+import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.spi.ConsumerEngine;
+import io.tensorsocket.spi.ConsumerFacade;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,7 +59,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * The silence counts only while this process runs: after a pause of its own (SIGSTOP, a long GC) it reads
  * what arrived meanwhile before judging. Not thread-safe: one thread iterates.
  */
-public final class RemoteConsumer implements RemoteStream {
+public final class RemoteConsumer implements ConsumerEngine {
     private static final int FLOW_CONTROL_WINDOW = 64 << 20;
     private static final long WATCH_PERIOD_MS = 100;
     /** A watchdog tick this late means the whole process was stopped, not that the server fell silent. */
@@ -183,6 +185,14 @@ public final class RemoteConsumer implements RemoteStream {
 
     private static Message header(DoGetReader.Frame f) {
         return f.header() == null ? null : Message.getRootAsMessage(ByteBuffer.wrap(f.header()));
+    }
+
+    /**
+     * A {@link TensorConsumer} of the producer at {@code uri}, with remote options given in code (a token, trusted
+     * certificates) rather than by the environment as {@link TensorConsumer#connect(String, ConsumerOptions)} reads them.
+     */
+    public static TensorConsumer tensorConsumer(String uri, ConsumerOptions options, RemoteOptions remote) {
+        return ConsumerFacade.over(uri, connect(uri, options, remote));
     }
 
     /** Connects to {@code uri} ({@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}). */
@@ -346,6 +356,11 @@ public final class RemoteConsumer implements RemoteStream {
     /** Whether the producer's stream has ended. */
     public boolean isEndOfStream() {
         return endOfStream;
+    }
+
+    @Override
+    public String handoff() {
+        return "flight";
     }
 
     /** The producer-stream position of the current batch's first sample. */

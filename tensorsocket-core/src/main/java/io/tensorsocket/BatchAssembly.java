@@ -1,0 +1,86 @@
+package io.tensorsocket;
+
+import io.tensorsocket.stream.ConsumerStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns a {@link ConsumerStream.BatchPlan} into the {@link Batch} handed out: a plan inside one slot becomes
+ * read-only views of that slot's regions (zero-copy); one that spans slots is copied, piece by piece, into
+ * this consumer's gather buffers, and the batch views those. Each batch has a lease of its own, so its views
+ * fail once it is released. A gather buffer is allocated (and touched once) when a batch first needs it: a
+ * consumer at the loader's batch size never does.
+ */
+final class BatchAssembly implements AutoCloseable {
+
+    /** Where tensor {@code tensor} of slot {@code slot} lies (the arena's region). */
+    @FunctionalInterface
+    interface SlotRegions {
+        MemorySegment region(int slot, int tensor);
+    }
+
+    private final List<TensorSpec> specs;
+    private final long[] sampleBytes;
+    private final int batchSize;
+    private final SlotRegions slots;
+    private final Arena gatherScope = Arena.ofShared();
+    private final MemorySegment[] gather;
+
+    BatchAssembly(List<TensorSpec> specs, int batchSize, SlotRegions slots) {
+        this.specs = specs;
+        this.sampleBytes = specs.stream().mapToLong(TensorSpec::sampleBytes).toArray();
+        this.batchSize = batchSize;
+        this.slots = slots;
+        this.gather = new MemorySegment[specs.size()];
+    }
+
+    /**
+     * The batch of {@code plan}. {@code beforeGather} runs before a gather buffer is refilled (the views of
+     * an earlier gathered batch must be dead by then); {@code onClose} runs once when the batch is released.
+     */
+    Batch assemble(ConsumerStream.BatchPlan plan, Runnable beforeGather, Runnable onClose) {
+        int n = plan.samples();
+        if (!plan.single()) {
+            beforeGather.run();
+        }
+        Lease lease = Lease.open("batch " + plan.index() + " of epoch " + plan.epoch());
+        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        for (int t = 0; t < specs.size(); t++) {
+            TensorSpec spec = specs.get(t);
+            long sb = sampleBytes[t];
+            MemorySegment view;
+            if (plan.single()) {
+                ConsumerStream.Piece p = plan.pieces().getFirst();
+                view = slots.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
+            } else {
+                MemorySegment into = gatherBuffer(t);
+                for (ConsumerStream.Piece p : plan.pieces()) {
+                    MemorySegment.copy(slots.region(p.slot(), t), p.offset() * sb, into, p.destOffset() * sb,
+                            p.samples() * sb);
+                }
+                view = into.asSlice(0, n * sb);
+            }
+            tensors.put(spec.name(), new Tensor(spec.dtype(), spec.batchShape(n),
+                    view.reinterpret(lease.scope(), null).asReadOnly(), lease));
+        }
+        return new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, onClose);
+    }
+
+    /** Tensor {@code t}'s gather buffer, allocated and touched once on first use (tens of MB for large batches). */
+    private MemorySegment gatherBuffer(int t) {
+        if (gather[t] == null) {
+            gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);
+            gather[t].fill((byte) 0);
+        }
+        return gather[t];
+    }
+
+    /** Frees the gather buffers; a batch still viewing one must be released first. */
+    @Override
+    public void close() {
+        gatherScope.close();
+    }
+}

@@ -1,0 +1,320 @@
+package io.tensorsocket;
+
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.consumer.ConsumerLink;
+import io.tensorsocket.consumer.Handshake;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.spi.ConsumerEngine;
+import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.ConsumerStream;
+import io.tensorsocket.stream.StreamGeometry;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A consumer of a producer on this host: batches are read from its arena in shared memory, announced over
+ * the consumer's socket or its descriptor ring ({@link ConsumerLink}), cut to this consumer's batch size by
+ * its {@link ConsumerStream}, built by {@link BatchAssembly} and released by the {@link ReleaseSchedule}.
+ * Every slot it received goes back to the producer exactly once, in order.
+ */
+final class LocalEngine implements ConsumerEngine {
+    private final String producer;
+    private final ConsumerOptions options;
+    private final ConsumerLink link;
+    private final Message.Welcome welcome;
+    private final SharedArena arena;
+    private final ConsumerStream stream;
+    private final BatchAssembly assembly;
+    private final ReleaseSchedule schedule = new ReleaseSchedule();
+    /** Guards the stream against a batch's release from another thread. */
+    private final ReentrantLock lock = new ReentrantLock();
+    private boolean closed;
+    /** The protocol violation seen from the producer, if any: every later call reports it again. */
+    private ProtocolException violation;
+
+    LocalEngine(String producer, ConsumerOptions options, Handshake.Session session) {
+        this.producer = producer;
+        this.options = options;
+        this.link = session.link();
+        this.welcome = session.welcome();
+        this.arena = session.arena();
+        this.stream = new ConsumerStream(new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
+                welcome.slotCount(), options.batchSize(), options.dropLast(), welcome.startEpoch(), welcome.startSample());
+        this.assembly = new BatchAssembly(welcome.tensors(), options.batchSize(), arena::region);
+    }
+
+    @Override
+    public long size() {
+        return stream.batchesPerEpoch();
+    }
+
+    @Override
+    public long samplesPerEpoch() {
+        return welcome.samplesPerEpoch();
+    }
+
+    @Override
+    public int batchSize() {
+        return options.batchSize();
+    }
+
+    @Override
+    public int producerBatchSize() {
+        return welcome.producerBatchSize();
+    }
+
+    @Override
+    public long epoch() {
+        lock.lock();
+        try {
+            return stream.epoch();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public StartMode startMode() {
+        return welcome.startMode();
+    }
+
+    @Override
+    public long startEpoch() {
+        return welcome.startEpoch();
+    }
+
+    @Override
+    public long startSample() {
+        return welcome.startSample();
+    }
+
+    @Override
+    public long streamPosition(Batch batch) {
+        return stream.streamPosition(batch.epoch(), batch.sampleStart());
+    }
+
+    @Override
+    public List<TensorSpec> tensors() {
+        return welcome.tensors();
+    }
+
+    @Override
+    public String sourceDescription() {
+        return welcome.source();
+    }
+
+    @Override
+    public long producerEpochs() {
+        return welcome.epochs();
+    }
+
+    @Override
+    public String handoff() {
+        return link.ringHandoff() ? "ring" : "socket";
+    }
+
+    @Override
+    public boolean isEndOfStream() {
+        lock.lock();
+        try {
+            if (!closed && !stream.streamEnded() && link.streamEnded()) {
+                for (Message m = link.poll(); m != null; m = link.poll()) {
+                    handle(m);
+                }
+            }
+            return stream.isEndOfStream(welcome.epochs());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void reportProgress(long epoch, long samples, long waitNanos, long workNanos) {
+        link.sendQuietly(new Message.Progress(epoch, samples, waitNanos, workNanos));
+    }
+
+    @Override
+    public Iterator<Batch> iterator() {
+        lock.lock();
+        try {
+            link.check();
+            schedule.releaseCurrent();
+            if (stream.epochStarted()) {
+                skipTo(stream.epochEnd());
+            }
+            stream.beginEpoch();
+            return new Epoch(stream.epochBase());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One epoch; a newer iterator ends it. */
+    private final class Epoch implements Iterator<Batch> {
+        private final long base;
+
+        Epoch(long base) {
+            this.base = base;
+        }
+
+        @Override
+        public boolean hasNext() {
+            lock.lock();
+            try {
+                releaseConsumed();
+                return stream.epochBase() == base && nextBatchSize() > 0;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public Batch next() {
+            lock.lock();
+            try {
+                releaseConsumed();
+                schedule.releaseCurrent();
+                int n = stream.epochBase() == base ? nextBatchSize() : 0;
+                if (n == 0) {
+                    throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
+                }
+                ConsumerStream.BatchPlan plan = stream.take(n);
+                long pinned = plan.single() ? plan.pieces().getFirst().seq() : -1;
+                Batch b = assembly.assemble(plan, schedule::closeRetired, () -> onBatchClosed(pinned));
+                if (schedule.handOut(b)) {
+                    releaseConsumed(); // the slots a gathered batch was copied from
+                }
+                return b;
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Samples in this epoch's next batch, waiting for them; 0 at the end of the epoch (or of the stream). */
+    private int nextBatchSize() {
+        link.check();
+        while (true) {
+            int n = stream.nextBatch();
+            if (n == 0) {
+                releaseConsumed(); // the epoch is over: nothing may stay held while the caller does other work
+            }
+            if (n != ConsumerStream.NEED_MORE) {
+                return n;
+            }
+            receiveOne();
+        }
+    }
+
+    /** Waits for the next message from the producer and applies it. */
+    private void receiveOne() {
+        if (violation != null) {
+            throw violation;
+        }
+        releaseConsumed(); // before waiting: the producer may be waiting for these very slots
+        Message m = link.take(options.batchTimeout().toNanos(), "batch data");
+        if (link.waited()) {
+            schedule.waited();
+        }
+        try {
+            handle(m);
+        } catch (ProtocolException e) {
+            violation = e;
+            throw e;
+        }
+    }
+
+    private void handle(Message m) {
+        switch (m) {
+            case Message.BatchReady r -> {
+                try {
+                    stream.accept(new BatchPosition(r.seq(), r.epoch(), r.index(), r.sampleStart(), r.samples()), r.slot());
+                } catch (IllegalArgumentException e) {
+                    throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
+                }
+            }
+            case Message.EpochEnd e -> {
+                if (e.samples() != welcome.samplesPerEpoch()) {
+                    throw new ProtocolException("producer '" + producer + "' ended epoch " + e.epoch() + " after "
+                            + e.samples() + " samples, not " + welcome.samplesPerEpoch());
+                }
+            }
+            case Message.EndOfStream e -> stream.endOfStream();
+            default -> throw new ProtocolException("unexpected " + m.getClass().getSimpleName() + " from producer '"
+                    + producer + "'");
+        }
+    }
+
+    /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
+    private void skipTo(long target) {
+        // Skips what has arrived, releases it, then waits for more: waiting for the whole range first would
+        // hold every slot it occupies, and a range longer than the arena could then never arrive.
+        while (!stream.skipArrived(target)) {
+            releaseConsumed();
+            if (stream.streamEnded()) {
+                return;
+            }
+            receiveOne();
+        }
+        releaseConsumed();
+    }
+
+    private void onBatchClosed(long pinned) {
+        lock.lock();
+        try {
+            if (pinned >= 0) {
+                stream.unpin(pinned);
+            }
+            if (!closed && (!schedule.hasRetired() || lock.getHoldCount() == 1)) {
+                releaseConsumed(); // but not a release that waits for the consumer's next call
+            }
+        } catch (TensorSocketException e) {
+            // the producer is gone; the next call on the consumer reports it, closing a batch does not
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Closes the retired batch's scope, then tells the producer, in one write, which batches this consumer
+     * is done with (see {@link ReleaseSchedule} for when this may run).
+     */
+    private void releaseConsumed() {
+        schedule.closeRetired(); // first: a slot goes back only once no view of it can be read
+        List<Message> releases = null;
+        for (long seq = stream.pollReleasable(); seq >= 0; seq = stream.pollReleasable()) {
+            if (releases == null) {
+                releases = new ArrayList<>(2);
+            }
+            releases.add(new Message.Release(seq));
+        }
+        if (releases != null) {
+            link.send(releases);
+        }
+    }
+
+    @Override
+    public void abortWait() {
+        link.abortWait();
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            schedule.closeAll();
+            link.close();
+            arena.close();
+            assembly.close();
+        } finally {
+            lock.unlock();
+        }
+    }
+}
