@@ -8,6 +8,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.producer.ProducerServer;
+import io.tensorsocket.producer.ServingRules;
 import io.tensorsocket.protocol.Message;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,8 +93,8 @@ public final class TensorProducer implements AutoCloseable {
             layout = ArenaLayout.of(batch, slots);
             a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
             d.share(d.arenaPath(), false);
-            this.core = new ProducerCore(a, source.samplesPerEpoch(), firstEpoch, this.epochs, b.rubberBand,
-                    b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers, b.startGrace, name);
+            this.core = new ProducerCore(a, new ServingRules(source.samplesPerEpoch(), firstEpoch, this.epochs, b.rubberBand,
+                    b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers, b.startGrace, name));
             if (Futex.supported() && b.rings > 0) {
                 try {
                     r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);

@@ -3,10 +3,7 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
 import io.tensorsocket.protocol.MessageChannel;
-import io.tensorsocket.protocol.WireFormat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import io.tensorsocket.stream.StreamGeometry;
@@ -65,40 +62,27 @@ final class ConsumerSession {
      */
     static final int RATE_REPORTS = 6;
 
-    /** Its descriptor ring and that ring's number, or null and {@link Message.Welcome#NO_RING}: its stream goes over the socket. */
-    DescriptorRings.Writer ring;
-    int ringIndex = Message.Welcome.NO_RING;
-    private Futex ringFutex;
+    /** Where its stream events go: its socket, or its descriptor ring (see {@link RingPool#give}). */
+    Outlet events;
 
     ConsumerSession(int id, MessageChannel channel, Message.Hello hello) {
         this.id = id;
         this.channel = channel;
         this.hello = hello;
+        this.events = new Outlet.Socket(channel);
     }
 
-    /** Hands its stream events through ring {@code index}, woken with {@code futex}; or, with null, over its socket. */
-    void handOffThrough(DescriptorRings.Writer ring, int index, Futex futex) {
-        this.ring = ring;
-        this.ringIndex = index;
-        this.ringFutex = futex;
-    }
-
-    /**
-     * Sends a stream event (a batch, an epoch's end, the end), through the consumer's ring when it has one,
-     * reporting failure instead of throwing: a broken connection is dealt with by its reader.
-     */
+    /** Sends a stream event (a batch, an epoch's end, the end), reporting failure instead of throwing. */
     boolean sendEvent(Message m) {
-        if (ring != null) {
-            WireFormat.encode(m, ring.frame());
-            if (!ring.publish(ringFutex)) {
+        if (!events.send(m)) {
+            if (events instanceof Outlet.Ring r) {
                 log.warn("{} has not read any of the {} entries of its full descriptor ring; dropping it", describe(),
-                        ring.capacity());
-                return false;
+                        r.writer().capacity());
             }
-            lastSentNanos = System.nanoTime();
-            return true;
+            return false;
         }
-        return send(m);
+        lastSentNanos = System.nanoTime();
+        return true;
     }
 
     /** Sends over the socket, reporting failure instead of throwing: a broken connection is dealt with by its reader. */
@@ -144,7 +128,7 @@ final class ConsumerSession {
         return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
                 epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
                 p != null ? p.samples() : 0, rate(), p != null ? p.waitNanos() : 0,
-                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), ring != null);
+                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), events instanceof Outlet.Ring);
     }
 
     /**

@@ -1,12 +1,11 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.Batch;
+import io.tensorsocket.SlotWriter;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
-import io.tensorsocket.SlotWriter;
 import io.tensorsocket.Tensor;
-import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.DescriptorRings;
 import io.tensorsocket.arena.SharedArena;
@@ -23,10 +22,6 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -35,16 +30,15 @@ import java.util.function.Function;
  * The producer's bookkeeping: which slot holds which batch, who still reads it, where the stream is, and
  * who is attached. All of it lives here, behind one lock; the arena itself holds only data.
  *
- * <p>Slots are used as a ring: batch {@code seq} goes to slot {@code seq % N}. A slot is reused only
- * when every consumer that was sent its batch has released it and the batch has left the rubber-band
- * window (the {@code R} most recently published batches). With at most {@code L} claims outstanding,
- * {@code N >= R + L} guarantees the slot about to be reused is never inside the window. Positions in the
- * stream and the join rule are the stream model's ({@link ProducerStream}, {@link JoinRule}); this class
- * adds the slots, the consumers and the waiting.
+ * <p>Slots are used as a ring ({@link SlotTable}). A slot is reused only when every consumer that was sent
+ * its batch has released it and the batch has left the rubber-band window (the {@code R} most recently
+ * published batches). With at most {@code L} claims outstanding, {@code N >= R + L} guarantees the slot
+ * about to be reused is never inside the window. Positions in the stream and the join rule are the stream
+ * model's ({@link ProducerStream}, {@link JoinRule}), who may join is {@link Admission}'s; this class adds
+ * the consumers and the waiting.
  *
- * <p>A consumer that asked for a descriptor ring (and got one of {@link DescriptorRings}'s) is handed its
- * batches, epoch ends and end there: an entry in shared memory and, only if it sleeps, a futex wake.
- * Everything else, and the whole stream of a consumer without a ring, goes over its socket.
+ * <p>A consumer's stream events go to its {@link Outlet}: the descriptor ring it was given (an entry in
+ * shared memory and, only if it sleeps, a futex wake), or its socket.
  *
  * <p>Frames are written to consumers' sockets under the lock, so that every consumer sees its WELCOME,
  * retained batches, new batches and epoch ends in stream order. Those writes cannot block the lock: the
@@ -69,25 +63,16 @@ public final class ProducerCore implements BatchSink {
 
     private final SharedArena arena;
     private final ArenaLayout layout;
-    private final long samplesPerEpoch;
-    private final long epochs;
-    private final int rubberBand;
+    private final ServingRules rules;
+    private final String producerName;
     private final StreamGeometry geometry;
     private final ProducerStream stream;
     private final JoinRule joinRule;
-    private final int claimsAhead;
-    private final Duration stallTimeout;
-    /** How long to wait with no consumer attached before stopping; null waits until closed. */
-    private final Duration idleTimeout;
-    private final int minConsumers;
-    private final Duration startGrace;
-    private final String producerName;
-
-    /** The arena's slots: batch {@code seq} lives in {@code slots[seq % N]}. */
-    private final Slot[] slots;
-
-    private final Map<Integer, ConsumerSession> consumers = new LinkedHashMap<>();
-    private final ArrayDeque<Claim> claims = new ArrayDeque<>();
+    private final SlotTable slots;
+    private final Admission admission;
+    private final Attached consumers;
+    private final StartWaits waits;
+    private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile boolean awaitingRelease;
     private volatile Runnable releaseWanted = () -> { };
@@ -96,71 +81,33 @@ public final class ProducerCore implements BatchSink {
     private String closedReason;
     private long totalPublished;
     private long totalSamples;
-    private long evictions;
     /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
     private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
-    private RingPool rings = new RingPool(null);
 
-    public ProducerCore(SharedArena arena, long samplesPerEpoch, long epochs, int rubberBand, int claimsAhead,
-                 Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace, String producerName) {
-        this(arena, samplesPerEpoch, 0, epochs, rubberBand, claimsAhead, stallTimeout, idleTimeout, minConsumers, startGrace,
-                producerName);
-    }
-
-    /**
-     * @param firstEpoch the number of the first epoch the source emits (a relay's: its upstream's)
-     * @param epochs     the epoch the stream ends before, or 0 for no end
-     */
-    public ProducerCore(SharedArena arena, long samplesPerEpoch, long firstEpoch, long epochs, int rubberBand,
-                        int claimsAhead, Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace,
-                        String producerName) {
-        this.minConsumers = minConsumers;
-        this.startGrace = startGrace;
+    public ProducerCore(SharedArena arena, ServingRules rules) {
         this.arena = arena;
         this.layout = arena.layout();
-        this.samplesPerEpoch = samplesPerEpoch;
-        this.epochs = epochs;
-        this.rubberBand = rubberBand;
-        this.claimsAhead = claimsAhead;
-        this.stallTimeout = stallTimeout;
-        this.idleTimeout = idleTimeout;
-        this.producerName = producerName;
-        this.geometry = new StreamGeometry(samplesPerEpoch, layout.batch().batchSize());
-        this.stream = new ProducerStream(geometry, firstEpoch);
-        this.joinRule = new JoinRule(rubberBand);
-        slots = new Slot[layout.slotCount()];
-        for (int i = 0; i < slots.length; i++) {
-            slots[i] = new Slot();
-        }
+        this.rules = rules;
+        this.producerName = rules.producerName();
+        this.geometry = new StreamGeometry(rules.samplesPerEpoch(), layout.batch().batchSize());
+        this.stream = new ProducerStream(geometry, rules.firstEpoch());
+        this.joinRule = new JoinRule(rules.rubberBand());
+        this.admission = new Admission(producerName, rules.epochs(), joinRule);
+        this.slots = new SlotTable(layout.slotCount());
+        this.consumers = new Attached(slots, geometry, changed::signalAll);
+        this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
     }
 
     /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
     public void handOffThrough(DescriptorRings rings) {
-        lock.lock();
-        try {
-            this.rings = new RingPool(rings);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** One arena slot's state: the batch it holds (seq -1 before its first claim) and how many consumers hold it. */
-    private static final class Slot {
-        long seq = -1;
-        /** Where its batch lies; null while claimed and not yet published. */
-        BatchPosition batch;
-        int holders;
-    }
-
-    private Slot slotOf(long seq) {
-        return slots[(int) (seq % slots.length)];
+        locked(() -> consumers.ringsFrom(new RingPool(rings)));
     }
 
     /** The largest consumer batch size that can never deadlock: see {@link StreamGeometry#slotsNeeded(int)}. */
     int maxConsumerBatch() {
-        return geometry.maxConsumerBatch(slots.length, claimsAhead);
+        return geometry.maxConsumerBatch(slots.count(), rules.claimsAhead());
     }
 
     /** Slots a consumer batch of {@code b} samples may span at once. */
@@ -174,7 +121,7 @@ public final class ProducerCore implements BatchSink {
     public void put(Batch batch) {
         BatchLayout bl = layout.batch();
         bl.check(batch);
-        Claim c = (Claim) claim();
+        SlotClaim c = (SlotClaim) claim();
         for (int t = 0; t < bl.tensors().size(); t++) {
             Tensor src = batch.tensor(bl.tensors().get(t).name());
             MemorySegment.copy(src.data(), 0, c.tensor(t), 0, src.byteSize());
@@ -187,17 +134,16 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             checkOpen();
-            if (claims.size() >= claimsAhead) {
+            if (claims.size() >= rules.claimsAhead()) {
                 throw new IllegalStateException("the source holds " + claims.size()
                         + " unpublished claims; publish one first or raise the producer's claimsAhead");
             }
             long seq = nextSeq;
-            int slot = (int) (seq % layout.slotCount());
+            int slot = slots.slotOf(seq);
             awaitFreeSlot(slot);
             nextSeq++;
-            slots[slot].seq = seq;
-            slots[slot].batch = null;
-            Claim c = new Claim(seq, slot);
+            slots.claim(seq);
+            SlotClaim c = new SlotClaim(seq, slot, layout, arena.slot(slot), this::publish);
             claims.addLast(c);
             return c;
         } finally {
@@ -207,7 +153,7 @@ public final class ProducerCore implements BatchSink {
 
     @Override
     public int claimsAhead() {
-        return claimsAhead;
+        return rules.claimsAhead();
     }
 
     /** Waits until {@code slot} is free and a consumer is attached, evicting whoever stalls it too long. */
@@ -215,26 +161,26 @@ public final class ProducerCore implements BatchSink {
         long stalledSince = System.nanoTime();
         while (true) {
             checkOpen();
-            int needed = totalPublished == 0 && claims.isEmpty() ? minConsumers : 1;
-            if (consumers.size() < needed) {
-                awaitConsumers(needed);
+            int needed = totalPublished == 0 && claims.isEmpty() ? rules.minConsumers() : 1;
+            if (consumers.count() < needed) {
+                waits.awaitConsumers(needed, totalPublished > 0);
                 stalledSince = System.nanoTime();
                 continue;
             }
-            if (slots[slot].holders == 0) {
+            if (slots.isFree(slot)) {
                 awaitingRelease = false;
                 return;
             }
             long waited = System.nanoTime() - stalledSince;
-            long left = stallTimeout.toNanos() - waited;
+            long left = rules.stallTimeout().toNanos() - waited;
             if (left <= 0) {
-                evictHoldersOf(slot);
+                consumers.evictHoldersOf(slots.seqIn(slot), producerName, rules.stallTimeout());
                 stalledSince = System.nanoTime();
                 continue;
             }
             awaitingRelease = true;
             releaseWanted.run();
-            awaitNanos(left);
+            waits.awaitNanos(left);
         }
     }
 
@@ -251,76 +197,7 @@ public final class ProducerCore implements BatchSink {
         this.releaseWanted = r;
     }
 
-    private void awaitConsumers(int needed) {
-        long deadline = idleTimeout == null ? Long.MAX_VALUE : System.nanoTime() + idleTimeout.toNanos();
-        String bound = idleTimeout == null ? "until stopped" : "up to " + idleTimeout.toSeconds() + " s";
-        if (totalPublished == 0) {
-            log.info("producer '{}' waits for {} consumer(s) before it starts ({})", producerName, needed, bound);
-        } else {
-            log.info("no consumer attached; producer '{}' pauses ({})", producerName, bound);
-        }
-        while (consumers.size() < needed) {
-            checkOpen();
-            long left = idleTimeout == null ? Long.MAX_VALUE : deadline - System.nanoTime();
-            if (left <= 0) {
-                throw new TensorSocketTimeoutException(idleMessage(needed));
-            }
-            awaitNanos(Math.min(left, 60_000_000_000L));
-        }
-    }
-
-    private String idleMessage(int needed) {
-        long ms = idleTimeout.toMillis();
-        String within = " within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
-                + " (the idle timeout, --idle-timeout-s); raise it to wait longer";
-        if (needed <= 1) {
-            return "producer '" + producerName + "' stopped: no consumer attached" + within;
-        }
-        return "producer '" + producerName + "' stopped: only " + consumers.size() + " of the " + needed
-                + " consumers it waits for (--min-consumers) attached" + within;
-    }
-
-    /**
-     * Before the very first batch: waits until the start grace has passed since the first consumer attached,
-     * so consumers launched together (a sweep) all start at the first epoch's start.
-     */
-    private void awaitStartGrace() {
-        if (startGrace.isZero() || firstAttachNanos == 0) {
-            return;
-        }
-        long deadline = firstAttachNanos + startGrace.toNanos();
-        for (long left = deadline - System.nanoTime(); left > 0; left = deadline - System.nanoTime()) {
-            checkOpen();
-            awaitNanos(left);
-        }
-    }
-
-    private void awaitNanos(long nanos) {
-        try {
-            changed.awaitNanos(nanos);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new Stopped("interrupted");
-        }
-    }
-
-    private void evictHoldersOf(int slot) {
-        Slot s = slots[slot];
-        for (ConsumerSession c : List.copyOf(consumers.values())) {
-            if (c.held.contains(s.seq)) {
-                String msg = c.describe() + " held batch " + s.seq + " (epoch " + s.batch.epoch() + ", batch "
-                        + s.batch.index() + ") for more than " + stallTimeout.toMillis() + " ms while producer '"
-                        + producerName + "' waited for its slot; it was disconnected. Release batches sooner (close"
-                        + " them or ask for the next), or raise the producer's stall timeout";
-                log.warn("evicting {}", msg);
-                evictions++;
-                c.send(new Message.Error(Message.ErrorCode.EVICTED, msg));
-                detach(c, "evicted");
-            }
-        }
-    }
-
-    private void publish(Claim c, int samples) {
+    private void publish(SlotClaim c, int samples) {
         lock.lock();
         try {
             if (c.samples != 0) {
@@ -331,7 +208,7 @@ public final class ProducerCore implements BatchSink {
             }
             c.samples = samples;
             if (totalPublished == 0 && claims.peekFirst() == c) {
-                awaitStartGrace();
+                waits.awaitStartGrace(firstAttachNanos);
             }
             while (!claims.isEmpty() && claims.peekFirst().samples != 0) {
                 publishInOrder(claims.pollFirst());
@@ -341,16 +218,11 @@ public final class ProducerCore implements BatchSink {
         }
     }
 
-    private void publishInOrder(Claim c) {
+    private void publishInOrder(SlotClaim c) {
         checkOpen();
         BatchPosition p = stream.publish(c.seq, c.samples);
-        slots[c.slot].batch = p;
-        Message.BatchReady ready = ready(p);
-        for (ConsumerSession s : List.copyOf(consumers.values())) {
-            if (s.start.sends(p, geometry)) {
-                hand(s, ready);
-            }
-        }
+        slots.published(p);
+        consumers.published(p, ready(p));
         totalPublished++;
         totalSamples += c.samples;
         loaderRate.record(System.nanoTime(), totalSamples);
@@ -358,17 +230,8 @@ public final class ProducerCore implements BatchSink {
     }
 
     private Message.BatchReady ready(BatchPosition p) {
-        return new Message.BatchReady(p.seq(), (int) (p.seq() % slots.length), p.epoch(), p.index(), p.sampleStart(),
+        return new Message.BatchReady(p.seq(), slots.slotOf(p.seq()), p.epoch(), p.index(), p.sampleStart(),
                 p.samples());
-    }
-
-    private void hand(ConsumerSession s, Message.BatchReady ready) {
-        s.held.addLast(ready.seq());
-        slots[ready.slot()].holders++;
-        s.batchesSent++;
-        if (!s.sendEvent(ready)) {
-            detach(s, "connection lost");
-        }
     }
 
     /** Called by the producer loop when the source returned from an epoch. */
@@ -382,9 +245,7 @@ public final class ProducerCore implements BatchSink {
             }
             Message.EpochEnd end = new Message.EpochEnd(epoch, stream.nextIndex(), stream.nextSample());
             stream.endEpoch(epoch);
-            for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.sendEvent(end);
-            }
+            consumers.broadcast(end);
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -396,9 +257,7 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             streamEnded = true;
-            for (ConsumerSession s : List.copyOf(consumers.values())) {
-                s.sendEvent(new Message.EndOfStream(epochsRun));
-            }
+            consumers.broadcast(new Message.EndOfStream(epochsRun));
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -410,7 +269,7 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             long deadline = System.nanoTime() + timeout.toNanos();
-            while (!consumers.isEmpty() && closedReason == null) {
+            while (consumers.count() > 0 && closedReason == null) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return;
@@ -432,12 +291,7 @@ public final class ProducerCore implements BatchSink {
                 return;
             }
             closedReason = reason;
-            for (ConsumerSession s : List.copyOf(consumers.values())) {
-                if (error != null) {
-                    s.send(error);
-                }
-                detach(s, reason);
-            }
+            consumers.dismissAll(reason, error);
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -462,40 +316,33 @@ public final class ProducerCore implements BatchSink {
                          Function<StartPoint, Message.Welcome> welcome) {
         lock.lock();
         try {
-            if (epochs > 0 && stream.nextEpoch() >= epochs) {
+            if (rules.epochs() > 0 && stream.nextEpoch() >= rules.epochs()) {
                 streamEnded = true;
             }
-            if (closedReason != null || streamEnded) {
-                String why = streamEnded ? "producer '" + producerName + "' has finished its " + epochs + " epochs"
-                        : "producer '" + producerName + "' is shutting down (" + closedReason + ")";
-                sendAndClose(channel, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, why));
+            Admission.Verdict verdict = admission.decide(stream, hello.startPolicy(), closedReason, streamEnded);
+            if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
+                channel.sendQuietly(refusal);
+                channel.close();
                 return null;
             }
-            StartPoint start = joinRule.decide(stream, hello.startPolicy());
-            if (epochs > 0 && start.epoch() >= epochs) {
-                sendAndClose(channel, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
-                        + "' is in its last epoch (" + (epochs - 1) + " of 0.." + (epochs - 1) + "), so no epoch starts"
-                        + " again for a consumer that waits for the next epoch start; connect without waiting for it"
-                        + " (it then starts rolling), or restart the producer with more epochs"));
-                return null;
-            }
+            StartPoint start = ((Admission.Verdict.Admitted) verdict).start();
             ConsumerSession s = new ConsumerSession(id, channel, hello);
             s.user = user;
             s.position = geometry.position(start.epoch(), start.sample());
             s.start = start;
             s.startMode = start.mode();
-            rings.give(s);
-            if (!s.send(welcome.apply(start).forConsumer(id, s.ringIndex))) {
-                rings.takeBack(s);
+            consumers.prepare(s);
+            if (!s.send(welcome.apply(start).forConsumer(id, s.events.ringIndex()))) {
+                consumers.unprepare(s);
                 channel.close();
                 return null;
             }
-            consumers.put(id, s);
+            consumers.add(s);
             if (firstAttachNanos == 0) {
                 firstAttachNanos = System.nanoTime();
             }
             for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
-                hand(s, ready(slotOf(q).batch));
+                consumers.hand(s, ready(slots.batch(q)));
             }
             log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
                     start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
@@ -517,19 +364,11 @@ public final class ProducerCore implements BatchSink {
             if (!s.attached) {
                 return -1; // releases racing with eviction: nothing left to do
             }
-            boolean freed = false;
-            for (int i = 0; i < n; i++) {
-                if (!s.held.remove(seqs[i])) {
-                    return seqs[i];
-                }
-                Slot slot = slotOf(seqs[i]);
-                freed |= --slot.holders == 0;
-                s.position = Math.max(s.position, slot.batch.end(geometry));
-            }
-            if (freed) {
+            long result = consumers.release(s, seqs, n);
+            if (result == -1) {
                 changed.signalAll(); // only a free slot is worth waking the producer for, not each of K releases
             }
-            return -1;
+            return Math.max(-1, result);
         } finally {
             lock.unlock();
         }
@@ -542,29 +381,12 @@ public final class ProducerCore implements BatchSink {
      * deadlocked (holding this lock) sends none, which is what its consumers notice.
      */
     void heartbeat(long idleNanos) {
-        lock.lock();
-        try {
-            long now = System.nanoTime();
-            for (ConsumerSession s : List.copyOf(consumers.values())) {
-                if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable()) {
-                    if (!s.send(new Message.Heartbeat())) {
-                        detach(s, "connection lost");
-                    }
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
+        locked(() -> consumers.heartbeat(System.nanoTime(), idleNanos));
     }
 
     /** Records a consumer's report about itself (for {@link #status}). */
     void progress(ConsumerSession s, Message.Progress p) {
-        lock.lock();
-        try {
-            s.progress(p);
-        } finally {
-            lock.unlock();
-        }
+        locked(() -> s.progress(p));
     }
 
     /** A consistent snapshot of the producer and its consumers, taken under the lock. */
@@ -577,32 +399,17 @@ public final class ProducerCore implements BatchSink {
                 state = ProducerStatus.State.CLOSING;
             } else if (streamEnded) {
                 state = ProducerStatus.State.DRAINING;
-            } else if (consumers.size() < (totalPublished == 0 ? minConsumers : 1)) {
+            } else if (consumers.count() < (totalPublished == 0 ? rules.minConsumers() : 1)) {
                 state = ProducerStatus.State.WAITING_FOR_CONSUMERS;
             } else {
                 state = ProducerStatus.State.SERVING;
             }
-            int n = slots.length;
-            int inUse = 0;
-            long publishedSeq = stream.publishedSeq();
-            for (Slot slot : slots) {
-                if (slot.seq >= 0 && (slot.holders > 0 || slot.seq > publishedSeq || joinRule.inWindow(slot.seq, publishedSeq))) {
-                    inUse++;
-                }
-            }
-            int window = (int) Math.min(rubberBand, totalPublished);
-            long producerPosition = stream.nextPosition();
-            List<ProducerStatus.Consumer> list = new ArrayList<>();
-            for (ConsumerSession c : consumers.values()) {
-                if (list.size() == ProducerStatus.MAX_LISTED) {
-                    break;
-                }
-                list.add(c.status(now, producerPosition, geometry));
-            }
             return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
-                    samplesPerEpoch, epochs, stream.nextEpoch(), stream.nextSample(), totalPublished, totalSamples,
-                    loaderRate.perSecond(now), n, layout.slotBytes(), inUse, rubberBand, window, now - startedNanos,
-                    consumers.size(), evictions, list);
+                    rules.samplesPerEpoch(), rules.epochs(), stream.nextEpoch(), stream.nextSample(), totalPublished,
+                    totalSamples, loaderRate.perSecond(now), slots.count(), layout.slotBytes(),
+                    slots.inUse(stream.publishedSeq(), joinRule), rules.rubberBand(),
+                    (int) Math.min(rules.rubberBand(), totalPublished), now - startedNanos, consumers.count(),
+                    consumers.evictions(), consumers.status(now, stream.nextPosition()));
         } finally {
             lock.unlock();
         }
@@ -610,94 +417,32 @@ public final class ProducerCore implements BatchSink {
 
     /** Removes a consumer and releases everything it held. Idempotent. */
     void leave(ConsumerSession s, String why) {
-        lock.lock();
-        try {
-            detach(s, why);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void detach(ConsumerSession s, String why) {
-        if (!s.attached) {
-            return;
-        }
-        s.attached = false;
-        consumers.remove(s.id);
-        int n = s.held.size();
-        for (long seq : s.held) {
-            slotOf(seq).holders--;
-        }
-        s.held.clear();
-        s.channel.close();
-        rings.takeBack(s);
-        log.info("{} left ({}); released {} batches; {} consumers remain", s.describe(), why, n, consumers.size());
-        changed.signalAll();
-    }
-
-    private static void sendAndClose(MessageChannel ch, Message m) {
-        ch.sendQuietly(m);
-        ch.close();
+        locked(() -> consumers.detach(s, why));
     }
 
     public int consumerCount() {
-        lock.lock();
-        try {
-            return consumers.size();
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> consumers.count());
     }
 
     public long batchesPublished() {
+        return locked(() -> totalPublished);
+    }
+
+    private <T> T locked(java.util.function.Supplier<T> f) {
         lock.lock();
         try {
-            return totalPublished;
+            return f.get();
         } finally {
             lock.unlock();
         }
     }
 
-    /** A claimed slot; filled by the source, published in claim order. */
-    private final class Claim implements SlotWriter {
-        final long seq;
-        final int slot;
-        volatile int samples;
-        private final MemorySegment slotMemory;
-
-        Claim(long seq, int slot) {
-            this.seq = seq;
-            this.slot = slot;
-            this.slotMemory = arena.slot(slot);
-        }
-
-        @Override
-        public int capacity() {
-            return layout.batch().batchSize();
-        }
-
-        @Override
-        public MemorySegment tensor(int index) {
-            return slotMemory.asSlice(layout.regionOffset(index), layout.regionBytes(index));
-        }
-
-        @Override
-        public MemorySegment tensor(String name) {
-            int i = layout.batch().indexOf(name);
-            if (i < 0) {
-                throw new IllegalArgumentException("no tensor '" + name + "' in the source's layout " + layout.batch().tensors());
-            }
-            return tensor(i);
-        }
-
-        @Override
-        public long arenaOffset() {
-            return layout.slotOffset(slot);
-        }
-
-        @Override
-        public void publish(int samples) {
-            ProducerCore.this.publish(this, samples);
+    private void locked(Runnable r) {
+        lock.lock();
+        try {
+            r.run();
+        } finally {
+            lock.unlock();
         }
     }
 }

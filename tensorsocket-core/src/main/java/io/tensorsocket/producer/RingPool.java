@@ -2,7 +2,6 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.arena.DescriptorRings;
 import io.tensorsocket.arena.Futex;
-import io.tensorsocket.protocol.Message;
 
 import java.util.ArrayDeque;
 
@@ -32,7 +31,7 @@ final class RingPool {
             int index = free.pollFirst();
             DescriptorRings.Writer w = rings.writer(index);
             w.claim(s.id);
-            s.handOffThrough(w, index, futex);
+            s.events = new Outlet.Ring(w, index, futex);
         }
     }
 
@@ -41,11 +40,10 @@ final class RingPool {
      * batches after the producer let it go) until the ring is given to someone else.
      */
     void takeBack(ConsumerSession s) {
-        DescriptorRings.Writer w = s.ring;
-        if (w != null) {
-            w.knock(futex); // a consumer asleep on it looks at its socket, which now says why
-            free.addLast(s.ringIndex);
-            s.handOffThrough(null, Message.Welcome.NO_RING, null);
+        if (s.events instanceof Outlet.Ring r) {
+            r.writer().knock(futex); // a consumer asleep on it looks at its socket, which now says why
+            free.addLast(r.ringIndex());
+            s.events = new Outlet.Socket(s.channel);
         }
     }
 }

@@ -1,0 +1,176 @@
+package io.tensorsocket.producer;
+
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.StreamGeometry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The consumers attached to a producer and which batches each holds: handing a batch to a consumer counts it
+ * as a holder of its slot, and a consumer that leaves, is evicted or cannot be reached releases everything
+ * it held. Used under the producer's lock; {@code changed} is run (the lock's condition signalled) whenever
+ * a consumer left, since slots may have come free.
+ */
+final class Attached {
+    private static final Logger log = LoggerFactory.getLogger(Attached.class);
+
+    private final Map<Integer, ConsumerSession> sessions = new LinkedHashMap<>();
+    private final SlotTable slots;
+    private final StreamGeometry geometry;
+    private final Runnable changed;
+    private RingPool rings = new RingPool(null);
+    private long evictions;
+
+    Attached(SlotTable slots, StreamGeometry geometry, Runnable changed) {
+        this.slots = slots;
+        this.geometry = geometry;
+        this.changed = changed;
+    }
+
+    /** Gives consumers that ask for one a ring of {@code pool}. */
+    void ringsFrom(RingPool pool) {
+        this.rings = pool;
+    }
+
+    int count() {
+        return sessions.size();
+    }
+
+    /** Gives {@code s} its outlet (a ring, if it asked and one is free), before its WELCOME says which. */
+    void prepare(ConsumerSession s) {
+        rings.give(s);
+    }
+
+    /** {@code s} could not be welcomed: its ring goes back. */
+    void unprepare(ConsumerSession s) {
+        rings.takeBack(s);
+    }
+
+    void add(ConsumerSession s) {
+        sessions.put(s.id, s);
+    }
+
+    /** Sends {@code ready} to {@code s}, which holds the batch from now on. */
+    void hand(ConsumerSession s, Message.BatchReady ready) {
+        s.held.addLast(ready.seq());
+        slots.hold(ready.seq());
+        s.batchesSent++;
+        if (!s.sendEvent(ready)) {
+            detach(s, "connection lost");
+        }
+    }
+
+    /** Hands the batch just published at {@code p} to every consumer whose stream includes it. */
+    void published(BatchPosition p, Message.BatchReady ready) {
+        for (ConsumerSession s : List.copyOf(sessions.values())) {
+            if (s.start.sends(p, geometry)) {
+                hand(s, ready);
+            }
+        }
+    }
+
+    /** Sends a stream event that holds no batch (an epoch's end, the end) to every consumer. */
+    void broadcast(Message event) {
+        for (ConsumerSession s : List.copyOf(sessions.values())) {
+            s.sendEvent(event);
+        }
+    }
+
+    /** Tells every consumer {@code error} (if given) and lets it go. */
+    void dismissAll(String reason, Message.Error error) {
+        for (ConsumerSession s : List.copyOf(sessions.values())) {
+            if (error != null) {
+                s.send(error);
+            }
+            detach(s, reason);
+        }
+    }
+
+    /**
+     * Evicts every consumer that holds batch {@code seq}, which the producer waited more than {@code stall}
+     * to reuse the slot of.
+     */
+    void evictHoldersOf(long seq, String producer, Duration stall) {
+        BatchPosition batch = slots.batch(seq);
+        for (ConsumerSession c : List.copyOf(sessions.values())) {
+            if (c.held.contains(seq)) {
+                String msg = c.describe() + " held batch " + seq + " (epoch " + batch.epoch() + ", batch "
+                        + batch.index() + ") for more than " + stall.toMillis() + " ms while producer '"
+                        + producer + "' waited for its slot; it was disconnected. Release batches sooner (close"
+                        + " them or ask for the next), or raise the producer's stall timeout";
+                log.warn("evicting {}", msg);
+                evictions++;
+                c.send(new Message.Error(Message.ErrorCode.EVICTED, msg));
+                detach(c, "evicted");
+            }
+        }
+    }
+
+    long evictions() {
+        return evictions;
+    }
+
+    /**
+     * Records that {@code s} released the first {@code n} of {@code seqs}.
+     *
+     * @return the first of them {@code s} did not hold (a protocol violation), -1 if a slot came free, else -2
+     */
+    long release(ConsumerSession s, long[] seqs, int n) {
+        boolean freed = false;
+        for (int i = 0; i < n; i++) {
+            if (!s.held.remove(seqs[i])) {
+                return seqs[i];
+            }
+            freed |= slots.release(seqs[i]);
+            s.position = Math.max(s.position, slots.batch(seqs[i]).end(geometry));
+        }
+        return freed ? -1 : -2;
+    }
+
+    /** Sends a HEARTBEAT to every consumer sent nothing for {@code idleNanos} that has few enough unanswered. */
+    void heartbeat(long now, long idleNanos) {
+        for (ConsumerSession s : List.copyOf(sessions.values())) {
+            if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable() && !s.send(new Message.Heartbeat())) {
+                detach(s, "connection lost");
+            }
+        }
+    }
+
+    /** The status lines of the first {@link ProducerStatus#MAX_LISTED} consumers. */
+    List<ProducerStatus.Consumer> status(long now, long producerPosition) {
+        List<ProducerStatus.Consumer> list = new ArrayList<>();
+        for (ConsumerSession c : sessions.values()) {
+            if (list.size() == ProducerStatus.MAX_LISTED) {
+                break;
+            }
+            list.add(c.status(now, producerPosition, geometry));
+        }
+        return list;
+    }
+
+    /** Removes a consumer and releases everything it held. Idempotent. */
+    void detach(ConsumerSession s, String why) {
+        if (!s.attached) {
+            return;
+        }
+        s.attached = false;
+        sessions.remove(s.id);
+        int n = s.held.size();
+        for (long seq : s.held) {
+            slots.release(seq);
+        }
+        s.held.clear();
+        s.channel.close();
+        rings.takeBack(s);
+        log.info("{} left ({}); released {} batches; {} consumers remain", s.describe(), why, n, sessions.size());
+        changed.run();
+    }
+}

@@ -1,0 +1,64 @@
+package io.tensorsocket.producer;
+
+import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.stream.JoinRule;
+import io.tensorsocket.stream.ProducerStream;
+import io.tensorsocket.stream.StreamGeometry;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Who may join a producer of 3 epochs of 40 samples (batches of 10, rubber band 2), and what a refusal says. */
+class AdmissionTest {
+    private final Admission admission = new Admission("p", 3, new JoinRule(2));
+    private final ProducerStream stream = new ProducerStream(new StreamGeometry(40, 10));
+
+    private static String refusal(Admission.Verdict v) {
+        Message.Error e = assertInstanceOf(Admission.Verdict.Refused.class, v).error();
+        assertEquals(Message.ErrorCode.PRODUCER_CLOSED, e.code());
+        return e.message();
+    }
+
+    private void publish(long epochs) {
+        long seq = 0;
+        for (long e = 0; e < epochs; e++) {
+            for (int b = 0; b < 4; b++) {
+                stream.publish(seq++, 10);
+            }
+            stream.endEpoch(e);
+        }
+    }
+
+    @Test
+    void aConsumerJoinsWhereTheJoinRuleSays() {
+        Admission.Verdict v = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
+        assertEquals(StartMode.EPOCH_START, assertInstanceOf(Admission.Verdict.Admitted.class, v).start().mode());
+        stream.publish(0, 10);
+        stream.publish(1, 10);
+        stream.publish(2, 10);
+        Admission.Verdict late = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
+        assertEquals(StartMode.ROLLING, assertInstanceOf(Admission.Verdict.Admitted.class, late).start().mode());
+        Admission.Verdict next = admission.decide(stream, StartPolicy.NEXT_EPOCH_START, null, false);
+        assertEquals(1, assertInstanceOf(Admission.Verdict.Admitted.class, next).start().epoch());
+    }
+
+    @Test
+    void aShuttingDownOrFinishedProducerRefusesSayingWhy() {
+        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, "loader failed", false))
+                .contains("is shutting down (loader failed)"));
+        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, null, true)).contains("has finished its 3 epochs"));
+    }
+
+    @Test
+    void waitingForAnEpochStartInTheLastEpochIsRefusedWithWhatToDo() {
+        publish(2);
+        stream.publish(8, 10);
+        stream.publish(9, 10);
+        stream.publish(10, 10); // out of the rubber band of epoch 2, the last
+        String why = refusal(admission.decide(stream, StartPolicy.NEXT_EPOCH_START, null, false));
+        assertTrue(why.contains("is in its last epoch (2 of 0..2)") && why.contains("connect without waiting"), why);
+        assertInstanceOf(Admission.Verdict.Admitted.class, admission.decide(stream, StartPolicy.JOIN_NOW, null, false));
+    }
+}
