@@ -1,14 +1,9 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
 import io.tensorsocket.arena.ProducerDirectory;
-import io.tensorsocket.arena.SharedArena;
-import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.producer.ProducerCore;
-import io.tensorsocket.producer.ProducerServer;
-import io.tensorsocket.producer.ServingRules;
+import io.tensorsocket.producer.ProducerParts;
 import io.tensorsocket.protocol.Message;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,7 +11,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
@@ -46,12 +40,9 @@ public final class TensorProducer implements AutoCloseable {
     /** The epoch the stream ends before, or 0 for none. */
     private final long epochs;
     private final Duration drainTimeout;
-    private final ProducerDirectory directory;
-    private final SharedArena arena;
-    /** The consumers' descriptor rings, or null where the platform has no futexes. */
-    private final DescriptorRings rings;
+    /** Its directory, arena, rings and socket. */
+    private final ProducerParts parts;
     private final ProducerCore core;
-    private final ProducerServer server;
     private final CountDownLatch finished = new CountDownLatch(1);
     private volatile Thread thread;
     private final String description;
@@ -65,96 +56,13 @@ public final class TensorProducer implements AutoCloseable {
         Path dir = b.directory != null ? b.directory : ProducerDirectory.forName(b.name);
         this.name = b.name != null ? b.name : dir.getFileName().toString();
         this.drainTimeout = b.drainTimeout;
-        ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
-        long sessionId = new SecureRandom().nextLong();
-        long pid = ProcessHandle.current().pid();
-        this.pid = pid;
-        ProducerDirectory d = ProducerDirectory.claim(dir, b.accessGroup);
-        SharedArena a = null;
-        DescriptorRings r = null;
-        ProducerServer srv = null;
-        int slots;
-        ArenaLayout layout;
-        BatchLayout batch;
-        try {
-            try {
-                source.awaitLayout(d.path());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ProducerGoneException("producer '" + name + "' was stopped while it waited for its source's"
-                        + " layout (an external producer's feeder)");
-            }
-            batch = source.layout();
-            this.firstEpoch = source.firstEpoch();
-            long count = source.epochs(b.epochs);
-            this.epochs = count == 0 ? 0 : firstEpoch + count;
-            this.description = checkedDescription(source);
-            slots = b.slotCount(batch, d.path(), name);
-            layout = ArenaLayout.of(batch, slots);
-            a = SharedArena.create(d.arenaPath(), layout, sessionId, pid);
-            d.share(d.arenaPath(), false);
-            this.core = new ProducerCore(a, new ServingRules(source.samplesPerEpoch(), firstEpoch, this.epochs, b.rubberBand,
-                    b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers, b.startGrace, name));
-            if (Futex.supported() && b.rings > 0) {
-                try {
-                    r = DescriptorRings.create(d.ringsPath(), b.rings, slots, sessionId);
-                } catch (SharedMemoryFullException e) {
-                    // The arena fitted and matters more: serve over sockets rather than not at all.
-                    log.warn("no room for the consumers' descriptor rings ({} bytes, {} free); producer '{}' hands"
-                            + " every batch over its consumer's socket", e.bytesNeeded(), e.bytesFree(), name);
-                }
-            }
-            if (r != null) {
-                d.share(d.ringsPath(), true);
-                core.handOffThrough(r);
-            }
-            String arenaPath = d.arenaPath().toString();
-            srv = new ProducerServer(d.socketPath(), core, b.helloTimeout, start -> new Message.Welcome(
-                    sessionId, 0, pid, arenaPath, slots, layout.slotBytes(), batch.batchSize(), batch.tensors(),
-                    source.samplesPerEpoch(), epochs, start.mode(), start.epoch(), start.sample(), this.description));
-            d.share(d.socketPath(), true);
-            this.server = srv;
-        } catch (IOException | RuntimeException | Error e) {
-            // Whatever failed, nothing of this producer stays behind: socket, arena, lock and directory go.
-            try {
-                source.close();
-            } catch (Exception ce) {
-                e.addSuppressed(ce);
-            }
-            if (srv != null) {
-                srv.close();
-            }
-            if (a != null) {
-                a.close();
-            }
-            if (r != null) {
-                r.close();
-            }
-            d.close();
-            throw e;
-        }
-        this.directory = d;
-        this.arena = a;
-        this.rings = r;
-        log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
-                description, dir, slots, layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
-    }
-
-    /**
-     * The source's description, which every WELCOME carries. One longer than the protocol's string limit is
-     * refused here rather than cut: sources such as the synthetic one put parameters in it that consumers
-     * parse, and a cut description would be wrong data, not just shorter text.
-     */
-    private static String checkedDescription(BatchSource source) {
-        String description = Objects.requireNonNull(source.description(), "source description");
-        int bytes = description.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
-        if (bytes > BatchSource.MAX_DESCRIPTION_BYTES) {
-            throw new IllegalArgumentException("the description of source " + source.getClass().getName() + " is " + bytes
-                    + " UTF-8 bytes, more than the " + BatchSource.MAX_DESCRIPTION_BYTES + " the protocol carries; make its"
-                    + " description() shorter (it starts: \"" + description.substring(0, Math.min(60, description.length()))
-                    + "...\")");
-        }
-        return description;
+        this.pid = ProcessHandle.current().pid();
+        ProducerAssembly.Assembled made = ProducerAssembly.assemble(b, name, dir, pid);
+        this.parts = made.parts();
+        this.core = made.core();
+        this.description = made.description();
+        this.firstEpoch = made.firstEpoch();
+        this.epochs = made.epochs();
     }
 
     /** A builder; {@link Builder#source(BatchSource)} and a name or directory are required. */
@@ -215,79 +123,13 @@ public final class TensorProducer implements AutoCloseable {
     }
 
     private void loop() {
-        long epoch = firstEpoch;
         try {
-            for (; epochs == 0 || epoch < epochs; epoch++) {
-                long publishedBefore = core.batchesPublished();
-                try {
-                    source.emitEpoch(epoch, core);
-                } catch (SourceStoppedException e) {
-                    if (e.now() || core.batchesPublished() != publishedBefore) {
-                        throw new SourceStopped(e.getMessage());
-                    }
-                    log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch - firstEpoch);
-                    break;
-                } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
-                    throw e;
-                } catch (Throwable t) {
-                    throw new LoaderFailure(epoch, t);
-                }
-                core.endEpoch(epoch);
-            }
-            core.endStream(epoch);
-            log.info("producer '{}' finished {} epochs; waiting up to {} s for consumers to finish", name, epoch - firstEpoch,
-                    drainTimeout.toSeconds());
-            core.awaitConsumersGone(drainTimeout);
-        } catch (ProducerCore.Stopped e) {
-            if (!closing) {
-                failure = new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage());
-            }
-        } catch (SourceStopped e) {
-            String msg = "producer '" + name + "' stopped: " + e.getMessage();
-            log.info(msg);
-            failure = new ProducerGoneException(msg);
-            core.shutdown("stopped", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, msg));
-        } catch (LoaderFailure e) {
-            loaderErrors++;
-            // A failure this project reports (a feeder's) says all in its message; a loader's own exception
-            // keeps its stack trace in the log.
-            boolean reported = e.getCause() instanceof TensorSocketException;
-            String msg = "the loader of producer '" + name + "' failed in epoch " + e.epoch + ": "
-                    + (reported ? e.getCause().getMessage() : e.getCause());
-            if (reported) {
-                log.error(msg);
-            } else {
-                log.error(msg, e.getCause());
-            }
-            failure = new ProducerFailedException(msg, e.getCause());
-            core.shutdown("loader failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
-        } catch (TensorSocketTimeoutException e) {
-            log.warn(e.getMessage());
-            failure = e;
-        } catch (RuntimeException | Error e) {
-            String msg = "producer '" + name + "' failed: " + e;
-            log.error(msg, e);
-            failure = new ProducerFailedException(msg, e);
-            core.shutdown("failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
+            EpochLoop.Outcome outcome = new EpochLoop(name, source, core, firstEpoch, epochs, drainTimeout, () -> closing).run();
+            failure = outcome.failure();
+            loaderErrors = outcome.loaderErrors();
         } finally {
             core.shutdown("finished", null);
             finished.countDown();
-        }
-    }
-
-    /** The source stopped the stream in the middle of an epoch (see {@link SourceStoppedException}). */
-    private static final class SourceStopped extends RuntimeException {
-        SourceStopped(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    private static final class LoaderFailure extends RuntimeException {
-        final long epoch;
-
-        LoaderFailure(long epoch, Throwable cause) {
-            super(cause);
-            this.epoch = epoch;
         }
     }
 
@@ -298,7 +140,7 @@ public final class TensorProducer implements AutoCloseable {
 
     /** The directory holding the producer's socket and arena. */
     public Path directory() {
-        return directory.path();
+        return parts.directory().path();
     }
 
     /** Consumers attached now. */
@@ -343,7 +185,7 @@ public final class TensorProducer implements AutoCloseable {
         }
         core.shutdown("closed", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED,
                 "producer '" + name + "' was closed"));
-        server.close();
+        parts.closeServer();
         Thread t = thread;
         if (t != null && t != Thread.currentThread()) {
             try {
@@ -359,32 +201,28 @@ public final class TensorProducer implements AutoCloseable {
         } catch (Exception e) {
             log.warn("closing the source failed: {}", e.toString());
         }
-        arena.close();
-        if (rings != null) {
-            rings.close();
-        }
-        directory.close();
+        parts.close();
     }
 
     /** Options of a producer. */
     public static final class Builder {
-        private String name;
-        private Path directory;
-        private BatchSource source;
-        private long arenaBytes;
-        private int slots;
-        private int rubberBand = 2;
-        private int claimsAhead = 2;
-        private int rings = DescriptorRings.DEFAULT_RINGS;
-        private long epochs = 1;
-        private Duration stallTimeout = Duration.ofSeconds(30);
+        String name;
+        Path directory;
+        BatchSource source;
+        long arenaBytes;
+        int slots;
+        int rubberBand = 2;
+        int claimsAhead = 2;
+        int rings = DescriptorRings.DEFAULT_RINGS;
+        long epochs = 1;
+        Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
-        private Duration idleTimeout;
-        private Duration startGrace = Duration.ofSeconds(2);
-        private Duration helloTimeout = Duration.ofSeconds(5);
-        private Duration drainTimeout = Duration.ofSeconds(30);
-        private int minConsumers = 1;
-        private String accessGroup;
+        Duration idleTimeout;
+        Duration startGrace = Duration.ofSeconds(2);
+        Duration helloTimeout = Duration.ofSeconds(5);
+        Duration drainTimeout = Duration.ofSeconds(30);
+        int minConsumers = 1;
+        String accessGroup;
 
         private Builder() {
         }
@@ -556,57 +394,6 @@ public final class TensorProducer implements AutoCloseable {
                 throw new IllegalArgumentException(what + " must be positive, got " + d);
             }
             return d;
-        }
-
-        int slotCount(BatchLayout batch, Path dir, String producer) throws IOException {
-            int min = Math.max(2, rubberBand + claimsAhead + 1);
-            long slotBytes = ArenaLayout.slotBytesFor(batch);
-            int n;
-            if (slots > 0) {
-                n = slots;
-            } else if (arenaBytes > 0) {
-                n = (int) Math.min(Integer.MAX_VALUE, ArenaLayout.slotsThatFit(batch, arenaBytes));
-            } else {
-                n = defaultSlotCount(batch, slotBytes, min, dir, producer);
-            }
-            if (n < min) {
-                long neededMiB = (ArenaLayout.HEADER_BYTES + slotBytes * min + (1 << 20) - 1) >> 20;
-                throw new IllegalArgumentException("the arena holds " + n + " slots of " + (slotBytes >> 10)
-                        + " KiB (a batch of " + batch.batchSize() + " samples); this producer needs at least " + min
-                        + " (rubber band " + rubberBand + " + claims ahead " + claimsAhead + " + 1): give it at least "
-                        + neededMiB + " MiB or lower the rubber band");
-            }
-            return n;
-        }
-
-        /**
-         * Slots when the user chose neither a count nor a size: rubber band + claims ahead + 4, at least 8,
-         * and for small batches as many as fit in 64 MiB, up to 64; but no more than half of what the file
-         * system holding the arena has free, so a small {@code /dev/shm} (64 MB in a default Docker container)
-         * still works and leaves room for others. Never below {@code min}: where even that does not fit,
-         * reserving the arena reports the file system as full.
-         */
-        private static int defaultSlotCount(BatchLayout batch, long slotBytes, int min, Path dir, String producer)
-                throws IOException {
-            long cheap = Math.min(64, (64L << 20) / slotBytes);
-            int wanted = (int) Math.max(Math.max(8, min + 3), cheap);
-            long free = SpaceReservation.usableBytes(dir);
-            long share = free / 2;
-            int n = wanted;
-            String why = "that is the default for " + (slotBytes >> 10) + " KiB batches";
-            if (ArenaLayout.HEADER_BYTES + wanted * slotBytes > share) {
-                n = (int) Math.max(min, Math.min(wanted, ArenaLayout.slotsThatFit(batch, share)));
-                why = "the default " + wanted + " slots (" + mib(ArenaLayout.HEADER_BYTES + wanted * slotBytes)
-                        + " MiB) would take more than half of the free space";
-            }
-            log.info("arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
-                    + " or --slots to choose)", producer, n, slotBytes >> 10, mib(ArenaLayout.HEADER_BYTES + n * slotBytes),
-                    why, mib(free), dir);
-            return n;
-        }
-
-        private static String mib(long bytes) {
-            return String.format(java.util.Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
         }
 
         /**

@@ -1,0 +1,113 @@
+package io.tensorsocket;
+
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.arena.Futex;
+import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.arena.SpaceReservation;
+import io.tensorsocket.producer.ArenaSizing;
+import io.tensorsocket.producer.ProducerCore;
+import io.tensorsocket.producer.ProducerParts;
+import io.tensorsocket.producer.ServingRules;
+import io.tensorsocket.protocol.Message;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.Objects;
+
+/**
+ * Puts a producer together from its builder: claims the directory, waits for the source's layout, sizes and
+ * maps the arena, makes the core, the consumers' rings and the control socket. Whatever fails, nothing of the
+ * producer stays behind: the source is closed and every part made so far removed ({@link ProducerParts}).
+ */
+final class ProducerAssembly {
+    private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
+
+    /** A producer's parts, its core, the description every WELCOME carries, and its epochs. */
+    record Assembled(ProducerParts parts, ProducerCore core, String description, long firstEpoch, long epochs) {
+    }
+
+    private ProducerAssembly() {
+    }
+
+    static Assembled assemble(TensorProducer.Builder b, String name, Path dir, long pid) throws IOException {
+        BatchSource source = b.source;
+        ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
+        long sessionId = new SecureRandom().nextLong();
+        ProducerParts made = new ProducerParts(ProducerDirectory.claim(dir, b.accessGroup));
+        try {
+            Path at = made.directory().path();
+            awaitLayout(source, name, at);
+            BatchLayout batch = source.layout();
+            long firstEpoch = source.firstEpoch();
+            long count = source.epochs(b.epochs);
+            long epochs = count == 0 ? 0 : firstEpoch + count;
+            String description = checkedDescription(source);
+            long free = SpaceReservation.usableBytes(at);
+            ArenaSizing.Choice sizing = ArenaSizing.choose(batch, b.slots, b.arenaBytes, b.rubberBand, b.claimsAhead, free);
+            ArenaLayout layout = ArenaLayout.of(batch, sizing.slots());
+            if (sizing.reason() != null) {
+                log.info("arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
+                        + " or --slots to choose)", name, sizing.slots(), layout.slotBytes() >> 10,
+                        ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
+            }
+            SharedArena arena = made.createArena(layout, sessionId, pid);
+            ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
+                    b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
+                    b.startGrace, name));
+            DescriptorRings rings = Futex.supported() && b.rings > 0
+                    ? made.createRings(b.rings, layout.slotCount(), sessionId, name) : null;
+            if (rings != null) {
+                core.handOffThrough(rings);
+            }
+            String arenaPath = made.directory().arenaPath().toString();
+            made.serve(core, b.helloTimeout, start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
+                    layout.slotBytes(), batch.batchSize(), batch.tensors(), source.samplesPerEpoch(), epochs, start.mode(),
+                    start.epoch(), start.sample(), description));
+            log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
+                    description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
+            return new Assembled(made, core, description, firstEpoch, epochs);
+        } catch (IOException | RuntimeException | Error e) {
+            try {
+                source.close();
+            } catch (Exception ce) {
+                e.addSuppressed(ce);
+            }
+            made.close();
+            throw e;
+        }
+    }
+
+    /** Waits for the source's layout (an external producer's: until its feeder declares it). */
+    private static void awaitLayout(BatchSource source, String name, Path at) throws IOException {
+        try {
+            source.awaitLayout(at);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ProducerGoneException("producer '" + name + "' was stopped while it waited for its source's"
+                    + " layout (an external producer's feeder)");
+        }
+    }
+
+    /**
+     * The source's description, which every WELCOME carries. One longer than the protocol's string limit is
+     * refused here rather than cut: sources such as the synthetic one put parameters in it that consumers
+     * parse, and a cut description would be wrong data, not just shorter text.
+     */
+    private static String checkedDescription(BatchSource source) {
+        String description = Objects.requireNonNull(source.description(), "source description");
+        int bytes = description.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > BatchSource.MAX_DESCRIPTION_BYTES) {
+            throw new IllegalArgumentException("the description of source " + source.getClass().getName() + " is " + bytes
+                    + " UTF-8 bytes, more than the " + BatchSource.MAX_DESCRIPTION_BYTES + " the protocol carries; make its"
+                    + " description() shorter (it starts: \"" + description.substring(0, Math.min(60, description.length()))
+                    + "...\")");
+        }
+        return description;
+    }
+}
