@@ -6,7 +6,6 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
@@ -23,10 +22,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -160,7 +157,7 @@ public final class ExternalSource implements BatchSource {
         Object first = inbox.poll(HELLO_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         String problem;
         if (first instanceof Message.FeederHello h) {
-            problem = problem(h);
+            problem = FeederDeclaration.problem(h);
             if (problem == null) {
                 hello = h;
                 layout = new BatchLayout(h.tensors(), h.batchSize());
@@ -189,36 +186,6 @@ public final class ExternalSource implements BatchSource {
         return false;
     }
 
-    private static String problem(Message.FeederHello h) {
-        if (h.batchSize() < 1) {
-            return "batch size " + h.batchSize() + " (it must be at least 1)";
-        }
-        if (h.samplesPerEpoch() < 1) {
-            return h.samplesPerEpoch() + " samples per epoch (an epoch needs at least 1)";
-        }
-        if (h.epochs() < 0) {
-            return h.epochs() + " epochs (0 means until the feeder stops; more is a count)";
-        }
-        if (h.tensors().isEmpty()) {
-            return "no tensors (a batch needs at least one)";
-        }
-        Set<String> names = new HashSet<>();
-        for (TensorSpec t : h.tensors()) {
-            if (!names.add(t.name())) {
-                return "tensor '" + t.name() + "' is declared twice";
-            }
-        }
-        try {
-            new BatchLayout(h.tensors(), h.batchSize());
-        } catch (RuntimeException e) {
-            return e.getMessage();
-        }
-        if (h.description().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_DESCRIPTION_BYTES) {
-            return "a description longer than " + MAX_DESCRIPTION_BYTES + " bytes";
-        }
-        return null;
-    }
-
     private void acceptLoop(BlockingQueue<SocketChannel> arrivals) {
         while (!closed) {
             SocketChannel ch;
@@ -237,33 +204,7 @@ public final class ExternalSource implements BatchSource {
                     + (hello != null ? " (pid " + hello.pid() + ", " + hello.client() + ")"
                             : " (another feeder connected first and is declaring its batches)")
                     + "; one feeder per producer: feed another name (another producer)"));
-            Thread.ofVirtual().name("tensorsocket-feeder-refuse-" + producer).start(() -> closeAfterReading(ch));
-        }
-    }
-
-    /**
-     * Closes a refused connection once the peer has read the refusal: closing over unread input resets the
-     * connection, and the peer's next read would then fail without the reason.
-     */
-    private static void closeAfterReading(SocketChannel ch) {
-        try (ch) {
-            ch.shutdownOutput();
-            // Non-blocking reads in a bounded loop: a Unix-domain channel has no read timeout.
-            ch.configureBlocking(false);
-            java.nio.ByteBuffer sink = java.nio.ByteBuffer.allocate(4096);
-            long deadline = System.nanoTime() + 2_000_000_000L;
-            while (System.nanoTime() < deadline) {
-                sink.clear();
-                int n = ch.read(sink);
-                if (n < 0) {
-                    return; // the peer closed after reading the refusal
-                }
-                if (n == 0) {
-                    Thread.sleep(20);
-                }
-            }
-        } catch (IOException | InterruptedException ignored) {
-            // the peer is gone either way
+            Thread.ofVirtual().name("tensorsocket-feeder-refuse-" + producer).start(() -> MessageChannel.closeAfterPeerRead(ch));
         }
     }
 

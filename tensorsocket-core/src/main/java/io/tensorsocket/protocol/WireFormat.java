@@ -1,18 +1,22 @@
 package io.tensorsocket.protocol;
 
 import io.tensorsocket.DType;
-import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.TensorSpec;
 
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+
+import static io.tensorsocket.protocol.Fields.bool;
+import static io.tensorsocket.protocol.Fields.getBool;
+import static io.tensorsocket.protocol.Fields.getString;
+import static io.tensorsocket.protocol.Fields.nonNegative;
+import static io.tensorsocket.protocol.Fields.positive;
+import static io.tensorsocket.protocol.Fields.putString;
+import static io.tensorsocket.protocol.Fields.truncate;
 
 /**
  * The control protocol's bytes, as specified in docs/PROTOCOL.md (which also states the rules: who
@@ -182,7 +186,7 @@ public final class WireFormat {
             }
             case Message.StatusRequest ignored -> {
             }
-            case Message.Status st -> encodeStatus(st.status(), b);
+            case Message.Status st -> StatusCodec.encode(st.status(), b);
             case Message.Progress pr -> b.putLong(pr.epoch()).putLong(pr.samples()).putLong(pr.waitNanos())
                     .putLong(pr.workNanos());
             case Message.Heartbeat ignored -> {
@@ -245,7 +249,7 @@ public final class WireFormat {
                 case ERROR -> new Message.Error(Message.ErrorCode.fromCode(p.getInt()), getString(p));
                 case BYE -> new Message.Bye();
                 case STATUS_REQUEST -> new Message.StatusRequest();
-                case STATUS -> new Message.Status(decodeStatus(p));
+                case STATUS -> new Message.Status(StatusCodec.decode(p));
                 case PROGRESS -> decodeProgress(p);
                 case HEARTBEAT -> new Message.Heartbeat();
                 case FEEDER_HELLO -> decodeFeederHello(p);
@@ -343,79 +347,6 @@ public final class WireFormat {
         return tensors;
     }
 
-    private static void encodeStatus(ProducerStatus s, ByteBuffer b) {
-        b.putLong(s.producerPid());
-        putString(b, truncate(s.name()));
-        putString(b, truncate(s.source()));
-        b.put((byte) s.state().ordinal()).putInt(s.producerBatchSize()).putLong(s.samplesPerEpoch()).putLong(s.epochs())
-                .putLong(s.epoch()).putLong(s.sample()).putLong(s.batchesPublished()).putLong(s.samplesPublished())
-                .putDouble(s.samplesPerSecond()).putInt(s.slotCount()).putLong(s.slotBytes()).putInt(s.slotsInUse())
-                .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached())
-                .putLong(s.evictions());
-        int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
-        b.putShort((short) listed);
-        for (int i = 0; i < listed; i++) {
-            ProducerStatus.Consumer c = s.consumers().get(i);
-            b.putInt(c.id()).putLong(c.pid());
-            putString(b, c.user().length() > 64 ? c.user().substring(0, 64) : c.user());
-            b.putInt(c.batchSize()).put(bool(c.dropLast())).put((byte) c.startMode().ordinal()).putLong(c.epoch())
-                    .putLong(c.position()).putLong(c.lagSamples()).putInt(c.batchesHeld()).putLong(c.batchesSent())
-                    .put(bool(c.reported())).putLong(c.samplesConsumed()).putDouble(c.samplesPerSecond())
-                    .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
-            putString(b, c.client());
-            b.put(bool(c.ring()));
-        }
-    }
-
-    private static ProducerStatus decodeStatus(ByteBuffer p) {
-        long pid = nonNegative(p.getLong());
-        String name = getString(p);
-        String source = getString(p);
-        int state = Byte.toUnsignedInt(p.get());
-        if (state >= ProducerStatus.State.values().length) {
-            throw new ProtocolException("STATUS holds unknown state " + state);
-        }
-        int batchSize = positive(p.getInt());
-        long samplesPerEpoch = nonNegative(p.getLong());
-        long epochs = nonNegative(p.getLong());
-        long epoch = nonNegative(p.getLong());
-        long sample = nonNegative(p.getLong());
-        long batches = nonNegative(p.getLong());
-        long samples = nonNegative(p.getLong());
-        double rate = rate(p.getDouble());
-        int slotCount = positive(p.getInt());
-        long slotBytes = nonNegative(p.getLong());
-        int inUse = nonNegative(p.getInt());
-        int rubberBand = nonNegative(p.getInt());
-        int window = nonNegative(p.getInt());
-        long uptime = nonNegative(p.getLong());
-        int attached = nonNegative(p.getInt());
-        long evictions = nonNegative(p.getLong());
-        int listed = Short.toUnsignedInt(p.getShort());
-        if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount) {
-            throw new ProtocolException("STATUS holds an invalid value");
-        }
-        List<ProducerStatus.Consumer> consumers = new ArrayList<>(listed);
-        for (int i = 0; i < listed; i++) {
-            int id = nonNegative(p.getInt());
-            long cpid = nonNegative(p.getLong());
-            String user = getString(p);
-            int cb = positive(p.getInt());
-            boolean dropLast = getBool(p);
-            int mode = Byte.toUnsignedInt(p.get());
-            if (mode > 1) {
-                throw new ProtocolException("STATUS holds start mode " + mode);
-            }
-            consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, io.tensorsocket.StartMode.values()[mode],
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
-                    nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p), getBool(p)));
-        }
-        return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
-                epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,
-                evictions, consumers);
-    }
-
     private static Message.Progress decodeProgress(ByteBuffer p) {
         return new Message.Progress(nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()),
                 nonNegative(p.getLong()));
@@ -427,34 +358,6 @@ public final class WireFormat {
             throw new ProtocolException("HELLO holds unknown start policy " + v);
         }
         return io.tensorsocket.StartPolicy.values()[v];
-    }
-
-    private static long nonNegative(long v) {
-        if (v < 0) {
-            throw new ProtocolException("a count or position holds " + v);
-        }
-        return v;
-    }
-
-    private static int nonNegative(int v) {
-        if (v < 0) {
-            throw new ProtocolException("a count or position holds " + v);
-        }
-        return v;
-    }
-
-    private static int positive(int v) {
-        if (v < 1) {
-            throw new ProtocolException("a size holds " + v);
-        }
-        return v;
-    }
-
-    private static double rate(double v) {
-        if (!Double.isFinite(v) || v < 0) {
-            throw new ProtocolException("a rate holds " + v);
-        }
-        return v;
     }
 
     private static int typeOf(Message m) {
@@ -480,43 +383,4 @@ public final class WireFormat {
         };
     }
 
-    private static byte bool(boolean v) {
-        return (byte) (v ? 1 : 0);
-    }
-
-    private static boolean getBool(ByteBuffer p) {
-        int v = Byte.toUnsignedInt(p.get());
-        if (v > 1) {
-            throw new ProtocolException("boolean field holds " + v);
-        }
-        return v == 1;
-    }
-
-    private static String truncate(String s) {
-        return s.length() > MAX_STRING / 4 ? s.substring(0, MAX_STRING / 4) : s;
-    }
-
-    private static void putString(ByteBuffer b, String s) {
-        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
-        if (bytes.length > MAX_STRING) {
-            throw new IllegalArgumentException("string of " + bytes.length + " bytes exceeds the protocol's " + MAX_STRING);
-        }
-        b.putShort((short) bytes.length).put(bytes);
-    }
-
-    private static String getString(ByteBuffer p) {
-        int len = Short.toUnsignedInt(p.getShort());
-        if (len > MAX_STRING || len > p.remaining()) {
-            throw new ProtocolException("string of " + len + " bytes where " + Math.min(p.remaining(), MAX_STRING)
-                    + " are allowed");
-        }
-        ByteBuffer slice = p.slice(p.position(), len);
-        p.position(p.position() + len);
-        try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(slice).toString();
-        } catch (CharacterCodingException e) {
-            throw new ProtocolException("string is not valid UTF-8");
-        }
-    }
 }
