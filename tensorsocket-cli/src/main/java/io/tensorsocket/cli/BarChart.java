@@ -56,11 +56,6 @@ final class BarChart {
         return this;
     }
 
-    BarChart valueFormat(String f) {
-        this.format = f;
-        return this;
-    }
-
     void write(Path file) throws IOException {
         int w = 900;
         int h = 520;

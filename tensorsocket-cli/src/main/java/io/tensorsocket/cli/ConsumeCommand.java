@@ -2,16 +2,13 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
-import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /**
@@ -22,8 +19,8 @@ import java.util.concurrent.Callable;
         description = "Consume from a producer, verify every sample, and print one JSON line per epoch.")
 final class ConsumeCommand implements Callable<Integer> {
 
-    @ArgGroup(multiplicity = "1")
-    ServeCommand.Target target;
+    @picocli.CommandLine.Mixin
+    ConsumerFlags consumer;
 
     @Option(names = "--batch-size", required = true, description = "This consumer's batch size.")
     int batchSize;
@@ -44,15 +41,7 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")
     double batchTimeoutS;
 
-    @Option(names = "--liveness-s", defaultValue = "10", paramLabel = "SECONDS",
-            description = "Report the producer as not responding after hearing nothing from it, not even its"
-                    + " heartbeat, for this long while waiting (default ${DEFAULT-VALUE}).")
-    double livenessS;
 
-    @Option(names = "--wait-for-epoch-start",
-            description = "Arriving too late to start at the current epoch's start, wait for the next epoch's start"
-                    + " instead of starting mid-epoch (rolling).")
-    boolean waitForEpochStart;
 
     @Option(names = "--spin-us", defaultValue = "0", paramLabel = "MICROSECONDS",
             description = "While waiting for a batch, poll for it this long before sleeping: lower latency for a busy"
@@ -76,12 +65,11 @@ final class ConsumeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withDropLast(dropLast)
+        ConsumerOptions opts = consumer.options(batchSize).withDropLast(dropLast)
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
-                .withBatchTimeout(ServeCommand.seconds(batchTimeoutS)).withLiveness(ServeCommand.seconds(livenessS))
-                .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW)
+                .withBatchTimeout(ServeCommand.seconds(batchTimeoutS))
                 .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000)).withRingHandoff(handoff == Handoff.ring);
-        try (TensorConsumer c = RemoteAccess.open(target.name, target.dir, opts, remote.build(epochs == null ? 0 : epochs))) {
+        try (TensorConsumer c = consumer.connect(opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();
             if (!description.startsWith(SyntheticSpec.PREFIX)) {
                 throw new IllegalStateException("the producer serves '" + description

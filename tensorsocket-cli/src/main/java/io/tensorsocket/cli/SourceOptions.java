@@ -207,38 +207,4 @@ final class SourceOptions {
         }
         return f;
     }
-
-    /** The options again, as command-line arguments (to start another JVM with the same source). */
-    List<String> toArgs() {
-        List<String> a = new ArrayList<>();
-        if (kind.external) {
-            throw new IllegalArgumentException("an --external producer runs in the feeder's own serve process");
-        }
-        if (kind.from != null) {
-            a.addAll(List.of("--from", kind.from));
-        } else if (kind.synthetic != null) {
-            a.addAll(List.of("--synthetic", kind.synthetic, "--loader-delay-ms", Double.toString(loaderDelayMs)));
-        } else if (kind.images != null) {
-            a.addAll(List.of("--images", kind.images.toString(), "--transform", transform, "--decoder", decoder));
-        } else {
-            a.addAll(List.of("--idx", kind.idx.toString(), "--split", split));
-            if (mean != null) {
-                a.addAll(List.of("--mean", Float.toString(mean)));
-            }
-            if (std != null) {
-                a.addAll(List.of("--std", Float.toString(std)));
-            }
-        }
-        a.addAll(List.of("--batch-size", Integer.toString(batchSize), "--output", output, "--seed", Long.toString(seed)));
-        if (workers != null) {
-            a.addAll(List.of("--workers", Integer.toString(workers)));
-        }
-        if (noShuffle) {
-            a.add("--no-shuffle");
-        }
-        if (loaderDropLast) {
-            a.add("--loader-drop-last");
-        }
-        return a;
-    }
 }

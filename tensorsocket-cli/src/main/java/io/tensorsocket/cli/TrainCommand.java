@@ -26,7 +26,6 @@ import io.tensorsocket.TensorSpec;
 import io.tensorsocket.djl.SharedDataset;
 import io.tensorsocket.pipeline.IdxFile;
 import io.tensorsocket.pipeline.Normalization;
-import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -43,8 +42,8 @@ import java.util.concurrent.Callable;
         description = "Train a DJL model (CPU) from a running producer; one JSON line per epoch.")
 final class TrainCommand implements Callable<Integer> {
 
-    @ArgGroup(multiplicity = "1")
-    ServeCommand.Target target;
+    @picocli.CommandLine.Mixin
+    ConsumerFlags consumer;
 
     /** The models train can build; lower case because users type them (picocli checks the word before anything starts). */
     enum Architecture { mlp, cnn }
@@ -73,15 +72,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--classes", defaultValue = "10", description = "Number of classes (default ${DEFAULT-VALUE}).")
     int classes;
 
-    @Option(names = "--wait-for-epoch-start",
-            description = "Arriving too late to start at the current epoch's start, wait for the next epoch's start"
-                    + " instead of starting mid-epoch (rolling).")
-    boolean waitForEpochStart;
 
-    @Option(names = "--liveness-s", defaultValue = "10", paramLabel = "SECONDS",
-            description = "Report the producer as not responding after hearing nothing from it for this long"
-                    + " (default ${DEFAULT-VALUE}).")
-    double livenessS;
 
     @Option(names = "--threads", defaultValue = "1",
             description = "PyTorch threads, kept low so training leaves CPU to the loader (default ${DEFAULT-VALUE}).")
@@ -100,10 +91,8 @@ final class TrainCommand implements Callable<Integer> {
         if (epochs < 1) {
             throw new IllegalArgumentException("--epochs must be at least 1");
         }
-        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
-                .withStartPolicy(waitForEpochStart ? io.tensorsocket.StartPolicy.NEXT_EPOCH_START
-                        : io.tensorsocket.StartPolicy.JOIN_NOW);
-        try (TensorConsumer c = RemoteAccess.open(target.name, target.dir, opts, remote.build(epochs));
+        ConsumerOptions opts = consumer.options(batchSize);
+        try (TensorConsumer c = consumer.connect(opts, remote.build(epochs));
              NDManager manager = NDManager.newBaseManager()) {
             TensorSpec input = c.tensors().stream().filter(t -> t.name().equals(data)).findFirst()
                     .orElseThrow(() -> new IllegalArgumentException("the producer's batches have no tensor '" + data

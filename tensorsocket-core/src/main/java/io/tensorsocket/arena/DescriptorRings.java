@@ -1,12 +1,20 @@
 package io.tensorsocket.arena;
 
+import static io.tensorsocket.arena.RingLayout.CURSOR;
+import static io.tensorsocket.arena.RingLayout.DOORBELL;
+import static io.tensorsocket.arena.RingLayout.HEADER_BYTES;
+import static io.tensorsocket.arena.RingLayout.INT;
+import static io.tensorsocket.arena.RingLayout.LONG;
+import static io.tensorsocket.arena.RingLayout.OWNER;
+import static io.tensorsocket.arena.RingLayout.PARKED;
+import static io.tensorsocket.arena.RingLayout.TAIL;
+import static io.tensorsocket.arena.RingLayout.fileBytes;
+
 import io.tensorsocket.ProtocolException;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -19,29 +27,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * The rings file: one descriptor ring per consumer that asked for one, through which the producer hands it
  * each stream event (a batch, an epoch's end, the stream's end) without a socket write, and a futex word on
- * which that consumer sleeps while it waits. Layout, as in docs/PROTOCOL.md; integers little-endian:
+ * which that consumer sleeps while it waits. Its layout is {@link RingLayout}'s.
  *
- * <pre>
- *  offset 0            64                   64 + ringBytes            64 + R × ringBytes
- *  ┌───────────────────┬────────────────────┬─────┬────────────────────┐
- *  │ header            │ ring 0             │ ... │ ring R-1           │
- *  └───────────────────┴────────────────────┴─────┴────────────────────┘
- *
- *  header:  0 magic "TSRINGS1"   8 version u32   12 rings u32 (R)   16 sessionId i64 (as in the arena)
- *          24 capacity u32 (entries per ring, a power of two)   28 entryBytes u32 (64)
- *
- *  ring (ringBytes = 128 + capacity × 64):
- *   ┌── written by the producer ─────────────────────────────┬── written by the consumer ─────────┬────────────
- *   │ 0 owner i32 │ 4 doorbell i32 │ 8 tail i64 │ (to 64)   │ 64 cursor i64 │ 72 parked i32 │   │ 128 entries
- *   └────────────────────────────────────────────────────────┴────────────────────────────────────┴────────────
- *   owner     consumer id the ring serves; set when the producer gives the ring to a consumer, never cleared
- *   doorbell  the futex word: +1 after every entry, and by the consumer's own watchdog when the socket has
- *             news; a consumer sleeps on it, so any change wakes it
- *   tail      entries published since the ring was given to its owner (entry k sits at k mod capacity)
- *   cursor    (owner &lt;&lt; 32) | entries taken mod 2^32: how far the consumer read, tagged with who read
- *   parked    1 while the consumer sleeps on the doorbell or is about to; the producer wakes only then
- *   entry     one control frame as on the socket (BATCH, EPOCH_END or END), zero-padded to 64 bytes
- * </pre>
  *
  * <p>The producer writes an entry, publishes it with a release store of {@code tail}, adds 1 to
  * {@code doorbell} and only then reads {@code parked}; a consumer about to sleep stores {@code parked},
@@ -58,24 +45,13 @@ import java.nio.file.attribute.PosixFilePermissions;
  * {@code owner} after every entry and stops at the first that is not its own.
  */
 public final class DescriptorRings implements AutoCloseable {
-    public static final long MAGIC = 0x3153474E49525354L; // "TSRINGS1" read little-endian
-    public static final int VERSION = 1;
+    public static final int ENTRY_BYTES = RingLayout.ENTRY_BYTES;
     /**
      * How many consumers of one producer can have a ring unless told otherwise; later ones are served over
      * their socket. A ring takes 128 to 256 bytes per arena slot, so 16 of them add a few percent to an arena
      * of small batches, where every byte of /dev/shm may count (a container's is 64 MB by default).
      */
     public static final int DEFAULT_RINGS = 16;
-    public static final int ENTRY_BYTES = 64;
-    static final long HEADER_BYTES = 64;
-    static final long RING_HEADER_BYTES = 128;
-    static final long OWNER = 0;
-    static final long DOORBELL = 4;
-    static final long TAIL = 8;
-    static final long CURSOR = 64;
-    static final long PARKED = 72;
-    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final Arena scope;
     private final MemorySegment map;
@@ -88,20 +64,12 @@ public final class DescriptorRings implements AutoCloseable {
         this.map = map;
         this.rings = rings;
         this.capacity = capacity;
-        this.ringBytes = ringBytes(capacity);
+        this.ringBytes = RingLayout.ringBytes(capacity);
     }
 
     /** Entries per ring for an arena of {@code slotCount} slots: the next power of two ≥ 2 × slotCount + 2. */
     public static int capacityFor(int slotCount) {
-        return Integer.highestOneBit(2 * slotCount + 1) << 1;
-    }
-
-    private static long ringBytes(int capacity) {
-        return RING_HEADER_BYTES + (long) capacity * ENTRY_BYTES;
-    }
-
-    private static long fileBytes(int rings, int capacity) {
-        return HEADER_BYTES + rings * ringBytes(capacity);
+        return RingLayout.capacityFor(slotCount);
     }
 
     /** Creates the rings file of a producer (0600, space reserved first), maps it and pre-touches it. */
@@ -116,12 +84,7 @@ public final class DescriptorRings implements AutoCloseable {
             ch.truncate(bytes);
             MemorySegment map = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, scope);
             map.fill((byte) 0);
-            map.set(ValueLayout.JAVA_LONG, 0, MAGIC);
-            map.set(ValueLayout.JAVA_INT, 8, VERSION);
-            map.set(ValueLayout.JAVA_INT, 12, rings);
-            map.set(ValueLayout.JAVA_LONG, 16, sessionId);
-            map.set(ValueLayout.JAVA_INT, 24, capacity);
-            map.set(ValueLayout.JAVA_INT, 28, ENTRY_BYTES);
+            RingLayout.writeHeader(map, rings, sessionId, capacity);
             return new DescriptorRings(scope, map, rings, capacity);
         } catch (IOException | RuntimeException e) {
             scope.close();
@@ -145,17 +108,12 @@ public final class DescriptorRings implements AutoCloseable {
                 throw new ProtocolException("rings file " + file + " is " + size + " bytes, smaller than its header");
             }
             MemorySegment head = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, headerScope);
-            int version = head.get(ValueLayout.JAVA_INT, 8);
-            int rings = head.get(ValueLayout.JAVA_INT, 12);
-            int capacity = head.get(ValueLayout.JAVA_INT, 24);
-            String problem = head.get(ValueLayout.JAVA_LONG, 0) != MAGIC ? "it is not a TensorSocket rings file (bad magic)"
-                    : version != VERSION ? "rings layout version " + version + ", this library reads version " + VERSION
-                    : head.get(ValueLayout.JAVA_LONG, 16) != sessionId ? "it belongs to another producer session"
-                    : rings < 1 || capacity < 4 || Integer.bitCount(capacity) != 1 || head.get(ValueLayout.JAVA_INT, 28) != ENTRY_BYTES
-                    || size < fileBytes(rings, capacity) ? "its geometry is invalid" : null;
+            String problem = RingLayout.problem(head, size, sessionId);
             if (problem != null) {
                 throw new ProtocolException("rings file " + file + " does not match the producer's announcement: " + problem);
             }
+            int rings = RingLayout.rings(head);
+            int capacity = RingLayout.capacity(head);
             MemorySegment map = ch.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(rings, capacity), scope);
             return new DescriptorRings(scope, map, rings, capacity);
         } catch (IOException | RuntimeException e) {
@@ -185,7 +143,7 @@ public final class DescriptorRings implements AutoCloseable {
         if (index < 0 || index >= rings) {
             throw new ProtocolException("ring " + index + " outside the " + rings + " rings of this producer");
         }
-        return map.asSlice(HEADER_BYTES + index * ringBytes, ringBytes);
+        return map.asSlice(RingLayout.ringOffset(index, capacity), ringBytes);
     }
 
     /** The producer's end of ring {@code index}. */
@@ -214,7 +172,7 @@ public final class DescriptorRings implements AutoCloseable {
         }
 
         long entryOffset(long k) {
-            return RING_HEADER_BYTES + (k & (capacity - 1)) * ENTRY_BYTES;
+            return RingLayout.entryOffset(k, capacity);
         }
 
         /** Rings the doorbell: a sleeping consumer wakes (called after publishing, or when the socket has news). */

@@ -272,11 +272,6 @@ public final class ConsumerStream {
         return h.seq;
     }
 
-    /** Producer batches held and not yet released. */
-    public int heldCount() {
-        return held.size();
-    }
-
     private Held find(long seq) {
         for (Held h : held) {
             if (h.seq == seq) {

@@ -23,11 +23,6 @@ public record StreamGeometry(long samplesPerEpoch, int producerBatchSize) {
         return position / samplesPerEpoch;
     }
 
-    /** A stream position's sample number within its epoch. */
-    public long sampleOf(long position) {
-        return position % samplesPerEpoch;
-    }
-
     /** Producer batches in one epoch, the short last one included. */
     public long batchesPerEpoch() {
         return (samplesPerEpoch + producerBatchSize - 1) / producerBatchSize;

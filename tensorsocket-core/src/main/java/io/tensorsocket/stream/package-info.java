@@ -16,6 +16,6 @@
  * <p>Both the producer and the consumer drive these classes from their own threads under their own
  * locks; another transport (a remote consumer, an external process filling slots) reuses them the same
  * way. The Python client ports this package ({@code tensorsocket_client/stream.py}); the scenarios in
- * {@code docs/test-vectors/scenarios.json} keep the two equal.
+ * {@code docs/test-vectors/scenarios.txt} keep the two equal.
  */
 package io.tensorsocket.stream;

@@ -131,7 +131,7 @@ class DescriptorRingsTest {
             DescriptorRings.Reader r = consumer.reader(0, 1);
             // a producer that claims more entries than the ring holds
             ch.write(ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, producer.capacity() + 5L),
-                    DescriptorRings.HEADER_BYTES + DescriptorRings.TAIL);
+                    RingLayout.HEADER_BYTES + RingLayout.TAIL);
             e = assertThrows(ProtocolException.class, r::poll);
             assertTrue(e.getMessage().contains("more than its " + producer.capacity()), e.getMessage());
         }
