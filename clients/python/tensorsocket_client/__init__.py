@@ -14,13 +14,14 @@ Feed a PyTorch DataLoader (or any iterable of batches) into a producer of its ow
 The protocol it speaks is specified in docs/PROTOCOL.md.
 """
 
-from .consumer import Batch, TensorConsumer
+from .batch import Batch
+from .consumer import TensorConsumer
 from .feeder import FeederError, TensorProducer, feed
 from .errors import (BatchReleasedError, ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone,
-                     ProducerNotFound, ProtocolError, ProtocolVersionError, RequestRejected, TensorSocketError,
-                     TensorSocketTimeout)
+                     ProducerNotFound, ProducerNotResponding, ProtocolError, ProtocolVersionError, RequestRejected,
+                     TensorSocketError, TensorSocketTimeout)
 
 __version__ = "0.1.0"
-__all__ = ["TensorConsumer", "Batch", "TensorProducer", "feed", "FeederError", "TensorSocketError", "ProducerNotFound", "PermissionDenied", "ProducerGone",
-           "ProducerFailed", "ConsumerEvicted", "RequestRejected", "ProtocolError", "ProtocolVersionError",
-           "TensorSocketTimeout", "BatchReleasedError"]
+__all__ = ["TensorConsumer", "Batch", "TensorProducer", "feed", "FeederError", "TensorSocketError", "ProducerNotFound",
+           "PermissionDenied", "ProducerGone", "ProducerFailed", "ProducerNotResponding", "ConsumerEvicted",
+           "RequestRejected", "ProtocolError", "ProtocolVersionError", "TensorSocketTimeout", "BatchReleasedError"]

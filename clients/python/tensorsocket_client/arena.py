@@ -1,15 +1,9 @@
-"""The arena file's layout, as specified in docs/PROTOCOL.md, and where producers live."""
+"""The arena file's layout, as specified in docs/PROTOCOL.md: the header, and where each slot and each
+tensor's region lie. The only place the client computes those offsets."""
 
-import fcntl
-import os
-import pwd
-import re
 import struct
-import tempfile
-from pathlib import Path
 
-import numpy as np
-
+from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x31414E4552415354  # "TSARENA1" read little-endian
@@ -18,27 +12,6 @@ HEADER_BYTES = 4096
 PAGE = 4096
 REGION_ALIGN = 64
 
-SOCKET_FILE = "control.sock"
-ARENA_FILE = "arena"
-LOCK_FILE = "producer.lock"
-
-# wire code -> (name, numpy dtype). bfloat16 has no numpy type: its raw bits come as uint16 and
-# Batch.torch() reinterprets them as torch.bfloat16.
-DTYPES = {
-    1: ("uint8", np.dtype("u1")),
-    2: ("int8", np.dtype("i1")),
-    3: ("int16", np.dtype("<i2")),
-    4: ("int32", np.dtype("<i4")),
-    5: ("int64", np.dtype("<i8")),
-    6: ("float16", np.dtype("<f2")),
-    7: ("bfloat16", np.dtype("<u2")),
-    8: ("float32", np.dtype("<f4")),
-    9: ("float64", np.dtype("<f8")),
-    10: ("bool", np.dtype("?")),
-}
-BFLOAT16 = 7
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _HEADER = struct.Struct("<QIIqqIIqI")
 
 
@@ -53,6 +26,17 @@ def sample_bytes(spec):
     return n * DTYPES[spec.dtype][1].itemsize
 
 
+def region_offsets(sample_sizes, batch_size):
+    """Where each tensor's region starts in a slot of ``batch_size`` samples of the given sample sizes, and
+    where the last one ends: regions follow one another, each aligned to REGION_ALIGN."""
+    offsets = []
+    off = 0
+    for sb in sample_sizes:
+        offsets.append(off)
+        off = _align_up(off + sb * batch_size, REGION_ALIGN)
+    return offsets, off
+
+
 class Layout:
     """Slot geometry: where each tensor's region starts inside a slot, and where each slot starts."""
 
@@ -61,11 +45,7 @@ class Layout:
         self.batch_size = batch_size
         self.slot_count = slot_count
         self.sample_bytes = [sample_bytes(t) for t in tensors]
-        self.region_offsets = []
-        off = 0
-        for sb in self.sample_bytes:
-            self.region_offsets.append(off)
-            off = _align_up(off + sb * batch_size, REGION_ALIGN)
+        self.region_offsets, off = region_offsets(self.sample_bytes, batch_size)
         self.slot_bytes = max(PAGE, _align_up(off, PAGE))
 
     @property
@@ -93,131 +73,7 @@ class Layout:
         return None
 
 
-def base_directory() -> Path:
-    """The per-user directory under which named producers live ($TENSORSOCKET_BASE overrides it)."""
-    override = os.environ.get("TENSORSOCKET_BASE")
-    if override and override.strip():
-        return Path(override)
-    shm = Path("/dev/shm")
-    root = shm if shm.is_dir() else Path(tempfile.gettempdir())
-    return root / ("tensorsocket-" + pwd.getpwuid(os.getuid()).pw_name)
-
-
-def check_name(name):
-    if name is None or not _NAME.match(name):
-        raise ValueError("invalid producer name '%s': use 1 to 64 letters, digits, '.', '_' or '-', starting with "
-                         "a letter or digit" % name)
-
-
-def directory_for(name) -> Path:
-    check_name(name)
-    return base_directory() / name
-
-
-def is_locked(directory):
-    """Whether a live producer holds the lock of ``directory``: a producer runs exactly while it does.
-
-    The producer holds a POSIX record lock on the whole of producer.lock (Java's FileChannel.tryLock);
-    F_GETLK asks who holds it without taking it, so it needs only read access and disturbs nobody.
-    """
-    try:
-        fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        return struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, probe))[0] != fcntl.F_UNLCK
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-# struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (64-bit off_t).
-_FLOCK = "hhqqi4x"
-
-
-def _producer_directories():
-    base = base_directory()
-    try:
-        return sorted((p for p in base.iterdir() if p.is_dir() and any(
-            (p / f).exists() for f in (LOCK_FILE, SOCKET_FILE, ARENA_FILE))), key=lambda p: p.name)
-    except OSError:
-        return []
-
-
-def live_producers():
-    """Names of the producers running under the base directory: those whose lock is held."""
-    return [p.name for p in _producer_directories() if (p / SOCKET_FILE).exists() and is_locked(p)]
-
-
-def stale_producers():
-    """Names of producer directories whose producer died without cleaning up (``tensorsocket clean`` frees them)."""
-    return [p.name for p in _producer_directories() if not is_locked(p)]
-
-
 def header_problem(layout, header, session_id, path):
     problem = layout.verify_header(header, session_id)
     if problem is not None:
         raise ProtocolError("arena %s does not match the producer's announcement: %s" % (path, problem))
-
-
-def _user_name(uid):
-    try:
-        import pwd
-        return pwd.getpwuid(uid).pw_name
-    except (KeyError, ImportError):
-        return str(uid)
-
-
-def _group_name(gid):
-    try:
-        import grp
-        return grp.getgrgid(gid).gr_name
-    except (KeyError, ImportError):
-        return str(gid)
-
-
-def check_accessible_to_current_user(directory):
-    """The rule of docs/PROTOCOL.md section 1, as the Java consumer follows it: a producer directory is
-    used if this user owns it, or if it is shared with a group (group read and search, nothing for
-    others) that this process is in. Raises PermissionDenied otherwise."""
-    import stat as _stat
-    from .errors import PermissionDenied
-    st = os.stat(directory, follow_symlinks=False)
-    if st.st_uid == os.geteuid():
-        return
-    owner, me = _user_name(st.st_uid), _user_name(os.geteuid())
-    mode = st.st_mode
-    group_shared = bool(mode & _stat.S_IRGRP) and bool(mode & _stat.S_IXGRP) and not (mode & 0o007)
-    if not group_shared:
-        raise PermissionDenied("%s belongs to user '%s', not to '%s', and is not shared with a group; connect only to "
-                               "producers you started, or ask the owner to start it with --group <a group you are in>"
-                               % (directory, owner, me))
-    if st.st_gid not in set(os.getgroups()) | {os.getgid(), os.getegid()}:
-        raise PermissionDenied("%s belongs to user '%s' and is shared with group '%s', which '%s' is not in; ask to be "
-                               "added to it, or the owner to start the producer with --group <a group you are in>"
-                               % (directory, owner, _group_name(st.st_gid), me))
-
-
-def launcher_path():
-    """The ``tensorsocket`` launcher this client can start: ``TENSORSOCKET_LAUNCHER``, else the one on PATH,
-    else ``bin/tensorsocket`` of the checkout this client lies in; None if there is none."""
-    import shutil
-    explicit = os.environ.get("TENSORSOCKET_LAUNCHER")
-    if explicit:
-        return explicit
-    found = shutil.which("tensorsocket")
-    if found:
-        return found
-    checkout = Path(__file__).resolve().parents[3] / "bin" / "tensorsocket"
-    return str(checkout) if os.access(str(checkout), os.X_OK) else None
-
-
-def launcher():
-    """How a hint names the launcher: ``tensorsocket`` when it is on PATH, else its real path."""
-    import shutil
-    path = launcher_path()
-    if path is None or shutil.which("tensorsocket") == path:
-        return "tensorsocket"
-    return path

@@ -8,18 +8,9 @@ class TensorSocketError(Exception):
 class ProducerNotFound(TensorSocketError):
     """No producer runs under that name or directory.
 
-    The message ends by naming the directories of producers that died without cleaning up, if there are any,
-    and the command that frees them: running means holding the lock, not having a directory.
+    For a local name the message ends by naming the directories of producers that died without cleaning up, if
+    there are any, and the command that frees them: running means holding the lock, not having a directory.
     """
-
-    def __init__(self, message, *args):
-        if " clean" not in message:
-            from . import arena  # arena imports this module
-            stale = arena.stale_producers()
-            if stale:
-                message += (" Left over by producers that died (not running): %s; free them with: %s clean"
-                            % (", ".join(stale), arena.launcher()))
-        super().__init__(message, *args)
 
 
 class PermissionDenied(TensorSocketError):

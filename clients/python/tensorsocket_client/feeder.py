@@ -21,23 +21,20 @@ import time
 import traceback
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import wire
 from ._waiting import Waiting
-from .arena import (DTYPES, MAGIC, REGION_ALIGN, SOCKET_FILE, _align_up, directory_for, is_locked, launcher,
-                    launcher_path)
-from .errors import ProducerFailed, ProducerNotFound, ProtocolError, TensorSocketError, TensorSocketTimeout
+from . import dtypes
+from .arena import MAGIC, Layout
+from .directory import (FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_path,
+                        not_found)
+from .errors import ProducerFailed, ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _log = logging.getLogger("tensorsocket_client")
 
-FEEDER_SOCKET_FILE = "feeder.sock"
-_CODES = {np.dtype(dt).str: code for code, (_, dt) in DTYPES.items() if code != 7}
-_CODES[np.dtype("?").str] = 10
-_CODES[np.dtype("u1").str] = 1
-_CODES[np.dtype("i1").str] = 2
 
 
 class FeederError(TensorSocketError):
@@ -46,8 +43,8 @@ class FeederError(TensorSocketError):
 
 def _dtype_code(arr, name: str = "") -> int:
     dt = np.dtype(arr.dtype)
-    key = dt.newbyteorder("<").str if dt.byteorder == ">" else dt.str
-    if key not in _CODES:
+    code = dtypes.code_of(dt)
+    if code is None:
         what = {"U": "strings", "S": "byte strings", "O": "Python objects", "c": "complex numbers",
                 "M": "datetimes", "m": "time deltas", "V": "records"}.get(dt.kind, "values")
         tensor = "tensor '%s' of the loader's batch" % name if name else "a tensor"
@@ -55,7 +52,7 @@ def _dtype_code(arr, name: str = "") -> int:
                         "float16/32/64, bfloat16 and bool. Leave it out by naming the tensors to share (names=(...)), "
                         "or turn it into numbers in the dataset or collate_fn (for example class indices)"
                         % (tensor, what, dt))
-    return _CODES[key]
+    return code
 
 
 def _as_numpy(x) -> np.ndarray:
@@ -141,14 +138,14 @@ class _Connection:
             self.sock.close()
             raise
 
-    def send(self, mtype: int, payload: bytes = b""):
+    def send(self, message):
         try:
-            self.sock.sendall(wire._HEADER.pack(wire.MAGIC, wire.VERSION, mtype, 0, len(payload)) + payload)
+            self.sock.sendall(wire.encode(message))
         except OSError as e:
             # The producer closed the connection: it said why before it did (a second feeder, a refused declaration).
             self.sock.settimeout(1.0)
             try:
-                self.read()
+                self.read(wire.Error, "a message it did not read")
             except (FeederError, ProtocolError):
                 raise
             except (OSError, TensorSocketError):
@@ -167,16 +164,16 @@ class _Connection:
             buf += chunk
         return bytes(buf)
 
-    def read(self):
+    def read(self, expected, answering: str):
+        """The producer's answer, of type ``expected``; its ERROR is raised as a FeederError."""
         version, mtype, length = wire.decode_header(self._exact(wire.HEADER_BYTES))
         payload = self._exact(length)
-        if version != wire.VERSION:
-            e = wire.check_version(version, mtype, payload)
-            raise FeederError(e.message)
-        if mtype == wire.ERROR:
-            e = wire.decode_payload(mtype, payload)
-            raise FeederError(e.message)
-        return mtype, payload
+        m = wire.check_version(version, mtype, payload) if version != wire.VERSION else wire.decode_payload(mtype, payload)
+        if isinstance(m, wire.Error):
+            raise FeederError(m.message)
+        if not isinstance(m, expected):
+            raise ProtocolError("the producer answered %s with %s" % (answering, type(m).__name__))
+        return m
 
     def error(self, code: int, message: str) -> None:
         """Tells the producer why this feeder stops; quietly, since it may be gone already."""
@@ -307,7 +304,7 @@ class TensorProducer:
                 if path.exists():  # another feeder's producer came first: connecting is refused, naming it
                     self._process = None
                     continue
-                raise ProducerNotFound("the producer started for '%s' (%s serve --name %s --external) exited with status "
+                raise not_found("the producer started for '%s' (%s serve --name %s --external) exited with status "
                                        "%d before it took this feeder; its output above says why"
                                        % (self.name, launcher(), self.name, self._process.returncode))
             if waiting.left() <= 0:
@@ -318,26 +315,19 @@ class TensorProducer:
                            "TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve --name %s --external" % self.name)
                 else:
                     how = "start one: %s serve --name %s --external" % (launcher(), self.name)
-                raise ProducerNotFound("no producer '%s' waits for a feeder (no %s%s); %s"
+                raise not_found("no producer '%s' waits for a feeder (no %s%s); %s"
                                        % (self.name, path, waiting.within(), how))
             waiting.note("no feeder socket yet")
             time.sleep(0.05)
 
     def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
-        p = struct.pack("<q", os.getpid()) + wire._string(" ".join(sys.argv)[:200] or "python3")
-        p += struct.pack("<iqq", batch_size, samples, self._declared_epochs) + wire._string(self.description)
-        p += struct.pack("<H", len(first))
-        for n, a in first:
-            p += wire._string(n) + struct.pack("<BB", _dtype_code(a, n), a.ndim - 1)
-            p += b"".join(struct.pack("<q", d) for d in a.shape[1:])
-        self._conn.send(wire.FEEDER_HELLO, p)
-        mtype, payload = self._conn.read()
-        if mtype != wire.FEEDER_WELCOME:
-            raise ProtocolError("the producer answered FEEDER_HELLO with message type %d" % mtype)
-        r = wire._Reader(payload, mtype)
-        self.producer_pid = r.take("<q")
-        arena_path = r.string()
-        self.claims_ahead = r.take("<i")
+        tensors = tuple(wire.TensorSpec(n, _dtype_code(a, n), tuple(a.shape[1:])) for n, a in first)
+        self._conn.send(wire.FeederHello(os.getpid(), " ".join(sys.argv)[:200] or "python3", batch_size, samples,
+                                         self._declared_epochs, self.description, tensors))
+        welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
+        self.producer_pid = welcome.producer_pid
+        arena_path = welcome.arena_path
+        self.claims_ahead = welcome.claims_ahead
         fd = os.open(arena_path, os.O_RDWR)
         try:
             # Mapped once and populated now: first touch of a page is what costs, never per batch.
@@ -348,14 +338,11 @@ class TensorProducer:
         if struct.unpack_from("<Q", self._map, 0)[0] != MAGIC:
             raise ProtocolError("%s is not a TensorSocket arena" % arena_path)
         self._arena = np.frombuffer(self._map, dtype=np.uint8)
-        off = 0
+        layout = Layout(tensors, batch_size, 1)
         self._regions = []
-        for n, a in first:
-            sample_shape = a.shape[1:]
+        for (n, a), off, sb in zip(first, layout.region_offsets, layout.sample_bytes):
             dt = np.dtype(a.dtype).newbyteorder("<") if np.dtype(a.dtype).byteorder == ">" else np.dtype(a.dtype)
-            nbytes = int(np.prod(sample_shape, dtype=np.int64)) * dt.itemsize * batch_size
-            self._regions.append((n, off, nbytes, dt, sample_shape))
-            off = _align_up(off + nbytes, REGION_ALIGN)
+            self._regions.append((n, off, sb * batch_size, dt, a.shape[1:]))
 
     # -------------------------------------------------------------------------------- feeding
 
@@ -445,24 +432,20 @@ class TensorProducer:
                 self._register_exit()
                 self._declare(tensors, batch_size, spe)
             self._check(tensors, self._spec, n, epoch)
-            self._conn.send(wire.CLAIM)
-            mtype, payload = self._conn.read()
-            if mtype != wire.SLOT:
-                raise ProtocolError("the producer answered CLAIM with message type %d" % mtype)
-            seq, offset = struct.unpack("<qq", payload)
+            self._conn.send(wire.Claim())
+            grant = self._conn.read(wire.SlotGrant, "CLAIM")
+            seq, offset = grant.seq, grant.offset
             for (name, roff, nbytes, dt, shape), (_, a) in zip(self._regions, tensors):
                 view = self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
                 np.copyto(view[:n], a, casting="no")
-            self._conn.send(wire.PUBLISH, struct.pack("<qi", seq, n))
+            self._conn.send(wire.Publish(seq, n))
             samples += n
             self.batches_published += 1
             yield seq
         if self._spec is None:
             raise ValueError("the loader yielded no batch in epoch %d" % epoch)
-        self._conn.send(wire.FEEDER_EPOCH_END, struct.pack("<qq", epoch, samples))
-        mtype, _ = self._conn.read()  # the producer took the epoch, or says (ERROR) why not
-        if mtype != wire.FEEDER_EPOCH_END:
-            raise ProtocolError("the producer answered FEEDER_EPOCH_END with message type %d" % mtype)
+        self._conn.send(wire.FeederEpochEnd(epoch, samples))
+        self._conn.read(wire.FeederEpochEnd, "FEEDER_EPOCH_END")  # the producer took the epoch, or says (ERROR) why not
         self._in_epoch = False
 
     def _check(self, tensors, spec, n, epoch):

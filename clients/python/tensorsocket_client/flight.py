@@ -22,17 +22,17 @@ import urllib.parse
 
 import numpy as np
 
+from . import dtypes as _dtypes
 from ._waiting import DEFAULT_CONNECT_TIMEOUT, Waiting as _Waiting
-from .consumer import Batch
+from ._lifecycle import ConsumerBase, checked_batch_size
+from .batch import Batch
 from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
-                     ProtocolError, RequestRejected, TensorSocketError, TensorSocketTimeout)
+                     ProtocolError, RequestRejected, TensorSocketTimeout)
 
 SCHEMES = ("grpc", "grpc+tls")
 _TAG = struct.Struct("<iiqqqqq")
 _MAGIC = 0x54534631
 BATCH, END_OF_EPOCH, END_OF_STREAM, HEARTBEAT = 1, 2, 3, 4
-_DTYPES = {"uint8": "u1", "int8": "i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float16": "<f2",
-           "bfloat16": "<u2", "float32": "<f4", "float64": "<f8", "bool": "?"}
 
 
 _WATCH_PERIOD_S = 0.1
@@ -87,7 +87,7 @@ def _env_token():
     return token
 
 
-class RemoteConsumer:
+class RemoteConsumer(ConsumerBase):
     """Reads a producer served over Flight at ``grpc://HOST:PORT/NAME``; see the module comment."""
 
     def __init__(self, name=None, batch_size=None, drop_last=False, directory=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT,
@@ -95,12 +95,10 @@ class RemoteConsumer:
                  wait_for_epoch_start=False):
         if directory is not None:
             raise ValueError("a grpc:// producer has no local directory; pass only its address")
-        if batch_size is None or int(batch_size) != batch_size or batch_size < 1:
-            raise ValueError("batch_size must be a positive integer, got %r" % (batch_size,))
+        self.batch_size = checked_batch_size(batch_size)
         tls, host, port, producer = parse_address(name)
         self.address = name
         self.producer = producer
-        self.batch_size = int(batch_size)
         self.drop_last = bool(drop_last)
         self._silence = float(silence_timeout)
         if token is None and token_file is not None:
@@ -186,7 +184,7 @@ class RemoteConsumer:
         for f in schema:
             meta = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
             dtype = meta.get("tensorsocket.dtype")
-            if dtype not in _DTYPES:
+            if dtype not in _dtypes.BY_NAME:
                 raise ProtocolError("column '%s' from %s has dtype %r" % (f.name, self.address, dtype))
             shape_text = meta.get("tensorsocket.shape", "")
             shape = tuple(int(d) for d in shape_text.split(",")) if shape_text else ()
@@ -240,10 +238,6 @@ class RemoteConsumer:
 
     def is_end_of_stream(self):
         return self._end_of_stream
-
-    @property
-    def wait_seconds(self):
-        return self._wait_ns / 1e9
 
     @property
     def handoff(self):
@@ -323,7 +317,7 @@ class RemoteConsumer:
             offset = 0
             values = storage
         offset += values.offset
-        dt = np.dtype(_DTYPES[dtype])
+        dt = np.dtype(_dtypes.BY_NAME[dtype])
         count = rows * int(np.prod(shape, dtype=np.int64)) if shape else rows
         buf = values.buffers()[1]
         if dtype == "bool" and values.type.bit_width == 1:
@@ -401,14 +395,8 @@ class RemoteConsumer:
 
     # -------------------------------------------------------------------------------------- close
 
-    def _close_current(self):
-        b, self._current = self._current, None
-        if b is not None:
-            b.release()
-
-    def _check_open(self):
-        if self._closed:
-            raise TensorSocketError("this consumer of %s is closed" % self.address)
+    def _label(self):
+        return self.address
 
     def close(self):
         """Releases the current batch and ends the call; the server frees what it held at once. Idempotent."""
@@ -426,12 +414,6 @@ class RemoteConsumer:
             self._client.close()
         except Exception:  # noqa: BLE001
             pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         try:

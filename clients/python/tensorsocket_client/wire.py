@@ -8,6 +8,7 @@ import struct
 from dataclasses import dataclass
 from typing import Tuple
 
+from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
@@ -19,7 +20,7 @@ MAX_TENSORS = 256
 MAX_RANK = 16
 
 HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS, HEARTBEAT = range(1, 13)
-# The feeder socket of an external producer (feeder.py encodes and decodes these).
+# The feeder socket of an external producer.
 FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END = range(14, 20)
 
 # ERROR codes: wire values that never change.
@@ -38,7 +39,7 @@ _HEADER = struct.Struct("<IHBBI")
 @dataclass(frozen=True)
 class TensorSpec:
     name: str
-    dtype: int  # wire code, see arena.DTYPES
+    dtype: int  # wire code, see dtypes.DTYPES
     shape: Tuple[int, ...]  # per-sample shape
 
 
@@ -129,9 +130,110 @@ class Progress:
     work_nanos: int
 
 
+# STATUS's producer states, in wire order.
+STATES = ("waiting for consumers", "serving", "draining", "closing")
+MAX_LISTED = 256
+
+
+@dataclass(frozen=True)
+class ConsumerStatus:
+    """One attached consumer in a producer's STATUS."""
+    id: int
+    pid: int
+    user: str
+    batch_size: int
+    drop_last: bool
+    start_mode: int
+    epoch: int
+    position: int
+    lag_samples: int
+    batches_held: int
+    batches_sent: int
+    reported: bool
+    samples_consumed: int
+    samples_per_second: float
+    wait_nanos: int
+    work_nanos: int
+    connected_nanos: int
+    client: str
+    ring: bool
+
+
+@dataclass(frozen=True)
+class Status:
+    """A producer's snapshot of itself and its consumers: the answer to STATUS_REQUEST."""
+    producer_pid: int
+    name: str
+    source: str
+    state: int  # index into STATES
+    producer_batch_size: int
+    samples_per_epoch: int
+    epochs: int
+    epoch: int
+    sample: int
+    batches_published: int
+    samples_published: int
+    samples_per_second: float
+    slot_count: int
+    slot_bytes: int
+    slots_in_use: int
+    rubber_band: int
+    window_batches: int
+    uptime_nanos: int
+    consumers_attached: int
+    evictions: int
+    consumers: Tuple[ConsumerStatus, ...]
+
+
+# ---- the feeder socket of an external producer (feeder ⇄ producer)
+
+@dataclass(frozen=True)
+class FeederHello:
+    """Feeder to producer: the batches it will write."""
+    pid: int
+    client: str
+    batch_size: int
+    samples_per_epoch: int
+    epochs: int  # 0: until the feeder stops
+    description: str
+    tensors: Tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True)
+class FeederWelcome:
+    producer_pid: int
+    arena_path: str
+    claims_ahead: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Feeder to producer: asks for a slot to fill with the next batch."""
+
+
+@dataclass(frozen=True)
+class SlotGrant:
+    """Producer to feeder: batch ``seq`` goes into the slot at ``offset`` of the arena file."""
+    seq: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Publish:
+    seq: int
+    samples: int
+
+
+@dataclass(frozen=True)
+class FeederEpochEnd:
+    epoch: int
+    samples: int
+
+
 _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, EpochEnd: EPOCH_END,
-          EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Progress: PROGRESS,
-          Heartbeat: HEARTBEAT}
+          EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Status: STATUS, Progress: PROGRESS,
+          Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
+          Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -141,6 +243,35 @@ def _string(s: str) -> bytes:
     if len(b) > MAX_STRING:
         raise ValueError("string of %d bytes exceeds the protocol's %d" % (len(b), MAX_STRING))
     return struct.pack("<H", len(b)) + b
+
+
+def _tensors(tensors) -> bytes:
+    p = struct.pack("<H", len(tensors))
+    for ts in tensors:
+        p += _string(ts.name) + struct.pack("<BB", ts.dtype, len(ts.shape))
+        p += b"".join(struct.pack("<q", d) for d in ts.shape)
+    return p
+
+
+def _truncate(s: str) -> str:
+    return s[:MAX_STRING // 4]
+
+
+def _encode_status(m) -> bytes:
+    p = struct.pack("<q", m.producer_pid) + _string(_truncate(m.name)) + _string(_truncate(m.source))
+    p += struct.pack("<Biqqqqqqdiqiiiqiq", m.state, m.producer_batch_size, m.samples_per_epoch, m.epochs, m.epoch,
+                     m.sample, m.batches_published, m.samples_published, m.samples_per_second, m.slot_count,
+                     m.slot_bytes, m.slots_in_use, m.rubber_band, m.window_batches, m.uptime_nanos,
+                     m.consumers_attached, m.evictions)
+    listed = m.consumers[:MAX_LISTED]
+    p += struct.pack("<H", len(listed))
+    for c in listed:
+        p += struct.pack("<iq", c.id, c.pid) + _string(c.user[:64])
+        p += struct.pack("<iBBqqqiqBqdqqq", c.batch_size, c.drop_last, c.start_mode, c.epoch, c.position,
+                         c.lag_samples, c.batches_held, c.batches_sent, c.reported, c.samples_consumed,
+                         c.samples_per_second, c.wait_nanos, c.work_nanos, c.connected_nanos)
+        p += _string(c.client) + struct.pack("<B", c.ring)
+    return p
 
 
 def encode(m) -> bytes:
@@ -153,11 +284,7 @@ def encode(m) -> bytes:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
                          m.epochs, m.start_mode, m.start_epoch, m.start_sample)
-        p += _string(m.source) + struct.pack("<H", len(m.tensors))
-        for ts in m.tensors:
-            p += _string(ts.name) + struct.pack("<BB", ts.dtype, len(ts.shape))
-            p += b"".join(struct.pack("<q", d) for d in ts.shape)
-        p += struct.pack("<i", m.ring)
+        p += _string(m.source) + _tensors(m.tensors) + struct.pack("<i", m.ring)
     elif t == BATCH:
         p = struct.pack("<qiqqqi", m.seq, m.slot, m.epoch, m.index, m.sample_start, m.samples)
     elif t == RELEASE:
@@ -170,6 +297,20 @@ def encode(m) -> bytes:
         p = struct.pack("<i", m.code) + _string(m.message[:MAX_STRING // 4])
     elif t == PROGRESS:
         p = struct.pack("<qqqq", m.epoch, m.samples, m.wait_nanos, m.work_nanos)
+    elif t == STATUS:
+        p = _encode_status(m)
+    elif t == FEEDER_HELLO:
+        p = struct.pack("<q", m.pid) + _string(m.client) + struct.pack("<iqq", m.batch_size, m.samples_per_epoch,
+                                                                        m.epochs)
+        p += _string(m.description) + _tensors(m.tensors)
+    elif t == FEEDER_WELCOME:
+        p = struct.pack("<q", m.producer_pid) + _string(m.arena_path) + struct.pack("<i", m.claims_ahead)
+    elif t == SLOT:
+        p = struct.pack("<qq", m.seq, m.offset)
+    elif t == PUBLISH:
+        p = struct.pack("<qi", m.seq, m.samples)
+    elif t == FEEDER_EPOCH_END:
+        p = struct.pack("<qq", m.epoch, m.samples)
     else:
         p = b""
     return _HEADER.pack(MAGIC, VERSION, t, 0, len(p)) + p
@@ -262,7 +403,27 @@ def decode_payload(mtype: int, payload: bytes):
         if min(m.epoch, m.samples, m.wait_nanos, m.work_nanos) < 0:
             raise ProtocolError("PROGRESS holds a negative count")
     elif mtype == STATUS:
-        raise ProtocolError("a STATUS snapshot is for status clients; consumers never receive one")
+        m = _decode_status(r)
+    elif mtype == FEEDER_HELLO:
+        pid, client = _non_negative(r.take("<q")), r.string()
+        batch, samples, epochs = r.take("<iqq")
+        description = r.string()
+        # Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
+        m = FeederHello(pid, client, batch, samples, epochs, description, _decode_tensors(r, "FEEDER_HELLO", False))
+    elif mtype == FEEDER_WELCOME:
+        pid, arena, claims = _non_negative(r.take("<q")), r.string(), r.take("<i")
+        if claims < 1:
+            raise ProtocolError("FEEDER_WELCOME holds %d claims ahead" % claims)
+        m = FeederWelcome(pid, arena, claims)
+    elif mtype == CLAIM:
+        m = Claim()
+    elif mtype == SLOT:
+        m = SlotGrant(*(_non_negative(v) for v in r.take("<qq")))
+    elif mtype == PUBLISH:
+        seq, samples = r.take("<qi")
+        m = Publish(_non_negative(seq), samples)
+    elif mtype == FEEDER_EPOCH_END:
+        m = FeederEpochEnd(*(_non_negative(v) for v in r.take("<qq")))
     else:
         raise ProtocolError("unknown message type %d" % mtype)
     if r.pos != len(payload):
@@ -281,33 +442,89 @@ def decode_any_version_error(mtype: int, payload: bytes):
         return None
 
 
-def _decode_welcome(r):
-    session, consumer, pid = r.take("<qiq")
-    arena = r.string()
-    slot_count, slot_bytes, batch, samples, epochs, mode, start_epoch, start_sample = r.take("<iqiqqBqq")
-    source = r.string()
+def _non_negative(v):
+    if v < 0:
+        raise ProtocolError("a count or position holds %d" % v)
+    return v
+
+
+def _positive(v):
+    if v < 1:
+        raise ProtocolError("a size holds %d" % v)
+    return v
+
+
+def _rate(v):
+    if not (v >= 0 and v != float("inf")):
+        raise ProtocolError("a rate holds %r" % v)
+    return v
+
+
+def _decode_tensors(r, frame, at_least_one=True):
     count = r.take("<H")
-    if (slot_count < 1 or slot_bytes < 1 or batch < 1 or samples < 0 or epochs < 0 or start_epoch < 0
-            or start_sample < 0 or mode > 1 or count < 1 or count > MAX_TENSORS):
-        raise ProtocolError("WELCOME holds an invalid value")
-    from .arena import DTYPES  # the dtype table lives with the arena layout
+    if count > MAX_TENSORS or (at_least_one and count < 1):
+        raise ProtocolError("%s holds an invalid value" % frame)
     tensors = []
     for _ in range(count):
         name = r.string()
         dtype, rank = r.take("<BB")
         if rank > MAX_RANK:
-            raise ProtocolError("WELCOME tensor '%s' has rank %d" % (name, rank))
+            raise ProtocolError("%s tensor '%s' has rank %d" % (frame, name, rank))
         shape = tuple(r.take("<q") for _ in range(rank))
         if dtype not in DTYPES:
-            raise ProtocolError("WELCOME tensor '%s' is invalid: unknown dtype code %d" % (name, dtype))
+            raise ProtocolError("%s tensor '%s' is invalid: unknown dtype code %d" % (frame, name, dtype))
         if not name or len(name) > 255 or any(d < 0 for d in shape):
-            raise ProtocolError("WELCOME tensor '%s' is invalid" % name)
+            raise ProtocolError("%s tensor '%s' is invalid" % (frame, name))
         tensors.append(TensorSpec(name, dtype, shape))
+    return tuple(tensors)
+
+
+def _decode_status(r):
+    pid, name, source = _non_negative(r.take("<q")), r.string(), r.string()
+    state = r.take("<B")
+    if state >= len(STATES):
+        raise ProtocolError("STATUS holds unknown state %d" % state)
+    batch = _positive(r.take("<i"))
+    counts = [_non_negative(v) for v in r.take("<qqqqqq")]
+    rate = _rate(r.take("<d"))
+    slot_count = _positive(r.take("<i"))
+    slot_bytes, in_use, band, window = (_non_negative(v) for v in r.take("<qiii"))
+    uptime, attached, evictions = (_non_negative(v) for v in r.take("<qiq"))
+    listed = r.take("<H")
+    if listed > MAX_LISTED or listed > attached or in_use > slot_count:
+        raise ProtocolError("STATUS holds an invalid value")
+    consumers = []
+    for _ in range(listed):
+        cid, cpid = (_non_negative(v) for v in r.take("<iq"))
+        user = r.string()
+        cb, drop = _positive(r.take("<i")), r.bool()
+        mode = r.take("<B")
+        if mode > 1:
+            raise ProtocolError("STATUS holds start mode %d" % mode)
+        epoch, position, lag, held, sent = (_non_negative(v) for v in r.take("<qqqiq"))
+        reported, samples, crate = r.bool(), _non_negative(r.take("<q")), _rate(r.take("<d"))
+        wait, work, connected = (_non_negative(v) for v in r.take("<qqq"))
+        client, ring = r.string(), r.bool()
+        consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
+                                        samples, crate, wait, work, connected, client, ring))
+    return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
+                  uptime, attached, evictions, tuple(consumers))
+
+
+def _decode_welcome(r):
+    session, consumer, pid = r.take("<qiq")
+    arena = r.string()
+    slot_count, slot_bytes, batch, samples, epochs, mode, start_epoch, start_sample = r.take("<iqiqqBqq")
+    source = r.string()
+    if (slot_count < 1 or slot_bytes < 1 or batch < 1 or samples < 0 or epochs < 0 or start_epoch < 0
+            or start_sample < 0 or mode > 1):
+        raise ProtocolError("WELCOME holds an invalid value")
+    tensors = _decode_tensors(r, "WELCOME")
     ring = r.take("<i")
     if ring < -1:
         raise ProtocolError("WELCOME holds an invalid value")
     return Welcome(session, consumer, pid, arena, slot_count, slot_bytes, batch, samples, epochs, mode,
-                   start_epoch, start_sample, source, tuple(tensors), ring)
+                   start_epoch, start_sample, source, tensors, ring)
 
 
 def check_version(version: int, mtype: int, payload: bytes):

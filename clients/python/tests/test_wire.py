@@ -1,5 +1,6 @@
-"""The committed frames in docs/test-vectors decode to the expected messages and re-encode byte for byte.
-The Java suite (ProtocolVectorsTest) checks the same files from the other side."""
+"""The committed frames in docs/test-vectors (the consumer's and the feeder socket's) decode to the expected
+messages and re-encode byte for byte. The Java suite (ProtocolVectorsTest) checks the same files from the other
+side."""
 
 import os
 import struct
@@ -25,6 +26,21 @@ EXPECTED = {
     "status_request": wire.StatusRequest(),
     "progress": wire.Progress(3, 123456, 7_000_000_000, 21_000_000_000),
     "heartbeat": wire.Heartbeat(),
+    "status": wire.Status(4242, "cifar", "synthetic:samples=5", 1, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16,
+                          1 << 20, 9, 2, 2, 90_000_000_000, 2, 1, (
+                              wire.ConsumerStatus(1, 777, "ana", 32, False, wire.START_EPOCH, 3, 151024, 128, 4, 900,
+                                                  True, 120000, 4321.25, 5_000_000_000, 25_000_000_000,
+                                                  30_000_000_000, "python3 train.py", False),
+                              wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
+                                                  600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
+                                                  True))),
+    "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
+                                     (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ()))),
+    "feeder_welcome": wire.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2),
+    "claim": wire.Claim(),
+    "slot": wire.SlotGrant(17, 4096 + 17 * 65536),
+    "publish": wire.Publish(17, 64),
+    "feeder_epoch_end": wire.FeederEpochEnd(0, 60000),
 }
 
 

@@ -26,8 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The shared test vectors in docs/test-vectors: one frame per message type, and samples of the
- * synthetic generator. The Python client's tests read the same files, so both sides stay in step with
+ * The shared test vectors in docs/test-vectors: one frame per message type (those of the feeder socket
+ * too), and samples of the synthetic generator. The Python client's tests read the same files, so both sides stay in step with
  * docs/PROTOCOL.md. Run with {@code -Dtensorsocket.writeVectors=true} to rewrite them after a
  * deliberate change of the format.
  */
@@ -50,6 +50,21 @@ class ProtocolVectorsTest {
         FRAMES.put("status_request", new Message.StatusRequest());
         FRAMES.put("progress", new Message.Progress(3, 123456, 7_000_000_000L, 21_000_000_000L));
         FRAMES.put("heartbeat", new Message.Heartbeat());
+        FRAMES.put("status", new Message.Status(new io.tensorsocket.ProducerStatus(4242, "cifar", "synthetic:samples=5",
+                io.tensorsocket.ProducerStatus.State.SERVING, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16, 1 << 20, 9,
+                2, 2, 90_000_000_000L, 2, 1, List.of(
+                        new io.tensorsocket.ProducerStatus.Consumer(1, 777, "ana", 32, false, StartMode.EPOCH_START, 3, 151024,
+                                128, 4, 900, true, 120000, 4321.25, 5_000_000_000L, 25_000_000_000L, 30_000_000_000L,
+                                "python3 train.py", false),
+                        new io.tensorsocket.ProducerStatus.Consumer(2, 778, "ana", 100, true, StartMode.ROLLING, 3, 151000,
+                                152, 3, 600, false, 0, 0, 0, 0, 1_000_000_000L, "flight 10.0.0.2:51000", true)))));
+        FRAMES.put("feeder_hello", new Message.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
+                List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64))));
+        FRAMES.put("feeder_welcome", new Message.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2));
+        FRAMES.put("claim", new Message.Claim());
+        FRAMES.put("slot", new Message.SlotGrant(17, 4096 + 17 * 65536L));
+        FRAMES.put("publish", new Message.Publish(17, 64));
+        FRAMES.put("feeder_epoch_end", new Message.FeederEpochEnd(0, 60000));
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -103,8 +118,8 @@ class ProtocolVectorsTest {
 
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
-        // every message type but STATUS, a producer's snapshot for status clients (round-tripped in WireFormatTest)
-        assertEquals(WireFormat.LAST_TYPE - 1, FRAMES.size(), "one vector per message type");
+        // every message type: the consumer's (1..12) and the feeder socket's (14..19)
+        assertEquals(WireFormat.LAST_TYPE + 6, FRAMES.size(), "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
             Path file = vectors().resolve(e.getKey() + ".hex");
             byte[] encoded = frame(e.getValue());
