@@ -3,10 +3,10 @@
  * training processes ({@link io.tensorsocket.TensorConsumer}) through shared memory, with control over a
  * Unix-domain socket.
  *
- * <p>Users see {@code io.tensorsocket} (the API) and {@code io.tensorsocket.source} (ready-made batch
- * sources). The arena and the wire protocol are exported only to the modules of this project that
- * inspect them (the command line and the benchmarks); the producer, consumer and stream internals are
- * not exported at all.
+ * <p>Users see {@code io.tensorsocket} (the API), {@code io.tensorsocket.source} (ready-made batch
+ * sources) and {@code io.tensorsocket.external} (producers fed by another process). The consumer's engine
+ * interface ({@code spi}), the wire protocol, the arena, the rings and the producer directory are exported only to the modules of this project
+ * that implement or inspect them; the producer, consumer and stream internals are not exported at all.
  */
 module io.tensorsocket.core {
     requires org.slf4j;
@@ -18,6 +18,8 @@ module io.tensorsocket.core {
     exports io.tensorsocket.spi to io.tensorsocket.flight, io.tensorsocket.cli;
     exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench, io.tensorsocket.flight;
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
+    exports io.tensorsocket.rings to io.tensorsocket.cli, io.tensorsocket.bench;
+    exports io.tensorsocket.directory to io.tensorsocket.cli, io.tensorsocket.bench;
 
     uses io.tensorsocket.spi.RemoteConnector;
 }

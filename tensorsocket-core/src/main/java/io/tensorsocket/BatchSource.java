@@ -1,6 +1,5 @@
 package io.tensorsocket;
 
-import io.tensorsocket.source.IterableSource;
 
 import java.util.function.LongFunction;
 

@@ -1,10 +1,6 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.ProducerDirectory;
-import io.tensorsocket.consumer.StatusQuery;
 
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 
 /**
@@ -96,21 +92,5 @@ public record ProducerStatus(long producerPid, String name, String source, State
     /** Where the producer is in its current epoch, 0 to 1. */
     public double epochProgress() {
         return samplesPerEpoch == 0 ? 0 : (double) sample / samplesPerEpoch;
-    }
-
-    /** Asks the producer called {@code name} for its status. */
-    public static ProducerStatus query(String name, Duration timeout) {
-        return query(ProducerDirectory.forName(name), timeout);
-    }
-
-    /**
-     * Asks the producer in {@code dir} for its status: connects to its control socket, sends a status
-     * request and reads the one answer.
-     *
-     * @throws ProducerNotFoundException if no producer is running there
-     * @throws TensorSocketTimeoutException if it does not answer within {@code timeout}
-     */
-    public static ProducerStatus query(Path dir, Duration timeout) {
-        return StatusQuery.query(dir, timeout);
     }
 }

@@ -1,6 +1,6 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.consumer.Handshake;
 import io.tensorsocket.consumer.ProgressMeter;
 import io.tensorsocket.spi.ConsumerEngine;

@@ -1,7 +1,8 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.consumer.StatusQuery;
 import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.producer.ProducerParts;
 import io.tensorsocket.protocol.Message;
@@ -63,6 +64,28 @@ public final class TensorProducer implements AutoCloseable {
         this.description = made.description();
         this.firstEpoch = made.firstEpoch();
         this.epochs = made.epochs();
+    }
+
+    /**
+     * Asks the running producer called {@code name}, in this process or another, for its status (what
+     * {@code tensorsocket status} shows).
+     *
+     * @throws ProducerNotFoundException    if no producer of that name is running
+     * @throws TensorSocketTimeoutException if it does not answer within {@code timeout}
+     */
+    public static ProducerStatus queryStatus(String name, Duration timeout) {
+        return queryStatus(ProducerDirectory.forName(name), timeout);
+    }
+
+    /**
+     * Asks the producer in {@code dir} for its status: connects to its control socket, sends a status
+     * request and reads the one answer.
+     *
+     * @throws ProducerNotFoundException    if no producer is running there
+     * @throws TensorSocketTimeoutException if it does not answer within {@code timeout}
+     */
+    public static ProducerStatus queryStatus(Path dir, Duration timeout) {
+        return StatusQuery.query(dir, timeout);
     }
 
     /** A builder; {@link Builder#source(BatchSource)} and a name or directory are required. */

@@ -1,9 +1,9 @@
 package io.tensorsocket;
 
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;

@@ -1,6 +1,6 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;

@@ -25,7 +25,7 @@ class StatusTest {
         Path dir = tmp.resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 16)).epochs(0)
                 .minConsumers(2).startGrace(Duration.ZERO).slots(8).build()) { // no grace: its wait would outweigh the work
-            ProducerStatus waiting = ProducerStatus.query(dir, Duration.ofSeconds(5));
+            ProducerStatus waiting = TensorProducer.queryStatus(dir, Duration.ofSeconds(5));
             assertEquals(ProducerStatus.State.WAITING_FOR_CONSUMERS, waiting.state());
             assertEquals(0, waiting.consumersAttached());
             assertEquals(16, waiting.producerBatchSize());
@@ -45,14 +45,14 @@ class StatusTest {
                 // and releases travel asynchronously, as progress reports do: call each once more, then ask
                 // until they have arrived
                 assertTrue(ia.hasNext() && ib.hasNext());
-                ProducerStatus s = ProducerStatus.query(dir, Duration.ofSeconds(5));
+                ProducerStatus s = TensorProducer.queryStatus(dir, Duration.ofSeconds(5));
                 for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; ) {
                     if (s.consumers().size() == 2 && s.consumers().get(0).position() == 64
                             && s.consumers().get(1).position() == 32 && s.consumers().get(0).workNanos() > 0) {
                         break;
                     }
                     Thread.sleep(20);
-                    s = ProducerStatus.query(dir, Duration.ofSeconds(5));
+                    s = TensorProducer.queryStatus(dir, Duration.ofSeconds(5));
                 }
                 assertEquals(ProducerStatus.State.SERVING, s.state());
                 assertEquals(2, s.consumersAttached());
@@ -79,6 +79,6 @@ class StatusTest {
 
     @Test
     void aMissingProducerIsReportedAsNotFound() {
-        assertThrows(ProducerNotFoundException.class, () -> ProducerStatus.query(tmp.resolve("none"), Duration.ofSeconds(1)));
+        assertThrows(ProducerNotFoundException.class, () -> TensorProducer.queryStatus(tmp.resolve("none"), Duration.ofSeconds(1)));
     }
 }

@@ -1,7 +1,7 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.ProducerAlreadyRunningException;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import picocli.CommandLine.Command;
 
 import java.io.IOException;

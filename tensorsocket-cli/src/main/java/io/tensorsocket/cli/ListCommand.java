@@ -1,7 +1,7 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.ProducerStatus;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

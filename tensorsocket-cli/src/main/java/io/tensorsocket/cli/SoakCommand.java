@@ -16,14 +16,14 @@ import java.util.stream.Stream;
 
 /**
  * {@code tensorsocket soak}: one producer process and a changing population of consumer processes, for a
- * bounded time, with faults injected at random: verdict.joins, clean leaves, SIGKILLs, SIGSTOP/SIGCONT verdict.stalls and
- * producer verdict.kills followed by a restart under the same name. Every consumer verifies each sample it gets
+ * bounded time, with faults injected at random: joins, clean leaves, SIGKILLs, SIGSTOP/SIGCONT stalls and
+ * producer kills followed by a restart under the same name. Every consumer verifies each sample it gets
  * (the {@code consume} command); this harness checks what they report, how long survivors stalled, and
  * that the producer leaks no file descriptor, thread or file. Prints one summary JSON line; exits 1 if
  * anything was lost or leaked.
  */
 @Command(name = "soak", mixinStandardHelpOptions = true,
-        description = "Fault-injection soak: random verdict.joins, leaves, verdict.kills, verdict.stalls and producer verdict.restarts; prints a summary.")
+        description = "Fault-injection soak: random joins, leaves, kills, stalls and producer restarts; prints a summary.")
 final class SoakCommand implements Callable<Integer> {
 
     @Option(names = "--minutes", defaultValue = "3", description = "How long to run (default ${DEFAULT-VALUE}).")
@@ -35,7 +35,7 @@ final class SoakCommand implements Callable<Integer> {
     @Option(names = "--max-consumers", defaultValue = "4", description = "Consumers alive at most (default ${DEFAULT-VALUE}).")
     int maxConsumers;
 
-    @Option(names = "--producer-verdict.restarts", defaultValue = "2",
+    @Option(names = "--producer-restarts", defaultValue = "2",
             description = "Times the producer is SIGKILLed and restarted under the same name (default ${DEFAULT-VALUE}).")
     int producerRestarts;
 

@@ -1,6 +1,6 @@
 package io.tensorsocket.cli;
 
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,7 +1,8 @@
 package io.tensorsocket.cli;
 
+import io.tensorsocket.TensorProducer;
 import io.tensorsocket.ProducerStatus;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -70,7 +71,7 @@ final class StatusCommand implements Callable<Integer> {
                 continue;
             }
             ProducerStatus s = isRemote ? RemoteAccess.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
-                    : ProducerStatus.query(d, ServeCommand.seconds(timeoutS));
+                    : TensorProducer.queryStatus(d, ServeCommand.seconds(timeoutS));
             if (json) {
                 out.println(toJson(s));
             } else {
@@ -181,7 +182,7 @@ final class StatusCommand implements Callable<Integer> {
 
     static ProducerStatus tryQuery(Path dir) {
         try {
-            return ProducerStatus.query(dir, Duration.ofSeconds(2));
+            return TensorProducer.queryStatus(dir, Duration.ofSeconds(2));
         } catch (RuntimeException e) {
             return null;
         }

@@ -4,7 +4,7 @@ import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 

@@ -1,6 +1,6 @@
 package io.tensorsocket.consumer;
 
-import io.tensorsocket.arena.Futex;
+import io.tensorsocket.rings.Futex;
 
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;

@@ -6,7 +6,7 @@ import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

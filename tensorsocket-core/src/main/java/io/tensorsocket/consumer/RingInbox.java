@@ -1,8 +1,8 @@
 package io.tensorsocket.consumer;
 
 import io.tensorsocket.ProtocolException;
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
 

@@ -7,7 +7,7 @@ import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 

@@ -6,7 +6,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.producer.ProducerCore;

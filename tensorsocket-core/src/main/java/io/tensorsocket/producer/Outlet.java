@@ -1,7 +1,7 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.protocol.WireFormat;

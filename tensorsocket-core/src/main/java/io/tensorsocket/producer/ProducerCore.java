@@ -7,7 +7,7 @@ import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.DescriptorRings;
+import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;

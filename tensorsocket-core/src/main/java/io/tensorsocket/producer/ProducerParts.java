@@ -2,8 +2,8 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.SharedMemoryFullException;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.StartPoint;

@@ -1,7 +1,7 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.arena.DescriptorRings;
-import io.tensorsocket.arena.Futex;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 
 import java.util.ArrayDeque;
 

@@ -79,7 +79,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
  * STATUS's ring per consumer
  * (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
- * {@code io.tensorsocket.arena.DescriptorRings}). A peer of another version is told VERSION_MISMATCH.
+ * {@code io.tensorsocket.rings.DescriptorRings}). A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *

@@ -8,7 +8,7 @@ import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;

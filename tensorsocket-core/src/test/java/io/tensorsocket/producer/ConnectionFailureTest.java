@@ -1,5 +1,6 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.TensorProducer;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.DType;
@@ -9,7 +10,7 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.ProducerDirectory;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import org.junit.jupiter.api.Test;
@@ -74,7 +75,7 @@ class ConnectionFailureTest {
             });
             long t0 = System.nanoTime();
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class,
-                    () -> ProducerStatus.query(dir, Duration.ofMillis(300)));
+                    () -> TensorProducer.queryStatus(dir, Duration.ofMillis(300)));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(e.getMessage().contains("did not answer a status request within 300 ms"), e.getMessage());
             assertTrue(ms < 10_000, "timed out after " + ms + " ms");

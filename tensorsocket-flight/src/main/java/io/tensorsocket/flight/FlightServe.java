@@ -218,7 +218,7 @@ public final class FlightServe implements AutoCloseable {
                 return;
             }
             try {
-                ProducerStatus s = ProducerStatus.query(producerDirectory, Duration.ofSeconds(5));
+                ProducerStatus s = TensorProducer.queryStatus(producerDirectory, Duration.ofSeconds(5));
                 ByteBuffer frame = WireFormat.encode(new Message.Status(s));
                 byte[] body = new byte[frame.remaining()];
                 frame.get(body);

@@ -1,8 +1,6 @@
 package io.tensorsocket.pipeline;
 
 import io.tensorsocket.BatchLayout;
-import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
@@ -24,29 +22,29 @@ import java.util.Objects;
  *         .floats(0.2860f, 0.3530f).batchSize(128).seed(1).build();
  * }</pre>
  */
-public final class IdxSource implements BatchSource {
+public final class IdxSource extends SampledSource<float[]> {
     public static final String IMAGE = "image";
     public static final String LABEL = "label";
 
     private final IdxDataset data;
-    private final EpochSampler sampler;
-    private final BatchLayout layout;
     private final DType dtype;
     private final float mean;
     private final float std;
-    private final ParallelSlotFiller<float[]> filler;
 
     private IdxSource(Builder b) {
+        super(b.sampler(b.data.size()), new BatchLayout(List.of(image(b.data, b.dtype), TensorSpec.of(LABEL, DType.INT64)),
+                b.batchSize));
         this.data = b.data;
         this.dtype = b.dtype;
         this.mean = b.mean;
         this.std = b.std;
-        this.sampler = b.sampler(data.size());
-        TensorSpec image = dtype == DType.UINT8
+        startWorkers(new Writer(), b.workers, b.prefetch);
+    }
+
+    private static TensorSpec image(IdxDataset data, DType dtype) {
+        return dtype == DType.UINT8
                 ? TensorSpec.of(IMAGE, DType.UINT8, data.rows(), data.cols())
                 : TensorSpec.of(IMAGE, DType.FLOAT32, 1, data.rows(), data.cols());
-        this.layout = new BatchLayout(List.of(image, TensorSpec.of(LABEL, DType.INT64)), b.batchSize);
-        this.filler = new ParallelSlotFiller<>(new Writer(), b.workers, b.prefetch);
     }
 
     /** A builder for {@code data}. */
@@ -55,37 +53,13 @@ public final class IdxSource implements BatchSource {
     }
 
     @Override
-    public BatchLayout layout() {
-        return layout;
-    }
-
-    @Override
-    public long samplesPerEpoch() {
-        return sampler.samplesPerEpoch();
-    }
-
-    @Override
-    public void emitEpoch(long epoch, BatchSink sink) throws Exception {
-        filler.emit(epoch, sampler.order(epoch), layout.batchSize(), sink);
-    }
-
-    public EpochSampler sampler() {
-        return sampler;
-    }
-
-    @Override
     public String description() {
         Path f = data.imagesFile();
         // The normalisation comes first so that no long path can push it past the description's limit.
         String d = "idx " + (dtype == DType.FLOAT32 ? new Normalization(mean, std).describe() + " " : "")
-                + "images=" + f + " samples=" + data.size() + " image=" + layout.tensors().getFirst().describe()
-                + " shuffle=" + sampler.shuffle() + " dropLast=" + sampler.dropLast() + " seed=" + sampler.seed();
+                + "images=" + f + " samples=" + data.size() + " image=" + layout().tensors().getFirst().describe()
+                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed=" + sampler().seed();
         return Descriptions.limit(d);
-    }
-
-    @Override
-    public void close() {
-        filler.close();
     }
 
     /** Per-thread state is one float row; the table is shared because it is read-only. */

@@ -1,8 +1,6 @@
 package io.tensorsocket.pipeline;
 
 import io.tensorsocket.BatchLayout;
-import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
@@ -28,28 +26,25 @@ import java.util.Objects;
  *         .build();
  * }</pre>
  */
-public final class ImagePipelineSource implements BatchSource {
+public final class ImagePipelineSource extends SampledSource<ImagePipelineSource.Worker> {
     public static final String IMAGE = "image";
     public static final String LABEL = "label";
 
     private final ImageFolder folder;
     private final TransformPipeline transforms;
     private final ImageDecoder decoder;
-    private final EpochSampler sampler;
-    private final BatchLayout layout;
     private final int workers;
     private final int prefetch;
-    private final ParallelSlotFiller<Worker> filler;
 
     private ImagePipelineSource(Builder b, ImageFolder folder) {
+        super(b.sampler(folder.size()), new BatchLayout(List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)),
+                b.batchSize));
         this.folder = folder;
         this.transforms = b.transforms;
         this.decoder = b.decoder != null ? b.decoder : Decoders.best();
-        this.sampler = b.sampler(folder.size());
-        this.layout = new BatchLayout(List.of(transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)), b.batchSize);
         this.workers = b.workers;
         this.prefetch = b.prefetch;
-        this.filler = new ParallelSlotFiller<>(new Writer(), b.workers, b.prefetch);
+        startWorkers(new Writer(), b.workers, b.prefetch);
     }
 
     /** A builder for the images under {@code root} ({@code root/<class>/<image>}). */
@@ -62,27 +57,8 @@ public final class ImagePipelineSource implements BatchSource {
         return new Builder(null, folder);
     }
 
-    @Override
-    public BatchLayout layout() {
-        return layout;
-    }
-
-    @Override
-    public long samplesPerEpoch() {
-        return sampler.samplesPerEpoch();
-    }
-
-    @Override
-    public void emitEpoch(long epoch, BatchSink sink) throws Exception {
-        filler.emit(epoch, sampler.order(epoch), layout.batchSize(), sink);
-    }
-
     public ImageFolder folder() {
         return folder;
-    }
-
-    public EpochSampler sampler() {
-        return sampler;
     }
 
     public TransformPipeline transforms() {
@@ -98,19 +74,13 @@ public final class ImagePipelineSource implements BatchSource {
     public String description() {
         String d = "image-folder root=" + folder.root() + " classes=" + folder.classes().size() + " images=" + folder.size()
                 + " decoder=" + decoder.name() + " workers=" + workers + " prefetch=" + prefetch
-                + " shuffle=" + sampler.shuffle() + " dropLast=" + sampler.dropLast() + " seed=" + sampler.seed()
+                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed=" + sampler().seed()
                 + " transforms=" + transforms;
         return Descriptions.limit(d);
     }
 
-    /** Stops the worker threads and frees their decode buffers. */
-    @Override
-    public void close() {
-        filler.close();
-    }
-
     /** Per-thread state: file reader (with its decoders and RGB buffer) and resampler. */
-    private record Worker(ImageFileReader reader, Resampler resampler) implements AutoCloseable {
+    record Worker(ImageFileReader reader, Resampler resampler) implements AutoCloseable {
         @Override
         public void close() {
             reader.close();
@@ -118,7 +88,7 @@ public final class ImagePipelineSource implements BatchSource {
     }
 
     private final class Writer implements ParallelSlotFiller.SampleWriter<Worker> {
-        private final long imageBytes = layout.tensors().get(0).sampleBytes();
+        private final long imageBytes = layout().tensors().get(0).sampleBytes();
 
         @Override
         public Worker newContext() {
@@ -128,7 +98,7 @@ public final class ImagePipelineSource implements BatchSource {
         @Override
         public void write(Worker w, long epoch, int sampleId, SlotWriter slot, int index) throws IOException {
             RgbImage img = w.reader.read(folder.file(sampleId));
-            SampleGeometry g = transforms.plan(img.width(), img.height(), Seeds.forSample(sampler.seed(), epoch, sampleId));
+            SampleGeometry g = transforms.plan(img.width(), img.height(), Seeds.forSample(sampler().seed(), epoch, sampleId));
             MemorySegment out = slot.tensor(0).asSlice(index * imageBytes, imageBytes);
             w.resampler.run(img, g, out);
             slot.tensor(1).setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index, folder.label(sampleId));

@@ -1,18 +1,21 @@
-package io.tensorsocket.arena;
+package io.tensorsocket.rings;
 
-import static io.tensorsocket.arena.RingLayout.CURSOR;
-import static io.tensorsocket.arena.RingLayout.DOORBELL;
-import static io.tensorsocket.arena.RingLayout.HEADER_BYTES;
-import static io.tensorsocket.arena.RingLayout.INT;
-import static io.tensorsocket.arena.RingLayout.LONG;
-import static io.tensorsocket.arena.RingLayout.OWNER;
-import static io.tensorsocket.arena.RingLayout.PARKED;
-import static io.tensorsocket.arena.RingLayout.TAIL;
-import static io.tensorsocket.arena.RingLayout.fileBytes;
+import static io.tensorsocket.rings.RingLayout.CURSOR;
+import static io.tensorsocket.rings.RingLayout.DOORBELL;
+import static io.tensorsocket.rings.RingLayout.HEADER_BYTES;
+import static io.tensorsocket.rings.RingLayout.INT;
+import static io.tensorsocket.rings.RingLayout.LONG;
+import static io.tensorsocket.rings.RingLayout.OWNER;
+import static io.tensorsocket.rings.RingLayout.PARKED;
+import static io.tensorsocket.rings.RingLayout.TAIL;
+import static io.tensorsocket.rings.RingLayout.fileBytes;
 
 import io.tensorsocket.ProtocolException;
 
+import io.tensorsocket.arena.SpaceReservation;
+
 import java.io.IOException;
+import java.lang.invoke.VarHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Reference;

@@ -1,9 +1,5 @@
-package io.tensorsocket.source;
+package io.tensorsocket;
 
-import io.tensorsocket.Batch;
-import io.tensorsocket.BatchLayout;
-import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
 
 import java.util.Iterator;
 import java.util.NoSuchElementException;
@@ -14,14 +10,14 @@ import java.util.function.LongFunction;
  * The layout comes from the first batch of epoch 0, which is kept and emitted first, so a loader that
  * can be iterated only once still loses nothing.
  */
-public final class IterableSource implements BatchSource {
+final class IterableSource implements BatchSource {
     private final LongFunction<? extends Iterable<Batch>> epochs;
     private final long samplesPerEpoch;
     private BatchLayout layout;
     private Iterator<Batch> peekedIterator;
     private Batch peeked;
 
-    public IterableSource(LongFunction<? extends Iterable<Batch>> epochs, long samplesPerEpoch) {
+    IterableSource(LongFunction<? extends Iterable<Batch>> epochs, long samplesPerEpoch) {
         if (samplesPerEpoch < 1) {
             throw new IllegalArgumentException("samplesPerEpoch must be at least 1, got " + samplesPerEpoch);
         }

@@ -1,4 +1,4 @@
-package io.tensorsocket.arena;
+package io.tensorsocket.directory;
 
 import io.tensorsocket.PermissionDeniedException;
 import io.tensorsocket.ProducerAlreadyRunningException;
@@ -57,7 +57,7 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String LOCK_FILE = "producer.lock";
     public static final String SOCKET_FILE = "control.sock";
     public static final String ARENA_FILE = "arena";
-    /** Where consumers find their descriptor rings (see {@link DescriptorRings}). */
+    /** Where consumers find their descriptor rings (see {@link io.tensorsocket.rings.DescriptorRings}). */
     public static final String RINGS_FILE = "rings";
     /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";

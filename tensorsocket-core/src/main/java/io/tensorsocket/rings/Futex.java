@@ -1,4 +1,4 @@
-package io.tensorsocket.arena;
+package io.tensorsocket.rings;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

@@ -1,4 +1,4 @@
-package io.tensorsocket.arena;
+package io.tensorsocket.rings;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -48,11 +48,11 @@ public final class RingLayout {
 
     /** A ring's header fields, from the ring's start; the producer's in the first 64 bytes, the consumer's in the next. */
     public static final long RING_HEADER_BYTES = 128;
-    static final long OWNER = 0;
-    static final long DOORBELL = 4;
-    static final long TAIL = 8;
-    static final long CURSOR = 64;
-    static final long PARKED = 72;
+    public static final long OWNER = 0;
+    public static final long DOORBELL = 4;
+    public static final long TAIL = 8;
+    public static final long CURSOR = 64;
+    public static final long PARKED = 72;
 
     static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);

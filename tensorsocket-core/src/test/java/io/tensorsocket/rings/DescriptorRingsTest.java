@@ -1,4 +1,4 @@
-package io.tensorsocket.arena;
+package io.tensorsocket.rings;
 
 import io.tensorsocket.ProtocolException;
 import org.junit.jupiter.api.Assumptions;

@@ -1,0 +1,55 @@
+package io.tensorsocket.pipeline;
+
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
+
+/**
+ * A source over a data set of numbered samples: epoch {@code e} visits them in {@link EpochSampler} order, and
+ * worker threads ({@link ParallelSlotFiller}) write each sample straight into the arena slot it belongs to.
+ * A subclass says what its batches hold and how one sample is written, and starts the workers once its own
+ * state is set.
+ *
+ * @param <C> the per-worker state of the subclass's sample writer
+ */
+abstract class SampledSource<C> implements BatchSource {
+    private final EpochSampler sampler;
+    private final BatchLayout layout;
+    private ParallelSlotFiller<C> filler;
+
+    SampledSource(EpochSampler sampler, BatchLayout layout) {
+        this.sampler = sampler;
+        this.layout = layout;
+    }
+
+    /** Starts {@code workers} threads writing samples with {@code writer}, up to {@code prefetch} batches ahead. */
+    final void startWorkers(ParallelSlotFiller.SampleWriter<C> writer, int workers, int prefetch) {
+        this.filler = new ParallelSlotFiller<>(writer, workers, prefetch);
+    }
+
+    @Override
+    public final BatchLayout layout() {
+        return layout;
+    }
+
+    @Override
+    public final long samplesPerEpoch() {
+        return sampler.samplesPerEpoch();
+    }
+
+    @Override
+    public final void emitEpoch(long epoch, BatchSink sink) throws Exception {
+        filler.emit(epoch, sampler.order(epoch), layout.batchSize(), sink);
+    }
+
+    /** The order in which epochs visit the samples. */
+    public final EpochSampler sampler() {
+        return sampler;
+    }
+
+    /** Stops the worker threads and frees what they hold. */
+    @Override
+    public void close() {
+        filler.close();
+    }
+}
