@@ -10,8 +10,6 @@ import io.tensorsocket.spi.RemoteConnector;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Locale;
-import java.util.ServiceLoader;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
@@ -72,10 +70,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      *                               {@code tensorsocket-flight} for {@code grpc://})
      */
     public static TensorConsumer connect(String name, ConsumerOptions options) {
-        int colon = name.indexOf("://");
-        if (colon > 0) {
-            String scheme = name.substring(0, colon).toLowerCase(Locale.ROOT);
-            return new TensorConsumer(name, connector(scheme, name).connect(name, options));
+        if (name.indexOf("://") > 0) {
+            return new TensorConsumer(name, RemoteConnector.forUri(name).connect(name, options));
         }
         return connect(ProducerDirectory.forName(name), name, options);
     }
@@ -87,21 +83,6 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
         return new TensorConsumer(name, new LocalEngine(name, options, Handshake.join(dir, name, options)));
-    }
-
-    private static RemoteConnector connector(String scheme, String uri) {
-        for (RemoteConnector c : ServiceLoader.load(RemoteConnector.class, TensorConsumer.class.getClassLoader())) {
-            if (c.schemes().contains(scheme)) {
-                return c;
-            }
-        }
-        if (scheme.equals("grpc") || scheme.equals("grpc+tls")) {
-            throw new IllegalStateException("'" + uri + "' is a remote producer, and reaching one needs the module"
-                    + " tensorsocket-flight (io.tensorsocket:tensorsocket-flight) on the class path; add it as a dependency");
-        }
-        throw new IllegalArgumentException("'" + uri + "' has scheme '" + scheme + "', which no module on the class path"
-                + " handles; a producer is named NAME (this host) or grpc://HOST:PORT/NAME (another host, with"
-                + " tensorsocket-flight)");
     }
 
     // ------------------------------------------------------------------------------------------------ info
@@ -248,29 +229,23 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * training loop is the bottleneck; the producer's status shows both.
      */
     public long waitNanos() {
-        lock.lock();
-        try {
-            return meter.waitNanos();
-        } finally {
-            lock.unlock();
-        }
+        return metered(meter::waitNanos);
     }
 
     /** Time spent outside the iterator between batches (the caller's work), in nanoseconds. */
     public long workNanos() {
-        lock.lock();
-        try {
-            return meter.workNanos();
-        } finally {
-            lock.unlock();
-        }
+        return metered(meter::workNanos);
     }
 
     /** Samples handed out so far, over all epochs. */
     public long samplesConsumed() {
+        return metered(meter::samples);
+    }
+
+    private long metered(java.util.function.LongSupplier figure) {
         lock.lock();
         try {
-            return meter.samples();
+            return figure.getAsLong();
         } finally {
             lock.unlock();
         }

@@ -1,6 +1,8 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.ConsumerOptions;
+import java.util.Locale;
+import java.util.ServiceLoader;
 import java.util.Set;
 
 /**
@@ -22,4 +24,26 @@ public interface RemoteConnector {
      * @throws IllegalArgumentException if {@code uri} is malformed
      */
     ConsumerEngine connect(String uri, ConsumerOptions options);
+
+    /**
+     * The connector on the class path that reaches {@code uri}'s scheme.
+     *
+     * @throws IllegalStateException    for {@code grpc://} or {@code grpc+tls://} without {@code tensorsocket-flight}
+     * @throws IllegalArgumentException for a scheme no module handles
+     */
+    static RemoteConnector forUri(String uri) {
+        String scheme = uri.substring(0, uri.indexOf("://")).toLowerCase(Locale.ROOT);
+        for (RemoteConnector c : ServiceLoader.load(RemoteConnector.class, RemoteConnector.class.getClassLoader())) {
+            if (c.schemes().contains(scheme)) {
+                return c;
+            }
+        }
+        if (scheme.equals("grpc") || scheme.equals("grpc+tls")) {
+            throw new IllegalStateException("'" + uri + "' is a remote producer, and reaching one needs the module"
+                    + " tensorsocket-flight (io.tensorsocket:tensorsocket-flight) on the class path; add it as a dependency");
+        }
+        throw new IllegalArgumentException("'" + uri + "' has scheme '" + scheme + "', which no module on the class path"
+                + " handles; a producer is named NAME (this host) or grpc://HOST:PORT/NAME (another host, with"
+                + " tensorsocket-flight)");
+    }
 }
