@@ -4,7 +4,6 @@ import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.consumer.Handshake;
 import io.tensorsocket.consumer.ProgressMeter;
 import io.tensorsocket.spi.ConsumerEngine;
-import io.tensorsocket.spi.ConsumerFacade;
 import io.tensorsocket.spi.RemoteConnector;
 
 import java.nio.file.Path;
@@ -46,16 +45,13 @@ import java.util.function.Supplier;
  * the consumer's time goes.
  */
 public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
-    static {
-        ConsumerFacade.install(TensorConsumer::new);
-    }
-
     private final ConsumerEngine engine;
     private final ReentrantLock lock = new ReentrantLock();
     private final ProgressMeter meter = new ProgressMeter();
     private final String producer;
     private boolean closed;
 
+    /** The façade over {@code engine}; {@link io.tensorsocket.spi.ConsumerFacade} reaches it for other modules' engines. */
     private TensorConsumer(String producer, ConsumerEngine engine) {
         this.engine = engine;
         this.producer = producer;

@@ -1,16 +1,31 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.TensorConsumer;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.util.Objects;
-import java.util.function.BiFunction;
 
 /**
  * Puts a {@link TensorConsumer} over an engine a module opened itself (a Flight consumer with a token given
  * in code, say): the returned consumer has the whole contract of one from {@link TensorConsumer#connect},
  * and closing it closes the engine. Not user API: this package is exported only to the project's modules.
+ *
+ * <p>The façade's constructor is private to it; this class reaches it with a private lookup, which only code
+ * of the core module itself may make, so that the façade needs to know nothing of this class.
  */
 public final class ConsumerFacade {
-    private static volatile BiFunction<String, ConsumerEngine, TensorConsumer> facade;
+    private static final MethodHandle CONSTRUCTOR;
+
+    static {
+        try {
+            CONSTRUCTOR = MethodHandles.privateLookupIn(TensorConsumer.class, MethodHandles.lookup())
+                    .findConstructor(TensorConsumer.class, MethodType.methodType(void.class, String.class, ConsumerEngine.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private ConsumerFacade() {
     }
@@ -18,21 +33,12 @@ public final class ConsumerFacade {
     /** A consumer over {@code engine}, named {@code address} in its messages. */
     public static TensorConsumer over(String address, ConsumerEngine engine) {
         Objects.requireNonNull(engine, "engine");
-        if (facade == null) {
-            try { // its static initializer installs the façade's constructor
-                Class.forName(TensorConsumer.class.getName(), true, TensorConsumer.class.getClassLoader());
-            } catch (ClassNotFoundException e) {
-                throw new IllegalStateException(e);
-            }
+        try {
+            return (TensorConsumer) CONSTRUCTOR.invokeExact(address, engine);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
         }
-        return facade.apply(address, engine);
-    }
-
-    /** Called once, by {@link TensorConsumer}'s class initializer. */
-    public static void install(BiFunction<String, ConsumerEngine, TensorConsumer> constructor) {
-        if (facade != null) {
-            throw new IllegalStateException("the consumer façade is installed already");
-        }
-        facade = constructor;
     }
 }
