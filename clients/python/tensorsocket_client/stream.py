@@ -295,3 +295,34 @@ class ConsumerStream:
             if h.seq == seq:
                 return h
         return None
+
+
+# ---- the exact-epoch rule for late joiners (Java: ChunkedShuffle; docs/test-vectors/chunked-shuffle.txt)
+
+def chunked_first(samples, rng):
+    """The first epoch's order: a uniform shuffle of ``0..samples-1`` (``rng``: a SplittableRandom)."""
+    order = list(range(samples))
+    _shuffle(order, 0, samples, rng)
+    return order
+
+
+def chunked_next(previous, boundaries, rng):
+    """The next epoch's order after ``previous``: the chunks between consecutive ``boundaries`` (sorted, distinct,
+    inside the epoch: the offsets at which live consumers joined mid-epoch) keep their samples, in a new random
+    order, so that every such consumer's every epoch is one pass over the data set."""
+    order = list(previous)
+    start = 0
+    for b in boundaries:
+        if b <= start or b >= len(order):
+            raise ValueError("boundaries %r are not sorted, distinct and inside an epoch of %d samples"
+                             % (list(boundaries), len(order)))
+        _shuffle(order, start, b, rng)
+        start = b
+    _shuffle(order, start, len(order), rng)
+    return order
+
+
+def _shuffle(a, start, end, rng):
+    for i in range(end - 1, start, -1):
+        j = start + rng.next_int(i - start + 1)
+        a[i], a[j] = a[j], a[i]

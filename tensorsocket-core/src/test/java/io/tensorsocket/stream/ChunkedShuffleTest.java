@@ -103,6 +103,36 @@ class ChunkedShuffleTest {
         assertArrayEquals(new int[]{10}, b.sorted());
     }
 
+    /**
+     * {@code docs/test-vectors/chunked-shuffle.txt}: orders drawn from given seeds, which the Python port
+     * ({@code stream.chunked_first}, {@code chunked_next}) reproduces. Rewrite with {@code -Dtensorsocket.writeVectors=true}.
+     */
+    @Test
+    void theSharedVectorsAreWhatThisRuleDraws() throws java.io.IOException {
+        List<String> lines = new ArrayList<>();
+        lines.add("# first <samples> <seed> -> <order>   (java.util.SplittableRandom(seed))");
+        lines.add("# next <seed> <boundaries, or -> <previous order> -> <order>");
+        int[] order = ChunkedShuffle.first(24, new SplittableRandom(11));
+        lines.add("first 24 11 -> " + join(order));
+        int[][] boundaries = {{}, {5}, {3, 17}, {1, 2, 23}, {}};
+        for (int i = 0; i < boundaries.length; i++) {
+            int[] next = ChunkedShuffle.next(order, boundaries[i], new SplittableRandom(100 + i));
+            lines.add("next " + (100 + i) + " " + (boundaries[i].length == 0 ? "-" : join(boundaries[i])) + " " + join(order)
+                    + " -> " + join(next));
+            order = next;
+        }
+        java.nio.file.Path file = StreamScenariosTest.vectors().resolveSibling("chunked-shuffle.txt");
+        String text = String.join("\n", lines) + "\n";
+        if (Boolean.getBoolean("tensorsocket.writeVectors")) {
+            java.nio.file.Files.writeString(file, text);
+        }
+        assertEquals(java.nio.file.Files.readString(file), text);
+    }
+
+    private static String join(int[] a) {
+        return Arrays.stream(a).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(","));
+    }
+
     private static String sorted(int[] a, int from, int to) {
         int[] s = Arrays.copyOfRange(a, from, to);
         Arrays.sort(s);
