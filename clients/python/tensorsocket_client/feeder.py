@@ -470,15 +470,19 @@ class TensorProducer:
         if conn is None:
             # A producer this feeder started may still be starting: give it the time it takes to open its socket
             # (a JVM's start on a loaded machine, beside the trainers launched with it, can take many seconds).
+            # Its socket file appears a moment before it listens on it, so a refused connect is tried again.
             deadline = time.monotonic() + self._connect_timeout
-            while (not self._feeder_socket().exists() and self._process is not None and self._process.poll() is None
-                   and time.monotonic() < deadline):
-                time.sleep(0.05)
-            try:
+            while True:
                 if self._feeder_socket().exists():
-                    conn = _Connection(self._feeder_socket(), 2.0)
-            except OSError:
-                conn = None
+                    try:
+                        conn = _Connection(self._feeder_socket(), 2.0)
+                        break
+                    except OSError:
+                        pass
+                starting = self._process is not None and self._process.poll() is None
+                if not starting or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
         if conn is not None:
             conn.error(code, message)
             if conn is not self._conn:
