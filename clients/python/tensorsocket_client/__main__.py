@@ -15,7 +15,7 @@ import time
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .consumer import TensorConsumer
 from .errors import TensorSocketError
-from .synthetic import PREFIX, SyntheticSpec, Verifier
+from .synthetic import PREFIX, SyntheticSpec, Verifier, seeded_order
 
 
 class _Failure(Exception):
@@ -57,7 +57,8 @@ def consume(args):
         spec = SyntheticSpec.parse(description)
         spe = c.samples_per_epoch
         expected = spe // args.batch_size * args.batch_size if args.drop_last else spe
-        verifier = Verifier(spec)
+        ordered = seeded_order(description)
+        verifier = Verifier(spec, ordered)
         failure = None
         e = 0
         while args.epochs is None or e < args.epochs:
@@ -80,7 +81,8 @@ def consume(args):
             complete = counts["samples"] == expected
             print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
-                             out_of_order=counts["out_of_order"], start=c.start_mode, start_epoch=c.start_epoch,
+                             out_of_order=counts["out_of_order"], order="seeded" if ordered else "producer",
+                             start=c.start_mode, start_epoch=c.start_epoch,
                              handoff=c.handoff, complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
                              samples_per_s=counts["samples"] / max(seconds, 1e-9),
@@ -90,7 +92,8 @@ def consume(args):
             if not intact:
                 failure = "epoch %d: %d corrupt and %d out-of-order samples" % (epoch, counts["corrupt"],
                                                                                counts["out_of_order"])
-            elif c.start_mode == "epoch_start" and complete and not exact and not args.drop_last:
+            elif (c.start_mode != "rolling" and complete
+                  and (counts["duplicates"] > 0 if args.drop_last else not exact)):
                 failure = "epoch %d delivered %d distinct of %d samples with %d duplicates" % (
                     epoch, counts["unique"], spe, counts["duplicates"])
             elif not complete and not c.is_end_of_stream():

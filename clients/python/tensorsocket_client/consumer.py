@@ -128,8 +128,15 @@ class TensorConsumer(ConsumerBase):
 
     @property
     def start_mode(self) -> str:
-        """'epoch_start' or 'rolling': how this consumer's first epoch lines up with the producer's stream."""
-        return "rolling" if self._welcome.start_mode == wire.START_ROLLING else "epoch_start"
+        """'epoch_start', 'exact' or 'rolling': how this consumer's first epoch lines up with the producer's
+        stream ('exact': it joined mid-epoch and each of its epochs is still one pass over the data set, since
+        the producer chooses the order; 'rolling': it joined mid-epoch of a source that fixes its own order)."""
+        return wire.START_LABELS[self._welcome.start_mode]
+
+    @property
+    def mid_epoch(self) -> str:
+        """'exact' or 'rolling': how any consumer joining this producer mid-epoch starts."""
+        return wire.START_LABELS[self._welcome.mid_epoch]
 
     @property
     def start_epoch(self) -> int:

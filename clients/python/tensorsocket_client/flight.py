@@ -174,6 +174,7 @@ class RemoteConsumer(ConsumerBase):
                                                           "producer_batch_size", "start_epoch", "start_sample",
                                                           "producer_epochs")}
             h["start_mode"] = m["tensorsocket.start_mode"]
+            h["mid_epoch"] = m.get("tensorsocket.mid_epoch", "rolling")
             h["description"] = m["tensorsocket.description"]
         except (KeyError, ValueError) as e:
             raise ProtocolError("the stream's header from %s lacks or garbles %s" % (self.address, e)) from None
@@ -208,6 +209,11 @@ class RemoteConsumer(ConsumerBase):
     @property
     def start_mode(self):
         return self._header["start_mode"]
+
+    @property
+    def mid_epoch(self):
+        """'exact' or 'rolling': how any consumer joining this producer mid-epoch starts."""
+        return self._header["mid_epoch"]
 
     @property
     def start_epoch(self):

@@ -9,6 +9,7 @@ import collections
 
 EPOCH_START = "epoch_start"
 ROLLING = "rolling"
+EXACT = "exact"
 # start policies (HELLO): join at once, or wait for the next epoch start rather than roll
 JOIN_NOW = "join_now"
 NEXT_EPOCH_START = "next_epoch_start"
@@ -103,10 +104,14 @@ class ProducerStream:
 class JoinRule:
     """Where a consumer joining now starts: the epoch start (replaying the epoch's batches while its first is
     inside the rubber band), else, for the NEXT_EPOCH_START policy, the next epoch's start, else rolling from
-    the next batch."""
+    the next batch: EXACT where the producer chooses the order (chunked_next keeps such epochs exact), ROLLING
+    where the source fixes it."""
 
-    def __init__(self, rubber_band):
+    def __init__(self, rubber_band, mid_epoch=ROLLING):
+        if mid_epoch not in (ROLLING, EXACT):
+            raise ValueError("a mid-epoch start is rolling or exact, not %r" % (mid_epoch,))
         self.rubber_band = rubber_band
+        self.mid_epoch = mid_epoch
 
     def decide(self, stream, policy=JOIN_NOW):
         if stream.next_sample == 0:
@@ -116,7 +121,7 @@ class JoinRule:
             return StartPoint(EPOCH_START, stream.next_epoch, 0, first, stream.published_seq)
         if policy == NEXT_EPOCH_START:
             return StartPoint.of(EPOCH_START, stream.next_epoch + 1, 0)
-        return StartPoint.of(ROLLING, stream.next_epoch, stream.next_sample)
+        return StartPoint.of(self.mid_epoch, stream.next_epoch, stream.next_sample)
 
     def in_window(self, seq, published_seq):
         return published_seq - self.rubber_band < seq <= published_seq

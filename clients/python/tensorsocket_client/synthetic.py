@@ -77,6 +77,31 @@ def _int32(v):
     return v - (1 << 32) if v >= (1 << 31) else v
 
 
+def _parameters(text):
+    t = text[len(PREFIX):] if text.startswith(PREFIX) else text
+    kv = {}
+    for part in t.split(","):
+        if not part.strip():
+            continue
+        if part.find("=") < 1:
+            raise ValueError("synthetic parameter '%s' is not key=value" % part)
+        k, v = part.split("=", 1)
+        kv[k.strip().lower()] = v.strip()
+    for k in kv:
+        if k not in ("samples", "shape", "dtype", "seed", "classes", "order"):
+            raise ValueError("unknown synthetic parameter '%s': use samples, shape, dtype, seed, classes, order" % k)
+    if kv.get("order", "seeded") not in ("seeded", "producer"):
+        raise ValueError("synthetic order is seeded or producer, not '%s'" % kv["order"])
+    return kv
+
+
+def seeded_order(description):
+    """Whether a source description's epochs are in SyntheticSpec.order (order=seeded, the default), rather than
+    chosen by the producer at run time (order=producer: a Java SyntheticSource, which keeps exact epochs for
+    consumers joining mid-epoch)."""
+    return _parameters(description).get("order", "seeded") != "producer"
+
+
 class SyntheticSpec:
     """``samples=S,shape=AxBxC,dtype=T,seed=K[,classes=C]``: see the Java class of the same name."""
 
@@ -97,18 +122,7 @@ class SyntheticSpec:
 
     @classmethod
     def parse(cls, text):
-        t = text[len(PREFIX):] if text.startswith(PREFIX) else text
-        kv = {}
-        for part in t.split(","):
-            if not part.strip():
-                continue
-            if part.find("=") < 1:
-                raise ValueError("synthetic parameter '%s' is not key=value" % part)
-            k, v = part.split("=", 1)
-            kv[k.strip().lower()] = v.strip()
-        for k in kv:
-            if k not in ("samples", "shape", "dtype", "seed", "classes"):
-                raise ValueError("unknown synthetic parameter '%s': use samples, shape, dtype, seed, classes" % k)
+        kv = _parameters(text)
         if "samples" not in kv:
             raise ValueError("synthetic data needs samples=N")
         dtype = kv.get("dtype", "float32").lower()
@@ -173,16 +187,20 @@ class SyntheticSpec:
 
 class Verifier:
     """Checks received batches against the generator and counts per epoch what arrived (the Java
-    SyntheticVerifier's counts)."""
+    SyntheticVerifier's counts). Order: in a seeded-order stream every sample must be the one spec.order puts at
+    its stream position; where the producer chooses the order, each batch of an epoch must start where the one
+    before it ended."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, seeded_order=True):
         self.spec = spec
+        self.seeded_order = seeded_order
         self._order_epoch = -1
         self._order = None
         self._reset()
 
     def _reset(self):
         self.seen = np.zeros(self.spec.samples, dtype=bool)
+        self._next_position = -1
         self.batches = self.samples = self.unique = self.duplicates = self.corrupt = self.out_of_order = 0
 
     def _expected_ids(self, pos, n):
@@ -207,8 +225,12 @@ class Verifier:
         ids = np.asarray(ids, dtype=np.int64)
         valid = (ids >= 0) & (ids < spec.samples)
         self.corrupt += int(n - valid.sum())
-        expected = self._expected_ids(stream_position, n)
-        self.out_of_order += int(((ids != expected) & valid).sum())
+        if self.seeded_order:
+            expected = self._expected_ids(stream_position, n)
+            self.out_of_order += int(((ids != expected) & valid).sum())
+        elif 0 <= self._next_position != stream_position:
+            self.out_of_order += int(valid.sum())
+        self._next_position = stream_position + n
         good = ids[valid]
         for i in good:  # duplicates inside one batch count too
             if self.seen[i]:

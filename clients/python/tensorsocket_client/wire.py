@@ -12,7 +12,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 4
+VERSION = 5
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -29,7 +29,8 @@ ERROR_NAMES = {VERSION_MISMATCH: "VERSION_MISMATCH", BAD_FRAME: "BAD_FRAME", BAD
                EVICTED: "EVICTED", LOADER_FAILED: "LOADER_FAILED", PRODUCER_CLOSED: "PRODUCER_CLOSED",
                INTERNAL: "INTERNAL", STOPPED: "STOPPED"}
 
-START_EPOCH, START_ROLLING = 0, 1
+START_EPOCH, START_ROLLING, START_EXACT = 0, 1, 2
+START_LABELS = {START_EPOCH: "epoch_start", START_ROLLING: "rolling", START_EXACT: "exact"}
 # HELLO's start policy: join at once (rolling if too late for the epoch start), or wait for the next epoch start.
 JOIN_NOW, NEXT_EPOCH_START = 0, 1
 
@@ -77,6 +78,7 @@ class Welcome:
     source: str
     tensors: Tuple[TensorSpec, ...]
     ring: int = -1  # the consumer's descriptor ring, -1: its stream comes over the socket
+    mid_epoch: int = START_ROLLING  # how any consumer joining mid-epoch starts: START_ROLLING or START_EXACT
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,7 @@ def encode(m) -> bytes:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
                          m.epochs, m.start_mode, m.start_epoch, m.start_sample)
-        p += _string(m.source) + _tensors(m.tensors) + struct.pack("<i", m.ring)
+        p += _string(m.source) + _tensors(m.tensors) + struct.pack("<iB", m.ring, m.mid_epoch)
     elif t == BATCH:
         p = struct.pack("<qiqqqi", m.seq, m.slot, m.epoch, m.index, m.sample_start, m.samples)
     elif t == RELEASE:
@@ -499,7 +501,7 @@ def _decode_status(r):
         user = r.string()
         cb, drop = _positive(r.take("<i")), r.bool()
         mode = r.take("<B")
-        if mode > 1:
+        if mode > START_EXACT:
             raise ProtocolError("STATUS holds start mode %d" % mode)
         epoch, position, lag, held, sent = (_non_negative(v) for v in r.take("<qqqiq"))
         reported, samples, crate = r.bool(), _non_negative(r.take("<q")), _rate(r.take("<d"))
@@ -517,14 +519,14 @@ def _decode_welcome(r):
     slot_count, slot_bytes, batch, samples, epochs, mode, start_epoch, start_sample = r.take("<iqiqqBqq")
     source = r.string()
     if (slot_count < 1 or slot_bytes < 1 or batch < 1 or samples < 0 or epochs < 0 or start_epoch < 0
-            or start_sample < 0 or mode > 1):
+            or start_sample < 0 or mode > START_EXACT):
         raise ProtocolError("WELCOME holds an invalid value")
     tensors = _decode_tensors(r, "WELCOME")
-    ring = r.take("<i")
-    if ring < -1:
+    ring, mid_epoch = r.take("<iB")
+    if ring < -1 or mid_epoch not in (START_ROLLING, START_EXACT):
         raise ProtocolError("WELCOME holds an invalid value")
     return Welcome(session, consumer, pid, arena, slot_count, slot_bytes, batch, samples, epochs, mode,
-                   start_epoch, start_sample, source, tensors, ring)
+                   start_epoch, start_sample, source, tensors, ring, mid_epoch)
 
 
 def check_version(version: int, mtype: int, payload: bytes):

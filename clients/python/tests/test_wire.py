@@ -14,9 +14,9 @@ VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "tes
 EXPECTED = {
     "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START, True),
     "welcome": wire.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64, 50000, 0,
-                            wire.START_ROLLING, 4, 1024, "synthetic:samples=5",
+                            wire.START_EXACT, 4, 1024, "synthetic:samples=5",
                             (wire.TensorSpec("image", 8, (3, 224, 224)), wire.TensorSpec("label", 5, ()),
-                             wire.TensorSpec("mask", 10, (7,))), 5),
+                             wire.TensorSpec("mask", 10, (7,))), 5, wire.START_EXACT),
     "batch": wire.BatchReady(1 << 40, 7, 3, 12, 768, 64),
     "release": wire.Release(42),
     "epoch_end": wire.EpochEnd(2, 782, 50000),
@@ -106,17 +106,21 @@ class VectorTest(unittest.TestCase):
             wire.decode_payload(wire.ERROR, err)
         welcome = wire.encode(EXPECTED["welcome"])
         bad = bytearray(welcome[wire.HEADER_BYTES:])
-        bad[-(4 + 8 + 1 + 1)] = 99  # the last tensor's dtype code (before its rank, one dimension and the ring)
+        bad[-(1 + 4 + 8 + 1 + 1)] = 99  # the last tensor's dtype code (before its rank, one dimension, ring, mid-epoch)
         with self.assertRaisesRegex(ProtocolError, "dtype"):
+            wire.decode_payload(wire.WELCOME, bytes(bad))
+        bad = bytearray(welcome[wire.HEADER_BYTES:])
+        bad[-1] = wire.START_EPOCH  # a mid-epoch start is rolling or exact
+        with self.assertRaisesRegex(ProtocolError, "invalid"):
             wire.decode_payload(wire.WELCOME, bytes(bad))
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 5)
+        frame[4:6] = struct.pack("<H", 6)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 5)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 5"):
+        batch[4:6] = struct.pack("<H", 6)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 6"):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):

@@ -2,6 +2,7 @@ package io.tensorsocket;
 
 import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.stream.EpochOrders;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,6 +15,9 @@ import java.util.function.BooleanSupplier;
  * consumers, the matching error: a source that stops (at an epoch boundary the stream just ends; mid-epoch
  * the producer stops), a loader that throws (LOADER_FAILED, with the loader's own message and, in the log,
  * its stack trace), no consumer within the idle timeout, or the producer being closed.
+ *
+ * <p>For an {@link IndexedSource} the loop chooses each epoch's order ({@link EpochOrders}) when the epoch begins,
+ * from the boundaries of the exact consumers attached then, so that their epochs stay one pass each.
  */
 final class EpochLoop {
     private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
@@ -44,11 +48,17 @@ final class EpochLoop {
 
     Outcome run() {
         long epoch = firstEpoch;
+        EpochOrders orders = source instanceof IndexedSource ix
+                ? new EpochOrders(ix.datasetSize(), ix.samplesPerEpoch(), ix.shuffles(), ix::shuffleRandom) : null;
         try {
             for (; epochs == 0 || epoch < epochs; epoch++) {
                 long publishedBefore = core.batchesPublished();
                 try {
-                    source.emitEpoch(epoch, core);
+                    if (orders != null) {
+                        ((IndexedSource) source).emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries()), core);
+                    } else {
+                        source.emitEpoch(epoch, core);
+                    }
                 } catch (SourceStoppedException e) {
                     if (e.now() || core.batchesPublished() != publishedBefore) {
                         throw new SourceStopped(e.getMessage());

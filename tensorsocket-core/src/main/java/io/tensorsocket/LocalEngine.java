@@ -82,6 +82,11 @@ final class LocalEngine implements ConsumerEngine {
     }
 
     @Override
+    public StartMode midEpochStart() {
+        return welcome.midEpoch();
+    }
+
+    @Override
     public long startEpoch() {
         return welcome.startEpoch();
     }

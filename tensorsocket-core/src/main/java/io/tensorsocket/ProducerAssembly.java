@@ -57,9 +57,10 @@ final class ProducerAssembly {
                         ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
             }
             SharedArena arena = made.createArena(layout, sessionId, pid);
+            StartMode midEpoch = source instanceof IndexedSource ? StartMode.EXACT : StartMode.ROLLING;
             ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
                     b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
-                    b.startGrace, name));
+                    b.startGrace, name, midEpoch));
             DescriptorRings rings = Futex.supported() && b.rings > 0
                     ? made.createRings(b.rings, layout.slotCount(), sessionId, name) : null;
             if (rings != null) {
@@ -68,7 +69,7 @@ final class ProducerAssembly {
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(core, b.helloTimeout, start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
                     layout.slotBytes(), batch.batchSize(), batch.tensors(), source.samplesPerEpoch(), epochs, start.mode(),
-                    start.epoch(), start.sample(), description));
+                    start.epoch(), start.sample(), description, Message.Welcome.NO_RING, midEpoch));
             log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
                     description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
             return new Assembled(made, core, description, firstEpoch, epochs);

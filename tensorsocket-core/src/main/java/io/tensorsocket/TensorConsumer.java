@@ -105,7 +105,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /**
      * The epoch being iterated, or about to be: the producer's epoch number for a consumer that started at
-     * an epoch start; for a rolling consumer, the producer epoch it joined in, plus one per finished epoch.
+     * an epoch start; for one that joined mid-epoch, the producer epoch it joined in, plus one per finished epoch.
      */
     public long epoch() {
         return engine.epoch();
@@ -118,6 +118,15 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     public StartMode startMode() {
         return engine.startMode();
+    }
+
+    /**
+     * How any consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} where the producer chooses the
+     * sample order (its source loads samples by index, {@link IndexedSource}), so every consumer's every epoch is one
+     * pass over the data set wherever it joined; {@link StartMode#ROLLING} where the source fixes its own order.
+     */
+    public StartMode midEpochStart() {
+        return engine.midEpochStart();
     }
 
     /** How batches reach this consumer: {@code ring} (a descriptor ring in shared memory, see

@@ -3,7 +3,6 @@ package io.tensorsocket.cli;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
-import io.tensorsocket.StartMode;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
 import picocli.CommandLine.Command;
@@ -41,7 +40,10 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--batch-timeout-s", defaultValue = "120", description = "Wait this long for any one batch.")
     double batchTimeoutS;
 
-
+    @Option(names = "--ids-out", paramLabel = "FILE",
+            description = "Also write every batch received to FILE, one line each: its stream position, then the ids of"
+                    + " its samples (to compare what several consumers saw at the same positions).")
+    java.nio.file.Path idsOut;
 
     @Option(names = "--spin-us", defaultValue = "0", paramLabel = "MICROSECONDS",
             description = "While waiting for a batch, poll for it this long before sleeping: lower latency for a busy"
@@ -81,7 +83,9 @@ final class ConsumeCommand implements Callable<Integer> {
             String failure = null;
             long samplesSoFar = 0;
             long lastProgress = System.nanoTime();
-            try (SyntheticVerifier v = new SyntheticVerifier(spec)) {
+            boolean seededOrder = SyntheticSpec.seededOrder(description);
+            try (SyntheticVerifier v = new SyntheticVerifier(spec, seededOrder);
+                 IdLog ids = IdLog.open(idsOut)) {
                 for (long e = 0; epochs == null || e < epochs; e++) {
                     long epoch = -1;
                     long started = System.nanoTime();
@@ -91,6 +95,7 @@ final class ConsumeCommand implements Callable<Integer> {
                         longestWait = Math.max(longestWait, System.nanoTime() - asked);
                         epoch = b.epoch();
                         v.accept(b, c.streamPosition(b));
+                        ids.write(c.streamPosition(b), b);
                         samplesSoFar += b.size();
                         if (progressMs > 0 && System.nanoTime() - lastProgress >= progressMs * 1_000_000) {
                             lastProgress = System.nanoTime();
@@ -108,11 +113,12 @@ final class ConsumeCommand implements Callable<Integer> {
                         break;
                     }
                     boolean complete = counts.samples() == expected;
-                    boolean epochStart = c.startMode() == StartMode.EPOCH_START;
+                    boolean exactStart = c.startMode().exactEpochs();
                     System.out.println(Json.object().put("epoch", epoch).put("batches", counts.batches())
                             .put("samples", counts.samples()).put("expected", expected).put("unique", counts.unique())
                             .put("duplicates", counts.duplicates()).put("corrupt", counts.corrupt())
-                            .put("out_of_order", counts.outOfOrder()).put("start", c.startMode().label())
+                            .put("out_of_order", counts.outOfOrder()).put("order", seededOrder ? "seeded" : "producer")
+                            .put("start", c.startMode().label())
                             .put("start_epoch", c.startEpoch()).put("handoff", c.handoff())
                             .put("complete", complete).put("batch_size", batchSize)
                             .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9))
@@ -121,7 +127,7 @@ final class ConsumeCommand implements Callable<Integer> {
                     if (!counts.intact()) {
                         failure = "epoch " + epoch + ": " + counts.corrupt() + " corrupt and " + counts.outOfOrder()
                                 + " out-of-order samples";
-                    } else if (epochStart && complete && !counts.exact(samplesPerEpoch) && !dropLast) {
+                    } else if (exactStart && complete && (dropLast ? counts.duplicates() > 0 : !counts.exact(samplesPerEpoch))) {
                         failure = "epoch " + epoch + " delivered " + counts.unique() + " distinct of " + samplesPerEpoch
                                 + " samples with " + counts.duplicates() + " duplicates";
                     } else if (!complete && !c.isEndOfStream()) {

@@ -1,8 +1,10 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.ChunkedShuffle;
 import io.tensorsocket.stream.StreamGeometry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,12 +19,14 @@ import java.util.Map;
  * The consumers attached to a producer and which batches each holds: handing a batch to a consumer counts it
  * as a holder of its slot, and a consumer that leaves, is evicted or cannot be reached releases everything
  * it held. Used under the producer's lock; {@code changed} is run (the lock's condition signalled) whenever
- * a consumer left, since slots may have come free.
+ * a consumer left, since slots may have come free. It also keeps the boundaries that the exact consumers' join
+ * offsets put into the producer's next epochs ({@link ChunkedShuffle.Boundaries}): each goes when its consumer does.
  */
 final class Attached {
     private static final Logger log = LoggerFactory.getLogger(Attached.class);
 
     private final Map<Integer, ConsumerSession> sessions = new LinkedHashMap<>();
+    private final ChunkedShuffle.Boundaries boundaries = new ChunkedShuffle.Boundaries();
     private final SlotTable slots;
     private final StreamGeometry geometry;
     private final Runnable changed;
@@ -56,6 +60,18 @@ final class Attached {
 
     void add(ConsumerSession s) {
         sessions.put(s.id, s);
+        boundaries.add(boundaryOf(s));
+    }
+
+    /** The join offsets of the exact consumers attached now, sorted: what the next epoch's order must keep. */
+    int[] boundaries() {
+        return boundaries.sorted();
+    }
+
+    /** Where {@code s} cuts the producer's epochs: its join offset if it started exact mid-epoch, else 0 (nowhere). */
+    private int boundaryOf(ConsumerSession s) {
+        long sample = s.start.sample();
+        return s.start.mode() == StartMode.EXACT && sample < geometry.samplesPerEpoch() ? (int) sample : 0;
     }
 
     /** Sends {@code ready} to {@code s}, which holds the batch from now on. */
@@ -163,6 +179,7 @@ final class Attached {
         }
         s.attached = false;
         sessions.remove(s.id);
+        boundaries.remove(boundaryOf(s));
         int n = s.held.size();
         for (long seq : s.held) {
             slots.release(seq);

@@ -93,7 +93,7 @@ public final class ProducerCore implements BatchSink {
         this.producerName = rules.producerName();
         this.geometry = new StreamGeometry(rules.samplesPerEpoch(), layout.batch().batchSize());
         this.stream = new ProducerStream(geometry, rules.firstEpoch());
-        this.joinRule = new JoinRule(rules.rubberBand());
+        this.joinRule = new JoinRule(rules.rubberBand(), rules.midEpoch());
         this.admission = new Admission(producerName, rules.epochs(), joinRule);
         this.slots = new SlotTable(layout.slotCount());
         this.consumers = new Attached(slots, geometry, changed::signalAll);
@@ -247,6 +247,20 @@ public final class ProducerCore implements BatchSink {
             stream.endEpoch(epoch);
             consumers.broadcast(end);
             changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The join offsets of the exact consumers attached now (sorted): the chunks the next epoch's order keeps. The
+     * producer loop asks after {@link #endEpoch} and before it emits the next epoch, so every consumer that joined
+     * in the epoch that ended is counted, and every later one joins at an epoch start or in the next epoch.
+     */
+    public int[] lateJoinBoundaries() {
+        lock.lock();
+        try {
+            return consumers.boundaries();
         } finally {
             lock.unlock();
         }

@@ -1,5 +1,7 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.StartMode;
+
 import java.time.Duration;
 
 /**
@@ -15,8 +17,10 @@ import java.time.Duration;
  * @param minConsumers    consumers to wait for before the first batch
  * @param startGrace      after the first consumer attached, how long to wait for others before the first batch
  * @param producerName    how logs and errors name the producer
+ * @param midEpoch        how a consumer joining mid-epoch starts: {@link StartMode#EXACT} when the producer chooses
+ *                        the order (an {@link io.tensorsocket.IndexedSource}), {@link StartMode#ROLLING} otherwise
  */
 public record ServingRules(long samplesPerEpoch, long firstEpoch, long epochs, int rubberBand, int claimsAhead,
                            Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace,
-                           String producerName) {
+                           String producerName, StartMode midEpoch) {
 }

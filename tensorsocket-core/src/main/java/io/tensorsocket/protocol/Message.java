@@ -35,15 +35,21 @@ public sealed interface Message {
     /**
      * Producer to consumer, answer to {@link Hello}: where the data is and where the consumer starts.
      * {@code ring} is the consumer's descriptor ring in the producer's rings file, or {@link #NO_RING}: its
-     * stream comes over the socket (it did not ask for a ring, or none was free).
+     * stream comes over the socket (it did not ask for a ring, or none was free). {@code midEpoch} is how any
+     * consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} where the producer chooses the order,
+     * {@link StartMode#ROLLING} where its source does.
      */
     record Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
                    int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
-                   StartMode startMode, long startEpoch, long startSample, String source, int ring) implements Message {
+                   StartMode startMode, long startEpoch, long startSample, String source, int ring,
+                   StartMode midEpoch) implements Message {
         public static final int NO_RING = -1;
 
         public Welcome {
             tensors = List.copyOf(tensors);
+            if (midEpoch == StartMode.EPOCH_START) {
+                throw new IllegalArgumentException("a mid-epoch start is rolling or exact, not " + midEpoch);
+            }
         }
 
         /** A WELCOME whose consumer is handed its stream over the socket. */
@@ -51,13 +57,13 @@ public sealed interface Message {
                        int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
                        StartMode startMode, long startEpoch, long startSample, String source) {
             this(sessionId, consumerId, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
-                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, NO_RING);
+                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, NO_RING, StartMode.ROLLING);
         }
 
         /** This WELCOME for consumer {@code id}, with descriptor ring {@code ring} (or {@link #NO_RING}). */
         public Welcome forConsumer(int id, int ring) {
             return new Welcome(sessionId, id, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
-                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, ring);
+                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, ring, midEpoch);
         }
     }
 

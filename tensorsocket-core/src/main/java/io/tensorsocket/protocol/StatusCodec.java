@@ -83,7 +83,7 @@ final class StatusCodec {
             int cb = positive(p.getInt());
             boolean dropLast = getBool(p);
             int mode = Byte.toUnsignedInt(p.get());
-            if (mode > 1) {
+            if (mode > 2) {
                 throw new ProtocolException("STATUS holds start mode " + mode);
             }
             consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, StartMode.values()[mode],

@@ -38,9 +38,10 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *                  1 next epoch start), bool ring (hand the stream through a descriptor ring)
  *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
  *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
- *                  u8 startMode (0 epoch start, 1 rolling), i64 startEpoch, i64 startSample, str source,
+ *                  u8 startMode (0 epoch start, 1 rolling, 2 exact), i64 startEpoch, i64 startSample, str source,
  *                  u16 tensorCount, then per tensor: str name, u8 dtype, u8 rank, rank × i64 sampleDims,
- *                  i32 ring (the consumer's ring in the rings file beside the arena, -1: over the socket)
+ *                  i32 ring (the consumer's ring in the rings file beside the arena, -1: over the socket),
+ *                  u8 midEpoch (how any consumer joining mid-epoch starts: 1 rolling, 2 exact)
  *   3 BATCH        i64 seq, i32 slot, i64 epoch, i64 index, i64 sampleStart, i32 samples
  *   4 RELEASE      i64 seq
  *   5 EPOCH_END    i64 epoch, i64 batches, i64 samples
@@ -53,7 +54,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *                  i64 sample, i64 batchesPublished, i64 samplesPublished, f64 samplesPerSecond,
  *                  i32 slotCount, i64 slotBytes, i32 slotsInUse, i32 rubberBand, i32 windowBatches,
  *                  i64 uptimeNanos, i32 consumersAttached, i64 evictions, u16 listed (≤ 256), then per consumer:
- *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode, i64 epoch,
+ *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode (as in WELCOME), i64 epoch,
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
  *                    i64 connectedNanos, str client (≤ 100 chars: the HELLO's client, e.g. the command,
@@ -77,9 +78,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
- * STATUS's ring per consumer
- * (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
- * {@code io.tensorsocket.rings.DescriptorRings}). A peer of another version is told VERSION_MISMATCH.
+ * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
+ * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact) and WELCOME's midEpoch. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -88,7 +88,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 4;
+    public static final int VERSION = 5;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -171,7 +171,7 @@ public final class WireFormat {
                         .putLong(w.startEpoch()).putLong(w.startSample());
                 putString(b, w.source());
                 putTensors(b, w.tensors());
-                b.putInt(w.ring());
+                b.putInt(w.ring()).put((byte) w.midEpoch().ordinal());
             }
             case Message.BatchReady r -> b.putLong(r.seq()).putInt(r.slot()).putLong(r.epoch()).putLong(r.index())
                     .putLong(r.sampleStart()).putInt(r.samples());
@@ -298,16 +298,18 @@ public final class WireFormat {
         String source = getString(p);
         int count = Short.toUnsignedInt(p.getShort());
         if (slotCount < 1 || slotBytes < 1 || batchSize < 1 || samples < 0 || epochs < 0 || startEpoch < 0
-                || startSample < 0 || mode > 1 || count < 1 || count > MAX_TENSORS) {
+                || startSample < 0 || mode > 2 || count < 1 || count > MAX_TENSORS) {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
         List<TensorSpec> tensors = getTensors(p, count, "WELCOME");
         int ring = p.getInt();
-        if (ring < Message.Welcome.NO_RING) {
+        int midEpoch = Byte.toUnsignedInt(p.get());
+        if (ring < Message.Welcome.NO_RING || midEpoch < 1 || midEpoch > 2) {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
         return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
-                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source, ring);
+                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source, ring,
+                io.tensorsocket.StartMode.values()[midEpoch]);
     }
 
     private static Message.FeederHello decodeFeederHello(ByteBuffer p) {

@@ -2,8 +2,8 @@ package io.tensorsocket.source;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
+import io.tensorsocket.IndexedSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
 
@@ -11,13 +11,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
+import java.util.SplittableRandom;
 
 /**
  * A source of generated samples ({@link SyntheticSpec}), shuffled per epoch by seed, written straight
- * into arena slots. Each batch holds three tensors: {@code data} (the sample), {@code label} (int64)
+ * into arena slots, in the order the producer chooses ({@link IndexedSource}). Each batch holds three tensors: {@code data} (the sample), {@code label} (int64)
  * and {@code id} (int64 sample id), so consumers can verify what they receive.
  */
-public final class SyntheticSource implements BatchSource {
+public final class SyntheticSource implements IndexedSource {
     public static final String DATA = "data";
     public static final String LABEL = "label";
     public static final String ID = "id";
@@ -56,8 +57,22 @@ public final class SyntheticSource implements BatchSource {
     }
 
     @Override
-    public void emitEpoch(long epoch, BatchSink sink) throws InterruptedException {
-        int[] order = spec.order(epoch);
+    public int datasetSize() {
+        return (int) spec.samples();
+    }
+
+    @Override
+    public boolean shuffles() {
+        return true;
+    }
+
+    @Override
+    public SplittableRandom shuffleRandom(long epoch) {
+        return spec.shuffleRandom(epoch);
+    }
+
+    @Override
+    public void emitEpoch(long epoch, int[] order, BatchSink sink) throws InterruptedException {
         int b = layout.batchSize();
         long sampleBytes = spec.sampleBytes();
         for (int start = 0; start < order.length; start += b) {
@@ -81,6 +96,6 @@ public final class SyntheticSource implements BatchSource {
 
     @Override
     public String description() {
-        return spec.format();
+        return spec.format() + ",order=" + SyntheticSpec.PRODUCER_ORDER;
     }
 }

@@ -2,11 +2,13 @@ package io.tensorsocket.source;
 
 import io.tensorsocket.DType;
 import io.tensorsocket.Tensor;
+import io.tensorsocket.stream.ChunkedShuffle;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -16,7 +18,10 @@ import java.util.SplittableRandom;
  * sample is a deterministic function of (seed, sample id), so a consumer that knows the parameters can
  * check every byte it receives.
  *
- * <p>Written as {@code samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]}.
+ * <p>Written as {@code samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C][,order=O]}. {@code order} says who
+ * orders the epochs of the stream this text describes: {@code seeded} (the default), epoch {@code e} in
+ * {@link #order(long)}; {@code producer}, the producer of a {@link SyntheticSource}, which keeps chunks of the previous
+ * epoch while consumers that joined mid-epoch are attached ({@link io.tensorsocket.IndexedSource}).
  */
 public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, int classes) {
     /** Prefix of a synthetic source's description. */
@@ -43,23 +48,7 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
      * @throws IllegalArgumentException naming the bad part
      */
     public static SyntheticSpec parse(String text) {
-        String t = text.startsWith(PREFIX) ? text.substring(PREFIX.length()) : text;
-        Map<String, String> kv = new LinkedHashMap<>();
-        for (String part : t.split(",")) {
-            if (part.isBlank()) {
-                continue;
-            }
-            int eq = part.indexOf('=');
-            if (eq < 1) {
-                throw new IllegalArgumentException("synthetic parameter '" + part + "' is not key=value");
-            }
-            kv.put(part.substring(0, eq).trim().toLowerCase(Locale.ROOT), part.substring(eq + 1).trim());
-        }
-        for (String k : kv.keySet()) {
-            if (!k.equals("samples") && !k.equals("shape") && !k.equals("dtype") && !k.equals("seed") && !k.equals("classes")) {
-                throw new IllegalArgumentException("unknown synthetic parameter '" + k + "': use samples, shape, dtype, seed, classes");
-            }
-        }
+        Map<String, String> kv = parameters(text);
         if (!kv.containsKey("samples")) {
             throw new IllegalArgumentException("synthetic data needs samples=N");
         }
@@ -73,6 +62,40 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("synthetic parameters '" + text + "' hold a non-number: " + e.getMessage());
         }
+    }
+
+    /** The {@code order} of a source description: {@code producer} (orders chosen at run time) or {@code seeded}. */
+    public static boolean seededOrder(String description) {
+        return !PRODUCER_ORDER.equals(parameters(description).get("order"));
+    }
+
+    /** What a {@link SyntheticSource}'s description adds to {@link #format()}: its producer chooses the orders. */
+    static final String PRODUCER_ORDER = "producer";
+
+    private static Map<String, String> parameters(String text) {
+        String t = text.startsWith(PREFIX) ? text.substring(PREFIX.length()) : text;
+        Map<String, String> kv = new LinkedHashMap<>();
+        for (String part : t.split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            int eq = part.indexOf('=');
+            if (eq < 1) {
+                throw new IllegalArgumentException("synthetic parameter '" + part + "' is not key=value");
+            }
+            kv.put(part.substring(0, eq).trim().toLowerCase(Locale.ROOT), part.substring(eq + 1).trim());
+        }
+        for (String k : kv.keySet()) {
+            if (!List.of("samples", "shape", "dtype", "seed", "classes", "order").contains(k)) {
+                throw new IllegalArgumentException("unknown synthetic parameter '" + k
+                        + "': use samples, shape, dtype, seed, classes, order");
+            }
+        }
+        String order = kv.getOrDefault("order", "seeded");
+        if (!order.equals("seeded") && !order.equals(PRODUCER_ORDER)) {
+            throw new IllegalArgumentException("synthetic order is seeded or producer, not '" + order + "'");
+        }
+        return kv;
     }
 
     /** The text form, as {@link #parse(String)} reads it, with the description prefix. */
@@ -100,21 +123,18 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
         return Long.remainderUnsigned(mix(seed ^ 0x5DEECE66DL, id), classes);
     }
 
-    /** The order of sample ids in epoch {@code epoch}: a permutation of {@code [0, samples)}. */
+    /**
+     * The order of sample ids in epoch {@code epoch} when no consumer joined mid-epoch: a permutation of
+     * {@code [0, samples)}. (With consumers that did, the producer keeps chunks of the previous epoch, see
+     * {@link io.tensorsocket.IndexedSource}.)
+     */
     public int[] order(long epoch) {
-        int n = (int) samples;
-        int[] ids = new int[n];
-        for (int i = 0; i < n; i++) {
-            ids[i] = i;
-        }
-        SplittableRandom r = new SplittableRandom(mix(seed, epoch + 0x9E3779B97F4A7C15L));
-        for (int i = n - 1; i > 0; i--) {
-            int j = r.nextInt(i + 1);
-            int tmp = ids[i];
-            ids[i] = ids[j];
-            ids[j] = tmp;
-        }
-        return ids;
+        return ChunkedShuffle.first((int) samples, shuffleRandom(epoch));
+    }
+
+    /** The randomness of epoch {@code epoch}'s shuffle. */
+    public SplittableRandom shuffleRandom(long epoch) {
+        return new SplittableRandom(mix(seed, epoch + 0x9E3779B97F4A7C15L));
     }
 
     /** Writes sample {@code id}'s data into {@code dst} ({@link #sampleBytes()} bytes). */

@@ -9,11 +9,17 @@ import java.util.BitSet;
 
 /**
  * Checks received batches of a synthetic source against the generator, sample by sample, and counts
- * per epoch what arrived: samples, distinct ids, duplicates and corrupt samples (wrong bytes or label).
- * Call {@link #accept(Batch)} for every batch of an epoch, then {@link #finishEpoch()}.
+ * per epoch what arrived: samples, distinct ids, duplicates, corrupt samples (wrong bytes or label) and samples out
+ * of order. Call {@link #accept(Batch, long)} for every batch of an epoch, then {@link #finishEpoch()}.
+ *
+ * <p>Order: for a stream in seeded order ({@link SyntheticSpec#seededOrder(String)}) every sample must be the one
+ * {@link SyntheticSpec#order(long)} puts at its stream position. Where the producer chooses the order at run time,
+ * the position is checked instead: each batch of an epoch starts where the one before it ended.
  */
 public final class SyntheticVerifier implements AutoCloseable {
     private final SyntheticSpec spec;
+    private final boolean seededOrder;
+    private long nextPosition = -1;
     private final Arena scratchScope = Arena.ofConfined();
     private final MemorySegment expected;
     private BitSet seen;
@@ -50,8 +56,15 @@ public final class SyntheticVerifier implements AutoCloseable {
         }
     }
 
+    /** A verifier of a stream in seeded order. */
     public SyntheticVerifier(SyntheticSpec spec) {
+        this(spec, true);
+    }
+
+    /** A verifier of a stream whose order is seeded ({@code true}) or chosen by its producer at run time. */
+    public SyntheticVerifier(SyntheticSpec spec, boolean seededOrder) {
         this.spec = spec;
+        this.seededOrder = seededOrder;
         this.expected = scratchScope.allocate(Math.max(1, spec.sampleBytes()), 8);
         this.seen = new BitSet((int) spec.samples());
     }
@@ -68,6 +81,8 @@ public final class SyntheticVerifier implements AutoCloseable {
         long sb = spec.sampleBytes();
         MemorySegment got = data.data();
         batches++;
+        boolean contiguous = nextPosition < 0 || streamPosition == nextPosition;
+        nextPosition = streamPosition + batch.size();
         for (int i = 0; i < batch.size(); i++) {
             long sampleId = id.getLong(i);
             samples++;
@@ -75,7 +90,7 @@ public final class SyntheticVerifier implements AutoCloseable {
                 corrupt++;
                 continue;
             }
-            if (sampleId != expectedId(streamPosition + i)) {
+            if (seededOrder ? sampleId != expectedId(streamPosition + i) : !contiguous) {
                 outOfOrder++;
             }
             if (seen.get((int) sampleId)) {
@@ -96,6 +111,7 @@ public final class SyntheticVerifier implements AutoCloseable {
     public EpochCounts finishEpoch() {
         EpochCounts c = new EpochCounts(batches, samples, unique, duplicates, corrupt, outOfOrder);
         seen = new BitSet((int) spec.samples());
+        nextPosition = -1;
         batches = samples = unique = duplicates = corrupt = outOfOrder = 0;
         return c;
     }

@@ -30,6 +30,9 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
 
     StartMode startMode();
 
+    /** How any consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}. */
+    StartMode midEpochStart();
+
     long startEpoch();
 
     long startSample();

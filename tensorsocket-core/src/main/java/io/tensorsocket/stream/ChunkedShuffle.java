@@ -31,11 +31,17 @@ public final class ChunkedShuffle {
 
     /** The first epoch's order: a uniform shuffle of {@code 0..samples-1}. */
     public static int[] first(int samples, SplittableRandom random) {
+        int[] order = identity(samples);
+        shuffle(order, 0, samples, random);
+        return order;
+    }
+
+    /** {@code 0..samples-1} in order: every epoch of a source that does not shuffle. */
+    public static int[] identity(int samples) {
         int[] order = new int[samples];
         for (int i = 0; i < samples; i++) {
             order[i] = i;
         }
-        shuffle(order, 0, samples, random);
         return order;
     }
 

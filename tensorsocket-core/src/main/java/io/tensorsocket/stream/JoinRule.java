@@ -13,8 +13,10 @@ import io.tensorsocket.StartPolicy;
  *   <li>Otherwise, for a consumer that asked for {@link StartPolicy#NEXT_EPOCH_START}: at the next epoch's
  *       start, with nothing retained; it is sent nothing before that epoch's first batch
  *       ({@link StartPoint#sends}).</li>
- *   <li>Otherwise: rolling, at the next batch to be published; its epoch ends one epoch of samples later,
- *       mid-way through the producer's next epoch.</li>
+ *   <li>Otherwise: mid-epoch, at the next batch to be published; its epoch ends one epoch of samples later,
+ *       mid-way through the producer's next epoch. That start is {@link StartMode#EXACT} where the producer
+ *       chooses the sample order ({@link ChunkedShuffle} then keeps every such epoch one pass over the data set)
+ *       and {@link StartMode#ROLLING} where the source fixes it.</li>
  * </ol>
  *
  * <p>The rule reads only a {@link ProducerStream}'s state, so a producer on any transport asks it the same
@@ -22,12 +24,31 @@ import io.tensorsocket.StartPolicy;
  */
 public final class JoinRule {
     private final int rubberBand;
+    private final StartMode midEpoch;
 
+    /** The rule of a stream whose source fixes its order: mid-epoch joiners roll. */
     public JoinRule(int rubberBand) {
+        this(rubberBand, StartMode.ROLLING);
+    }
+
+    /**
+     * The rule of a stream whose consumers joining mid-epoch start {@code midEpoch}: {@link StartMode#EXACT} where
+     * the producer chooses the order, {@link StartMode#ROLLING} where the source does.
+     */
+    public JoinRule(int rubberBand, StartMode midEpoch) {
         if (rubberBand < 0) {
             throw new IllegalArgumentException("the rubber band holds 0 or more batches, not " + rubberBand);
         }
+        if (midEpoch == StartMode.EPOCH_START) {
+            throw new IllegalArgumentException("a mid-epoch start is rolling or exact, not " + midEpoch);
+        }
         this.rubberBand = rubberBand;
+        this.midEpoch = midEpoch;
+    }
+
+    /** How a consumer that joins mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}. */
+    public StartMode midEpoch() {
+        return midEpoch;
     }
 
     public int rubberBand() {
@@ -51,7 +72,7 @@ public final class JoinRule {
         if (policy == StartPolicy.NEXT_EPOCH_START) {
             return StartPoint.of(StartMode.EPOCH_START, stream.nextEpoch() + 1, 0);
         }
-        return StartPoint.of(StartMode.ROLLING, stream.nextEpoch(), stream.nextSample());
+        return StartPoint.of(midEpoch, stream.nextEpoch(), stream.nextSample());
     }
 
     /** Whether batch {@code seq} is among the rubber band's batches when {@code publishedSeq} is the newest. */

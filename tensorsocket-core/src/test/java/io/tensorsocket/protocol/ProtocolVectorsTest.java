@@ -40,7 +40,7 @@ class ProtocolVectorsTest {
         FRAMES.put("welcome", new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
                 List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64),
                         TensorSpec.of("mask", DType.BOOL, 7)),
-                50000, 0, StartMode.ROLLING, 4, 1024, "synthetic:samples=5", 5));
+                50000, 0, StartMode.EXACT, 4, 1024, "synthetic:samples=5", 5, StartMode.EXACT));
         FRAMES.put("batch", new Message.BatchReady(1L << 40, 7, 3, 12, 768, 64));
         FRAMES.put("release", new Message.Release(42));
         FRAMES.put("epoch_end", new Message.EpochEnd(2, 782, 50000));

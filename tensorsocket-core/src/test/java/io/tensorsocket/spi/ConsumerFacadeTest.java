@@ -29,6 +29,7 @@ class ConsumerFacadeTest {
         public int producerBatchSize() { return 1; }
         public long epoch() { return epoch; }
         public StartMode startMode() { return StartMode.EPOCH_START; }
+        public StartMode midEpochStart() { return StartMode.ROLLING; }
         public long startEpoch() { return 0; }
         public long startSample() { return 0; }
         public long streamPosition(Batch b) { return b.epoch() * 3 + b.sampleStart(); }

@@ -40,6 +40,15 @@ class JoinRuleTest {
     }
 
     @Test
+    void whereTheProducerChoosesTheOrderAMidEpochJoinerStartsExactWhereTheRollingOneWould() {
+        JoinRule exact = new JoinRule(3, StartMode.EXACT);
+        assertEquals(StartPoint.of(StartMode.EXACT, 0, 16), exact.decide(after(4)));
+        assertEquals(new StartPoint(StartMode.EPOCH_START, 0, 0, 0, 2), exact.decide(after(3)), "the rubber band first");
+        assertEquals(StartPoint.of(StartMode.EPOCH_START, 1, 0), exact.decide(after(4), StartPolicy.NEXT_EPOCH_START));
+        assertThrows(IllegalArgumentException.class, () -> new JoinRule(3, StartMode.EPOCH_START));
+    }
+
+    @Test
     void withoutARubberBandItRollsAsSoonAsTheFirstBatchIsOut() {
         assertEquals(StartPoint.of(StartMode.ROLLING, 0, 4), new JoinRule(0).decide(after(1)));
     }

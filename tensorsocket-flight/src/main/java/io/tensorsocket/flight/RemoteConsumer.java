@@ -290,6 +290,11 @@ public final class RemoteConsumer implements ConsumerEngine {
         return header.startMode();
     }
 
+    @Override
+    public StartMode midEpochStart() {
+        return header.midEpoch();
+    }
+
     /** Producer epoch of the first sample. */
     public long startEpoch() {
         return header.startEpoch();

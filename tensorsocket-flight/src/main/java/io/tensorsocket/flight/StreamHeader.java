@@ -14,11 +14,13 @@ import java.util.Map;
  *   tensorsocket.batch_size           this consumer's batch size
  *   tensorsocket.drop_last            "1" if each epoch's short last batch is dropped, else "0"
  *   tensorsocket.producer_batch_size  the loader's batch size
- *   tensorsocket.start_mode           "epoch_start" or "rolling"
+ *   tensorsocket.start_mode           "epoch_start", "exact" or "rolling"
  *   tensorsocket.start_epoch          producer epoch of the consumer's first sample
  *   tensorsocket.start_sample         position in that epoch of the consumer's first sample
  *   tensorsocket.producer_epochs      epochs the producer serves, 0 = until stopped
  *   tensorsocket.description          the source's description (e.g. "synthetic:...")
+ *   tensorsocket.mid_epoch            how any consumer joining mid-epoch starts: "exact" or "rolling"
+ *                                     (absent: "rolling", as servers before it)
  * </pre>
  *
  * @param samplesPerEpoch   samples in one epoch
@@ -30,10 +32,11 @@ import java.util.Map;
  * @param startSample       position in that epoch of the first sample
  * @param producerEpochs    epochs the producer serves (0: until stopped)
  * @param description       the source's description
+ * @param midEpoch          how any consumer joining mid-epoch starts ({@link StartMode#EXACT} or {@link StartMode#ROLLING})
  */
 public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast, int producerBatchSize,
                            StartMode startMode, long startEpoch, long startSample, long producerEpochs,
-                           String description) {
+                           String description, StartMode midEpoch) {
 
     private static final String P = "tensorsocket.";
 
@@ -50,6 +53,7 @@ public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast
         m.put(P + "start_sample", Long.toString(startSample));
         m.put(P + "producer_epochs", Long.toString(producerEpochs));
         m.put(P + "description", description);
+        m.put(P + "mid_epoch", midEpoch.label());
         return m;
     }
 
@@ -63,15 +67,23 @@ public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast
             throw new IllegalArgumentException("the stream's schema carries no TensorSocket version 1 header"
                     + " (is the server a TensorSocket producer of this version?)");
         }
-        String mode = get(m, "start_mode");
-        StartMode sm = switch (mode) {
-            case "epoch_start" -> StartMode.EPOCH_START;
-            case "rolling" -> StartMode.ROLLING;
-            default -> throw new IllegalArgumentException("unknown start mode '" + mode + "'");
-        };
+        StartMode sm = mode(get(m, "start_mode"));
+        StartMode mid = mode(m.getOrDefault(P + "mid_epoch", StartMode.ROLLING.label()));
+        if (mid == StartMode.EPOCH_START) {
+            throw new IllegalArgumentException("the stream's header has a malformed " + P + "mid_epoch");
+        }
         return new StreamHeader(num(m, "samples_per_epoch"), (int) num(m, "batch_size"), num(m, "drop_last") == 1,
                 (int) num(m, "producer_batch_size"), sm, num(m, "start_epoch"), num(m, "start_sample"),
-                num(m, "producer_epochs"), get(m, "description"));
+                num(m, "producer_epochs"), get(m, "description"), mid);
+    }
+
+    private static StartMode mode(String label) {
+        for (StartMode s : StartMode.values()) {
+            if (s.label().equals(label)) {
+                return s;
+            }
+        }
+        throw new IllegalArgumentException("unknown start mode '" + label + "'");
     }
 
     private static String get(Map<String, String> m, String key) {

@@ -130,7 +130,7 @@ final class StreamSession {
 
     private StreamHeader header(TensorConsumer c) {
         return new StreamHeader(c.samplesPerEpoch(), c.batchSize(), request.dropLast(), c.producerBatchSize(),
-                c.startMode(), c.startEpoch(), c.startSample(), c.producerEpochs(), c.sourceDescription());
+                c.startMode(), c.startEpoch(), c.startSample(), c.producerEpochs(), c.sourceDescription(), c.midEpochStart());
     }
 
     private interface Send {

@@ -2,17 +2,19 @@ package io.tensorsocket.pipeline;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
+import io.tensorsocket.IndexedSource;
+
+import java.util.SplittableRandom;
 
 /**
- * A source over a data set of numbered samples: epoch {@code e} visits them in {@link EpochSampler} order, and
- * worker threads ({@link ParallelSlotFiller}) write each sample straight into the arena slot it belongs to.
+ * A source over a data set of numbered samples: epoch {@code e} visits them in the order the producer chooses
+ * ({@link IndexedSource}; without consumers joining mid-epoch, {@link EpochSampler}'s), and worker threads ({@link ParallelSlotFiller}) write each sample straight into the arena slot it belongs to.
  * A subclass says what its batches hold and how one sample is written, and starts the workers once its own
  * state is set.
  *
  * @param <C> the per-worker state of the subclass's sample writer
  */
-abstract class SampledSource<C> implements BatchSource {
+abstract class SampledSource<C> implements IndexedSource {
     private final EpochSampler sampler;
     private final BatchLayout layout;
     private ParallelSlotFiller<C> filler;
@@ -38,8 +40,23 @@ abstract class SampledSource<C> implements BatchSource {
     }
 
     @Override
-    public final void emitEpoch(long epoch, BatchSink sink) throws Exception {
-        filler.emit(epoch, sampler.order(epoch), layout.batchSize(), sink);
+    public final int datasetSize() {
+        return sampler.samples();
+    }
+
+    @Override
+    public final boolean shuffles() {
+        return sampler.shuffle();
+    }
+
+    @Override
+    public final SplittableRandom shuffleRandom(long epoch) {
+        return Seeds.forEpoch(sampler.seed(), epoch);
+    }
+
+    @Override
+    public final void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
+        filler.emit(epoch, order, layout.batchSize(), sink);
     }
 
     /** The order in which epochs visit the samples. */

@@ -1,0 +1,39 @@
+package io.tensorsocket;
+
+import io.tensorsocket.stream.EpochOrders;
+
+import java.util.SplittableRandom;
+
+/**
+ * A source whose samples can be loaded by index (a data set of files, an IDX file, generated samples): the producer
+ * chooses each epoch's order and the source loads the samples in that order. This is what gives a consumer that
+ * joins mid-epoch exact epochs ({@link StartMode#EXACT}): the producer keeps the chunks that live consumers' join
+ * offsets cut out of an epoch ({@code io.tensorsocket.stream.ChunkedShuffle}), so every consumer's every epoch is
+ * one pass over the data set, while every batch is still loaded once and serves every consumer.
+ *
+ * <p>Served without a producer (or with no consumer joined mid-epoch), {@link #emitEpoch(long, BatchSink)} emits
+ * the source's own order: a fresh shuffle of epoch {@code e} from {@link #shuffleRandom(long)}, or {@code 0..n-1}.
+ */
+public interface IndexedSource extends BatchSource {
+
+    /** Samples in the data set: {@link #samplesPerEpoch()}, or more when drop-last leaves the tail of each epoch out. */
+    int datasetSize();
+
+    /** Whether epochs are shuffled; otherwise each visits {@code 0..datasetSize()-1} in order. */
+    boolean shuffles();
+
+    /** The randomness of epoch {@code epoch}'s shuffle, drawn from the source's seed so that the orders replay. */
+    SplittableRandom shuffleRandom(long epoch);
+
+    /**
+     * Emits the samples {@code order[0], order[1], ...} ({@link #samplesPerEpoch()} distinct ids of the data set) as
+     * epoch {@code epoch}'s batches, in that order, into {@code sink}, then returns.
+     */
+    void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception;
+
+    /** Emits epoch {@code epoch} in the source's own order. */
+    @Override
+    default void emitEpoch(long epoch, BatchSink sink) throws Exception {
+        emitEpoch(epoch, EpochOrders.fresh(datasetSize(), samplesPerEpoch(), shuffles(), shuffleRandom(epoch)), sink);
+    }
+}
