@@ -57,7 +57,7 @@ class FlightServeTest {
             assertEquals(StartMode.EPOCH_START, c.startMode());
             assertEquals(7, c.size());
             assertEquals(3, c.tensors().size());
-            assertEquals(SPEC.format(), c.sourceDescription());
+            assertEquals(SPEC.format() + ",order=producer", c.sourceDescription());
             Batch first = c.iterator().next();
             assertEquals(45, first.size());
             assertEquals(0, first.index());
@@ -119,7 +119,7 @@ class FlightServeTest {
                      ConsumerOptions.batchSize(64));
              SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
             assertEquals(5, c.size());
-            assertEquals(SPEC.format(), c.sourceDescription());
+            assertEquals(SPEC.format() + ",order=producer", c.sourceDescription());
             for (int e = 0; e < 2; e++) {
                 for (Batch b : c) {
                     v.accept(b, c.streamPosition(b));
