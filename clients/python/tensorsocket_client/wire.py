@@ -21,7 +21,8 @@ MAX_RANK = 16
 
 HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS, HEARTBEAT = range(1, 13)
 # The feeder socket of an external producer.
-FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END = range(14, 20)
+FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER = range(14, 21)
+MAX_ORDER_IDS = 16000  # ids in one ORDER frame
 
 # ERROR codes: wire values that never change.
 VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED = range(1, 9)
@@ -199,6 +200,21 @@ class FeederHello:
     epochs: int  # 0: until the feeder stops
     description: str
     tensors: Tuple[TensorSpec, ...]
+    # A feeder that loads by index declares its data set's size (0: it keeps its own order), shuffle and seed;
+    # the producer then sends each epoch's order (EpochOrder) before the epoch's first SLOT.
+    dataset_size: int = 0
+    shuffle: bool = False
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EpochOrder:
+    """Producer to a feeder that loads by index: ids ``first`` .. ``first + len(ids) - 1`` of epoch ``epoch``'s
+    order of ``total`` ids."""
+    epoch: int
+    first: int
+    total: int
+    ids: Tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -235,7 +251,7 @@ class FeederEpochEnd:
 _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, EpochEnd: EPOCH_END,
           EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Status: STATUS, Progress: PROGRESS,
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
-          Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END}
+          Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -305,6 +321,9 @@ def encode(m) -> bytes:
         p = struct.pack("<q", m.pid) + _string(m.client) + struct.pack("<iqq", m.batch_size, m.samples_per_epoch,
                                                                         m.epochs)
         p += _string(m.description) + _tensors(m.tensors)
+        p += struct.pack("<qBq", m.dataset_size, 1 if m.shuffle else 0, m.seed)
+    elif t == ORDER:
+        p = struct.pack("<qiiH", m.epoch, m.first, m.total, len(m.ids)) + struct.pack("<%di" % len(m.ids), *m.ids)
     elif t == FEEDER_WELCOME:
         p = struct.pack("<q", m.producer_pid) + _string(m.arena_path) + struct.pack("<i", m.claims_ahead)
     elif t == SLOT:
@@ -331,7 +350,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= FEEDER_EPOCH_END
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= ORDER
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -411,7 +430,19 @@ def decode_payload(mtype: int, payload: bytes):
         batch, samples, epochs = r.take("<iqq")
         description = r.string()
         # Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
-        m = FeederHello(pid, client, batch, samples, epochs, description, _decode_tensors(r, "FEEDER_HELLO", False))
+        tensors = _decode_tensors(r, "FEEDER_HELLO", False)
+        dataset_size = r.take("<q")
+        shuffle = r.bool()
+        m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, r.take("<q"))
+    elif mtype == ORDER:
+        epoch, first, total, count = r.take("<qiiH")
+        if epoch < 0 or first < 0 or total < 1 or count > MAX_ORDER_IDS or count > total - first:
+            raise ProtocolError("ORDER holds ids %d to %d of %d" % (first, first + count - 1, total))
+        ids = r.take("<%di" % count) if count else ()
+        ids = ids if isinstance(ids, tuple) else (ids,)
+        if any(i < 0 for i in ids):
+            raise ProtocolError("ORDER holds a negative id")
+        m = EpochOrder(epoch, first, total, ids)
     elif mtype == FEEDER_WELCOME:
         pid, arena, claims = _non_negative(r.take("<q")), r.string(), r.take("<i")
         if claims < 1:

@@ -14,7 +14,7 @@ VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "tes
 
 
 def simulate(samples, producer_batch, rubber_band, published, epoch_ended, consumer_batch, drop_last, epochs,
-             producer_epochs, leave_after, start_policy=st.JOIN_NOW):
+             producer_epochs, leave_after, start_policy=st.JOIN_NOW, mid_epoch=st.ROLLING):
     """The walk of StreamSimulation.java: returns the event lines, the published batches and the final position."""
     g = st.StreamGeometry(samples, producer_batch)
     slots = 1 << 20
@@ -31,7 +31,7 @@ def simulate(samples, producer_batch, rubber_band, published, epoch_ended, consu
         publish_one()
     if epoch_ended and ps.epoch_complete():
         ps.end_epoch(ps.next_epoch)
-    start = st.JoinRule(rubber_band).decide(ps, start_policy)
+    start = st.JoinRule(rubber_band, mid_epoch).decide(ps, start_policy)
     events = ["start %s epoch=%d sample=%d retained=%s" % (
         start.mode, start.epoch, start.sample,
         "%d..%d" % (start.first_retained, start.last_retained) if start.retained_count() else "-")]
@@ -114,7 +114,8 @@ def run_given(given):
     return simulate(int(given["samples"]), int(given["producer_batch"]), int(given["rubber_band"]),
                     int(given["published"]), given["epoch_ended"] == "yes", int(given["consumer_batch"]),
                     given["drop_last"] == "yes", int(given["epochs"]), int(given["producer_epochs"]),
-                    int(given["leave_after"]), given.get("start_policy", st.JOIN_NOW))
+                    int(given["leave_after"]), given.get("start_policy", st.JOIN_NOW),
+                    given.get("mid_epoch", st.ROLLING))
 
 
 class SharedScenariosTest(unittest.TestCase):

@@ -35,12 +35,14 @@ EXPECTED = {
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
                                                   True))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
-                                     (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ()))),
+                                     (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
+                                     60001, True, -5),
     "feeder_welcome": wire.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2),
     "claim": wire.Claim(),
     "slot": wire.SlotGrant(17, 4096 + 17 * 65536),
     "publish": wire.Publish(17, 64),
     "feeder_epoch_end": wire.FeederEpochEnd(0, 60000),
+    "order": wire.EpochOrder(3, 16000, 16005, (7, 0, 60000, 2, 1 << 20)),
 }
 
 

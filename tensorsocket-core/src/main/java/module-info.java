@@ -5,8 +5,8 @@
  *
  * <p>Users see {@code io.tensorsocket} (the API), {@code io.tensorsocket.source} (ready-made batch
  * sources) and {@code io.tensorsocket.external} (producers fed by another process). The consumer's engine
- * interface ({@code spi}), the wire protocol, the arena, the rings and the producer directory are exported only to the modules of this project
- * that implement or inspect them; the producer, consumer and stream internals are not exported at all.
+ * interface ({@code spi}), the wire protocol, the arena, the rings, the producer directory and the stream model are exported only to the modules of this project
+ * that implement or inspect them; the producer and consumer internals are not exported at all.
  */
 module io.tensorsocket.core {
     requires org.slf4j;
@@ -20,6 +20,7 @@ module io.tensorsocket.core {
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
     exports io.tensorsocket.rings to io.tensorsocket.cli, io.tensorsocket.bench;
     exports io.tensorsocket.directory to io.tensorsocket.cli, io.tensorsocket.bench;
+    exports io.tensorsocket.stream to io.tensorsocket.bench;
 
     uses io.tensorsocket.spi.RemoteConnector;
 }

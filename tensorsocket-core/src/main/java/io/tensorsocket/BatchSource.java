@@ -63,6 +63,15 @@ public interface BatchSource extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * This source as one that loads samples by index, so the producer chooses its order and consumers joining
+     * mid-epoch get exact epochs; or null: it fixes its own order, and they roll. The producer asks once the layout
+     * is known ({@link #awaitLayout}): a source fed by another process learns only then whether it can.
+     */
+    default IndexedSource byIndex() {
+        return null;
+    }
+
     @Override
     default void close() throws Exception {
     }

@@ -48,14 +48,15 @@ final class EpochLoop {
 
     Outcome run() {
         long epoch = firstEpoch;
-        EpochOrders orders = source instanceof IndexedSource ix
-                ? new EpochOrders(ix.datasetSize(), ix.samplesPerEpoch(), ix.shuffles(), ix::shuffleRandom) : null;
+        IndexedSource indexed = source.byIndex();
+        EpochOrders orders = indexed == null ? null
+                : new EpochOrders(indexed.datasetSize(), indexed.samplesPerEpoch(), indexed.shuffles(), indexed::shuffleRandom);
         try {
             for (; epochs == 0 || epoch < epochs; epoch++) {
                 long publishedBefore = core.batchesPublished();
                 try {
-                    if (orders != null) {
-                        ((IndexedSource) source).emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries()), core);
+                    if (indexed != null) {
+                        indexed.emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries()), core);
                     } else {
                         source.emitEpoch(epoch, core);
                     }

@@ -31,6 +31,12 @@ public interface IndexedSource extends BatchSource {
      */
     void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception;
 
+    /** This source itself: it loads samples by index. */
+    @Override
+    default IndexedSource byIndex() {
+        return this;
+    }
+
     /** Emits epoch {@code epoch} in the source's own order. */
     @Override
     default void emitEpoch(long epoch, BatchSink sink) throws Exception {

@@ -57,7 +57,7 @@ final class ProducerAssembly {
                         ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
             }
             SharedArena arena = made.createArena(layout, sessionId, pid);
-            StartMode midEpoch = source instanceof IndexedSource ? StartMode.EXACT : StartMode.ROLLING;
+            StartMode midEpoch = source.byIndex() != null ? StartMode.EXACT : StartMode.ROLLING;
             ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
                     b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
                     b.startGrace, name, midEpoch));

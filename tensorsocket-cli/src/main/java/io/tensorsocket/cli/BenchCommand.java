@@ -1,6 +1,8 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.bench.Harness;
+import io.tensorsocket.bench.LateJoinRun;
+import io.tensorsocket.bench.ShuffleCost;
 import io.tensorsocket.pipeline.Decoders;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -21,7 +23,8 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Measure hand-off latency, fan-out to 1..16 consumers beside memory bandwidth, the speedup of a"
-                + " shared JPEG pipeline over private ones for K = 2, 3, 4, and the memory each consumer adds.",
+                + " shared JPEG pipeline over private ones for K = 2, 3, 4, the memory each consumer adds, and what exact"
+                + " late-join epochs cost in randomness against a fresh shuffle.",
                 "Prints a table and one JSON object per metric per line; writes CSV and PNG charts. --quick takes about a minute."})
 final class BenchCommand implements Callable<Integer> {
     /** The spinning consumer polls longer than the producer's 1 ms pace, so it never sleeps between batches. */
@@ -33,7 +36,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--out", defaultValue = "bench-results", description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
     Path out;
 
-    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss.")
+    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss, shuffle, latejoin.")
     List<String> only;
 
     @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
@@ -101,6 +104,36 @@ final class BenchCommand implements Callable<Integer> {
                     rows.add(new double[]{k, p.aggregate(), s.aggregate(), p.cpuMsPerSample(), s.cpuMsPerSample()});
                 }
                 speedupChart(rows);
+            }
+            if (wants("shuffle")) {
+                progress.phase("randomness of exact late-join epochs");
+                int n = 60_000;
+                int batch = 64;
+                ShuffleCost.Cost fresh = ShuffleCost.measure(n, batch, 0, quick ? 2 : 8, 4, 21);
+                for (int k : List.of(0, 1, 2, 4, 8)) {
+                    ShuffleCost.Cost c = k == 0 ? fresh : ShuffleCost.measure(n, batch, k, quick ? 2 : 8, 4, 21 + k);
+                    metric("shuffle_position_shift", c.positionShift(), "of an epoch", "consumers_joined_mid_epoch", k,
+                            "fresh_shuffle", fresh.positionShift(), "samples", n, "batch", batch);
+                    metric("shuffle_batchmates_again", c.batchmatesAgain(), "of pairs", "consumers_joined_mid_epoch", k,
+                            "fresh_shuffle", fresh.batchmatesAgain(), "samples", n, "batch", batch);
+                }
+            }
+            if (wants("latejoin")) {
+                int epochs = quick ? 2 : 4;
+                for (boolean random : new boolean[] {false, true}) {
+                    for (boolean producerOrder : new boolean[] {true, false}) {
+                        progress.phase("4 consumers, " + (random ? "joining at random times" : "aligned") + ", "
+                                + (producerOrder ? "exact" : "seeded") + " order");
+                        LateJoinRun.Result res = LateJoinRun.run(4, epochs, random, producerOrder, 77);
+                        metric("latejoin_loader_work_per_delivered_sample", res.loaderWorkPerDelivered(), "samples",
+                                "joins", res.joins(), "order", res.order(), "consumers", res.consumers(),
+                                "epochs_each", epochs, "aligned_ideal", 1.0 / res.consumers());
+                        metric("latejoin_delivered_samples_per_s", res.deliveredPerSecond(), "samples/s", "joins",
+                                res.joins(), "order", res.order(), "consumers", res.consumers(), "loader_ms_per_batch", 2);
+                        metric("latejoin_exact_epochs", (double) res.exactEpochs() / res.epochs(), "of epochs", "joins",
+                                res.joins(), "order", res.order(), "epochs", res.epochs());
+                    }
+                }
             }
             if (wants("rss")) {
                 for (int b : List.of(64, 100)) {

@@ -45,8 +45,9 @@ final class SoakVerdict {
             Map<String, String> e = JsonLine.parse(line);
             long samples = Long.parseLong(e.get("samples"));
             long unique = Long.parseLong(e.get("unique"));
-            boolean fromStart = "epoch_start".equals(e.get("start"));
-            // A rolling epoch spans two producer epochs, each in its own shuffled order: repeats are expected there.
+            // An epoch from an epoch start, or an exact one from mid-epoch, is one pass; a rolling epoch spans two
+            // producer epochs, each in its own shuffled order: repeats are expected there.
+            boolean fromStart = !"rolling".equals(e.get("start"));
             long bad = (fromStart ? Long.parseLong(e.get("duplicates")) : 0) + Long.parseLong(e.get("corrupt"))
                     + Long.parseLong(e.get("out_of_order"));
             defects += bad;

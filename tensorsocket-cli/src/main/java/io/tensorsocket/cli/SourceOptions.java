@@ -30,7 +30,9 @@ final class SourceOptions {
 
     static final class Kind {
         @Option(names = "--synthetic", paramLabel = "SPEC",
-                description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C]")
+                description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C][,order=O];"
+                        + " order=producer (the default) keeps every epoch of a consumer joining mid-epoch one pass over"
+                        + " the data, order=seeded gives every epoch a fresh shuffle and such consumers roll")
         String synthetic;
 
         @Option(names = "--images", paramLabel = "DIR",
@@ -162,8 +164,10 @@ final class SourceOptions {
                     + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
         }
         if (kind.synthetic != null) {
-            return new SyntheticSource(SyntheticSpec.parse(kind.synthetic), batchSize,
-                    Duration.ofNanos((long) (loaderDelayMs * 1e6)));
+            Duration delay = Duration.ofNanos((long) (loaderDelayMs * 1e6));
+            SyntheticSpec spec = SyntheticSpec.parse(kind.synthetic);
+            return SyntheticSpec.asksForSeededOrder(kind.synthetic) ? SyntheticSource.seeded(spec, batchSize, delay)
+                    : new SyntheticSource(spec, batchSize, delay);
         }
         if (kind.images != null) {
             ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))

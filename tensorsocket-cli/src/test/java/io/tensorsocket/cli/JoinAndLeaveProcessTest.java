@@ -35,9 +35,10 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void lateJoinerOutsideTheWindowRollsAndItsLastEpochIsCutShort() throws Exception {
-        // 80 batches of 50 ms per epoch and a 2-batch window: a consumer arriving a second later is rolling.
-        Proc producer = serve("roll", "samples=800,shape=4,dtype=float32,seed=2", 10, 2, "--loader-delay-ms", "50",
+    void lateJoinerOutsideTheWindowOfASeededSourceRollsAndItsLastEpochIsCutShort() throws Exception {
+        // 80 batches of 50 ms per epoch and a 2-batch window: a consumer arriving a second later starts mid-epoch;
+        // order=seeded keeps the source's own order, so it rolls (ExactEpochsProcessTest: the default, exact).
+        Proc producer = serve("roll", "samples=800,shape=4,dtype=float32,seed=2,order=seeded", 10, 2, "--loader-delay-ms", "50",
                 "--rubber-band", "2");
         Proc first = consume("roll", 10);
         awaitJoined(producer, 1);

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Shared set-up of the multi-process tests: a private producer base under /dev/shm and cleanup of every JVM. */
 @Timeout(120)
@@ -206,7 +207,17 @@ abstract class ProcessTestBase {
         return startPython(Map.of(), args.toArray(String[]::new));
     }
 
-    /** Asserts one epoch line is an exact, complete epoch of {@code samples}. */
+    /**
+     * Asserts one epoch line is an exact, complete epoch of {@code samples}, from an epoch start or, where the producer
+     * chooses the order, from mid-epoch ({@code exact}).
+     */
+    static void assertExactEpoch(Map<String, String> line, long samples) {
+        String start = line.get("start");
+        assertTrue("epoch_start".equals(start) || "exact".equals(start), line.toString());
+        assertExactEpoch(line, samples, start);
+    }
+
+    /** Asserts one epoch line is an exact, complete epoch of {@code samples} that started as {@code start} says. */
     static void assertExactEpoch(Map<String, String> line, long samples, String start) {
         assertEquals(Long.toString(samples), line.get("samples"), line.toString());
         assertEquals(Long.toString(samples), line.get("unique"), line.toString());

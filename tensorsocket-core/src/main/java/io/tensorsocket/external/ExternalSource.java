@@ -2,7 +2,7 @@ package io.tensorsocket.external;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
+import io.tensorsocket.IndexedSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
@@ -24,6 +24,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -46,6 +47,12 @@ import java.util.concurrent.TimeUnit;
  *                                       ◄──  FEEDER_EPOCH_END (the same: taken)
  * </pre>
  *
+ * A feeder that loads samples by index (a map-style data set) declares the data set's size, whether to shuffle and a
+ * seed; the producer then chooses each epoch's order ({@link IndexedSource}: consumers joining mid-epoch get exact
+ * epochs) and sends it before the epoch's first SLOT, as ORDER frames of up to 16000 ids; the feeder loads and
+ * publishes the samples in that order.
+ *
+ *
  * One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
  * its declaration (more samples than declared, a short batch before the epoch's end, a publish of a slot
  * it does not hold, an epoch of the wrong length), reports an error itself, goes silent for longer than the
@@ -61,7 +68,7 @@ import java.util.concurrent.TimeUnit;
  * declaration is refused, before the stream began. A feeder whose connection ends while the producer waits
  * in a claim (for a free slot, or for its first consumers) fails the stream at once.
  */
-public final class ExternalSource implements BatchSource {
+public final class ExternalSource implements IndexedSource {
     private static final Logger log = LoggerFactory.getLogger(ExternalSource.class);
     private static final Duration HELLO_TIMEOUT = Duration.ofSeconds(10);
     /** How often a producer waiting for the feeder that started it looks whether that process still lives. */
@@ -272,13 +279,49 @@ public final class ExternalSource implements BatchSource {
                 : hello.description();
     }
 
+    /** This source when its feeder loads by index (it declared a data set size), else null: it keeps its order. */
+    @Override
+    public IndexedSource byIndex() {
+        return hello.datasetSize() > 0 ? this : null;
+    }
+
+    @Override
+    public int datasetSize() {
+        return (int) hello.datasetSize();
+    }
+
+    @Override
+    public boolean shuffles() {
+        return hello.shuffle();
+    }
+
+    @Override
+    public SplittableRandom shuffleRandom(long epoch) {
+        return new SplittableRandom(hello.seed() * 0x9E3779B97F4A7C15L + epoch);
+    }
+
     @Override
     public void emitEpoch(long epoch, BatchSink sink) throws Exception {
+        feed(epoch, null, sink);
+    }
+
+    @Override
+    public void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
+        feed(epoch, order, sink);
+    }
+
+    private void feed(long epoch, int[] order, BatchSink sink) throws Exception {
         MessageChannel mc = feeder;
         if (!welcomed) {
             send(mc, new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
                     " before epoch 0");
             welcomed = true;
+        }
+        if (order != null) {
+            for (int first = 0; first < order.length; first += Message.EpochOrder.MAX_IDS) {
+                int[] ids = java.util.Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
+                send(mc, new Message.EpochOrder(epoch, first, order.length, ids), " before epoch " + epoch);
+            }
         }
         long declared = hello.samplesPerEpoch();
         int batchSize = hello.batchSize();

@@ -26,6 +26,15 @@ final class FeederDeclaration {
         if (h.epochs() < 0) {
             return h.epochs() + " epochs (0 means until the feeder stops; more is a count)";
         }
+        if (h.datasetSize() < 0 || h.datasetSize() > Integer.MAX_VALUE) {
+            return "a data set of " + h.datasetSize() + " samples (0 for a feeder that keeps its own order, else 1 to "
+                    + Integer.MAX_VALUE + ")";
+        }
+        long n = h.datasetSize();
+        if (n > 0 && h.samplesPerEpoch() != n && h.samplesPerEpoch() != n / h.batchSize() * h.batchSize()) {
+            return h.samplesPerEpoch() + " samples per epoch of a data set of " + n + " loaded by index (an epoch holds"
+                    + " all of them, or with drop-last " + n / h.batchSize() * h.batchSize() + ")";
+        }
         if (h.tensors().isEmpty()) {
             return "no tensors (a batch needs at least one)";
         }

@@ -121,12 +121,46 @@ public sealed interface Message {
     /**
      * Feeder to producer, first message on the feeder socket of an external producer: the tensors every
      * batch holds (per-sample shapes), the loader's batch size, samples per epoch, epochs (0 = until it
-     * stops) and the description consumers receive.
+     * stops) and the description consumers receive. A feeder that loads samples by index declares
+     * {@code datasetSize} (above 0), whether epochs are shuffled and the seed: the producer then chooses each
+     * epoch's order and sends it ({@link EpochOrder}); with {@code datasetSize} 0 the feeder keeps its own order.
      */
     record FeederHello(long pid, String client, int batchSize, long samplesPerEpoch, long epochs, String description,
-                       List<TensorSpec> tensors) implements Message {
+                       List<TensorSpec> tensors, long datasetSize, boolean shuffle, long seed) implements Message {
         public FeederHello {
             tensors = List.copyOf(tensors);
+        }
+
+        /** The declaration of a feeder that keeps its own order. */
+        public FeederHello(long pid, String client, int batchSize, long samplesPerEpoch, long epochs, String description,
+                           List<TensorSpec> tensors) {
+            this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, 0, false, 0);
+        }
+    }
+
+    /**
+     * Producer to a feeder that loads by index, before each epoch: the ids {@code first} to
+     * {@code first + ids.length - 1} of epoch {@code epoch}'s order, which holds {@code total} ids; frames follow
+     * until the order is complete.
+     */
+    record EpochOrder(long epoch, int first, int total, int[] ids) implements Message {
+        /** The most ids one frame carries. */
+        public static final int MAX_IDS = 16_000;
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof EpochOrder e && e.epoch == epoch && e.first == first && e.total == total
+                    && java.util.Arrays.equals(e.ids, ids);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(epoch, first, total, java.util.Arrays.hashCode(ids));
+        }
+
+        @Override
+        public String toString() {
+            return "EpochOrder[epoch=" + epoch + ", first=" + first + ", total=" + total + ", ids=" + ids.length + "]";
         }
     }
 

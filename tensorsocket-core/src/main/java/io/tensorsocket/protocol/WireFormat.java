@@ -66,12 +66,17 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *
  *  feeder socket of an external producer (feeder ⇄ producer):
  *  14 FEEDER_HELLO   i64 pid, str client, i32 batchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
- *                    str description, u16 tensorCount, then per tensor as in WELCOME
+ *                    str description, u16 tensorCount, then per tensor as in WELCOME, i64 datasetSize (0: the
+ *                    feeder keeps its own order; above 0: it loads by index, in the order the producer sends),
+ *                    bool shuffle, i64 seed
  *  15 FEEDER_WELCOME i64 producerPid, str arenaPath, i32 claimsAhead
  *  16 CLAIM          (empty)
  *  17 SLOT           i64 seq, i64 offset (of the slot in the arena file)
  *  18 PUBLISH        i64 seq, i32 samples
  *  19 FEEDER_EPOCH_END i64 epoch, i64 samples
+ *  20 ORDER          i64 epoch, i32 first, i32 total, u16 count (≤ 16000), count × i32 ids: ids first to
+ *                    first + count - 1 of the epoch's order of total ids (producer to a feeder that loads by
+ *                    index, before each epoch, in as many frames as it takes)
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
@@ -79,7 +84,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
- * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact) and WELCOME's midEpoch. A peer of another version is told VERSION_MISMATCH.
+ * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's midEpoch, FEEDER_HELLO's
+ * datasetSize, shuffle and seed, and ORDER. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -113,6 +119,7 @@ public final class WireFormat {
     static final int SLOT = 17;
     static final int PUBLISH = 18;
     static final int FEEDER_EPOCH_END = 19;
+    static final int ORDER = 20;
 
     private WireFormat() {
     }
@@ -148,7 +155,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= FEEDER_EPOCH_END;
+        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= ORDER;
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -197,6 +204,7 @@ public final class WireFormat {
                 b.putInt(h.batchSize()).putLong(h.samplesPerEpoch()).putLong(h.epochs());
                 putString(b, h.description());
                 putTensors(b, h.tensors());
+                b.putLong(h.datasetSize()).put(bool(h.shuffle())).putLong(h.seed());
             }
             case Message.FeederWelcome w -> {
                 b.putLong(w.producerPid());
@@ -208,6 +216,12 @@ public final class WireFormat {
             case Message.SlotGrant g -> b.putLong(g.seq()).putLong(g.offset());
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
+            case Message.EpochOrder o -> {
+                b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
+                for (int id : o.ids()) {
+                    b.putInt(id);
+                }
+            }
         }
         b.putInt(start + 8, b.position() - payloadStart);
     }
@@ -258,6 +272,7 @@ public final class WireFormat {
                 case SLOT -> new Message.SlotGrant(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case PUBLISH -> new Message.Publish(nonNegative(p.getLong()), p.getInt());
                 case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
+                case ORDER -> decodeOrder(p);
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -324,7 +339,27 @@ public final class WireFormat {
             throw new ProtocolException("FEEDER_HELLO declares " + count + " tensors; the limit is " + MAX_TENSORS);
         }
         // Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
-        return new Message.FeederHello(pid, client, batchSize, samples, epochs, description, getTensors(p, count, "FEEDER_HELLO"));
+        List<TensorSpec> tensors = getTensors(p, count, "FEEDER_HELLO");
+        return new Message.FeederHello(pid, client, batchSize, samples, epochs, description, tensors, p.getLong(),
+                getBool(p), p.getLong());
+    }
+
+    private static Message.EpochOrder decodeOrder(ByteBuffer p) {
+        long epoch = nonNegative(p.getLong());
+        int first = p.getInt();
+        int total = p.getInt();
+        int count = Short.toUnsignedInt(p.getShort());
+        if (first < 0 || total < 1 || count > Message.EpochOrder.MAX_IDS || count > total - first) {
+            throw new ProtocolException("ORDER holds ids " + first + " to " + (first + count - 1) + " of " + total);
+        }
+        int[] ids = new int[count];
+        for (int i = 0; i < count; i++) {
+            ids[i] = p.getInt();
+            if (ids[i] < 0) {
+                throw new ProtocolException("ORDER holds id " + ids[i]);
+            }
+        }
+        return new Message.EpochOrder(epoch, first, total, ids);
     }
 
     private static List<TensorSpec> getTensors(ByteBuffer p, int count, String frame) {
@@ -382,6 +417,7 @@ public final class WireFormat {
             case Message.SlotGrant g -> SLOT;
             case Message.Publish pu -> PUBLISH;
             case Message.FeederEpochEnd e -> FEEDER_EPOCH_END;
+            case Message.EpochOrder o -> ORDER;
         };
     }
 

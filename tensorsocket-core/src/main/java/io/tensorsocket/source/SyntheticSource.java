@@ -2,6 +2,7 @@ package io.tensorsocket.source;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.SlotWriter;
@@ -40,6 +41,36 @@ public final class SyntheticSource implements IndexedSource {
         this.delayNanos = delayPerBatch.toNanos();
         this.layout = new BatchLayout(List.of(new TensorSpec(DATA, spec.dtype(), spec.shape()),
                 TensorSpec.of(LABEL, DType.INT64), TensorSpec.of(ID, DType.INT64)), batchSize);
+    }
+
+    /**
+     * A source of the same samples in the seeded order ({@link SyntheticSpec#order(long)}) whatever consumers join:
+     * the producer does not choose its order, so a consumer joining mid-epoch rolls. It gives each epoch a fresh
+     * shuffle of everything, at the cost of late joiners' exact epochs.
+     */
+    public static BatchSource seeded(SyntheticSpec spec, int batchSize, Duration delayPerBatch) {
+        SyntheticSource s = new SyntheticSource(spec, batchSize, delayPerBatch);
+        return new BatchSource() {
+            @Override
+            public BatchLayout layout() {
+                return s.layout();
+            }
+
+            @Override
+            public long samplesPerEpoch() {
+                return s.samplesPerEpoch();
+            }
+
+            @Override
+            public void emitEpoch(long epoch, BatchSink sink) throws InterruptedException {
+                s.emitEpoch(epoch, spec.order(epoch), sink);
+            }
+
+            @Override
+            public String description() {
+                return spec.format() + ",order=seeded";
+            }
+        };
     }
 
     public SyntheticSpec spec() {

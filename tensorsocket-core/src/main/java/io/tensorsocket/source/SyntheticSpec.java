@@ -64,9 +64,17 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
         }
     }
 
-    /** The {@code order} of a source description: {@code producer} (orders chosen at run time) or {@code seeded}. */
+    /** Whether a source description's epochs are in {@link #order(long)}: its {@code order} is not {@code producer}. */
     public static boolean seededOrder(String description) {
         return !PRODUCER_ORDER.equals(parameters(description).get("order"));
+    }
+
+    /**
+     * Whether {@code text} asks for {@code order=seeded} in so many words: a source to serve that way keeps its own
+     * seeded order, and its consumers joining mid-epoch roll ({@link SyntheticSource#seeded}).
+     */
+    public static boolean asksForSeededOrder(String text) {
+        return "seeded".equals(parameters(text).get("order"));
     }
 
     /** What a {@link SyntheticSource}'s description adds to {@link #format()}: its producer chooses the orders. */

@@ -59,12 +59,14 @@ class ProtocolVectorsTest {
                         new io.tensorsocket.ProducerStatus.Consumer(2, 778, "ana", 100, true, StartMode.ROLLING, 3, 151000,
                                 152, 3, 600, false, 0, 0, 0, 0, 1_000_000_000L, "flight 10.0.0.2:51000", true)))));
         FRAMES.put("feeder_hello", new Message.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
-                List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64))));
+                List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64)), 60001, true,
+                -5));
         FRAMES.put("feeder_welcome", new Message.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2));
         FRAMES.put("claim", new Message.Claim());
         FRAMES.put("slot", new Message.SlotGrant(17, 4096 + 17 * 65536L));
         FRAMES.put("publish", new Message.Publish(17, 64));
         FRAMES.put("feeder_epoch_end", new Message.FeederEpochEnd(0, 60000));
+        FRAMES.put("order", new Message.EpochOrder(3, 16000, 16005, new int[] {7, 0, 60000, 2, 1 << 20}));
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -118,8 +120,9 @@ class ProtocolVectorsTest {
 
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
-        // every message type: the consumer's (1..12) and the feeder socket's (14..19)
-        assertEquals(WireFormat.LAST_TYPE + 6, FRAMES.size(), "one vector per message type");
+        // every message type: the consumer's (1..12) and the feeder socket's (14..20)
+        assertEquals(WireFormat.LAST_TYPE + WireFormat.ORDER - WireFormat.FEEDER_HELLO + 1, FRAMES.size(),
+                "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
             Path file = vectors().resolve(e.getKey() + ".hex");
             byte[] encoded = frame(e.getValue());

@@ -31,7 +31,10 @@ class WireFormatTest {
             new Message.Bye(),
             new Message.StatusRequest(),
             new Message.Status(status(2, 1234.5)),
-            new Message.Progress(3, 12_800, 5_000_000_000L, 7_000_000_000L));
+            new Message.Progress(3, 12_800, 5_000_000_000L, 7_000_000_000L),
+            new Message.FeederHello(5, "feed", 32, 990, 0, "map-style", List.of(TensorSpec.of("x", DType.FLOAT32, 3)), 1000,
+                    true, 77),
+            new Message.EpochOrder(2, 0, 4, new int[] {3, 1, 0, 2}));
 
     static ProducerStatus status(int consumers, double rate) {
         List<ProducerStatus.Consumer> cs = new java.util.ArrayList<>();

@@ -39,6 +39,11 @@ class StreamScenariosTest {
             "wait-for-next-epoch-start samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
             "wait-policy-inside-rubber-band-starts-now samples=10 producer_batch=4 rubber_band=2 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
             "wait-policy-after-epoch-end-starts-now samples=8 producer_batch=4 rubber_band=0 published=2 epoch_ended=yes consumer_batch=4 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+            "exact-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
+            "exact-across-short-last-batch-drop-last samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
+            "exact-inside-rubber-band-starts-at-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0 mid_epoch=exact",
+            "exact-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0 mid_epoch=exact",
+            "exact-waits-when-asked samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start mid_epoch=exact",
     };
 
     static StreamSimulation parse(String given) {
@@ -53,7 +58,8 @@ class StreamScenariosTest {
                 kv.get("epoch_ended").equals("yes"), Integer.parseInt(kv.get("consumer_batch")),
                 kv.get("drop_last").equals("yes"), Integer.parseInt(kv.get("epochs")),
                 Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")),
-                io.tensorsocket.StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)));
+                io.tensorsocket.StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)),
+                io.tensorsocket.StartMode.valueOf(kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)));
     }
 
     static String render() {
@@ -68,7 +74,9 @@ class StreamScenariosTest {
                 #   producer had ended an epoch completed by them), the consumer's batch size and drop-last, the
                 #   consumer epochs iterated, producer epochs (0 = unbounded), leave_after (>0: the consumer leaves
                 #   each epoch after that many batches), start_policy (optional; join_now when absent, or
-                #   next_epoch_start). Each batch is closed before the next is asked for.
+                #   next_epoch_start), mid_epoch (optional; how a consumer joining mid-epoch starts: rolling when
+                #   absent, or exact, where the producer chooses the order). Each batch is closed before the next is
+                #   asked for.
                 # start <mode> epoch=<producer epoch> sample=<sample> retained=<first..last seq, or ->
                 # batch epoch=<consumer epoch> index=<i> sample=<first sample in the epoch> size=<n>
                 #   pieces=<seq>:<offset in its slot>+<samples>,...   (one piece: a view of that slot)

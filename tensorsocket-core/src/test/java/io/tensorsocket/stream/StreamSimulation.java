@@ -16,13 +16,15 @@ import java.util.List;
  */
 record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
                         boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                        int producerEpochs, int leaveAfter, io.tensorsocket.StartPolicy startPolicy) {
+                        int producerEpochs, int leaveAfter, io.tensorsocket.StartPolicy startPolicy,
+                        io.tensorsocket.StartMode midEpoch) {
 
     StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
                      boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
                      int producerEpochs, int leaveAfter) {
         this(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin, epochEndedBeforeJoin, consumerBatch,
-                dropLast, consumerEpochs, producerEpochs, leaveAfter, io.tensorsocket.StartPolicy.JOIN_NOW);
+                dropLast, consumerEpochs, producerEpochs, leaveAfter, io.tensorsocket.StartPolicy.JOIN_NOW,
+                io.tensorsocket.StartMode.ROLLING);
     }
 
     /** One event the consumer saw. */
@@ -79,7 +81,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             producer.stream.endEpoch(producer.stream.nextEpoch());
         }
         List<Event> events = new ArrayList<>();
-        StartPoint start = new JoinRule(rubberBand).decide(producer.stream, startPolicy);
+        StartPoint start = new JoinRule(rubberBand, midEpoch).decide(producer.stream, startPolicy);
         events.add(new Start(start));
         ConsumerStream c = new ConsumerStream(g, slots, consumerBatch, dropLast, start.epoch(), start.sample());
         for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {

@@ -24,10 +24,14 @@ import java.util.NoSuchElementException;
  * Serves any DJL {@link Dataset} through a producer, so a DJL pipeline (an {@code ImageFolder}, an
  * {@code ArrayDataset}, a {@code FashionMnist} built from local files, ...) runs once for every
  * consumer. The dataset's own sampler decides batch size and order; each of its batches is copied once
- * into the arena, its data arrays named by {@code dataNames} and its labels by {@code labelNames}.
+ * into the arena, its data arrays named by {@code dataNames} and its labels by {@code labelNames}. A consumer that
+ * joins such a producer mid-epoch rolls; for a {@link RandomAccessDataset},
+ * {@link Builder#byIndex(int) byIndex(batchSize)} lets the producer choose the order instead, so that it gets exact
+ * epochs ({@link DjlIndexedSource}).
  *
  * <pre>{@code
  * BatchSource source = DjlDatasetSource.builder(dataset).dataNames("image").labelNames("label").build();
+ * BatchSource exact = DjlDatasetSource.builder(dataset).dataNames("image").labelNames("label").byIndex(32);
  * }</pre>
  */
 public final class DjlDatasetSource implements BatchSource {
@@ -123,7 +127,7 @@ public final class DjlDatasetSource implements BatchSource {
         }
     }
 
-    private static void put(Map<String, Tensor> into, List<String> names, NDList arrays, String what) {
+    static void put(Map<String, Tensor> into, List<String> names, NDList arrays, String what) {
         if (arrays.size() != names.size()) {
             throw new IllegalStateException("the DJL dataset's batches hold " + arrays.size() + " " + what + " arrays but "
                     + names.size() + " names were given (" + names + ")");
@@ -142,6 +146,9 @@ public final class DjlDatasetSource implements BatchSource {
         private List<String> dataNames = List.of("data");
         private List<String> labelNames = List.of("label");
         private long samplesPerEpoch;
+        private boolean shuffle = true;
+        private boolean dropLast;
+        private long seed;
 
         private Builder(Dataset dataset) {
             this.dataset = dataset;
@@ -167,6 +174,38 @@ public final class DjlDatasetSource implements BatchSource {
 
         public DjlDatasetSource build() {
             return new DjlDatasetSource(this);
+        }
+
+        /** For {@link #byIndex(int)}: whether epochs are shuffled (default yes). */
+        public Builder shuffle(boolean shuffle) {
+            this.shuffle = shuffle;
+            return this;
+        }
+
+        /** For {@link #byIndex(int)}: the seed of the epochs' shuffles (default 0). */
+        public Builder seed(long seed) {
+            this.seed = seed;
+            return this;
+        }
+
+        /** For {@link #byIndex(int)}: leave each epoch's short last batch out (default no). */
+        public Builder dropLast(boolean dropLast) {
+            this.dropLast = dropLast;
+            return this;
+        }
+
+        /**
+         * A source that loads the samples of this {@link RandomAccessDataset} by index, in batches of
+         * {@code batchSize}, in the order the producer chooses: consumers joining mid-epoch get exact epochs.
+         *
+         * @throws IllegalArgumentException if the dataset cannot be read by index
+         */
+        public DjlIndexedSource byIndex(int batchSize) {
+            if (!(dataset instanceof RandomAccessDataset r)) {
+                throw new IllegalArgumentException("only a RandomAccessDataset can be served by index, not a "
+                        + dataset.getClass().getSimpleName() + "; use build() to serve it in its own order");
+            }
+            return new DjlIndexedSource(r, dataNames, labelNames, batchSize, shuffle, dropLast, seed);
         }
     }
 }

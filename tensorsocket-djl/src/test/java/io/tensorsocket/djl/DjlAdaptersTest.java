@@ -140,4 +140,60 @@ class DjlAdaptersTest {
             }
         }
     }
+
+    @Test
+    void aRandomAccessDatasetServedByIndexGivesAConsumerJoiningMidEpochExactEpochs() throws Exception {
+        int n = 1000;
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) {
+            x[i] = i; // the sample's identity
+        }
+        Path dir = tmp.resolve("djl-exact");
+        try (NDManager m = NDManager.newBaseManager()) {
+            ArrayDataset dataset = new ArrayDataset.Builder().setData(m.create(x, new Shape(n, 1)))
+                    .optLabels(m.create(x, new Shape(n))).setSampling(32, true).build();
+            assertThrows(IllegalArgumentException.class, () -> DjlDatasetSource.builder(dataset).byIndex(0));
+            try (DjlIndexedSource source = DjlDatasetSource.builder(dataset).dataNames("x").labelNames("y").seed(5)
+                    .byIndex(32);
+                 TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(4).rubberBand(0)
+                         .startGrace(java.time.Duration.ZERO).build().start();
+                 TensorConsumer first = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
+                java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+                java.util.Iterator<io.tensorsocket.Batch> it = first.iterator();
+                for (int i = 0; i < 5; i++) {
+                    it.next().close();
+                }
+                java.util.concurrent.Future<?> rest = pool.submit(() -> {
+                    while (it.hasNext()) {
+                        it.next().close();
+                    }
+                    for (int e = 1; e < 4; e++) {
+                        for (io.tensorsocket.Batch b : first) {
+                            b.close();
+                        }
+                    }
+                    return null;
+                });
+                try (TensorConsumer late = TensorConsumer.connect(dir, ConsumerOptions.batchSize(45))) {
+                    assertEquals(io.tensorsocket.StartMode.EXACT, late.startMode(), "joined at sample " + late.startSample());
+                    assertEquals(io.tensorsocket.StartMode.EXACT, late.midEpochStart());
+                    for (int e = 0; e < 2; e++) {
+                        java.util.BitSet seen = new java.util.BitSet(n);
+                        int count = 0;
+                        for (io.tensorsocket.Batch b : late) {
+                            for (int i = 0; i < b.size(); i++) {
+                                seen.set((int) b.tensor("x").getFloat(i));
+                                assertEquals(b.tensor("x").getFloat(i), b.tensor("y").getFloat(i));
+                                count++;
+                            }
+                        }
+                        assertEquals(n, count, "epoch " + e);
+                        assertEquals(n, seen.cardinality(), "epoch " + e + " of the late joiner is one pass");
+                    }
+                }
+                rest.get(60, java.util.concurrent.TimeUnit.SECONDS);
+                pool.shutdown();
+            }
+        }
+    }
 }

@@ -1,0 +1,85 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Consumers in their own JVMs (and a Python one) joining a running producer at random moments, each with its own
+ * batch size, one of them SIGKILLed on the way: every epoch of every consumer is one pass over the data set, those
+ * that joined mid-epoch say {@code "start": "exact"}, and all saw the same sample at every stream position they
+ * share.
+ */
+class ExactEpochsProcessTest extends ProcessTestBase {
+
+    @Test
+    void consumersJoiningAtRandomTimesWithTheirOwnBatchSizesAllGetExactEpochsOfOneStream() throws Exception {
+        long seed = System.nanoTime();
+        SplittableRandom r = new SplittableRandom(seed);
+        // 100 batches of at least 4 ms per epoch, a 2-batch rubber band: nearly every join is mid-epoch.
+        Proc producer = serve("exact", "samples=2000,shape=4,dtype=float32,seed=5", 20, 0, "--loader-delay-ms", "4",
+                "--rubber-band", "2");
+        List<Proc> readers = new ArrayList<>();
+        List<Path> idFiles = new ArrayList<>();
+        readers.add(javaReader(20, 3, idFiles));
+        awaitJoined(producer, 1);
+        for (int b : new int[] {7, 64, 33}) {
+            Thread.sleep(r.nextInt(100, 700));
+            readers.add(javaReader(b, 2, idFiles));
+        }
+        Thread.sleep(r.nextInt(100, 400));
+        Proc victim = consume("exact", 16, "--epochs", "5");
+        if (pythonAvailable()) {
+            readers.add(pythonConsume("exact", 50, "--epochs", "2"));
+        }
+        awaitJoined(producer, readers.size() + 1);
+        Thread.sleep(300);
+        victim.kill();
+        readers.add(javaReader(25, 2, idFiles));
+
+        int exactStarts = 0;
+        for (Proc c : readers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(90)), "seed " + seed + ": " + c.stderr());
+            assertTrue(c.json().size() >= 2, c.json().toString());
+            for (Map<String, String> e : c.json()) {
+                String start = e.get("start");
+                assertTrue(start.equals("epoch_start") || start.equals("exact"), e.toString());
+                assertExactEpoch(e, 2000, start);
+                assertEquals("producer", e.get("order"), e.toString());
+            }
+            exactStarts += c.json().getFirst().get("start").equals("exact") ? 1 : 0;
+        }
+        assertTrue(exactStarts >= 2, "seed " + seed + ": only " + exactStarts + " consumers joined mid-epoch");
+
+        Map<Long, Long> stream = new HashMap<>();
+        for (Path f : idFiles) {
+            for (String line : Files.readAllLines(f)) {
+                String[] v = line.split(" ");
+                long pos = Long.parseLong(v[0]);
+                for (int i = 1; i < v.length; i++) {
+                    Long id = Long.valueOf(v[i]);
+                    Long other = stream.putIfAbsent(pos + i - 1, id);
+                    assertTrue(other == null || other.equals(id),
+                            "seed " + seed + ": consumers saw different samples at stream position " + (pos + i - 1));
+                }
+            }
+        }
+        assertTrue(producer.stderr().contains("joined at exact"), producer.stderr());
+    }
+
+    private Proc javaReader(int batchSize, int epochs, List<Path> idFiles) throws Exception {
+        Path ids = base.resolve("ids-" + idFiles.size());
+        idFiles.add(ids);
+        return consume("exact", batchSize, "--epochs", Integer.toString(epochs), "--ids-out", ids.toString());
+    }
+}
