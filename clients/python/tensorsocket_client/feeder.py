@@ -5,7 +5,10 @@
 
 The Java producer (``tensorsocket serve --name cifar --external``) keeps every consumer rule; this side
 declares the batches, asks for a slot, writes each batch straight into the shared memory (one copy) and
-publishes it. The frames are specified in docs/PROTOCOL.md (feeder socket, types 14 to 19).
+publishes it. The frames are specified in docs/PROTOCOL.md (feeder socket, types 14 to 20).
+
+A torch DataLoader over a map-style data set is fed by index (``_map_style``): the producer sends each epoch's
+order and this side loads exactly those samples, so consumers that join mid-epoch get exact epochs.
 """
 
 import atexit
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, S
 import numpy as np
 
 from . import wire
+from ._map_style import MapStyle
 from ._waiting import Waiting
 from . import dtypes
 from .arena import MAGIC, Layout
@@ -205,6 +209,13 @@ class TensorProducer:
     this order, so ``inputs, labels = batch`` unpacks as the loader yielded them. Samples per epoch come
     from ``len(loader.dataset)`` or ``samples_per_epoch``.
 
+    Exact epochs for late joiners: a torch DataLoader over a map-style data set with its default sampler
+    (``shuffle=True`` or ``False``) is fed by index: the producer chooses each epoch's order so that a consumer
+    joining mid-epoch still sees every sample once per epoch, and this feeder loads those samples with the
+    loader's own batch size, collate function, drop_last and worker processes (``num_workers``). ``seed`` fixes
+    the shuffles (default: a new random seed per producer); ``exact_epochs=False`` keeps the loader's own order
+    (consumers joining mid-epoch then roll), ``exact_epochs=True`` refuses a loader that cannot be fed by index.
+
     Two ways to drive it:
 
     * ``run()`` feeds ``epochs`` epochs (default 1) and ends the stream.
@@ -223,7 +234,8 @@ class TensorProducer:
     def __init__(self, name: str, loader: Iterable[Any], epochs: Optional[int] = None,
                  names: Optional[Sequence[str]] = None, samples_per_epoch: Optional[int] = None, description: str = "",
                  start_producer: bool = True, connect_timeout: float = 60.0, batch_timeout: float = 600.0,
-                 epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, **producer_options: Any):
+                 epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, exact_epochs: Optional[bool] = None,
+                 seed: Optional[int] = None, **producer_options: Any):
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
         unknown = sorted(set(producer_options) - set(_PRODUCER_OPTIONS))
@@ -253,6 +265,9 @@ class TensorProducer:
         self.names = tuple(names) if names is not None else None
         self.description = description
         self._epoch_loader = epoch_loader or (lambda e: loader)
+        if epoch_loader is not None and exact_epochs:
+            raise ValueError("exact_epochs=True feeds the loader's data set by index; an epoch_loader keeps its own order")
+        self._by_index = None if epoch_loader is not None else MapStyle.of(loader, exact_epochs, seed)
         self._samples_per_epoch = samples_per_epoch
         self._start_producer = start_producer
         self._connect_timeout = connect_timeout
@@ -320,10 +335,25 @@ class TensorProducer:
             waiting.note("no feeder socket yet")
             time.sleep(0.05)
 
+    def _attach(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
+        """Connects and declares the batches, ``first`` showing what each holds."""
+        _check_carriable(first)
+        self._spec = [(nm, a.dtype, a.shape[1:]) for nm, a in first]
+        self._batch_size = batch_size
+        if self._declared_epochs is None:
+            self._declared_epochs = self.epochs or 0
+        # Connected only now that a batch is in hand: the producer gives a feeder 10 s to declare.
+        self._conn = self._connect()
+        self._conn.sock.settimeout(self._batch_timeout)
+        self._register_exit()
+        self._declare(first, batch_size, samples)
+
     def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
         tensors = tuple(wire.TensorSpec(n, _dtype_code(a, n), tuple(a.shape[1:])) for n, a in first)
+        ix = self._by_index
         self._conn.send(wire.FeederHello(os.getpid(), " ".join(sys.argv)[:200] or "python3", batch_size, samples,
-                                         self._declared_epochs, self.description, tensors))
+                                         self._declared_epochs, self.description, tensors,
+                                         ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0))
         welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
         self.producer_pid = welcome.producer_pid
         arena_path = welcome.arena_path
@@ -386,11 +416,39 @@ class TensorProducer:
         self.close()
         return self.batches_published
 
-    def _batches(self, epoch: int) -> Iterator[Any]:
+    def _batches(self, loader: Iterable[Any]) -> Iterator[Any]:
         self._batch_index = 0
-        for batch in self._epoch_loader(epoch):
+        for batch in loader:
             yield batch
             self._batch_index += 1
+
+    def _order(self, epoch: int) -> List[int]:
+        """Epoch ``epoch``'s order, as the producer sends it before the epoch (ORDER frames)."""
+        ids: List[int] = []
+        total = None
+        while total is None or len(ids) < total:
+            m = self._conn.read(wire.EpochOrder, "FEEDER_EPOCH_END" if epoch else "FEEDER_HELLO")
+            if m.epoch != epoch or m.first != len(ids) or (total is not None and m.total != total):
+                raise ProtocolError("the producer sent ids %d.. of epoch %d's order of %d where ids %d.. of epoch %d "
+                                    "were due" % (m.first, m.epoch, m.total, len(ids), epoch))
+            total = m.total
+            ids.extend(m.ids)
+        return ids
+
+    def _indexed_loader(self, epoch: int) -> Iterable[Any]:
+        """For a feed by index: declares the batches (from a probe of the data set) before the first epoch, then
+        the loader of the epoch's order."""
+        ix = self._by_index
+        if self._spec is None:
+            try:
+                first = _named(ix.probe(), self.names)
+            except (KeyboardInterrupt, GeneratorExit):
+                raise
+            except Exception as e:
+                self._loader_error = (e, _loader_failure(e, epoch, 0))
+                raise
+            self._attach(first, ix.batch_size, ix.samples_per_epoch())
+        return ix.loader(self._order(epoch))
 
     def _feed_epoch(self, epoch: int) -> Iterator[int]:
         self._in_epoch = True
@@ -398,7 +456,7 @@ class TensorProducer:
         if self._conn is None:
             self._start_java_producer()
         samples = 0
-        batches = self._batches(epoch)
+        batches = self._batches(self._indexed_loader(epoch) if self._by_index else self._epoch_loader(epoch))
         while True:
             try:
                 batch = next(batches)
@@ -412,7 +470,6 @@ class TensorProducer:
             tensors = _named(batch, self.names)
             n = len(tensors[0][1])
             if self._spec is None:
-                _check_carriable(tensors)
                 batch_size = getattr(self.loader, "batch_size", None) or n
                 spe = self._samples_per_epoch
                 if spe is None:
@@ -422,15 +479,7 @@ class TensorProducer:
                     spe = len(ds)
                     if getattr(self.loader, "drop_last", False):
                         spe = spe // batch_size * batch_size
-                self._spec = [(nm, a.dtype, a.shape[1:]) for nm, a in tensors]
-                self._batch_size = batch_size
-                if self._declared_epochs is None:
-                    self._declared_epochs = self.epochs or 0
-                # Connected only now that the first batch is in hand: the producer gives a feeder 10 s to declare.
-                self._conn = self._connect()
-                self._conn.sock.settimeout(self._batch_timeout)
-                self._register_exit()
-                self._declare(tensors, batch_size, spe)
+                self._attach(tensors, batch_size, spe)
             self._check(tensors, self._spec, n, epoch)
             self._conn.send(wire.Claim())
             grant = self._conn.read(wire.SlotGrant, "CLAIM")

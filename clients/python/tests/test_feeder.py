@@ -131,3 +131,49 @@ class SyntheticFeedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class MapStyleTest(unittest.TestCase):
+    """Which loaders are fed by index, and what the feeder then loads."""
+
+    class Ids(torch.utils.data.Dataset if torch is not None else object):
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            return {"x": torch.full((2,), float(i)), "id": i}
+
+    def test_a_plain_dataloader_over_a_map_style_dataset_is_fed_by_index(self):
+        from tensorsocket_client._map_style import MapStyle
+        dl = torch.utils.data.DataLoader(self.Ids(), batch_size=4, shuffle=True, drop_last=True)
+        m = MapStyle.of(dl, None, seed=3)
+        self.assertIsNotNone(m)
+        self.assertEqual((10, 4, True, True, 3, 8), (m.size, m.batch_size, m.shuffle, m.drop_last, m.seed,
+                                                      m.samples_per_epoch()))
+        self.assertEqual([0, 1, 2, 3], m.probe()["id"].tolist())
+        got = [b["id"].tolist() for b in m.loader([9, 2, 5, 0, 7, 1, 3, 8])]
+        self.assertEqual([[9, 2, 5, 0], [7, 1, 3, 8]], got, "the producer's order, in the loader's batches")
+        self.assertIsNone(MapStyle.of(dl, False, None), "exact_epochs=False keeps the loader's order")
+
+    def test_a_loader_that_cannot_be_fed_by_index_keeps_its_order_or_is_refused_saying_why(self):
+        from tensorsocket_client._map_style import MapStyle
+
+        class Stream(torch.utils.data.IterableDataset):
+            def __iter__(self):
+                return iter(range(3))
+
+        ds = self.Ids()
+        cases = {
+            "IterableDataset": torch.utils.data.DataLoader(Stream(), batch_size=2),
+            "sampler of its own": torch.utils.data.DataLoader(ds, batch_size=2, sampler=[3, 1, 2]),
+            "batch_size=None": torch.utils.data.DataLoader(ds, batch_size=None),
+            "not a torch DataLoader": [np.zeros((2, 3))],
+            "replacement": torch.utils.data.DataLoader(
+                ds, batch_size=2, sampler=torch.utils.data.RandomSampler(ds, replacement=True)),
+        }
+        for why, loader in cases.items():
+            with self.subTest(why):
+                self.assertIsNone(MapStyle.of(loader, None, None))
+                with self.assertRaisesRegex(ValueError, why):
+                    MapStyle.of(loader, True, None)

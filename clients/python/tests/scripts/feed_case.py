@@ -11,6 +11,8 @@ in the generator's per-epoch order. CASE:
   strings     the batch carries a list of strings (a file name per sample)
   first       __getitem__ raises on the very first sample (before anything was declared)
   slow        as ok, at 200 samples/s (to be interrupted, or to feed while another feeder comes)
+  mapstyle    a plain DataLoader(dataset, shuffle=True, num_workers=N): fed by index, in the producer's order
+              (exact epochs for consumers joining mid-epoch); --sample-ms slows each sample
 """
 import argparse
 import sys
@@ -24,8 +26,8 @@ from tensorsocket_client.synthetic import SyntheticSpec
 
 
 class Samples(Dataset):
-    def __init__(self, spec, case):
-        self.spec, self.case = spec, case
+    def __init__(self, spec, case, sample_ms=0.0):
+        self.spec, self.case, self.sample_ms = spec, case, sample_ms
 
     def __len__(self):
         return self.spec.samples
@@ -43,6 +45,8 @@ class Samples(Dataset):
             item["path"] = "images/%06d.jpg" % index
         if self.case == "slow":
             time.sleep(0.005)  # 5 s an epoch, time enough to interrupt it or to come second
+        if self.sample_ms:
+            time.sleep(self.sample_ms / 1000.0)
         return item
 
 
@@ -67,11 +71,19 @@ def main():
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=50)
+    p.add_argument("--sample-ms", type=float, default=0.0)
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a producer option for the producer this feeder starts (rubber_band=5, slots=12, ...)")
     a = p.parse_args()
     options = {k: float(v) if "." in v else int(v) for k, v in (o.split("=", 1) for o in a.opt)}
     spec = SyntheticSpec.parse(a.spec)
+    if a.case == "mapstyle":
+        loader = DataLoader(Samples(spec, a.case, a.sample_ms), batch_size=a.batch_size, shuffle=True,
+                            num_workers=a.workers)
+        TensorProducer(a.name, loader, epochs=a.epochs, description=spec.format() + ",order=producer", seed=11,
+                       exact_epochs=True, **options).run()
+        print('{"event": "fed"}', flush=True)
+        return 0
     loader = DataLoader(Samples(spec, a.case), batch_size=a.batch_size, sampler=Order(spec), num_workers=a.workers)
     if a.case == "passes":
         producer = TensorProducer(a.name, loader, description=spec.format(), **options)

@@ -61,6 +61,45 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         }
         assertTrue(exactStarts >= 2, "seed " + seed + ": only " + exactStarts + " consumers joined mid-epoch");
 
+        assertOneStream(idFiles, seed);
+        assertTrue(producer.stderr().contains("joined at exact"), producer.stderr());
+    }
+
+    @Test
+    void aTorchDataLoaderOverAMapStyleDatasetIsFedByIndexAndLateJoinersGetExactEpochs() throws Exception {
+        assumePython("numpy", "torch");
+        long seed = System.nanoTime();
+        SplittableRandom r = new SplittableRandom(seed);
+        // A plain DataLoader(dataset, shuffle=True, num_workers=2): the feeder loads the producer's order with it.
+        Proc feeder = startPython(Map.of("OMP_NUM_THREADS", "1"),
+                pythonClient().resolve("tests/scripts/feed_case.py").toString(), "torchmap", "mapstyle", "--workers", "2",
+                "--epochs", "8", "--sample-ms", "0.3", "--opt", "rubber_band=0", "--opt", "start_grace=0");
+        List<Path> idFiles = new ArrayList<>();
+        List<Proc> readers = new ArrayList<>();
+        readers.add(reader("torchmap", 32, idFiles));
+        for (int b : new int[] {45, 20}) {
+            Thread.sleep(r.nextInt(300, 1200));
+            readers.add(reader("torchmap", b, idFiles));
+        }
+        readers.add(pythonConsume("torchmap", 17));
+        int exactStarts = 0;
+        for (Proc c : readers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), "seed " + seed + ": " + c.stderr());
+            for (Map<String, String> e : c.json()) {
+                if ("true".equals(e.get("complete"))) {
+                    assertExactEpoch(e, 1000);
+                }
+                assertEquals("producer", e.get("order"), e.toString());
+            }
+            exactStarts += c.json().getFirst().get("start").equals("exact") ? 1 : 0;
+        }
+        assertEquals(0, feeder.exitCode(Duration.ofSeconds(60)), feeder.stderr());
+        assertTrue(exactStarts >= 1, "seed " + seed + ": no consumer joined mid-epoch");
+        assertOneStream(idFiles, seed);
+    }
+
+    /** Every stream position that several consumers saw held the same sample for all of them. */
+    private static void assertOneStream(List<Path> idFiles, long seed) throws java.io.IOException {
         Map<Long, Long> stream = new HashMap<>();
         for (Path f : idFiles) {
             for (String line : Files.readAllLines(f)) {
@@ -74,12 +113,17 @@ class ExactEpochsProcessTest extends ProcessTestBase {
                 }
             }
         }
-        assertTrue(producer.stderr().contains("joined at exact"), producer.stderr());
+    }
+
+    private Proc reader(String name, int batchSize, List<Path> idFiles, String... extra) throws Exception {
+        Path ids = base.resolve(name + "-ids-" + idFiles.size());
+        idFiles.add(ids);
+        List<String> args = new ArrayList<>(List.of("--ids-out", ids.toString()));
+        args.addAll(List.of(extra));
+        return consume(name, batchSize, args.toArray(String[]::new));
     }
 
     private Proc javaReader(int batchSize, int epochs, List<Path> idFiles) throws Exception {
-        Path ids = base.resolve("ids-" + idFiles.size());
-        idFiles.add(ids);
-        return consume("exact", batchSize, "--epochs", Integer.toString(epochs), "--ids-out", ids.toString());
+        return reader("exact", batchSize, idFiles, "--epochs", Integer.toString(epochs));
     }
 }

@@ -1,0 +1,90 @@
+"""Map-style data sets fed by index: the producer chooses each epoch's order (so consumers that join mid-epoch
+still get exact epochs) and the feeder loads exactly those samples, with PyTorch's own DataLoader and its worker
+processes, batch size, collate function and drop-last.
+
+A torch ``DataLoader`` over a map-style data set (``__getitem__`` and ``__len__``) with its default sampler
+(``shuffle=True`` or ``False``) and automatic batching is fed this way without any change to the call; any other
+loader (an ``IterableDataset``, a custom sampler or batch sampler, a plain iterable) keeps its own order, and
+consumers that join it mid-epoch roll.
+"""
+
+import os
+from typing import Any, List, Optional, Sequence
+
+_COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout", "worker_init_fn", "multiprocessing_context",
+           "prefetch_factor", "generator")
+
+
+class MapStyle:
+    """What the feeder needs to load epochs of ``loader``'s data set by index."""
+
+    def __init__(self, loader, seed: Optional[int]):
+        import torch.utils.data as tud
+        self.dataset = loader.dataset
+        self.batch_size = loader.batch_size
+        self.drop_last = bool(loader.drop_last)
+        self.shuffle = isinstance(loader.sampler, tud.RandomSampler)
+        self.seed = int.from_bytes(os.urandom(8), "little") >> 1 if seed is None else int(seed)
+        self._options = {k: getattr(loader, k) for k in _COPIED if hasattr(loader, k)}
+        if self._options.get("num_workers", 0) == 0:
+            self._options.pop("prefetch_factor", None)
+        self.size = len(self.dataset)
+        if self.size < 1:
+            raise ValueError("the loader's data set is empty")
+        if self.drop_last and self.size < self.batch_size:
+            raise ValueError("drop_last with batch size %d leaves nothing of %d samples" % (self.batch_size, self.size))
+
+    @staticmethod
+    def of(loader, exact_epochs: Optional[bool], seed: Optional[int]) -> Optional["MapStyle"]:
+        """The map-style view of ``loader``, or None where it keeps its own order. ``exact_epochs``: None
+        decides by the loader; True requires it (ValueError saying why not); False never."""
+        if exact_epochs is False:
+            return None
+        why = MapStyle._why_not(loader)
+        if why is None:
+            return MapStyle(loader, seed)
+        if exact_epochs:
+            raise ValueError("exact_epochs=True needs a torch DataLoader over a map-style data set with its default "
+                             "sampler (shuffle=True or False) and a batch size; this loader %s" % why)
+        return None
+
+    @staticmethod
+    def _why_not(loader) -> Optional[str]:
+        try:
+            import torch.utils.data as tud
+        except ImportError:
+            return "cannot be read by index without torch"
+        if not isinstance(loader, tud.DataLoader):
+            return "is a %s, not a torch DataLoader" % type(loader).__name__
+        if isinstance(loader.dataset, tud.IterableDataset):
+            return "reads an IterableDataset, which has no index"
+        if loader.batch_size is None:
+            return "has automatic batching turned off (batch_size=None)"
+        if not isinstance(loader.sampler, (tud.RandomSampler, tud.SequentialSampler)):
+            return "has a sampler of its own (%s)" % type(loader.sampler).__name__
+        if type(loader.batch_sampler) is not tud.BatchSampler:
+            return "has a batch sampler of its own (%s)" % type(loader.batch_sampler).__name__
+        if isinstance(loader.sampler, tud.RandomSampler) and (loader.sampler.replacement
+                                                               or loader.sampler._num_samples is not None):
+            return "samples with replacement or a number of samples of its own"
+        try:
+            len(loader.dataset)
+        except TypeError:
+            return "reads a data set without len()"
+        return None
+
+    def samples_per_epoch(self) -> int:
+        return self.size // self.batch_size * self.batch_size if self.drop_last else self.size
+
+    def probe(self) -> Any:
+        """The first batch of the data set in index order, collated as the loader would: what the feeder
+        declares (loaded once more, in this process, before the first epoch)."""
+        import torch.utils.data as tud
+        collate = self._options.get("collate_fn") or tud.default_collate
+        return collate([self.dataset[i] for i in range(min(self.batch_size, self.size))])
+
+    def loader(self, order: Sequence[int]):
+        """A DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size."""
+        import torch.utils.data as tud
+        return tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=list(order), drop_last=False,
+                              **self._options)
