@@ -3,17 +3,17 @@ package io.tensorsocket.bench;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.ConsumerOptions;
-import io.tensorsocket.StartMode;
+import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import io.tensorsocket.source.SyntheticVerifier;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
@@ -102,20 +102,29 @@ public final class LateJoinRun {
         }
     }
 
-    /** Reads {@code epochs} epochs; returns the samples received and how many epochs were one pass each. */
+    /**
+     * Reads {@code epochs} epochs, checking only the ids (the bytes are the fan-out tests' business, and checking
+     * them would make this a benchmark of the checker); returns the samples received and how many epochs were one
+     * pass each.
+     */
     private static long[] read(TensorConsumer c, int epochs, SyntheticSpec spec) {
         long samples = 0;
         long exact = 0;
-        try (c; SyntheticVerifier v = new SyntheticVerifier(spec, false)) {
+        try (c) {
             for (int e = 0; e < epochs; e++) {
+                BitSet seen = new BitSet((int) spec.samples());
+                long n = 0;
                 for (Batch b : c) {
-                    v.accept(b, c.streamPosition(b));
-                    samples += b.size();
+                    Tensor id = b.tensor(SyntheticSource.ID);
+                    for (int i = 0; i < b.size(); i++) {
+                        seen.set((int) id.getLong(i));
+                    }
+                    n += b.size();
                 }
-                SyntheticVerifier.EpochCounts counts = v.finishEpoch();
-                exact += counts.exact(spec.samples()) ? 1 : 0;
+                samples += n;
+                exact += n == spec.samples() && seen.cardinality() == n ? 1 : 0;
             }
-            return new long[] {samples, exact, c.startMode() == StartMode.ROLLING ? 1 : 0};
+            return new long[] {samples, exact};
         }
     }
 }

@@ -120,6 +120,8 @@ final class BenchCommand implements Callable<Integer> {
             }
             if (wants("latejoin")) {
                 int epochs = quick ? 2 : 4;
+                progress.phase("late joiners, warming up");
+                LateJoinRun.run(4, 1, true, true, 1); // the first run in a JVM pays for compiling the paths
                 for (boolean random : new boolean[] {false, true}) {
                     for (boolean producerOrder : new boolean[] {true, false}) {
                         progress.phase("4 consumers, " + (random ? "joining at random times" : "aligned") + ", "
