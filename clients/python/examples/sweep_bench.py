@@ -14,7 +14,6 @@ first batch; --step-ms adds a sleep per step in place of a GPU's work. Needs tor
 import argparse
 import json
 import os
-import random
 import resource
 import subprocess
 import sys

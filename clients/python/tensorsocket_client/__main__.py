@@ -152,7 +152,7 @@ def main(argv=None):
                         "for this long while waiting (default 10).")
     c.add_argument("--wait-for-epoch-start", action="store_true",
                    help="Arriving too late to start at the current epoch's start, wait for the next epoch's start "
-                        "instead of starting mid-epoch (rolling).")
+                        "instead of starting mid-epoch (exact, or rolling for a source that fixes its own order).")
     c.add_argument("--token", help="Shared token of a remote (grpc://) producer's server (else $TENSORSOCKET_TOKEN).")
     c.add_argument("--token-file", help="Read the shared token from this file.")
     c.add_argument("--trust", help="Trust this PEM certificate for grpc+tls:// (default: the system's).")

@@ -9,7 +9,7 @@ consumers that join it mid-epoch roll.
 """
 
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 _COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout", "worker_init_fn", "multiprocessing_context",
            "prefetch_factor", "generator")

@@ -63,7 +63,7 @@ class TensorConsumer(ConsumerBase):
         """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
         heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
         ``wait_for_epoch_start``: arriving too late to start at the current epoch's start, wait for the next
-        epoch's start instead of starting mid-epoch (rolling); ``start_mode`` and ``start_epoch`` say which
+        epoch's start instead of starting mid-epoch (exact, or rolling); ``start_mode`` and ``start_epoch`` say which
         happened."""
         self.batch_size = checked_batch_size(batch_size)
         if name is None and directory is None:

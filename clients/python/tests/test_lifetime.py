@@ -93,7 +93,6 @@ class LifetimeTest(unittest.TestCase):
             spec = SyntheticSpec.parse(c.source_description)
             it = iter(c)
             kept = [next(it)["data"] for _ in range(1)]
-            ids = []
             batches = []
             for _ in range(6):
                 b = next(it)

@@ -6,7 +6,7 @@ package io.tensorsocket;
  * arrives while the current epoch's first batch is still in the rubber band starts at that epoch's start.
  */
 public enum StartPolicy {
-    /** Start at once: at the current epoch's start if the rubber band still holds it, else rolling. */
+    /** Start at once: at the current epoch's start if the rubber band still holds it, else mid-epoch (exact or rolling). */
     JOIN_NOW,
     /**
      * Never roll: if the current epoch's start has left the rubber band, wait for the next epoch and start

@@ -19,7 +19,7 @@ final class ConsumerFlags {
 
     @Option(names = "--wait-for-epoch-start",
             description = "Arriving too late to start at the current epoch's start, wait for the next epoch's start"
-                    + " instead of starting mid-epoch (rolling).")
+                    + " instead of starting mid-epoch (exact, or rolling for a source that fixes its own order).")
     boolean waitForEpochStart;
 
     @Option(names = "--liveness-s", defaultValue = "10", paramLabel = "SECONDS",
