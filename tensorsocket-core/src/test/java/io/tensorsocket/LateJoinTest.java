@@ -64,13 +64,8 @@ class LateJoinTest {
 
     @Test
     void aPlainSourceLetsLateJoinersRollAndSaysSo() throws Exception {
-        SyntheticSource indexed = new SyntheticSource(SPEC, 16);
-        BatchSource plain = new BatchSource() {
-            public BatchLayout layout() { return indexed.layout(); }
-            public long samplesPerEpoch() { return indexed.samplesPerEpoch(); }
-            public void emitEpoch(long epoch, BatchSink sink) throws Exception { indexed.emitEpoch(epoch, sink); }
-            public String description() { return SPEC.format(); }
-        };
+        BatchSource plain = SyntheticSource.seeded(SPEC, 16, java.time.Duration.ZERO);
+        assertNull(plain.byIndex(), "the seeded order is the source's own");
         List<Seen> seen = joinAtRandomTimes(plain, 0x1A7EL);
         long duplicates = 0;
         for (Seen s : seen) {
