@@ -5,7 +5,7 @@
 
 The Java producer (``tensorsocket serve --name cifar --external``) keeps every consumer rule; this side
 declares the batches, asks for a slot, writes each batch straight into the shared memory (one copy) and
-publishes it. The frames are specified in docs/PROTOCOL.md (feeder socket, types 14 to 20).
+publishes it. The frames are specified in docs/PROTOCOL.md (feeder socket, types 14 to 21).
 
 A torch DataLoader over a map-style data set is fed by index (``_map_style``): the producer sends each epoch's
 order and this side loads exactly those samples, so consumers that join mid-epoch get exact epochs.
@@ -423,11 +423,12 @@ class TensorProducer:
             self._batch_index += 1
 
     def _order(self, epoch: int) -> List[int]:
-        """Epoch ``epoch``'s order, as the producer sends it before the epoch (ORDER frames)."""
+        """Epoch ``epoch``'s order, asked for (ORDER_REQUEST) and received (ORDER frames) before the epoch."""
+        self._conn.send(wire.OrderRequest(epoch))
         ids: List[int] = []
         total = None
         while total is None or len(ids) < total:
-            m = self._conn.read(wire.EpochOrder, "FEEDER_EPOCH_END" if epoch else "FEEDER_HELLO")
+            m = self._conn.read(wire.EpochOrder, "ORDER_REQUEST")
             if m.epoch != epoch or m.first != len(ids) or (total is not None and m.total != total):
                 raise ProtocolError("the producer sent ids %d.. of epoch %d's order of %d where ids %d.. of epoch %d "
                                     "were due" % (m.first, m.epoch, m.total, len(ids), epoch))

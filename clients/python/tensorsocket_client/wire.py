@@ -21,7 +21,7 @@ MAX_RANK = 16
 
 HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STATUS, PROGRESS, HEARTBEAT = range(1, 13)
 # The feeder socket of an external producer.
-FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER = range(14, 21)
+FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER, ORDER_REQUEST = range(14, 22)
 MAX_ORDER_IDS = 16000  # ids in one ORDER frame
 
 # ERROR codes: wire values that never change.
@@ -208,8 +208,14 @@ class FeederHello:
 
 
 @dataclass(frozen=True)
+class OrderRequest:
+    """A feeder that loads by index to the producer, before each epoch: send epoch ``epoch``'s order."""
+    epoch: int
+
+
+@dataclass(frozen=True)
 class EpochOrder:
-    """Producer to a feeder that loads by index: ids ``first`` .. ``first + len(ids) - 1`` of epoch ``epoch``'s
+    """Producer to a feeder that loads by index, answering OrderRequest: ids ``first`` .. ``first + len(ids) - 1`` of epoch ``epoch``'s
     order of ``total`` ids."""
     epoch: int
     first: int
@@ -251,7 +257,8 @@ class FeederEpochEnd:
 _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, EpochEnd: EPOCH_END,
           EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Status: STATUS, Progress: PROGRESS,
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
-          Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER}
+          Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER,
+          OrderRequest: ORDER_REQUEST}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -322,6 +329,8 @@ def encode(m) -> bytes:
                                                                         m.epochs)
         p += _string(m.description) + _tensors(m.tensors)
         p += struct.pack("<qBq", m.dataset_size, 1 if m.shuffle else 0, m.seed)
+    elif t == ORDER_REQUEST:
+        p = struct.pack("<q", m.epoch)
     elif t == ORDER:
         p = struct.pack("<qiiH", m.epoch, m.first, m.total, len(m.ids)) + struct.pack("<%di" % len(m.ids), *m.ids)
     elif t == FEEDER_WELCOME:
@@ -350,7 +359,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= ORDER
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= ORDER_REQUEST
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -434,6 +443,8 @@ def decode_payload(mtype: int, payload: bytes):
         dataset_size = r.take("<q")
         shuffle = r.bool()
         m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, r.take("<q"))
+    elif mtype == ORDER_REQUEST:
+        m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == ORDER:
         epoch, first, total, count = r.take("<qiiH")
         if epoch < 0 or first < 0 or total < 1 or count > MAX_ORDER_IDS or count > total - first:

@@ -43,6 +43,7 @@ EXPECTED = {
     "publish": wire.Publish(17, 64),
     "feeder_epoch_end": wire.FeederEpochEnd(0, 60000),
     "order": wire.EpochOrder(3, 16000, 16005, (7, 0, 60000, 2, 1 << 20)),
+    "order_request": wire.OrderRequest(3),
 }
 
 

@@ -49,8 +49,9 @@ import java.util.concurrent.TimeUnit;
  *
  * A feeder that loads samples by index (a map-style data set) declares the data set's size, whether to shuffle and a
  * seed; the producer then chooses each epoch's order ({@link IndexedSource}: consumers joining mid-epoch get exact
- * epochs) and sends it before the epoch's first SLOT, as ORDER frames of up to 16000 ids; the feeder loads and
- * publishes the samples in that order.
+ * epochs) and sends it when the feeder asks (ORDER_REQUEST, before the epoch's first CLAIM), as ORDER frames of up
+ * to 16000 ids; the feeder loads and publishes the samples in that order. Sent only on request, the order never
+ * fills the socket of a feeder that is busy elsewhere between epochs.
  *
  *
  * One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
@@ -282,7 +283,7 @@ public final class ExternalSource implements IndexedSource {
     /** This source when its feeder loads by index (it declared a data set size), else null: it keeps its order. */
     @Override
     public IndexedSource byIndex() {
-        return hello.datasetSize() > 0 ? this : null;
+        return hello != null && hello.datasetSize() > 0 ? this : null;
     }
 
     @Override
@@ -317,12 +318,7 @@ public final class ExternalSource implements IndexedSource {
                     " before epoch 0");
             welcomed = true;
         }
-        if (order != null) {
-            for (int first = 0; first < order.length; first += Message.EpochOrder.MAX_IDS) {
-                int[] ids = java.util.Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
-                send(mc, new Message.EpochOrder(epoch, first, order.length, ids), " before epoch " + epoch);
-            }
-        }
+
         long declared = hello.samplesPerEpoch();
         int batchSize = hello.batchSize();
         long samples = 0;
@@ -390,10 +386,25 @@ public final class ExternalSource implements IndexedSource {
                     send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
                     return;
                 }
+                case Message.OrderRequest r -> {
+                    if (order == null || r.epoch() != epoch || samples > 0 || !held.isEmpty()) {
+                        throw fail(mc, who + " asked for the order of epoch " + r.epoch() + at + (order == null
+                                ? ", but it declared no data set to load by index" : "; it may ask once, before its first claim"));
+                    }
+                    sendOrder(mc, epoch, order);
+                }
                 case Message.Error e -> throw ended(mc, e, at);
                 case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
                 default -> throw new IllegalStateException("unexpected " + o);
             }
+        }
+    }
+
+    /** Epoch {@code epoch}'s order, in frames of at most {@link Message.EpochOrder#MAX_IDS} ids. */
+    private void sendOrder(MessageChannel mc, long epoch, int[] order) {
+        for (int first = 0; first < order.length; first += Message.EpochOrder.MAX_IDS) {
+            int[] ids = java.util.Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
+            send(mc, new Message.EpochOrder(epoch, first, order.length, ids), " before epoch " + epoch);
         }
     }
 

@@ -138,8 +138,12 @@ public sealed interface Message {
         }
     }
 
+    /** Feeder that loads by index to producer, before each epoch: send epoch {@code epoch}'s order. */
+    record OrderRequest(long epoch) implements Message {
+    }
+
     /**
-     * Producer to a feeder that loads by index, before each epoch: the ids {@code first} to
+     * Producer to a feeder that loads by index, answer to {@link OrderRequest}: the ids {@code first} to
      * {@code first + ids.length - 1} of epoch {@code epoch}'s order, which holds {@code total} ids; frames follow
      * until the order is complete.
      */

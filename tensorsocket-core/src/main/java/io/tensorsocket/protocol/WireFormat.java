@@ -76,7 +76,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *  19 FEEDER_EPOCH_END i64 epoch, i64 samples
  *  20 ORDER          i64 epoch, i32 first, i32 total, u16 count (≤ 16000), count × i32 ids: ids first to
  *                    first + count - 1 of the epoch's order of total ids (producer to a feeder that loads by
- *                    index, before each epoch, in as many frames as it takes)
+ *                    index, in answer to ORDER_REQUEST, in as many frames as it takes)
+ *  21 ORDER_REQUEST  i64 epoch (a feeder that loads by index, before each epoch)
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
@@ -85,7 +86,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's midEpoch, FEEDER_HELLO's
- * datasetSize, shuffle and seed, and ORDER. A peer of another version is told VERSION_MISMATCH.
+ * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -120,6 +121,7 @@ public final class WireFormat {
     static final int PUBLISH = 18;
     static final int FEEDER_EPOCH_END = 19;
     static final int ORDER = 20;
+    static final int ORDER_REQUEST = 21;
 
     private WireFormat() {
     }
@@ -155,7 +157,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= ORDER;
+        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= ORDER_REQUEST;
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -216,6 +218,7 @@ public final class WireFormat {
             case Message.SlotGrant g -> b.putLong(g.seq()).putLong(g.offset());
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
+            case Message.OrderRequest o -> b.putLong(o.epoch());
             case Message.EpochOrder o -> {
                 b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
                 for (int id : o.ids()) {
@@ -273,6 +276,7 @@ public final class WireFormat {
                 case PUBLISH -> new Message.Publish(nonNegative(p.getLong()), p.getInt());
                 case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case ORDER -> decodeOrder(p);
+                case ORDER_REQUEST -> new Message.OrderRequest(nonNegative(p.getLong()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -418,6 +422,7 @@ public final class WireFormat {
             case Message.Publish pu -> PUBLISH;
             case Message.FeederEpochEnd e -> FEEDER_EPOCH_END;
             case Message.EpochOrder o -> ORDER;
+            case Message.OrderRequest o -> ORDER_REQUEST;
         };
     }
 

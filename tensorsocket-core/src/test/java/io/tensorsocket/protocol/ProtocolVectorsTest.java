@@ -67,6 +67,7 @@ class ProtocolVectorsTest {
         FRAMES.put("publish", new Message.Publish(17, 64));
         FRAMES.put("feeder_epoch_end", new Message.FeederEpochEnd(0, 60000));
         FRAMES.put("order", new Message.EpochOrder(3, 16000, 16005, new int[] {7, 0, 60000, 2, 1 << 20}));
+        FRAMES.put("order_request", new Message.OrderRequest(3));
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -120,8 +121,8 @@ class ProtocolVectorsTest {
 
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
-        // every message type: the consumer's (1..12) and the feeder socket's (14..20)
-        assertEquals(WireFormat.LAST_TYPE + WireFormat.ORDER - WireFormat.FEEDER_HELLO + 1, FRAMES.size(),
+        // every message type: the consumer's (1..12) and the feeder socket's (14..21)
+        assertEquals(WireFormat.LAST_TYPE + WireFormat.ORDER_REQUEST - WireFormat.FEEDER_HELLO + 1, FRAMES.size(),
                 "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
             Path file = vectors().resolve(e.getKey() + ".hex");

@@ -34,7 +34,8 @@ class WireFormatTest {
             new Message.Progress(3, 12_800, 5_000_000_000L, 7_000_000_000L),
             new Message.FeederHello(5, "feed", 32, 990, 0, "map-style", List.of(TensorSpec.of("x", DType.FLOAT32, 3)), 1000,
                     true, 77),
-            new Message.EpochOrder(2, 0, 4, new int[] {3, 1, 0, 2}));
+            new Message.EpochOrder(2, 0, 4, new int[] {3, 1, 0, 2}),
+            new Message.OrderRequest(2));
 
     static ProducerStatus status(int consumers, double rate) {
         List<ProducerStatus.Consumer> cs = new java.util.ArrayList<>();
