@@ -33,6 +33,27 @@ class BenchProcessTest extends ProcessTestBase {
         }
     }
 
+    @Test
+    void benchShuffleAndLateJoinPrintTheirFiguresBesideTheirReferences() throws Exception {
+        Proc p = start("bench", "--quick", "--only", "shuffle,latejoin", "--out", base.resolve("out").toString());
+        assertEquals(0, p.exitCode(Duration.ofSeconds(180)), p.stderr());
+        List<Map<String, String>> shift = p.json().stream()
+                .filter(l -> "shuffle_position_shift".equals(l.get("metric"))).toList();
+        assertEquals(5, shift.size(), p.json().toString()); // K = 0, 1, 2, 4, 8
+        assertEquals(1.0 / 3, value(shift.getFirst(), "value"), 0.01, "a fresh shuffle moves a sample a third of an epoch");
+        for (Map<String, String> l : shift) {
+            assertTrue(value(l, "value") <= value(l, "fresh_shuffle") + 1e-9, l.toString());
+        }
+        List<Map<String, String>> exact = p.json().stream()
+                .filter(l -> "latejoin_exact_epochs".equals(l.get("metric"))).toList();
+        assertEquals(4, exact.size(), p.json().toString()); // aligned and random joins, either order
+        for (Map<String, String> l : exact) {
+            if ("producer".equals(l.get("order")) || "aligned".equals(l.get("joins"))) {
+                assertEquals(1.0, value(l, "value"), 1e-9, "every epoch one pass: " + l);
+            }
+        }
+    }
+
     /** The harness as the README runs it: {@code java ... io.tensorsocket.bench.Harness producer-cpu|fanout ...}. */
     private Proc harness(String... args) throws Exception {
         List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
