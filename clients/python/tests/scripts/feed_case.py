@@ -72,12 +72,14 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=50)
     p.add_argument("--sample-ms", type=float, default=0.0)
+    p.add_argument("--by-index", action="store_true",
+                   help="any case through a plain DataLoader(shuffle=True), fed by index as mapstyle is")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a producer option for the producer this feeder starts (rubber_band=5, slots=12, ...)")
     a = p.parse_args()
     options = {k: float(v) if "." in v else int(v) for k, v in (o.split("=", 1) for o in a.opt)}
     spec = SyntheticSpec.parse(a.spec)
-    if a.case == "mapstyle":
+    if a.case == "mapstyle" or a.by_index:
         loader = DataLoader(Samples(spec, a.case, a.sample_ms), batch_size=a.batch_size, shuffle=True,
                             num_workers=a.workers)
         TensorProducer(a.name, loader, epochs=a.epochs, description=spec.format() + ",order=producer", seed=11,

@@ -119,15 +119,20 @@ class PyTorchUserProcessTest extends ProcessTestBase {
     @Test
     void aLoaderThatRaisesReachesEveryConsumerWithItsTypeMessageAndPlace() throws Exception {
         assumePython("numpy", "torch");
-        record Case(String name, String kase, String workers, List<String> expected) {
+        record Case(String name, String kase, String workers, List<String> expected, String... extra) {
         }
         for (Case k : List.of(
                 new Case("raise-worker", "getitem", "2", List.of("ValueError: cannot decode sample 417: truncated file",
                         "in __getitem__")),
+                // the same dataset fed by index (a plain DataLoader(shuffle=True)): the same message and place
+                new Case("raise-by-index", "getitem", "2", List.of("ValueError: cannot decode sample 417: truncated file",
+                        "in __getitem__"), "--by-index"),
                 new Case("raise-here", "getitem", "0", List.of("ValueError: cannot decode sample 417: truncated file",
                         "sample index 417")),
                 new Case("sizes", "sizes", "0", List.of("RuntimeError: stack expects each tensor to be equal size")))) {
-            Proc feeder = feedCase(k.name(), k.kase(), "--workers", k.workers());
+            List<String> args = new ArrayList<>(List.of("--workers", k.workers()));
+            args.addAll(List.of(k.extra()));
+            Proc feeder = feedCase(k.name(), k.kase(), args.toArray(String[]::new));
             List<Proc> consumers = List.of(pythonConsume(k.name(), 32), consume(k.name(), 64));
             for (Proc c : consumers) {
                 assertEquals(1, c.exitCode(Duration.ofSeconds(60)), c.stderr());
