@@ -185,6 +185,7 @@ class Status:
     uptime_nanos: int
     consumers_attached: int
     evictions: int
+    mid_epoch: int  # how a consumer joining mid-epoch starts: START_ROLLING or START_EXACT
     consumers: Tuple[ConsumerStatus, ...]
 
 
@@ -288,6 +289,7 @@ def _encode_status(m) -> bytes:
                      m.sample, m.batches_published, m.samples_published, m.samples_per_second, m.slot_count,
                      m.slot_bytes, m.slots_in_use, m.rubber_band, m.window_batches, m.uptime_nanos,
                      m.consumers_attached, m.evictions)
+    p += struct.pack("<B", m.mid_epoch)
     listed = m.consumers[:MAX_LISTED]
     p += struct.pack("<H", len(listed))
     for c in listed:
@@ -534,8 +536,9 @@ def _decode_status(r):
     slot_count = _positive(r.take("<i"))
     slot_bytes, in_use, band, window = (_non_negative(v) for v in r.take("<qiii"))
     uptime, attached, evictions = (_non_negative(v) for v in r.take("<qiq"))
+    mid_epoch = r.take("<B")
     listed = r.take("<H")
-    if listed > MAX_LISTED or listed > attached or in_use > slot_count:
+    if listed > MAX_LISTED or listed > attached or in_use > slot_count or mid_epoch not in (START_ROLLING, START_EXACT):
         raise ProtocolError("STATUS holds an invalid value")
     consumers = []
     for _ in range(listed):
@@ -552,7 +555,7 @@ def _decode_status(r):
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
                                         samples, crate, wait, work, connected, client, ring))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
-                  uptime, attached, evictions, tuple(consumers))
+                  uptime, attached, evictions, mid_epoch, tuple(consumers))
 
 
 def _decode_welcome(r):

@@ -27,7 +27,7 @@ EXPECTED = {
     "progress": wire.Progress(3, 123456, 7_000_000_000, 21_000_000_000),
     "heartbeat": wire.Heartbeat(),
     "status": wire.Status(4242, "cifar", "synthetic:samples=5", 1, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16,
-                          1 << 20, 9, 2, 2, 90_000_000_000, 2, 1, (
+                          1 << 20, 9, 2, 2, 90_000_000_000, 2, 1, wire.START_EXACT, (
                               wire.ConsumerStatus(1, 777, "ana", 32, False, wire.START_EPOCH, 3, 151024, 128, 4, 900,
                                                   True, 120000, 4321.25, 5_000_000_000, 25_000_000_000,
                                                   30_000_000_000, "python3 train.py", False),

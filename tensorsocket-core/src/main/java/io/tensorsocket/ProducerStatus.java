@@ -17,12 +17,13 @@ import java.util.List;
  * @param state              what the producer is doing now
  * @param consumersAttached  consumers attached (the list holds at most {@link #MAX_LISTED} of them)
  * @param evictions          consumers disconnected since the start because they held a batch past the stall timeout
+ * @param midEpoch           how a consumer joining mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}
  */
 public record ProducerStatus(long producerPid, String name, String source, State state, int producerBatchSize,
                              long samplesPerEpoch, long epochs, long epoch, long sample, long batchesPublished,
                              long samplesPublished, double samplesPerSecond, int slotCount, long slotBytes,
                              int slotsInUse, int rubberBand, int windowBatches, long uptimeNanos, int consumersAttached,
-                             long evictions, List<Consumer> consumers) {
+                             long evictions, StartMode midEpoch, List<Consumer> consumers) {
 
     /** Most consumers a status message lists; the count of attached consumers is always exact. */
     public static final int MAX_LISTED = 256;

@@ -108,8 +108,9 @@ final class StatusCommand implements Callable<Integer> {
         b.append(String.format(Locale.ROOT, "arena    %d slots x %s = %s, %d in use %s; rubber band %d batches (%d retained)%n",
                 s.slotCount(), bytes(s.slotBytes()), bytes(s.slotBytes() * s.slotCount()), s.slotsInUse(),
                 Terminal.bar((double) s.slotsInUse() / s.slotCount(), 12), s.rubberBand(), s.windowBatches()));
-        b.append(String.format(Locale.ROOT, "consumers %d attached%s, %d evicted since start%n", s.consumersAttached(),
-                s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "", s.evictions()));
+        b.append(String.format(Locale.ROOT, "consumers %d attached%s, %d evicted since start; one joining mid-epoch starts %s%n",
+                s.consumersAttached(), s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "",
+                s.evictions(), s.midEpoch() == io.tensorsocket.StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
         if (!s.consumers().isEmpty()) {
             b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%n", "id", "pid",
                     "user", "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "handoff", "client"));
@@ -160,7 +161,7 @@ final class StatusCommand implements Callable<Integer> {
                 .put("arena_bytes", s.slotBytes() * s.slotCount()).put("slots_in_use", s.slotsInUse())
                 .put("rubber_band", s.rubberBand()).put("window_batches", s.windowBatches())
                 .put("uptime_s", s.uptimeNanos() / 1e9).put("consumers_attached", s.consumersAttached())
-                .put("evictions", s.evictions())
+                .put("evictions", s.evictions()).put("mid_epoch", s.midEpoch().label())
                 .putRaw("consumers", consumers.toString()).toString();
     }
 

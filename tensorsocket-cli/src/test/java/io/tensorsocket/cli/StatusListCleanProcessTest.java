@@ -38,6 +38,7 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertEquals("serving", top.get("state"));
         assertEquals("2", top.get("consumers_attached"));
         assertEquals("16", top.get("batch_size"));
+        assertEquals("exact", top.get("mid_epoch"), "a synthetic producer chooses the order: " + top);
         assertEquals(2, consumers.size(), consumers.toString());
         assertEquals(List.of("16", "40"), consumers.stream().map(c -> c.get("batch_size")).sorted().toList());
         assertEquals(List.of("16 ring", "40 socket"), consumers.stream().map(c -> c.get("batch_size") + " " + c.get("handoff"))
@@ -53,6 +54,7 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         String view = String.join("\n", text.lines());
         assertTrue(view.contains("producer st") && view.contains("consumers 2 attached"), view);
         assertTrue(view.contains(" handoff ") && view.contains(" ring ") && view.contains(" socket "), view);
+        assertTrue(view.contains("one joining mid-epoch starts exact"), view);
         assertFalse(view.contains("\033"), "no terminal control characters when not on a terminal");
 
         Proc list = start("list");

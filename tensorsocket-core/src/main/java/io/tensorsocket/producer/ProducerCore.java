@@ -423,7 +423,7 @@ public final class ProducerCore implements BatchSink {
                     totalSamples, loaderRate.perSecond(now), slots.count(), layout.slotBytes(),
                     slots.inUse(stream.publishedSeq(), joinRule), rules.rubberBand(),
                     (int) Math.min(rules.rubberBand(), totalPublished), now - startedNanos, consumers.count(),
-                    consumers.evictions(), consumers.status(now, stream.nextPosition()));
+                    consumers.evictions(), joinRule.midEpoch(), consumers.status(now, stream.nextPosition()));
         } finally {
             lock.unlock();
         }

@@ -31,7 +31,7 @@ final class StatusCodec {
                 .putLong(s.epoch()).putLong(s.sample()).putLong(s.batchesPublished()).putLong(s.samplesPublished())
                 .putDouble(s.samplesPerSecond()).putInt(s.slotCount()).putLong(s.slotBytes()).putInt(s.slotsInUse())
                 .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached())
-                .putLong(s.evictions());
+                .putLong(s.evictions()).put((byte) s.midEpoch().ordinal());
         int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
         b.putShort((short) listed);
         for (int i = 0; i < listed; i++) {
@@ -71,8 +71,9 @@ final class StatusCodec {
         long uptime = nonNegative(p.getLong());
         int attached = nonNegative(p.getInt());
         long evictions = nonNegative(p.getLong());
+        int midEpoch = Byte.toUnsignedInt(p.get());
         int listed = Short.toUnsignedInt(p.getShort());
-        if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount) {
+        if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount || midEpoch < 1 || midEpoch > 2) {
             throw new ProtocolException("STATUS holds an invalid value");
         }
         List<ProducerStatus.Consumer> consumers = new ArrayList<>(listed);
@@ -93,6 +94,6 @@ final class StatusCodec {
         }
         return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
                 epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,
-                evictions, consumers);
+                evictions, StartMode.values()[midEpoch], consumers);
     }
 }

@@ -53,7 +53,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *                  2 draining, 3 closing), i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs, i64 epoch,
  *                  i64 sample, i64 batchesPublished, i64 samplesPublished, f64 samplesPerSecond,
  *                  i32 slotCount, i64 slotBytes, i32 slotsInUse, i32 rubberBand, i32 windowBatches,
- *                  i64 uptimeNanos, i32 consumersAttached, i64 evictions, u16 listed (≤ 256), then per consumer:
+ *                  i64 uptimeNanos, i32 consumersAttached, i64 evictions, u8 midEpoch (as in WELCOME),
+ *                  u16 listed (≤ 256), then per consumer:
  *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode (as in WELCOME), i64 epoch,
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
@@ -85,7 +86,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  * Version 2 added STATUS_REQ, STATUS and PROGRESS; version 3 added HEARTBEAT, HELLO's startPolicy,
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
- * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's midEpoch, FEEDER_HELLO's
+ * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.

@@ -52,7 +52,7 @@ class ProtocolVectorsTest {
         FRAMES.put("heartbeat", new Message.Heartbeat());
         FRAMES.put("status", new Message.Status(new io.tensorsocket.ProducerStatus(4242, "cifar", "synthetic:samples=5",
                 io.tensorsocket.ProducerStatus.State.SERVING, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16, 1 << 20, 9,
-                2, 2, 90_000_000_000L, 2, 1, List.of(
+                2, 2, 90_000_000_000L, 2, 1, StartMode.EXACT, List.of(
                         new io.tensorsocket.ProducerStatus.Consumer(1, 777, "ana", 32, false, StartMode.EPOCH_START, 3, 151024,
                                 128, 4, 900, true, 120000, 4321.25, 5_000_000_000L, 25_000_000_000L, 30_000_000_000L,
                                 "python3 train.py", false),

@@ -46,7 +46,8 @@ class WireFormatTest {
                     i == 0 ? "/usr/bin/java" : "flight 10.0.0.7:51234", i % 3 == 0));
         }
         return new ProducerStatus(77, "imagenet", "image-folder root=/data ü", ProducerStatus.State.SERVING, 64, 50_000, 0, 1,
-                10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, 3, cs);
+                10_000, 937, 59_968, rate, 12, 38L << 20, 5, 2, 2, 30_000_000_000L, consumers, 3,
+                StartMode.ROLLING, cs);
     }
 
     static Message roundTrip(Message m) {

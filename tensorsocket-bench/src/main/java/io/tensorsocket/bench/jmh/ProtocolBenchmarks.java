@@ -44,7 +44,8 @@ public class ProtocolBenchmarks {
                     true, 140_000, 900.5, 1_000_000_000L, 9_000_000_000L, 60_000_000_000L, "flight 10.0.0.7:51234"));
         }
         status = new Message.Status(new ProducerStatus(1, "imagenet", "image-folder root=/data", ProducerStatus.State.SERVING,
-                64, 50_000, 0, 3, 1000, 2400, 151_000, 950.0, 12, 38L << 20, 6, 2, 2, 60_000_000_000L, 16, 0, cs));
+                64, 50_000, 0, 3, 1000, 2400, 151_000, 950.0, 12, 38L << 20, 6, 2, 2, 60_000_000_000L, 16, 0,
+                io.tensorsocket.StartMode.EXACT, cs));
         encodedBatch = WireFormat.encode(batch);
         encodedStatus = WireFormat.encode(status);
     }
