@@ -5,14 +5,28 @@ processes, batch size, collate function and drop-last.
 A torch ``DataLoader`` over a map-style data set (``__getitem__`` and ``__len__``) with its default sampler
 (``shuffle=True`` or ``False``) and automatic batching is fed this way without any change to the call; any other
 loader (an ``IterableDataset``, a custom sampler or batch sampler, a plain iterable) keeps its own order, and
-consumers that join it mid-epoch roll.
+consumers that join it mid-epoch roll. One DataLoader of the same settings serves the whole feed, its sampler given
+each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 """
 
 import os
 from typing import Any, Optional, Sequence
 
 _COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout", "worker_init_fn", "multiprocessing_context",
-           "prefetch_factor", "generator")
+           "prefetch_factor", "generator", "persistent_workers")
+
+
+class _Order:
+    """The sampler of the feeder's DataLoader: the producer's order of the epoch being fed (set before each)."""
+
+    def __init__(self):
+        self.ids: Sequence[int] = ()
+
+    def __iter__(self):
+        return iter(self.ids)
+
+    def __len__(self):
+        return len(self.ids)
 
 
 class MapStyle:
@@ -28,6 +42,9 @@ class MapStyle:
         self._options = {k: getattr(loader, k) for k in _COPIED if hasattr(loader, k)}
         if self._options.get("num_workers", 0) == 0:
             self._options.pop("prefetch_factor", None)
+            self._options.pop("persistent_workers", None)
+        self._order = _Order()
+        self._loader = None
         self.size = len(self.dataset)
         if self.size < 1:
             raise ValueError("the loader's data set is empty")
@@ -84,7 +101,11 @@ class MapStyle:
         return collate([self.dataset[i] for i in range(min(self.batch_size, self.size))])
 
     def loader(self, order: Sequence[int]):
-        """A DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size."""
+        """The DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size: one
+        for the whole feed, whose sampler is given each epoch's order, so persistent workers stay."""
         import torch.utils.data as tud
-        return tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=list(order), drop_last=False,
-                              **self._options)
+        self._order.ids = order
+        if self._loader is None:
+            self._loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._order,
+                                          drop_last=False, **self._options)
+        return self._loader

@@ -154,6 +154,9 @@ class MapStyleTest(unittest.TestCase):
         self.assertEqual([0, 1, 2, 3], m.probe()["id"].tolist())
         got = [b["id"].tolist() for b in m.loader([9, 2, 5, 0, 7, 1, 3, 8])]
         self.assertEqual([[9, 2, 5, 0], [7, 1, 3, 8]], got, "the producer's order, in the loader's batches")
+        again = [b["id"].tolist() for b in m.loader([1, 2, 3, 4, 5, 6, 7, 8])]
+        self.assertEqual([[1, 2, 3, 4], [5, 6, 7, 8]], again, "the next epoch's order, through the same loader")
+        self.assertIs(m.loader([0]), m.loader([1]), "one DataLoader for the whole feed")
         self.assertIsNone(MapStyle.of(dl, False, None), "exact_epochs=False keeps the loader's order")
 
     def test_a_loader_that_cannot_be_fed_by_index_keeps_its_order_or_is_refused_saying_why(self):
