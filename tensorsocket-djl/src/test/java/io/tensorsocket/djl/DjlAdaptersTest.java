@@ -156,13 +156,16 @@ class DjlAdaptersTest {
             try (DjlIndexedSource source = DjlDatasetSource.builder(dataset).dataNames("x").labelNames("y").seed(5)
                     .byIndex(32);
                  TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(4).rubberBand(0)
-                         .startGrace(java.time.Duration.ZERO).build().start();
+                         .slots(8).startGrace(java.time.Duration.ZERO).build().start();
                  TensorConsumer first = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
                 java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
                 java.util.Iterator<io.tensorsocket.Batch> it = first.iterator();
                 for (int i = 0; i < 5; i++) {
                     it.next().close();
                 }
+                // The producer now waits for a slot in the middle of epoch 0 (8 slots, the first consumer at sample
+                // 250): the late one joins there, then the first goes on.
+                TensorConsumer late = TensorConsumer.connect(dir, ConsumerOptions.batchSize(45));
                 java.util.concurrent.Future<?> rest = pool.submit(() -> {
                     while (it.hasNext()) {
                         it.next().close();
@@ -174,7 +177,7 @@ class DjlAdaptersTest {
                     }
                     return null;
                 });
-                try (TensorConsumer late = TensorConsumer.connect(dir, ConsumerOptions.batchSize(45))) {
+                try (late) {
                     assertEquals(io.tensorsocket.StartMode.EXACT, late.startMode(), "joined at sample " + late.startSample());
                     assertEquals(io.tensorsocket.StartMode.EXACT, late.midEpochStart());
                     for (int e = 0; e < 2; e++) {

@@ -48,26 +48,27 @@ class IndexedPipelineLateJoinTest {
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try (IdxSource source = IdxSource.builder(data).uint8().batchSize(16).workers(2).seed(9).build();
              TensorProducer p = TensorProducer.builder().directory(dir.resolve("p")).source(source).epochs(5)
-                     .rubberBand(0).startGrace(Duration.ZERO).build().start();
+                     .rubberBand(0).slots(8).startGrace(Duration.ZERO).build().start();
              TensorConsumer first = TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(16))) {
             Iterator<Batch> it = first.iterator();
             for (int i = 0; i < 6; i++) {
                 it.next().close();
             }
-            Future<?> rest = pool.submit(() -> { // the pace: 2 ms a batch, so the late one joins inside epoch 0
+            // The producer now waits for a slot in the middle of epoch 0 (8 slots, the first consumer at sample 96):
+            // the late one joins there, then the first goes on.
+            TensorConsumer late = TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(23));
+            Future<?> rest = pool.submit(() -> {
                 while (it.hasNext()) {
                     it.next().close();
-                    Thread.sleep(2);
                 }
                 for (int e = 1; e < 5; e++) {
                     for (Batch b : first) {
                         b.close();
-                        Thread.sleep(2);
                     }
                 }
                 return null;
             });
-            try (TensorConsumer late = TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(23))) {
+            try (late) {
                 assertEquals(StartMode.EXACT, late.startMode(), "joined at sample " + late.startSample());
                 for (int e = 0; e < 3; e++) {
                     BitSet seen = new BitSet(N);
