@@ -64,7 +64,9 @@ class SweepStartProcessTest extends ProcessTestBase {
             assertEquals(epoch.get("start_epoch"), epoch.get("epoch"), epoch.toString());
         }
         assertEquals(0, midEpoch.exitCode(Duration.ofSeconds(90)), midEpoch.stderr());
-        assertExactEpoch(midEpoch.json().getFirst(), 3000, "exact"); // one pass although it joined mid-epoch
+        // One pass although it joined mid-epoch ("exact"), or, if its JVM came late enough on a loaded machine to meet
+        // an epoch start, from there.
+        assertExactEpoch(midEpoch.json().getFirst(), 3000);
         assertEquals(0, first.exitCode(Duration.ofSeconds(60)), first.stderr());
         assertTrue(producer.stderr().contains("waiting for that epoch to start"), producer.stderr());
     }
