@@ -20,7 +20,7 @@ module io.tensorsocket.core {
     exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
     exports io.tensorsocket.rings to io.tensorsocket.cli, io.tensorsocket.bench;
     exports io.tensorsocket.directory to io.tensorsocket.cli, io.tensorsocket.bench;
-    exports io.tensorsocket.stream to io.tensorsocket.bench;
+    exports io.tensorsocket.stream to io.tensorsocket.bench, io.tensorsocket.pipeline;
 
     uses io.tensorsocket.spi.RemoteConnector;
 }

@@ -1,5 +1,7 @@
 package io.tensorsocket.pipeline;
 
+import io.tensorsocket.stream.EpochOrders;
+
 /**
  * The order in which an epoch visits samples: {@code 0..n-1}, or a permutation drawn from
  * (seed, epoch); with drop-last, the tail that would make a partial batch is left out, as PyTorch's
@@ -29,21 +31,11 @@ public record EpochSampler(int samples, int batchSize, boolean shuffle, boolean 
         return (samplesPerEpoch() + batchSize - 1) / batchSize;
     }
 
-    /** Sample ids of epoch {@code epoch}, in emission order. */
+    /**
+     * Sample ids of epoch {@code epoch}, in emission order, when no consumer joined mid-epoch (the producer otherwise
+     * keeps chunks of the previous epoch: {@link io.tensorsocket.IndexedSource}).
+     */
     public int[] order(long epoch) {
-        int[] all = new int[samples];
-        for (int i = 0; i < samples; i++) {
-            all[i] = i;
-        }
-        if (shuffle) {
-            var r = Seeds.forEpoch(seed, epoch);
-            for (int i = samples - 1; i > 0; i--) {
-                int j = r.nextInt(i + 1);
-                int t = all[i];
-                all[i] = all[j];
-                all[j] = t;
-            }
-        }
-        return samplesPerEpoch() == samples ? all : java.util.Arrays.copyOf(all, samplesPerEpoch());
+        return EpochOrders.fresh(samples, samplesPerEpoch(), shuffle, Seeds.forEpoch(seed, epoch));
     }
 }
