@@ -26,13 +26,16 @@ class ExactEpochsProcessTest extends ProcessTestBase {
     void consumersJoiningAtRandomTimesWithTheirOwnBatchSizesAllGetExactEpochsOfOneStream() throws Exception {
         long seed = System.nanoTime();
         SplittableRandom r = new SplittableRandom(seed);
-        // 100 batches of at least 4 ms per epoch, a 2-batch rubber band: nearly every join is mid-epoch.
+        // 100 batches of at least 4 ms per epoch, a 2-batch rubber band: nearly every join is mid-epoch. The anchor
+        // reads until the end, so the stream never rests at an epoch start for want of consumers (on a loaded
+        // machine the next JVM may take longer to start than a short reader takes to finish).
         Proc producer = serve("exact", "samples=2000,shape=4,dtype=float32,seed=5", 20, 0, "--loader-delay-ms", "4",
                 "--rubber-band", "2");
+        Proc anchor = consume("exact", 20);
+        awaitJoined(producer, 1);
         List<Proc> readers = new ArrayList<>();
         List<Path> idFiles = new ArrayList<>();
         readers.add(javaReader(20, 3, idFiles));
-        awaitJoined(producer, 1);
         for (int b : new int[] {7, 64, 33}) {
             Thread.sleep(r.nextInt(100, 700));
             readers.add(javaReader(b, 2, idFiles));
@@ -42,7 +45,7 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         if (pythonAvailable()) {
             readers.add(pythonConsume("exact", 50, "--epochs", "2"));
         }
-        awaitJoined(producer, readers.size() + 1);
+        awaitJoined(producer, readers.size() + 2);
         Thread.sleep(300);
         victim.kill();
         readers.add(javaReader(25, 2, idFiles));
@@ -59,6 +62,7 @@ class ExactEpochsProcessTest extends ProcessTestBase {
             }
             exactStarts += c.json().getFirst().get("start").equals("exact") ? 1 : 0;
         }
+        anchor.kill();
         assertTrue(exactStarts >= 2, "seed " + seed + ": only " + exactStarts + " consumers joined mid-epoch");
 
         assertOneStream(idFiles, seed);
