@@ -17,11 +17,11 @@ The protocol it speaks is specified in docs/PROTOCOL.md.
 from .batch import Batch
 from .consumer import TensorConsumer
 from .feeder import FeederError, TensorProducer, feed
-from .errors import (BatchReleasedError, ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone,
+from .errors import (BatchReleasedError, ConsumerEvicted, JobFailed, PermissionDenied, ProducerFailed, ProducerGone,
                      ProducerNotFound, ProducerNotResponding, ProtocolError, ProtocolVersionError, RequestRejected,
                      TensorSocketError, TensorSocketTimeout)
 
 __version__ = "0.1.0"
 __all__ = ["TensorConsumer", "Batch", "TensorProducer", "feed", "FeederError", "TensorSocketError", "ProducerNotFound",
-           "PermissionDenied", "ProducerGone", "ProducerFailed", "ProducerNotResponding", "ConsumerEvicted",
+           "PermissionDenied", "ProducerGone", "ProducerFailed", "ProducerNotResponding", "ConsumerEvicted", "JobFailed",
            "RequestRejected", "ProtocolError", "ProtocolVersionError", "TensorSocketTimeout", "BatchReleasedError"]

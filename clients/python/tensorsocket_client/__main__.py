@@ -37,6 +37,11 @@ def _json(fields):
     return "{" + ", ".join(parts) + "}"
 
 
+def _rank_fields(c):
+    r = getattr(c, "job_rank", None)
+    return {} if r is None else dict(job=r[0], rank=r[1], world_size=r[2])
+
+
 def consume(args):
     target = dict(directory=args.dir) if args.dir else dict(name=args.name)
     if args.name is not None and args.name.lower().startswith(("grpc://", "grpc+tls://")):
@@ -48,6 +53,8 @@ def consume(args):
     else:
         # The remote server's silence timeout plays the liveness role for grpc:// producers.
         target.update(liveness=args.liveness_s, wait_for_epoch_start=args.wait_for_epoch_start)
+    if args.job is not None or args.rank is not None or args.world_size is not None:
+        target.update(job=args.job, rank=args.rank, world_size=args.world_size)
     with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
                         batch_timeout=args.batch_timeout_s, **target) as c:
         description = c.source_description
@@ -59,6 +66,7 @@ def consume(args):
         expected = spe // args.batch_size * args.batch_size if args.drop_last else spe
         ordered = seeded_order(description)
         verifier = Verifier(spec, ordered)
+        ids_out = open(args.ids_out, "w") if args.ids_out else None
         failure = None
         e = 0
         while args.epochs is None or e < args.epochs:
@@ -70,7 +78,15 @@ def consume(args):
             for b in c:
                 longest_wait = max(longest_wait, time.monotonic() - asked)
                 epoch = b.epoch
-                verifier.accept(b["data"], b["label"], b["id"], c.stream_position(b))
+                if getattr(c, "job_rank", None) is None:
+                    verifier.accept(b["data"], b["label"], b["id"], c.stream_position(b))
+                    if ids_out is not None:
+                        ids_out.write(" ".join(map(str, [c.stream_position(b)] + [int(i) for i in b["id"]])) + "\n")
+                else:
+                    positions = [c.stream_position(b, i) for i in range(len(b))]
+                    verifier.accept(b["data"], b["label"], b["id"], positions)
+                    if ids_out is not None:
+                        ids_out.writelines("%d %d\n" % (p, i) for p, i in zip(positions, b["id"]))
                 if args.step_ms > 0:
                     time.sleep(args.step_ms / 1000.0)
                 asked = time.monotonic()
@@ -83,7 +99,7 @@ def consume(args):
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
                              out_of_order=counts["out_of_order"], order="seeded" if ordered else "producer",
                              start=c.start_mode, start_epoch=c.start_epoch,
-                             handoff=c.handoff, complete=complete,
+                             handoff=c.handoff, **_rank_fields(c), complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
                              samples_per_s=counts["samples"] / max(seconds, 1e-9),
                              longest_wait_ms=int(longest_wait * 1000))), flush=True)
@@ -100,6 +116,8 @@ def consume(args):
                 failure = "epoch %d ended after %d of %d samples" % (epoch, counts["samples"], expected)
             if failure is not None or c.is_end_of_stream():
                 break
+        if ids_out is not None:
+            ids_out.close()
         if failure is not None:
             raise _Failure(failure)
     return 0
@@ -153,6 +171,12 @@ def main(argv=None):
     c.add_argument("--wait-for-epoch-start", action="store_true",
                    help="Arriving too late to start at the current epoch's start, wait for the next epoch's start "
                         "instead of starting mid-epoch (exact, or rolling for a source that fixes its own order).")
+    c.add_argument("--ids-out", help="Write one line per batch received to this file: its stream position, then its "
+                   "samples' ids (a line per sample for a rank of a job).")
+    c.add_argument("--job", help="Read as a rank of this data-parallel job: its ranks share each epoch, each an equal "
+                   "share (as DistributedSampler deals them).")
+    c.add_argument("--rank", type=int, help="This consumer's rank in its --job (default: $RANK, as torchrun sets it).")
+    c.add_argument("--world-size", type=int, help="How many ranks its --job has (default: $WORLD_SIZE).")
     c.add_argument("--token", help="Shared token of a remote (grpc://) producer's server (else $TENSORSOCKET_TOKEN).")
     c.add_argument("--token-file", help="Read the shared token from this file.")
     c.add_argument("--trust", help="Trust this PEM certificate for grpc+tls:// (default: the system's).")

@@ -28,7 +28,7 @@ from . import directory as _directory
 from . import handshake as _handshake
 from . import stream as _stream
 from . import wire
-from ._lifecycle import ConsumerBase, checked_batch_size
+from ._lifecycle import ConsumerBase, checked_batch_size, job_rank
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .assembly import BatchAssembly
 from .dtypes import DTYPES
@@ -53,19 +53,27 @@ class TensorConsumer(ConsumerBase):
     def __new__(cls, name=None, *args, **kwargs):
         # grpc://HOST:PORT/NAME is a producer on another host, read over Arrow Flight (pyarrow, loaded only then)
         if cls is TensorConsumer and isinstance(name, str) and name.lower().startswith(("grpc://", "grpc+tls://")):
+            if kwargs.get("job") is not None:
+                raise ValueError("the ranks of a job read from a producer on their own host; job= is not available "
+                                 "over Flight (%s)" % name)
             from .flight import RemoteConsumer
             return RemoteConsumer(name, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
                  directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False):
+                 batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False,
+                 job: Optional[str] = None, rank: Optional[int] = None, world_size: Optional[int] = None):
         """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
         heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
         ``wait_for_epoch_start``: arriving too late to start at the current epoch's start, wait for the next
         epoch's start instead of starting mid-epoch (exact, or rolling); ``start_mode`` and ``start_epoch`` say which
-        happened."""
+        happened. ``job``: read as rank ``rank`` of the ``world_size`` ranks of this data-parallel job (rank and
+        world size default to torchrun's RANK and WORLD_SIZE): the job's ranks share each epoch, each an equal share,
+        as DistributedSampler deals them; the producer starts them together once all have joined, and a rank that
+        dies fails its job (JobFailed for the others)."""
         self.batch_size = checked_batch_size(batch_size)
+        self.job_rank = job_rank(job, rank, world_size)
         if name is None and directory is None:
             raise ValueError("give the producer's name or its directory")
         self.drop_last = bool(drop_last)
@@ -93,7 +101,7 @@ class TensorConsumer(ConsumerBase):
 
     def _connect(self):
         session = _handshake.join(self.producer, self.directory, self.batch_size, self.drop_last, self.connect_timeout,
-                                  self.liveness, self.wait_for_epoch_start)
+                                  self.liveness, self.wait_for_epoch_start, self.job_rank)
         w = session.welcome
         self._link = session.link
         self._welcome = w
@@ -103,11 +111,12 @@ class TensorConsumer(ConsumerBase):
         self._assembly = BatchAssembly(session.layout, self._fd, np.frombuffer(self._arena_mm, dtype=np.uint8),
                                        self.batch_size)
         self._closed = False
-        self.samples_per_epoch = w.samples_per_epoch
         self._specs = w.tensors
+        share = _stream.ALL if self.job_rank is None else _stream.RankShare(self.job_rank[1], self.job_rank[2])
         self._stream = _stream.ConsumerStream(_stream.StreamGeometry(w.samples_per_epoch, w.producer_batch_size),
                                               w.slot_count, self.batch_size, self.drop_last, w.start_epoch,
-                                              w.start_sample)
+                                              w.start_sample, share)
+        self.samples_per_epoch = self._stream.share_count  # the producer's epoch, or this rank's share of it
         self._views = {}  # seq -> the SlotMap views of that batch's slot came from
         self._current = None
 
@@ -159,9 +168,10 @@ class TensorConsumer(ConsumerBase):
         """(name, dtype name, per-sample shape) of every tensor of a batch, in order."""
         return [(t.name, DTYPES[t.dtype][0], t.shape) for t in self._specs]
 
-    def stream_position(self, batch) -> int:
-        """Producer epoch x samples per epoch + sample, of a batch's first sample."""
-        return self._stream.stream_position(batch.epoch, batch.sample_start)
+    def stream_position(self, batch, sample: int = 0) -> int:
+        """Producer epoch x samples per epoch + sample, of a batch's sample ``sample`` (its first by default): one
+        more per sample, or ``world_size`` more for a rank of a job."""
+        return self._stream.stream_position(batch.epoch, batch.sample_start + sample)
 
     def is_end_of_stream(self) -> bool:
         """Whether the producer's stream has ended and every batch of it was handed out."""
@@ -264,9 +274,9 @@ class TensorConsumer(ConsumerBase):
             except ValueError as e:
                 raise ProtocolError("producer '%s' sent %s" % (self.producer, e)) from None
         elif isinstance(m, wire.EpochEnd):
-            if m.samples != self.samples_per_epoch:
+            if m.samples != self._welcome.samples_per_epoch:
                 raise ProtocolError("producer '%s' ended epoch %d after %d samples, not %d"
-                                    % (self.producer, m.epoch, m.samples, self.samples_per_epoch))
+                                    % (self.producer, m.epoch, m.samples, self._welcome.samples_per_epoch))
         elif isinstance(m, wire.EndOfStream):
             self._stream.end_of_stream()
         else:

@@ -34,6 +34,11 @@ class ConsumerEvicted(TensorSocketError):
     """The producer disconnected this consumer for holding a batch too long (ERROR code EVICTED)."""
 
 
+class JobFailed(TensorSocketError):
+    """This consumer is a rank of a data-parallel job that cannot go on: another rank died or was evicted, or not all
+    ranks joined in time (ERROR code JOB_FAILED). The message names the rank; restart the job's ranks together."""
+
+
 class RequestRejected(TensorSocketError):
     """The producer refused this consumer's request, e.g. an impossible batch size (ERROR code BAD_REQUEST)."""
 

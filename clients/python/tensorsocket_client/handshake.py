@@ -27,8 +27,8 @@ class Session(collections.namedtuple("Session", "link welcome layout arena_fd ar
     __slots__ = ()
 
 
-def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start):
-    """Joins producer ``name`` in directory ``d``."""
+def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start, job_rank=None):
+    """Joins producer ``name`` in directory ``d``; as a rank of a job with ``job_rank`` (job, rank, world size)."""
     waiting = Waiting("producer '%s'" % name, connect_timeout)
     awaited_feeder = False
     while True:
@@ -48,8 +48,12 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
     try:
         client = ("python3 " + " ".join(sys.argv))[:1000]
         policy = wire.NEXT_EPOCH_START if wait_for_epoch_start else wire.JOIN_NOW
-        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy))
-        w = take(link, connect_timeout, "the answer to HELLO", liveness)
+        job, rank, world = job_rank if job_rank is not None else ("", 0, 1)
+        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, False, job, rank, world))
+        # A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
+        w = take(link, connect_timeout, "the answer to HELLO" if job_rank is None else
+                 "the answer to HELLO (the producer admits rank %d of %d of job '%s' once all its ranks have joined)"
+                 % (rank, world, job), liveness)
         if not isinstance(w, wire.Welcome):
             raise ProtocolError("producer '%s' answered HELLO with %s" % (name, type(w).__name__))
         link.producer_pid = w.producer_pid

@@ -6,7 +6,7 @@ import threading
 import time
 
 from . import wire
-from .errors import (ConsumerEvicted, ProducerFailed, ProducerGone, ProducerNotResponding, ProtocolError,
+from .errors import (ConsumerEvicted, JobFailed, ProducerFailed, ProducerGone, ProducerNotResponding, ProtocolError,
                      ProtocolVersionError, RequestRejected, TensorSocketError)
 
 _WAKE = object()
@@ -121,7 +121,7 @@ class ProducerLink:
         kind = {wire.VERSION_MISMATCH: ProtocolVersionError, wire.BAD_FRAME: ProtocolError,
                 wire.BAD_REQUEST: RequestRejected, wire.EVICTED: ConsumerEvicted,
                 wire.LOADER_FAILED: ProducerFailed, wire.PRODUCER_CLOSED: ProducerGone,
-                wire.STOPPED: ProducerGone}.get(e.code, TensorSocketError)
+                wire.STOPPED: ProducerGone, wire.JOB_FAILED: JobFailed}.get(e.code, TensorSocketError)
         return kind(msg)
 
     def check(self):

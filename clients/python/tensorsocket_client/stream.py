@@ -154,13 +154,50 @@ class _Held:
         self.pinned = False
 
 
+class RankShare(collections.namedtuple("RankShare", "rank world_size")):
+    """Which samples of each epoch a consumer takes: all (rank 0 of 1), or rank ``rank``'s share of a job of
+    ``world_size`` ranks, dealt as DistributedSampler deals them. See the Java RankShare (layout and diagram)."""
+    __slots__ = ()
+
+    def __new__(cls, rank=0, world_size=1):
+        if world_size < 1 or rank < 0 or rank >= world_size:
+            raise ValueError("rank %d of %d ranks is invalid: a job has at least one rank, numbered 0 to world size - 1"
+                             % (rank, world_size))
+        return super().__new__(cls, rank, world_size)
+
+    @property
+    def partial(self):
+        return self.world_size > 1
+
+    def count(self, n, drop_last):
+        w = self.world_size
+        return n // w if drop_last else (n + w - 1) // w
+
+    def offset(self, k, n, drop_last):
+        u = self.rank + k * self.world_size
+        if u < n:
+            return u
+        from_end = self.count(n, drop_last) * self.world_size - 1 - u
+        return n - 1 - from_end % n
+
+    def span(self, batch_size):
+        return (batch_size - 1) * self.world_size + 1
+
+
+ALL = RankShare(0, 1)
+
+
 class ConsumerStream:
     """One consumer's view of the stream: regroups producer batches into its own batch size, says which slots
-    each batch spans and which producer batches may be released. See the Java ConsumerStream."""
+    each batch spans and which producer batches may be released; of each epoch it takes its ``share``. See the
+    Java ConsumerStream."""
 
-    def __init__(self, geometry, slots, batch_size, drop_last, start_epoch, start_sample):
+    def __init__(self, geometry, slots, batch_size, drop_last, start_epoch, start_sample, share=ALL):
         if batch_size < 1 or slots < 1:
             raise ValueError("batch size and slot count must be at least 1")
+        self.share = share
+        self.share_count = share.count(geometry.samples_per_epoch, drop_last)
+        self.share_index = 0
         self.geometry = geometry
         self.slots = slots
         self.batch_size = batch_size
@@ -205,20 +242,27 @@ class ConsumerStream:
             self.epoch += 1
         self.epoch_started = True
         self.batch_index = 0
+        self.share_index = 0
 
     def epoch_end(self):
         return self.epoch_base + self.geometry.samples_per_epoch
 
-    def stream_position(self, epoch, sample_start):
-        return self.start_position + (epoch - self.start_epoch) * self.geometry.samples_per_epoch + sample_start
+    def stream_position(self, epoch, sample):
+        """Stream position of sample ``sample`` (its index in the epoch's share) of this consumer's epoch ``epoch``."""
+        return self.start_position + (epoch - self.start_epoch) * self.geometry.samples_per_epoch + self._offset(sample)
 
     def batches_per_epoch(self):
-        s, b = self.geometry.samples_per_epoch, self.batch_size
+        s, b = self.share_count, self.batch_size
         return s // b if self.drop_last else (s + b - 1) // b
 
     def is_end_of_stream(self, producer_epochs):
-        past_last = producer_epochs > 0 and self.position >= producer_epochs * self.geometry.samples_per_epoch
+        last = producer_epochs * self.geometry.samples_per_epoch
+        past_last = producer_epochs > 0 and (self.position >= last or (
+            self.epoch_started and self.share_index >= self.share_count and self.epoch_end() >= last))
         return past_last or (self.stream_ended and self.position >= self.received_up_to)
+
+    def _offset(self, k):
+        return self.share.offset(k, self.geometry.samples_per_epoch, self.drop_last) if self.share.partial else k
 
     # batches
 
@@ -226,11 +270,19 @@ class ConsumerStream:
         """Samples in the next batch of this epoch; 0 at its end; NEED_MORE until they arrived. Returning 0 early
         (a dropped tail, or the end of the stream) consumes the samples that are not handed out."""
         end = self.epoch_end()
-        remaining = end - self.position
+        partial = self.share.partial
+        if partial and self.share_index < self.share_count:
+            self.skip_arrived(self.epoch_base + self._offset(self.share_index))  # the other ranks' samples before
+        remaining = min(end - self.position, self.share_count - self.share_index)
         if remaining <= 0:
+            self.skip_arrived(end)  # a share's last sample may lie before the epoch's end
             return 0
         want = min(self.batch_size, remaining)
-        available = min(want, self.received_up_to - self.position)
+        available = max(0, min(want, self.received_up_to - self.position))
+        if partial:
+            available = 0
+            while available < want and self.epoch_base + self._offset(self.share_index + available) < self.received_up_to:
+                available += 1
         if available < want and not self.stream_ended:
             return NEED_MORE
         if available <= 0 or (self.drop_last and available < self.batch_size):
@@ -239,22 +291,39 @@ class ConsumerStream:
         return available
 
     def take(self, n):
-        start, end = self.position, self.position + n
-        if n < 1 or end > self.received_up_to or end > self.epoch_end():
+        base = self.epoch_base
+        start = base + self._offset(self.share_index)
+        end = base + self._offset(self.share_index + n - 1) + 1 if n >= 1 else start
+        if (n < 1 or self.share_index + n > self.share_count or end > self.received_up_to
+                or end > self.epoch_end()):
             raise ValueError("%d samples at stream position %d have not all arrived" % (n, start))
         pieces = []
+        if self.share.partial:
+            for i in range(n):
+                at = base + self._offset(self.share_index + i)
+                h = self._holding(at)
+                pieces.append(Piece(h.seq, h.slot, at - h.start, 1, i))
+        else:
+            for h in self.held:
+                a, b = max(start, h.start), min(end, h.end)
+                if a < b:
+                    pieces.append(Piece(h.seq, h.slot, a - h.start, b - a, a - start))
         for h in self.held:
-            a, b = max(start, h.start), min(end, h.end)
-            if a < b:
-                pieces.append(Piece(h.seq, h.slot, a - h.start, b - a, a - start))
             if h.start < end:
                 h.consumed = max(h.consumed, min(h.end, end))
         if len(pieces) == 1:
             self._find(pieces[0].seq).pinned = True
-        plan = BatchPlan(self.epoch, self.batch_index, start - self.epoch_base, n, tuple(pieces))
+        plan = BatchPlan(self.epoch, self.batch_index, self.share_index, n, tuple(pieces))
         self.batch_index += 1
-        self.position = end
+        self.share_index += n
+        self.position = max(self.position, end)
         return plan
+
+    def _holding(self, at):
+        for h in self.held:
+            if h.start <= at < h.end:
+                return h
+        raise ValueError("no held batch holds stream position %d" % at)
 
     def skip_arrived(self, target):
         """Consumes the arrived samples up to ``target`` without handing them out; whether it got there."""

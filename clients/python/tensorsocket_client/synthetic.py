@@ -225,12 +225,22 @@ class Verifier:
         ids = np.asarray(ids, dtype=np.int64)
         valid = (ids >= 0) & (ids < spec.samples)
         self.corrupt += int(n - valid.sum())
+        if isinstance(stream_position, int):
+            positions = None  # consecutive from there
+        else:  # a rank of a job: each sample's own position
+            positions = [int(p) for p in stream_position]
         if self.seeded_order:
-            expected = self._expected_ids(stream_position, n)
+            if positions is None:
+                expected = self._expected_ids(stream_position, n)
+            else:
+                expected = np.array([self._expected_ids(p, 1)[0] for p in positions], dtype=np.int64)
             self.out_of_order += int(((ids != expected) & valid).sum())
-        elif 0 <= self._next_position != stream_position:
+        elif positions is None and 0 <= self._next_position != stream_position:
             self.out_of_order += int(valid.sum())
-        self._next_position = stream_position + n
+        elif positions is not None and any(p < q for p, q in zip(positions, [self._next_position] + positions)):
+            self.out_of_order += int(valid.sum())  # a rank's positions rise through the epoch
+        self._next_position = stream_position + n if positions is None else (positions[-1] + 1 if positions else
+                                                                             self._next_position)
         good = ids[valid]
         for i in good:  # duplicates inside one batch count too
             if self.seen[i]:

@@ -12,7 +12,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 5
+VERSION = 6
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -25,10 +25,11 @@ FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER, ORD
 MAX_ORDER_IDS = 16000  # ids in one ORDER frame
 
 # ERROR codes: wire values that never change.
-VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED = range(1, 9)
+(VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED,
+ JOB_FAILED) = range(1, 10)
 ERROR_NAMES = {VERSION_MISMATCH: "VERSION_MISMATCH", BAD_FRAME: "BAD_FRAME", BAD_REQUEST: "BAD_REQUEST",
                EVICTED: "EVICTED", LOADER_FAILED: "LOADER_FAILED", PRODUCER_CLOSED: "PRODUCER_CLOSED",
-               INTERNAL: "INTERNAL", STOPPED: "STOPPED"}
+               INTERNAL: "INTERNAL", STOPPED: "STOPPED", JOB_FAILED: "JOB_FAILED"}
 
 START_EPOCH, START_ROLLING, START_EXACT = 0, 1, 2
 START_LABELS = {START_EPOCH: "epoch_start", START_ROLLING: "rolling", START_EXACT: "exact"}
@@ -55,6 +56,10 @@ class Hello:
     # Ask to be handed the stream through a descriptor ring in shared memory; this client reads it over the
     # socket, so it sends False (the Java consumer asks for a ring).
     ring: bool = False
+    # A rank of a data-parallel job: its name ("": none), this consumer's rank and the job's world size.
+    job: str = ""
+    rank: int = 0
+    world_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,9 @@ class ConsumerStatus:
     connected_nanos: int
     client: str
     ring: bool
+    job: str = ""
+    rank: int = 0
+    world_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -298,6 +306,7 @@ def _encode_status(m) -> bytes:
                          c.lag_samples, c.batches_held, c.batches_sent, c.reported, c.samples_consumed,
                          c.samples_per_second, c.wait_nanos, c.work_nanos, c.connected_nanos)
         p += _string(c.client) + struct.pack("<B", c.ring)
+        p += _string(c.job) + struct.pack("<ii", c.rank, c.world_size)
     return p
 
 
@@ -306,7 +315,8 @@ def encode(m) -> bytes:
     t = _TYPES[type(m)]
     if t == HELLO:
         p = (struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
-             + struct.pack("<BB", m.start_policy, 1 if m.ring else 0))
+             + struct.pack("<BB", m.start_policy, 1 if m.ring else 0) + _string(m.job)
+             + struct.pack("<ii", m.rank, m.world_size))
     elif t == WELCOME:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
@@ -411,7 +421,10 @@ def decode_payload(mtype: int, payload: bytes):
         pid, client, policy = r.take("<q"), r.string(), r.take("<B")
         if policy > NEXT_EPOCH_START:
             raise ProtocolError("HELLO holds unknown start policy %d" % policy)
-        m = Hello(batch, drop, pid, client, policy, r.bool())
+        ring = r.bool()
+        job = r.string()
+        rank, world = r.take("<ii")
+        m = Hello(batch, drop, pid, client, policy, ring, job, rank, world)
     elif mtype == WELCOME:
         m = _decode_welcome(r)
     elif mtype == BATCH:
@@ -552,8 +565,10 @@ def _decode_status(r):
         reported, samples, crate = r.bool(), _non_negative(r.take("<q")), _rate(r.take("<d"))
         wait, work, connected = (_non_negative(v) for v in r.take("<qqq"))
         client, ring = r.string(), r.bool()
+        job = r.string()
+        rank, world = _non_negative(r.take("<i")), _positive(r.take("<i"))
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
-                                        samples, crate, wait, work, connected, client, ring))
+                                        samples, crate, wait, work, connected, client, ring, job, rank, world))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
                   uptime, attached, evictions, mid_epoch, tuple(consumers))
 

@@ -14,7 +14,7 @@ VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "tes
 
 
 def simulate(samples, producer_batch, rubber_band, published, epoch_ended, consumer_batch, drop_last, epochs,
-             producer_epochs, leave_after, start_policy=st.JOIN_NOW, mid_epoch=st.ROLLING):
+             producer_epochs, leave_after, start_policy=st.JOIN_NOW, mid_epoch=st.ROLLING, share=st.ALL):
     """The walk of StreamSimulation.java: returns the event lines, the published batches and the final position."""
     g = st.StreamGeometry(samples, producer_batch)
     slots = 1 << 20
@@ -35,7 +35,7 @@ def simulate(samples, producer_batch, rubber_band, published, epoch_ended, consu
     events = ["start %s epoch=%d sample=%d retained=%s" % (
         start.mode, start.epoch, start.sample,
         "%d..%d" % (start.first_retained, start.last_retained) if start.retained_count() else "-")]
-    c = st.ConsumerStream(g, slots, consumer_batch, drop_last, start.epoch, start.sample)
+    c = st.ConsumerStream(g, slots, consumer_batch, drop_last, start.epoch, start.sample, share)
     for q in range(start.first_retained, start.last_retained + 1):
         c.accept(out[q], q % slots)
     nxt = [len(out)]
@@ -115,7 +115,7 @@ def run_given(given):
                     int(given["published"]), given["epoch_ended"] == "yes", int(given["consumer_batch"]),
                     given["drop_last"] == "yes", int(given["epochs"]), int(given["producer_epochs"]),
                     int(given["leave_after"]), given.get("start_policy", st.JOIN_NOW),
-                    given.get("mid_epoch", st.ROLLING))
+                    given.get("mid_epoch", st.ROLLING), st.RankShare(*map(int, given.get("rank", "0/1").split("/"))))
 
 
 class SharedScenariosTest(unittest.TestCase):

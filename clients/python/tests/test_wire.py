@@ -12,7 +12,7 @@ from tensorsocket_client.errors import ProtocolError, ProtocolVersionError
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "test-vectors")
 
 EXPECTED = {
-    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START, True),
+    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START, True, "ddp-lr0.1", 2, 4),
     "welcome": wire.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64, 50000, 0,
                             wire.START_EXACT, 4, 1024, "synthetic:samples=5",
                             (wire.TensorSpec("image", 8, (3, 224, 224)), wire.TensorSpec("label", 5, ()),
@@ -33,7 +33,7 @@ EXPECTED = {
                                                   30_000_000_000, "python3 train.py", False),
                               wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
-                                                  True))),
+                                                  True, "ddp", 3, 4))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
                                      60001, True, -5),
@@ -119,11 +119,11 @@ class VectorTest(unittest.TestCase):
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 6)
+        frame[4:6] = struct.pack("<H", 7)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 6)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 6"):
+        batch[4:6] = struct.pack("<H", 7)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 7"):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):

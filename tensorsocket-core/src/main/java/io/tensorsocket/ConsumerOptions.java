@@ -25,10 +25,11 @@ import java.util.Objects;
  * @param ringHandoff    have batches handed over through a descriptor ring in shared memory, a sleeping
  *                       consumer woken by a futex (the default; on Linux x86_64 and aarch64), rather than
  *                       announced over the socket; the socket still carries releases, heartbeats and errors
+ * @param jobRank        the consumer's rank in a data-parallel job, whose ranks share each epoch; null: none
  */
 public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
                               Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
-                              boolean ringHandoff) {
+                              boolean ringHandoff, JobRank jobRank) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
     /**
@@ -61,6 +62,13 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         }
     }
 
+    /** Options of a consumer that is no rank of a job. */
+    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
+                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
+                           boolean ringHandoff) {
+        this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, null);
+    }
+
     /** Options handed batches through a descriptor ring. */
     public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
                            Duration liveness, StartPolicy startPolicy, String client, Duration spinWait) {
@@ -79,25 +87,25 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
     }
 
     public ConsumerOptions withConnectTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
     }
 
     public ConsumerOptions withBatchTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
     }
 
     /** How long a waiting consumer hears nothing from the producer before it reports it as not responding. */
     public ConsumerOptions withLiveness(Duration liveness) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
     }
 
     /** What to do when arriving after the current epoch's start has left the rubber band. */
     public ConsumerOptions withStartPolicy(StartPolicy policy) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff, jobRank);
     }
 
     /**
@@ -109,12 +117,12 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
 
     /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
     public ConsumerOptions withClient(String label) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff, jobRank);
     }
 
     /** Polls for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
     public ConsumerOptions withSpinWait(Duration spin) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff, jobRank);
     }
 
     /**
@@ -124,6 +132,16 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      */
     public ConsumerOptions withRingHandoff(boolean ring) {
         return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ring);
+                ring, jobRank);
+    }
+
+    /**
+     * Joins as rank {@code rank} of the {@code worldSize} ranks of data-parallel job {@code job} (see {@link JobRank}):
+     * this consumer then takes its rank's share of every epoch. The producer admits the job's ranks once all of them
+     * have joined, all at one start; a rank that dies fails its job ({@link JobFailedException} for the others).
+     */
+    public ConsumerOptions withRank(String job, int rank, int worldSize) {
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
+                ringHandoff, new JobRank(job, rank, worldSize));
     }
 }

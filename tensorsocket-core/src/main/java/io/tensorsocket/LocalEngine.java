@@ -7,6 +7,7 @@ import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ConsumerStream;
+import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StreamGeometry;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -42,7 +43,8 @@ final class LocalEngine implements ConsumerEngine {
         this.welcome = session.welcome();
         this.arena = session.arena();
         this.stream = new ConsumerStream(new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
-                welcome.slotCount(), options.batchSize(), options.dropLast(), welcome.startEpoch(), welcome.startSample());
+                welcome.slotCount(), options.batchSize(), options.dropLast(), welcome.startEpoch(), welcome.startSample(),
+                shareOf(options.jobRank()));
         this.assembly = new BatchAssembly(welcome.tensors(), options.batchSize(), arena::region);
     }
 
@@ -51,9 +53,18 @@ final class LocalEngine implements ConsumerEngine {
         return stream.batchesPerEpoch();
     }
 
+    private static RankShare shareOf(JobRank rank) {
+        return rank == null ? RankShare.ALL : new RankShare(rank.rank(), rank.worldSize());
+    }
+
     @Override
     public long samplesPerEpoch() {
-        return welcome.samplesPerEpoch();
+        return stream.samplesPerEpoch();
+    }
+
+    @Override
+    public JobRank jobRank() {
+        return options.jobRank();
     }
 
     @Override
@@ -99,6 +110,11 @@ final class LocalEngine implements ConsumerEngine {
     @Override
     public long streamPosition(Batch batch) {
         return stream.streamPosition(batch.epoch(), batch.sampleStart());
+    }
+
+    @Override
+    public long streamPosition(Batch batch, int sample) {
+        return stream.streamPosition(batch.epoch(), batch.sampleStart() + sample);
     }
 
     @Override

@@ -60,7 +60,7 @@ final class ProducerAssembly {
             StartMode midEpoch = source.byIndex() != null ? StartMode.EXACT : StartMode.ROLLING;
             ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
                     b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
-                    b.startGrace, name, midEpoch));
+                    b.startGrace, name, midEpoch, b.jobTimeout));
             DescriptorRings rings = Futex.supported() && b.rings > 0
                     ? made.createRings(b.rings, layout.slotCount(), sessionId, name) : null;
             if (rings != null) {

@@ -61,12 +61,28 @@ public record ProducerStatus(long producerPid, String name, String source, State
     public record Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode,
                            long epoch, long position, long lagSamples, int batchesHeld, long batchesSent,
                            boolean reported, long samplesConsumed, double samplesPerSecond, long waitNanos,
-                           long workNanos, long connectedNanos, String client, boolean ring) {
+                           long workNanos, long connectedNanos, String client, boolean ring, String job, int rank,
+                           int worldSize) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
 
         public Consumer {
             client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
+            job = job == null ? "" : job;
+        }
+
+        /** A consumer that is no rank of a job. */
+        public Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode, long epoch,
+                        long position, long lagSamples, int batchesHeld, long batchesSent, boolean reported,
+                        long samplesConsumed, double samplesPerSecond, long waitNanos, long workNanos, long connectedNanos,
+                        String client, boolean ring) {
+            this(id, pid, user, batchSize, dropLast, startMode, epoch, position, lagSamples, batchesHeld, batchesSent,
+                    reported, samplesConsumed, samplesPerSecond, waitNanos, workNanos, connectedNanos, client, ring, "", 0, 1);
+        }
+
+        /** Whether it is a rank of a job ({@link #job()}, {@link #rank()} of {@link #worldSize()}). */
+        public boolean inJob() {
+            return !job.isEmpty();
         }
 
         /** A consumer served over its socket (no descriptor ring). */

@@ -88,7 +88,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         return engine.size();
     }
 
-    /** Samples in one epoch. */
+    /** Samples in one of this consumer's epochs: the producer's epoch, or a rank's share of it. */
     public long samplesPerEpoch() {
         return engine.samplesPerEpoch();
     }
@@ -156,6 +156,19 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     public long streamPosition(Batch batch) {
         return engine.streamPosition(batch);
+    }
+
+    /**
+     * Position in the producer's stream of sample {@code sample} of a batch: {@code streamPosition(batch) + sample} for
+     * a consumer that takes whole epochs; a rank of a job takes every {@code worldSize}-th position.
+     */
+    public long streamPosition(Batch batch, int sample) {
+        return engine.streamPosition(batch, sample);
+    }
+
+    /** This consumer's rank in a data-parallel job ({@link ConsumerOptions#withRank}), or null if it is none. */
+    public JobRank jobRank() {
+        return engine.jobRank();
     }
 
     /** Tensors of every batch, in order, with their per-sample shapes. */

@@ -242,6 +242,7 @@ public final class TensorProducer implements AutoCloseable {
         /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
         Duration idleTimeout;
         Duration startGrace = Duration.ofSeconds(2);
+        Duration jobTimeout = Duration.ofSeconds(30);
         Duration helloTimeout = Duration.ofSeconds(5);
         Duration drainTimeout = Duration.ofSeconds(30);
         int minConsumers = 1;
@@ -377,6 +378,16 @@ public final class TensorProducer implements AutoCloseable {
                 throw new IllegalArgumentException("start grace must be 0 (off) or more, got " + grace);
             }
             this.startGrace = grace;
+            return this;
+        }
+
+        /**
+         * How long the ranks of a data-parallel job ({@link ConsumerOptions#withRank}) that joined wait for the others
+         * before their job fails with a message naming the missing ranks (default 30 s). The producer admits a job's
+         * ranks together, once all have joined, and serves everyone else meanwhile.
+         */
+        public Builder jobTimeout(Duration timeout) {
+            this.jobTimeout = positive(timeout, "job timeout");
             return this;
         }
 

@@ -94,8 +94,12 @@ final class ConsumeCommand implements Callable<Integer> {
                     for (Batch b : c) {
                         longestWait = Math.max(longestWait, System.nanoTime() - asked);
                         epoch = b.epoch();
-                        v.accept(b, c.streamPosition(b));
-                        ids.write(c.streamPosition(b), b);
+                        if (c.jobRank() == null) {
+                            v.accept(b, c.streamPosition(b));
+                        } else {
+                            v.accept(b, i -> c.streamPosition(b, i));
+                        }
+                        ids.write(i -> c.streamPosition(b, i), c.jobRank() == null, b);
                         samplesSoFar += b.size();
                         if (progressMs > 0 && System.nanoTime() - lastProgress >= progressMs * 1_000_000) {
                             lastProgress = System.nanoTime();
@@ -114,15 +118,20 @@ final class ConsumeCommand implements Callable<Integer> {
                     }
                     boolean complete = counts.samples() == expected;
                     boolean exactStart = c.startMode().exactEpochs();
-                    System.out.println(Json.object().put("epoch", epoch).put("batches", counts.batches())
+                    Json line = Json.object().put("epoch", epoch).put("batches", counts.batches())
                             .put("samples", counts.samples()).put("expected", expected).put("unique", counts.unique())
                             .put("duplicates", counts.duplicates()).put("corrupt", counts.corrupt())
                             .put("out_of_order", counts.outOfOrder()).put("order", seededOrder ? "seeded" : "producer")
                             .put("start", c.startMode().label())
-                            .put("start_epoch", c.startEpoch()).put("handoff", c.handoff())
-                            .put("complete", complete).put("batch_size", batchSize)
+                            .put("start_epoch", c.startEpoch()).put("handoff", c.handoff());
+                    if (c.jobRank() != null) {
+                        line.put("job", c.jobRank().job()).put("rank", c.jobRank().rank())
+                                .put("world_size", c.jobRank().worldSize());
+                    }
+                    line.put("complete", complete).put("batch_size", batchSize)
                             .put("seconds", seconds).put("samples_per_s", counts.samples() / Math.max(seconds, 1e-9))
-                            .put("longest_wait_ms", longestWait / 1_000_000));
+                            .put("longest_wait_ms", longestWait / 1_000_000);
+                    System.out.println(line);
                     System.out.flush();
                     if (!counts.intact()) {
                         failure = "epoch " + epoch + ": " + counts.corrupt() + " corrupt and " + counts.outOfOrder()

@@ -27,14 +27,53 @@ final class ConsumerFlags {
                     + " heartbeat, for this long while waiting (default ${DEFAULT-VALUE}).")
     double livenessS;
 
+    @Option(names = "--job", paramLabel = "NAME",
+            description = "Read as a rank of this data-parallel job: the job's ranks share each epoch, each taking an"
+                    + " equal share (as DistributedSampler deals them); the producer starts them together once all joined.")
+    String job;
+
+    @Option(names = "--rank", paramLabel = "R",
+            description = "This consumer's rank in its --job, 0 to world size - 1 (default: $RANK, as torchrun sets it).")
+    Integer rank;
+
+    @Option(names = "--world-size", paramLabel = "W",
+            description = "How many ranks its --job has (default: $WORLD_SIZE, as torchrun sets it).")
+    Integer worldSize;
+
     /** Consumer options of {@code batchSize} with these flags. */
     ConsumerOptions options(int batchSize) {
-        return ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
+        ConsumerOptions o = ConsumerOptions.batchSize(batchSize).withLiveness(ServeCommand.seconds(livenessS))
                 .withStartPolicy(waitForEpochStart ? StartPolicy.NEXT_EPOCH_START : StartPolicy.JOIN_NOW);
+        if (job == null) {
+            if (rank != null || worldSize != null) {
+                throw new IllegalArgumentException("--rank and --world-size place a consumer in a job: name it with --job");
+            }
+            return o;
+        }
+        return o.withRank(job, rank != null ? rank : fromEnvironment("RANK", "--rank"),
+                worldSize != null ? worldSize : fromEnvironment("WORLD_SIZE", "--world-size"));
+    }
+
+    private static int fromEnvironment(String variable, String flag) {
+        String v = System.getenv(variable);
+        if (v == null || v.isBlank()) {
+            throw new IllegalArgumentException("--job needs " + flag + " (or " + variable + " in the environment, as"
+                    + " torchrun sets it)");
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(variable + "='" + v + "' in the environment is not a number; give "
+                    + flag + " instead");
+        }
     }
 
     /** Connects to the producer named, with {@code remote}'s options for a {@code grpc://} one. */
     TensorConsumer connect(ConsumerOptions options, RemoteOptions remote) {
+        if (options.jobRank() != null && target.name != null && RemoteAccess.isRemote(target.name)) {
+            throw new IllegalArgumentException("the ranks of a job read from a producer on their own host; --job is not"
+                    + " available over Flight (" + target.name + ")");
+        }
         return RemoteAccess.open(target.name, target.dir, options, remote);
     }
 }

@@ -12,8 +12,9 @@ import java.nio.file.Path;
 
 /**
  * {@code consume --ids-out}: one line per batch received, {@code POSITION ID ID ...} (its stream position, then
- * its samples' ids), so that a test can check that consumers saw the same sample at every stream position they
- * share. With no file it writes nothing.
+ * its samples' ids, at consecutive positions), so that a test can check that consumers saw the same sample at every
+ * stream position they share; a rank of a job, whose samples are not consecutive, writes a line per sample. With no
+ * file it writes nothing.
  */
 final class IdLog implements AutoCloseable {
     private final BufferedWriter out;
@@ -26,13 +27,16 @@ final class IdLog implements AutoCloseable {
         return new IdLog(file == null ? null : Files.newBufferedWriter(file));
     }
 
-    void write(long position, Batch batch) {
+    void write(java.util.function.IntToLongFunction positionOf, boolean consecutive, Batch batch) {
         if (out == null) {
             return;
         }
         Tensor id = batch.tensor(SyntheticSource.ID);
-        StringBuilder line = new StringBuilder(16 + 8 * batch.size()).append(position);
+        StringBuilder line = new StringBuilder(16 + 8 * batch.size()).append(positionOf.applyAsLong(0));
         for (int i = 0; i < batch.size(); i++) {
+            if (i > 0 && !consecutive) {
+                line.append('\n').append(positionOf.applyAsLong(i));
+            }
             line.append(' ').append(id.getLong(i));
         }
         try {

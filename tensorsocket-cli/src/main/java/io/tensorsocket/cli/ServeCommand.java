@@ -65,6 +65,11 @@ final class ServeCommand implements Callable<Integer> {
                     + " jobs launched together all start at the epoch start (default ${DEFAULT-VALUE}; 0 = off).")
     long startGraceMs;
 
+    @Option(names = "--job-timeout-s", defaultValue = "30", paramLabel = "SECONDS",
+            description = "How long the ranks of a data-parallel job (consume --job) that joined wait for the others"
+                    + " before the job fails, naming the missing ranks (default ${DEFAULT-VALUE}).")
+    double jobTimeoutS;
+
     @Option(names = "--min-consumers", defaultValue = "1",
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
@@ -95,7 +100,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
-                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers)
+                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers).jobTimeout(seconds(jobTimeoutS))
                 .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS)).rings(rings);
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));

@@ -112,18 +112,25 @@ final class StatusCommand implements Callable<Integer> {
                 s.consumersAttached(), s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "",
                 s.evictions(), s.midEpoch() == io.tensorsocket.StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
         if (!s.consumers().isEmpty()) {
-            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%n", "id", "pid",
-                    "user", "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "handoff", "client"));
+            boolean jobs = s.consumers().stream().anyMatch(ProducerStatus.Consumer::inJob);
+            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%s%n", "id", "pid",
+                    "user", "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "handoff",
+                    jobs ? String.format(Locale.ROOT, "%-16s ", "job/rank") : "", "client"));
             for (ProducerStatus.Consumer c : s.consumers()) {
                 double wf = c.waitFraction();
-                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%n", c.id(), c.pid(),
+                String rank = !jobs ? "" : String.format(Locale.ROOT, "%-16s ", c.inJob() ? c.job() + " " + c.rank() + "/"
+                        + c.worldSize() : "-");
+                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%s%n", c.id(), c.pid(),
                         c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch() + 1, c.position(),
                         c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label(),
-                        c.handoff(), client(c.client())));
+                        c.handoff(), rank, client(c.client())));
             }
             b.append("  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
+            if (jobs) {
+                b.append("  job/rank: a data-parallel job's ranks share each epoch (rank/world size)\n");
+            }
         }
         return b.toString();
     }
@@ -150,7 +157,8 @@ final class StatusCommand implements Callable<Integer> {
                     .put("batches_held", c.batchesHeld()).put("batches_sent", c.batchesSent()).put("reported", c.reported())
                     .put("samples", c.samplesConsumed()).put("samples_per_s", c.samplesPerSecond())
                     .put("wait_s", c.waitNanos() / 1e9).put("work_s", c.workNanos() / 1e9)
-                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()).put("handoff", c.handoff()));
+                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()).put("handoff", c.handoff())
+                    .put("job", c.inJob() ? c.job() : null).put("rank", c.rank()).put("world_size", c.worldSize()));
         }
         consumers.append(']');
         return Json.object().put("name", s.name()).put("pid", s.producerPid()).put("state", s.state().label())

@@ -2,6 +2,7 @@ package io.tensorsocket.consumer;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.JobRank;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.arena.ArenaLayout;
@@ -39,11 +40,15 @@ public final class Handshake {
         ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
         link.spinWait(options.spinWait().toNanos());
         SharedArena arena = null;
+        JobRank rank = options.jobRank();
         try {
             mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
                     options.client() != null ? options.client() : ProcessHandle.current().info().command().orElse("java"),
-                    options.startPolicy(), options.ringHandoff() && Futex.supported()));
-            Message first = link.take(options.connectTimeout().toNanos(), "the answer to HELLO");
+                    options.startPolicy(), options.ringHandoff() && Futex.supported(),
+                    rank == null ? "" : rank.job(), rank == null ? 0 : rank.rank(), rank == null ? 1 : rank.worldSize()));
+            // A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
+            Message first = link.take(options.connectTimeout().toNanos(), rank == null ? "the answer to HELLO"
+                    : "the answer to HELLO (the producer admits " + rank + " once all its ranks have joined)");
             if (!(first instanceof Message.Welcome w)) {
                 throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
             }

@@ -1,6 +1,7 @@
 package io.tensorsocket.consumer;
 
 import io.tensorsocket.ConsumerEvictedException;
+import io.tensorsocket.JobFailedException;
 import io.tensorsocket.ProducerFailedException;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotRespondingException;
@@ -61,6 +62,7 @@ final class LinkFailures {
             case EVICTED -> new ConsumerEvictedException(m);
             case LOADER_FAILED -> new ProducerFailedException(m);
             case PRODUCER_CLOSED, STOPPED -> new ProducerGoneException(m);
+            case JOB_FAILED -> new JobFailedException(m);
             case INTERNAL -> new TensorSocketException(m);
         };
     }

@@ -30,13 +30,17 @@ final class Attached {
     private final SlotTable slots;
     private final StreamGeometry geometry;
     private final Runnable changed;
+    private final java.util.function.BiConsumer<ConsumerSession, String> departed;
     private RingPool rings = new RingPool(null);
     private long evictions;
 
-    Attached(SlotTable slots, StreamGeometry geometry, Runnable changed) {
+    /** {@code departed} is told of every consumer that left, and why, after it left. */
+    Attached(SlotTable slots, StreamGeometry geometry, Runnable changed,
+             java.util.function.BiConsumer<ConsumerSession, String> departed) {
         this.slots = slots;
         this.geometry = geometry;
         this.changed = changed;
+        this.departed = departed;
     }
 
     /** Gives consumers that ask for one a ring of {@code pool}. */
@@ -80,14 +84,31 @@ final class Attached {
         slots.hold(ready.seq());
         s.batchesSent++;
         if (!s.sendEvent(ready)) {
-            detach(s, "connection lost");
+            unreachable(s);
         }
     }
+
+    /**
+     * A send to {@code s} failed. Over a socket that means its peer closed: its reader tells why (a goodbye it sent
+     * just before, or a lost connection) within a millisecond or so, and detaches it then; until then it is sent
+     * nothing more, and after {@link #UNREACHABLE_NANOS} the heartbeat detaches it whatever it said. A full
+     * descriptor ring is dropped at once.
+     */
+    private void unreachable(ConsumerSession s) {
+        if (!(s.events instanceof Outlet.Socket)) {
+            detach(s, "descriptor ring full");
+        } else if (s.unreachableSince == 0) {
+            s.unreachableSince = System.nanoTime();
+        }
+    }
+
+    /** How long a consumer whose socket refused a send may stay attached, waiting for its reader to say why. */
+    static final long UNREACHABLE_NANOS = 2_000_000_000L;
 
     /** Hands the batch just published at {@code p} to every consumer whose stream includes it. */
     void published(BatchPosition p, Message.BatchReady ready) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            if (s.start.sends(p, geometry)) {
+            if (s.start.sends(p, geometry) && s.unreachableSince == 0) {
                 hand(s, ready);
             }
         }
@@ -154,8 +175,12 @@ final class Attached {
     /** Sends a HEARTBEAT to every consumer sent nothing for {@code idleNanos} that has few enough unanswered. */
     void heartbeat(long now, long idleNanos) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable() && !s.send(new Message.Heartbeat())) {
-                detach(s, "connection lost");
+            if (s.unreachableSince != 0) {
+                if (now - s.unreachableSince > UNREACHABLE_NANOS) {
+                    detach(s, "connection lost");
+                }
+            } else if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable() && !s.send(new Message.Heartbeat())) {
+                unreachable(s);
             }
         }
     }
@@ -189,5 +214,6 @@ final class Attached {
         rings.takeBack(s);
         log.info("{} left ({}); released {} batches; {} consumers remain", s.describe(), why, n, sessions.size());
         changed.run();
+        departed.accept(s, why);
     }
 }

@@ -30,6 +30,8 @@ final class ConsumerReader implements AutoCloseable {
      * then reads what K wake-ups would. A consumer that leaves or dies is noticed at most this much later.
      */
     private static final long GATHER_NANOS = 1_000_000L;
+    /** Why a consumer that sent BYE left. */
+    static final String GOODBYE = "said goodbye";
 
     private final ProducerCore core;
     private final Selector selector;
@@ -91,7 +93,9 @@ final class ConsumerReader implements AutoCloseable {
         int n = 0;
         String leave = null;
         try {
-            for (Message m = s.channel.readAvailable(); m != null && leave == null; m = s.channel.readAvailable()) {
+            // No read after a BYE: a consumer that closes with frames unread resets the connection, and the read
+            // that follows its BYE would report a lost connection instead of a goodbye.
+            for (Message m; leave == null && (m = s.channel.readAvailable()) != null; ) {
                 switch (m) {
                     case Message.Release r -> {
                         if (n == releases.length) {
@@ -101,7 +105,7 @@ final class ConsumerReader implements AutoCloseable {
                     }
                     case Message.Progress p -> core.progress(s, p);
                     case Message.Heartbeat h -> s.heartbeatAnswered();
-                    case Message.Bye b -> leave = "said goodbye";
+                    case Message.Bye b -> leave = GOODBYE;
                     default -> {
                         s.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "unexpected " + m.getClass().getSimpleName()
                                 + " from a consumer"));

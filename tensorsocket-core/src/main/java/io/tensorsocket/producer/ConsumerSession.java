@@ -49,6 +49,8 @@ final class ConsumerSession {
     /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
     io.tensorsocket.stream.StartPoint start;
     boolean attached = true;
+    /** When a send to it failed ({@link System#nanoTime()}), 0 while none has: see {@code Attached.unreachable}. */
+    long unreachableSince;
     /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
     String user = "?";
     StartMode startMode = StartMode.EPOCH_START;
@@ -128,7 +130,8 @@ final class ConsumerSession {
         return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
                 epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
                 p != null ? p.samples() : 0, rate(), p != null ? p.waitNanos() : 0,
-                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), events instanceof Outlet.Ring);
+                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), events instanceof Outlet.Ring, hello.job(),
+                hello.rank(), hello.worldSize());
     }
 
     /**
@@ -140,6 +143,8 @@ final class ConsumerSession {
         if (client != null && client.startsWith(io.tensorsocket.ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
             return "remote consumer " + id + " (" + client + ", batch size " + hello.batchSize() + ")";
         }
-        return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize() + ")";
+        return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize()
+                + (hello.inJob() ? ", rank " + hello.rank() + " of " + hello.worldSize() + " of job '" + hello.job() + "'" : "")
+                + ")";
     }
 }

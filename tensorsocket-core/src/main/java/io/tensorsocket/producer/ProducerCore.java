@@ -22,6 +22,8 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -71,6 +73,7 @@ public final class ProducerCore implements BatchSink {
     private final SlotTable slots;
     private final Admission admission;
     private final Attached consumers;
+    private final JobRoster roster;
     private final StartWaits waits;
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
@@ -96,7 +99,8 @@ public final class ProducerCore implements BatchSink {
         this.joinRule = new JoinRule(rules.rubberBand(), rules.midEpoch());
         this.admission = new Admission(producerName, rules.epochs(), joinRule);
         this.slots = new SlotTable(layout.slotCount());
-        this.consumers = new Attached(slots, geometry, changed::signalAll);
+        this.consumers = new Attached(slots, geometry, changed::signalAll, this::left);
+        this.roster = new JobRoster(producerName, rules.jobTimeout());
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
     }
 
@@ -330,41 +334,201 @@ public final class ProducerCore implements BatchSink {
                          Function<StartPoint, Message.Welcome> welcome) {
         lock.lock();
         try {
-            if (rules.epochs() > 0 && stream.nextEpoch() >= rules.epochs()) {
-                streamEnded = true;
-            }
-            Admission.Verdict verdict = admission.decide(stream, hello.startPolicy(), closedReason, streamEnded);
+            Admission.Verdict verdict = admit(hello);
             if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
                 channel.sendQuietly(refusal);
                 channel.close();
                 return null;
             }
-            StartPoint start = ((Admission.Verdict.Admitted) verdict).start();
-            ConsumerSession s = new ConsumerSession(id, channel, hello);
-            s.user = user;
-            s.position = geometry.position(start.epoch(), start.sample());
-            s.start = start;
-            s.startMode = start.mode();
-            consumers.prepare(s);
-            if (!s.send(welcome.apply(start).forConsumer(id, s.events.ringIndex()))) {
-                consumers.unprepare(s);
-                channel.close();
-                return null;
-            }
-            consumers.add(s);
-            if (firstAttachNanos == 0) {
-                firstAttachNanos = System.nanoTime();
-            }
-            for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
-                consumers.hand(s, ready(slots.batch(q)));
-            }
-            log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
-                    start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
-            changed.signalAll();
-            return s;
+            return welcome(id, channel, hello, user, ((Admission.Verdict.Admitted) verdict).start(), welcome);
         } finally {
             lock.unlock();
         }
+    }
+
+    private Admission.Verdict admit(Message.Hello hello) {
+        if (rules.epochs() > 0 && stream.nextEpoch() >= rules.epochs()) {
+            streamEnded = true;
+        }
+        return admission.decide(stream, hello.startPolicy(), closedReason, streamEnded);
+    }
+
+    /** Welcomes a consumer admitted at {@code start} and hands it the retained batches; null if it cannot be reached. */
+    private ConsumerSession welcome(int id, MessageChannel channel, Message.Hello hello, String user, StartPoint start,
+                                    Function<StartPoint, Message.Welcome> welcome) {
+        ConsumerSession s = new ConsumerSession(id, channel, hello);
+        s.user = user;
+        s.position = geometry.position(start.epoch(), start.sample());
+        s.start = start;
+        s.startMode = start.mode();
+        consumers.prepare(s);
+        if (!s.send(welcome.apply(start).forConsumer(id, s.events.ringIndex()))) {
+            consumers.unprepare(s);
+            channel.close();
+            return null;
+        }
+        consumers.add(s);
+        if (firstAttachNanos == 0) {
+            firstAttachNanos = System.nanoTime();
+        }
+        for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
+            consumers.hand(s, ready(slots.batch(q)));
+        }
+        log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
+                start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
+        changed.signalAll();
+        return s;
+    }
+
+    /**
+     * A rank of a job said HELLO: refused (an error was sent; null), or a candidate that waits for the rest of its
+     * job ({@link #awaitJob}). The rank that completes its job admits all of them here, at one start.
+     */
+    JobRoster.Candidate joinRank(int id, MessageChannel channel, Message.Hello hello, String user,
+                                 Function<StartPoint, Message.Welcome> welcome) {
+        lock.lock();
+        try {
+            JobRoster.Arrival arrival = closedReason != null ? null
+                    : roster.arrive(id, channel, hello, user, System.nanoTime());
+            switch (arrival) {
+                case null -> {
+                    channel.sendQuietly(new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
+                            + "' is shutting down (" + closedReason + ")"));
+                    channel.close();
+                    return null;
+                }
+                case JobRoster.Arrival.Refused(String why) -> {
+                    log.warn("refusing rank {} of job '{}' (pid {}): {}", hello.rank(), hello.job(), hello.pid(), why);
+                    channel.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, why));
+                    channel.close();
+                    return null;
+                }
+                case JobRoster.Arrival.Waiting(JobRoster.Candidate c) -> {
+                    log.info("rank {} of job '{}' (pid {}) waits for the rest of its job's {} ranks", hello.rank(),
+                            hello.job(), hello.pid(), hello.worldSize());
+                    return c;
+                }
+                case JobRoster.Arrival.Complete(JobRoster.Candidate c, List<JobRoster.Candidate> ranks) -> {
+                    startJob(ranks, welcome);
+                    return c;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Admits every rank of a job that formed at one start, or refuses them all alike. */
+    private void startJob(List<JobRoster.Candidate> ranks, Function<StartPoint, Message.Welcome> welcome) {
+        Admission.Verdict verdict = admit(ranks.getFirst().hello);
+        if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
+            for (JobRoster.Candidate c : ranks) {
+                c.channel.sendQuietly(refusal);
+                c.channel.close();
+                c.admitted.complete(null);
+            }
+            return;
+        }
+        StartPoint start = ((Admission.Verdict.Admitted) verdict).start();
+        log.info("job '{}' formed: its {} ranks start together", ranks.getFirst().hello.job(), ranks.size());
+        List<ConsumerSession> admitted = new ArrayList<>();
+        String unreachable = null;
+        for (JobRoster.Candidate c : ranks) {
+            ConsumerSession s = welcome(c.id, c.channel, c.hello, c.user, start, welcome);
+            if (s == null) {
+                unreachable = unreachable != null ? unreachable : "rank " + c.hello.rank() + " of job '" + c.hello.job()
+                        + "' (pid " + c.hello.pid() + ") went away before its job started; restart all of its ranks";
+            } else {
+                roster.admitted(c.hello.job(), s);
+                admitted.add(s);
+            }
+            c.admitted.complete(s);
+        }
+        if (unreachable != null) {
+            for (ConsumerSession s : admitted) {
+                failRank(s, unreachable);
+            }
+        }
+    }
+
+    /**
+     * Waits, on {@code c}'s own connection thread, until its job formed (true: it was admitted, or refused and told)
+     * or cannot (false: it went away, its job timed out, the producer closed; it was told where it can be). Sends it
+     * a heartbeat every second meanwhile, so that it knows the producer lives and the producer notices it leave.
+     */
+    ConsumerSession awaitJob(JobRoster.Candidate c) throws InterruptedException {
+        while (true) {
+            try {
+                return c.admitted.get(ProducerServer.HEARTBEAT_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                return null;
+            } catch (java.util.concurrent.TimeoutException e) {
+                lock.lock();
+                try {
+                    stillWaiting(c);
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+    }
+
+    private void stillWaiting(JobRoster.Candidate c) {
+        if (!c.waiting()) {
+            return;
+        }
+        if (closedReason != null) {
+            roster.withdraw(c);
+            dropCandidate(c, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
+                    + "' is shutting down (" + closedReason + ")"));
+            return;
+        }
+        JobRoster.Expiry expiry = roster.expire(c, System.nanoTime());
+        if (expiry != null) {
+            log.warn(expiry.message());
+            for (JobRoster.Candidate other : expiry.ranks()) {
+                dropCandidate(other, new Message.Error(Message.ErrorCode.JOB_FAILED, expiry.message()));
+            }
+        } else if (!sent(c.channel, new Message.Heartbeat())) {
+            log.info("rank {} of job '{}' (pid {}) went away before its job formed", c.hello.rank(), c.hello.job(),
+                    c.hello.pid());
+            roster.withdraw(c);
+            dropCandidate(c, null);
+        }
+    }
+
+    private static boolean sent(MessageChannel channel, Message m) {
+        try {
+            channel.send(m);
+            return true;
+        } catch (java.io.IOException e) {
+            return false;
+        }
+    }
+
+    private static void dropCandidate(JobRoster.Candidate c, Message.Error error) {
+        if (error != null) {
+            c.channel.sendQuietly(error);
+        }
+        c.channel.close();
+        c.admitted.complete(null);
+    }
+
+    /** A consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
+    private void left(ConsumerSession s, String why) {
+        if (closedReason != null) {
+            return; // every consumer is being told why already
+        }
+        JobRoster.Failure f = roster.left(s, why, ConsumerReader.GOODBYE.equals(why));
+        for (ConsumerSession other : f.ranks()) {
+            failRank(other, f.message());
+        }
+    }
+
+    private void failRank(ConsumerSession s, String message) {
+        log.warn("{} fails with its job: {}", s.describe(), message);
+        s.send(new Message.Error(Message.ErrorCode.JOB_FAILED, message));
+        consumers.detach(s, "its job failed");
     }
 
     /**

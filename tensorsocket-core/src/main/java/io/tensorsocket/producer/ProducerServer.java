@@ -3,6 +3,7 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
@@ -122,7 +123,13 @@ public final class ProducerServer implements AutoCloseable {
                 return;
             }
             int id = ids.incrementAndGet();
-            ConsumerSession joined = core.join(id, ch, hello, peerUser(ch), welcomeTemplate);
+            ConsumerSession joined;
+            if (hello.inJob()) {
+                JobRoster.Candidate rank = core.joinRank(id, ch, hello, peerUser(ch), welcomeTemplate);
+                joined = rank == null ? null : core.awaitJob(rank);
+            } else {
+                joined = core.join(id, ch, hello, peerUser(ch), welcomeTemplate);
+            }
             if (joined != null) {
                 reader.add(joined);
             }
@@ -133,6 +140,8 @@ public final class ProducerServer implements AutoCloseable {
             reject(ch, Message.ErrorCode.BAD_FRAME, e.getMessage());
         } catch (IOException e) {
             ch.close(); // EOF mid-frame or reset: the peer went away
+        } catch (InterruptedException e) {
+            ch.close(); // the producer is closing
         } catch (RuntimeException e) {
             // A bug must not leave the peer waiting for an answer that never comes: tell it, then drop it.
             log.error("connection thread failed; answering the peer with an error and closing the connection", e);
@@ -156,10 +165,20 @@ public final class ProducerServer implements AutoCloseable {
         if (b < 1) {
             return "batch size " + b + " is invalid: a consumer's batch size must be at least 1";
         }
+        int w = hello.worldSize();
+        if (hello.inJob() ? hello.job().length() > io.tensorsocket.JobRank.MAX_JOB || w < 1 || hello.rank() < 0
+                || hello.rank() >= w : w != 1 || hello.rank() != 0) {
+            return "rank " + hello.rank() + " of " + w + (hello.inJob() ? " of job '" + hello.job() + "'" : " with no job")
+                    + " is invalid: a job's name has 1 to " + io.tensorsocket.JobRank.MAX_JOB
+                    + " characters and its ranks are numbered 0 to world size - 1";
+        }
         int max = core.maxConsumerBatch();
-        if (b > max) {
-            return "batch size " + b + " needs up to " + core.slotsNeeded(b) + " arena slots at once, more than this producer"
-                    + " can ever hold; use a batch size of at most " + max + ", or restart the producer with a larger arena";
+        long span = new RankShare(hello.rank(), w).span(b); // a rank's batch spans worldSize positions per sample
+        if (span > max) {
+            return "batch size " + b + (w > 1 ? " of a rank of " + w : "") + " needs up to "
+                    + core.slotsNeeded((int) Math.min(Integer.MAX_VALUE, span)) + " arena slots at once, more than this"
+                    + " producer can ever hold; use a batch size of at most " + (w > 1 ? (max - 1) / w + 1 : max)
+                    + ", or restart the producer with a larger arena";
         }
         return null;
     }

@@ -19,8 +19,9 @@ import java.time.Duration;
  * @param producerName    how logs and errors name the producer
  * @param midEpoch        how a consumer joining mid-epoch starts: {@link StartMode#EXACT} when the producer chooses
  *                        the order (an {@link io.tensorsocket.IndexedSource}), {@link StartMode#ROLLING} otherwise
+ * @param jobTimeout      how long the first rank of a data-parallel job waits for the others before the job fails
  */
 public record ServingRules(long samplesPerEpoch, long firstEpoch, long epochs, int rubberBand, int claimsAhead,
                            Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace,
-                           String producerName, StartMode midEpoch) {
+                           String producerName, StartMode midEpoch, Duration jobTimeout) {
 }

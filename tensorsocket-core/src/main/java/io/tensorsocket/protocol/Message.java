@@ -13,12 +13,20 @@ public sealed interface Message {
 
     /**
      * Consumer to producer, first message: what the consumer wants. With {@code ring}, it asks to be handed
-     * its stream events through a descriptor ring in shared memory rather than over the socket.
+     * its stream events through a descriptor ring in shared memory rather than over the socket. With a {@code job}
+     * (empty: none), it is rank {@code rank} of the {@code worldSize} ranks of that data-parallel job, and takes
+     * that rank's share of each epoch ({@link io.tensorsocket.stream.RankShare}); without, rank 0 of 1.
      */
-    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy, boolean ring)
-            implements Message {
+    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy, boolean ring,
+                 String job, int rank, int worldSize) implements Message {
         public Hello {
             java.util.Objects.requireNonNull(startPolicy, "startPolicy");
+            java.util.Objects.requireNonNull(job, "job");
+        }
+
+        /** A HELLO of a consumer that is no rank of a job. */
+        public Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy, boolean ring) {
+            this(batchSize, dropLast, pid, client, startPolicy, ring, "", 0, 1);
         }
 
         /** A HELLO that is handed its stream over the socket. */
@@ -29,6 +37,11 @@ public sealed interface Message {
         /** A HELLO that joins at once ({@link StartPolicy#JOIN_NOW}), handed its stream over the socket. */
         public Hello(int batchSize, boolean dropLast, long pid, String client) {
             this(batchSize, dropLast, pid, client, StartPolicy.JOIN_NOW);
+        }
+
+        /** Whether the consumer is a rank of a job. */
+        public boolean inJob() {
+            return !job.isEmpty();
         }
     }
 
@@ -198,7 +211,9 @@ public sealed interface Message {
         PRODUCER_CLOSED(6),
         INTERNAL(7),
         /** From a feeder: it stops (interrupted); its producer stops at once, even at an epoch boundary. */
-        STOPPED(8);
+        STOPPED(8),
+        /** To a rank of a job: the job cannot go on (a rank died, or not all of them joined in time). */
+        JOB_FAILED(9);
 
         private final int code;
 

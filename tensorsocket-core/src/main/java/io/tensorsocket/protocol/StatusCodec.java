@@ -44,6 +44,8 @@ final class StatusCodec {
                     .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
             putString(b, c.client());
             b.put(bool(c.ring()));
+            putString(b, c.job());
+            b.putInt(c.rank()).putInt(c.worldSize());
         }
     }
 
@@ -90,7 +92,8 @@ final class StatusCodec {
             consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, StartMode.values()[mode],
                     nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
                     nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p), getBool(p)));
+                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p), getBool(p),
+                    getString(p), nonNegative(p.getInt()), positive(p.getInt())));
         }
         return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
                 epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,

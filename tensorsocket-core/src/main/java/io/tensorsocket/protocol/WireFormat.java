@@ -35,7 +35,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *
  * payloads (str = u16 byte count + UTF-8, at most 4096 bytes; bool = u8 0 or 1):
  *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client, u8 startPolicy (0 join now,
- *                  1 next epoch start), bool ring (hand the stream through a descriptor ring)
+ *                  1 next epoch start), bool ring (hand the stream through a descriptor ring), str job (empty:
+ *                  none), i32 rank, i32 worldSize (0 and 1 without a job; else 0 ≤ rank < worldSize)
  *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
  *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                  u8 startMode (0 epoch start, 1 rolling, 2 exact), i64 startEpoch, i64 startSample, str source,
@@ -46,7 +47,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *   4 RELEASE      i64 seq
  *   5 EPOCH_END    i64 epoch, i64 batches, i64 samples
  *   6 END          i64 epochs
- *   7 ERROR        i32 code, str message
+ *   7 ERROR        i32 code, str message (codes: 1 VERSION_MISMATCH, 2 BAD_FRAME, 3 BAD_REQUEST, 4 EVICTED,
+ *                  5 LOADER_FAILED, 6 PRODUCER_CLOSED, 7 INTERNAL, 8 STOPPED, 9 JOB_FAILED)
  *   8 BYE          (empty)
  *   9 STATUS_REQ   (empty); a client's first message instead of HELLO: the producer answers STATUS and closes
  *  10 STATUS       i64 producerPid, str name, str source, u8 state (0 waiting for consumers, 1 serving,
@@ -60,7 +62,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
  *                    i64 connectedNanos, str client (≤ 100 chars: the HELLO's client, e.g. the command,
  *                    or "flight HOST:PORT" for a remote consumer served over Flight), bool ring (its batches
- *                    come through a descriptor ring)
+ *                    come through a descriptor ring), str job, i32 rank, i32 worldSize (as in its HELLO)
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
@@ -87,7 +89,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
  * STATUS's evictions and the feeder frames (14 to 19); version 4 added HELLO's ring, WELCOME's ring and
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
- * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST. A peer of another version is told VERSION_MISMATCH.
+ * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
+ * worldSize, and error code 9 (JOB_FAILED). A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -96,7 +99,7 @@ import static io.tensorsocket.protocol.Fields.truncate;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 5;
+    public static final int VERSION = 6;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -172,6 +175,8 @@ public final class WireFormat {
                 b.putInt(h.batchSize()).put(bool(h.dropLast())).putLong(h.pid());
                 putString(b, h.client());
                 b.put((byte) h.startPolicy().ordinal()).put(bool(h.ring()));
+                putString(b, h.job());
+                b.putInt(h.rank()).putInt(h.worldSize());
             }
             case Message.Welcome w -> {
                 b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
@@ -258,7 +263,8 @@ public final class WireFormat {
         p.order(ByteOrder.LITTLE_ENDIAN);
         try {
             Message m = switch (type) {
-                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()), getBool(p));
+                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()), getBool(p),
+                        getString(p), p.getInt(), p.getInt());
                 case WELCOME -> decodeWelcome(p);
                 case BATCH -> new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
                 case RELEASE -> new Message.Release(p.getLong());

@@ -75,14 +75,33 @@ public final class SyntheticVerifier implements AutoCloseable {
      * first sample), so order is checked too.
      */
     public void accept(Batch batch, long streamPosition) {
+        boolean contiguous = nextPosition < 0 || streamPosition == nextPosition;
+        nextPosition = streamPosition + batch.size();
+        check(batch, i -> streamPosition + i, contiguous);
+    }
+
+    /**
+     * As {@link #accept(Batch, long)} for a consumer whose samples are not at consecutive stream positions (a rank of
+     * a job): {@code positionOf} gives sample {@code i}'s. Where the producer chooses the order, the check is that the
+     * positions rise through the epoch.
+     */
+    public void accept(Batch batch, java.util.function.IntToLongFunction positionOf) {
+        boolean rising = true;
+        for (int i = 0; i < batch.size(); i++) {
+            long p = positionOf.applyAsLong(i);
+            rising &= p >= nextPosition;
+            nextPosition = p + 1;
+        }
+        check(batch, positionOf, rising);
+    }
+
+    private void check(Batch batch, java.util.function.IntToLongFunction positionOf, boolean inOrder) {
         Tensor data = batch.tensor(SyntheticSource.DATA);
         Tensor label = batch.tensor(SyntheticSource.LABEL);
         Tensor id = batch.tensor(SyntheticSource.ID);
         long sb = spec.sampleBytes();
         MemorySegment got = data.data();
         batches++;
-        boolean contiguous = nextPosition < 0 || streamPosition == nextPosition;
-        nextPosition = streamPosition + batch.size();
         for (int i = 0; i < batch.size(); i++) {
             long sampleId = id.getLong(i);
             samples++;
@@ -90,7 +109,7 @@ public final class SyntheticVerifier implements AutoCloseable {
                 corrupt++;
                 continue;
             }
-            if (seededOrder ? sampleId != expectedId(streamPosition + i) : !contiguous) {
+            if (seededOrder ? sampleId != expectedId(positionOf.applyAsLong(i)) : !inOrder) {
                 outOfOrder++;
             }
             if (seen.get((int) sampleId)) {

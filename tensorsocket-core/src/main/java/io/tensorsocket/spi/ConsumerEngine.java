@@ -39,6 +39,16 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
 
     long streamPosition(Batch batch);
 
+    /** Stream position of sample {@code sample} of {@code batch}: consecutive unless the consumer is a rank of a job. */
+    default long streamPosition(Batch batch, int sample) {
+        return streamPosition(batch) + sample;
+    }
+
+    /** The consumer's rank in a job, or null. */
+    default io.tensorsocket.JobRank jobRank() {
+        return null;
+    }
+
     List<TensorSpec> tensors();
 
     String sourceDescription();

@@ -18,8 +18,10 @@ import java.util.List;
  *
  * <p>An epoch of this consumer is {@code samplesPerEpoch} consecutive stream positions from where it
  * started: producer epochs for a consumer that started at an epoch start, straddling two producer epochs
- * for a rolling one. Every sample of each epoch is handed out exactly once, in order; every producer batch
- * handed to the consumer becomes releasable exactly once, in order.
+ * for a rolling one. Of each epoch it takes its {@link RankShare}: every sample, or a rank's share of them. Every
+ * sample of its share is handed out exactly once, in order; every producer batch handed to the consumer becomes
+ * releasable exactly once, in order. A rank's batch gathers one-sample pieces (its samples are {@code worldSize}
+ * positions apart), so only a plain consumer's batches are ever views.
  */
 public final class ConsumerStream {
 
@@ -64,6 +66,11 @@ public final class ConsumerStream {
     private final int slots;
     private final int batchSize;
     private final boolean dropLast;
+    private final RankShare share;
+    /** Samples of each epoch this consumer takes ({@link RankShare#count}). */
+    private final long shareCount;
+    /** Index in the current epoch's share of the next sample to hand out. */
+    private long shareIndex;
     private final long startEpoch;
     private final long startPosition;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
@@ -82,6 +89,12 @@ public final class ConsumerStream {
      */
     public ConsumerStream(StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch,
                           long startSample) {
+        this(geometry, slots, batchSize, dropLast, startEpoch, startSample, RankShare.ALL);
+    }
+
+    /** As {@link #ConsumerStream(StreamGeometry, int, int, boolean, long, long)}, taking {@code share} of each epoch. */
+    public ConsumerStream(StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch,
+                          long startSample, RankShare share) {
         if (batchSize < 1 || slots < 1) {
             throw new IllegalArgumentException("batch size and slot count must be at least 1");
         }
@@ -89,6 +102,8 @@ public final class ConsumerStream {
         this.slots = slots;
         this.batchSize = batchSize;
         this.dropLast = dropLast;
+        this.share = share;
+        this.shareCount = share.count(geometry.samplesPerEpoch(), dropLast);
         this.startEpoch = startEpoch;
         this.startPosition = geometry.position(startEpoch, startSample);
         this.epochBase = startPosition;
@@ -149,6 +164,7 @@ public final class ConsumerStream {
         }
         epochStarted = true;
         batchIndex = 0;
+        shareIndex = 0;
     }
 
     /** This consumer's epoch number: its start epoch plus one per epoch begun after the first. */
@@ -171,21 +187,36 @@ public final class ConsumerStream {
         return position;
     }
 
-    /** Stream position of the first sample of a batch of this consumer's epoch {@code epoch} at {@code sampleStart}. */
-    public long streamPosition(long epoch, long sampleStart) {
-        return startPosition + (epoch - startEpoch) * geometry.samplesPerEpoch() + sampleStart;
+    /**
+     * Stream position of sample {@code sample} of this consumer's epoch {@code epoch} (its index in the epoch's share:
+     * the {@code sampleStart} of a batch, plus the index of a sample in it).
+     */
+    public long streamPosition(long epoch, long sample) {
+        return startPosition + (epoch - startEpoch) * geometry.samplesPerEpoch() + offset(sample);
+    }
+
+    /** Samples of each epoch this consumer takes: the whole epoch, or its rank's share. */
+    public long samplesPerEpoch() {
+        return shareCount;
     }
 
     /** Batches in one epoch at this consumer's batch size. */
     public long batchesPerEpoch() {
-        long s = geometry.samplesPerEpoch();
+        long s = shareCount;
         return dropLast ? s / batchSize : (s + batchSize - 1) / batchSize;
     }
 
     /** Whether every batch this consumer will ever get was handed out (the stream ended, or its last epoch passed). */
     public boolean isEndOfStream(long producerEpochs) {
-        boolean pastLastEpoch = producerEpochs > 0 && position >= producerEpochs * geometry.samplesPerEpoch();
+        long last = producerEpochs * geometry.samplesPerEpoch();
+        boolean pastLastEpoch = producerEpochs > 0
+                && (position >= last || (epochStarted && shareIndex >= shareCount && epochEnd() >= last));
         return pastLastEpoch || (streamEnded && position >= receivedUpTo);
+    }
+
+    /** Offset in its epoch of this consumer's sample {@code k}. */
+    private long offset(long k) {
+        return share.partial() ? share.offset(k, geometry.samplesPerEpoch(), dropLast) : k;
     }
 
     // ------------------------------------------------------------------------------------------------ batches
@@ -197,12 +228,22 @@ public final class ConsumerStream {
      */
     public int nextBatch() {
         long end = epochEnd();
-        long remaining = end - position;
+        if (share.partial() && shareIndex < shareCount) {
+            skipArrived(epochBase + offset(shareIndex)); // the other ranks' samples before this one's next
+        }
+        long remaining = Math.min(end - position, shareCount - shareIndex);
         if (remaining <= 0) {
+            skipArrived(end); // a share's last sample may lie before the epoch's end
             return 0;
         }
         int want = (int) Math.min(batchSize, remaining);
-        long available = Math.min(want, receivedUpTo - position);
+        long available = Math.max(0, Math.min(want, receivedUpTo - position));
+        if (share.partial()) {
+            available = 0;
+            while (available < want && epochBase + offset(shareIndex + available) < receivedUpTo) {
+                available++;
+            }
+        }
         if (available < want && !streamEnded) {
             return NEED_MORE;
         }
@@ -215,18 +256,28 @@ public final class ConsumerStream {
 
     /** Hands out the next {@code n} samples (as said by {@link #nextBatch()}): the slots they lie in. */
     public BatchPlan take(int n) {
-        long from = position;
-        long to = from + n;
-        if (n < 1 || to > receivedUpTo || to > epochEnd()) {
-            throw new IllegalArgumentException(n + " samples at stream position " + from + " have not all arrived");
+        long first = epochBase + offset(shareIndex);
+        long to = epochBase + offset(shareIndex + n - 1) + 1;
+        if (n < 1 || shareIndex + n > shareCount || to > receivedUpTo || to > epochEnd()) {
+            throw new IllegalArgumentException(n + " samples at stream position " + first + " have not all arrived");
         }
         List<Piece> pieces = new ArrayList<>(2);
-        for (Held h : held) {
-            long a = Math.max(from, h.start);
-            long b = Math.min(to, h.end);
-            if (a < b) {
-                pieces.add(new Piece(h.seq, h.slot, a - h.start, (int) (b - a), a - from));
+        if (share.partial()) {
+            for (int i = 0; i < n; i++) {
+                long at = epochBase + offset(shareIndex + i);
+                Held h = holding(at);
+                pieces.add(new Piece(h.seq, h.slot, at - h.start, 1, i));
             }
+        } else {
+            for (Held h : held) {
+                long a = Math.max(first, h.start);
+                long b = Math.min(to, h.end);
+                if (a < b) {
+                    pieces.add(new Piece(h.seq, h.slot, a - h.start, (int) (b - a), a - first));
+                }
+            }
+        }
+        for (Held h : held) {
             if (h.start < to) {
                 h.consumed = Math.max(h.consumed, Math.min(h.end, to));
             }
@@ -234,10 +285,21 @@ public final class ConsumerStream {
         if (pieces.size() == 1) {
             find(pieces.getFirst().seq()).pinned = true;
         }
-        BatchPlan plan = new BatchPlan(epochNumber, batchIndex, from - epochBase, n, List.copyOf(pieces));
+        BatchPlan plan = new BatchPlan(epochNumber, batchIndex, shareIndex, n, List.copyOf(pieces));
         batchIndex++;
-        position = to;
+        shareIndex += n;
+        position = Math.max(position, to);
         return plan;
+    }
+
+    /** The held batch that holds stream position {@code at}. */
+    private Held holding(long at) {
+        for (Held h : held) {
+            if (h.start <= at && at < h.end) {
+                return h;
+            }
+        }
+        throw new IllegalStateException("no held batch holds stream position " + at);
     }
 
     /** Consumes, without handing them out, the arrived samples up to {@code target}; returns whether it got there. */

@@ -45,7 +45,7 @@ class ConnectionFailureTest {
         String tooLong = "x".repeat(1 << 20); // more than a frame holds: the encoder throws
         try (SharedArena arena = SharedArena.create(arenaFile, layout, 7, ProcessHandle.current().pid())) {
             ProducerCore core = new ProducerCore(arena, new ServingRules(16, 0, 1, 2, 1, Duration.ofSeconds(5), Duration.ofSeconds(5), 1,
-                    Duration.ZERO, "p", io.tensorsocket.StartMode.ROLLING));
+                    Duration.ZERO, "p", io.tensorsocket.StartMode.ROLLING, Duration.ofSeconds(30)));
             try (ProducerServer server = new ProducerServer(dir.resolve(ProducerDirectory.SOCKET_FILE), core,
                     Duration.ofSeconds(5), start -> new Message.Welcome(7, 0, ProcessHandle.current().pid(),
                     arenaFile.toString(), 4, layout.slotBytes(), 4, TENSORS, 16, 1, start.mode(), start.epoch(),

@@ -36,7 +36,7 @@ class ProtocolVectorsTest {
 
     static {
         FRAMES.put("hello", new Message.Hello(64, true, 4242, "python3 train.py — ü", io.tensorsocket.StartPolicy.NEXT_EPOCH_START,
-                true));
+                true, "ddp-lr0.1", 2, 4));
         FRAMES.put("welcome", new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
                 List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64),
                         TensorSpec.of("mask", DType.BOOL, 7)),
@@ -57,7 +57,7 @@ class ProtocolVectorsTest {
                                 128, 4, 900, true, 120000, 4321.25, 5_000_000_000L, 25_000_000_000L, 30_000_000_000L,
                                 "python3 train.py", false),
                         new io.tensorsocket.ProducerStatus.Consumer(2, 778, "ana", 100, true, StartMode.ROLLING, 3, 151000,
-                                152, 3, 600, false, 0, 0, 0, 0, 1_000_000_000L, "flight 10.0.0.2:51000", true)))));
+                                152, 3, 600, false, 0, 0, 0, 0, 1_000_000_000L, "flight 10.0.0.2:51000", true, "ddp", 3, 4)))));
         FRAMES.put("feeder_hello", new Message.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                 List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64)), 60001, true,
                 -5));

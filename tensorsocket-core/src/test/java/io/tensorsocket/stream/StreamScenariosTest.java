@@ -44,6 +44,11 @@ class StreamScenariosTest {
             "exact-inside-rubber-band-starts-at-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0 mid_epoch=exact",
             "exact-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0 mid_epoch=exact",
             "exact-waits-when-asked samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start mid_epoch=exact",
+            "rank-2-of-4-padded samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=0 rank=2/4",
+            "rank-3-of-4-drop-last samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 rank=3/4",
+            "rank-0-of-3-exact-mid-epoch samples=20 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact rank=0/3",
+            "rank-1-of-2-leaves-early samples=12 producer_batch=5 rubber_band=1 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=1 rank=1/2",
+            "rank-4-of-6-world-larger-than-epoch samples=4 producer_batch=3 rubber_band=0 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=2 leave_after=0 rank=4/6",
     };
 
     static StreamSimulation parse(String given) {
@@ -59,7 +64,13 @@ class StreamScenariosTest {
                 kv.get("drop_last").equals("yes"), Integer.parseInt(kv.get("epochs")),
                 Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")),
                 io.tensorsocket.StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)),
-                io.tensorsocket.StartMode.valueOf(kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)));
+                io.tensorsocket.StartMode.valueOf(kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)),
+                rank(kv.getOrDefault("rank", "0/1")));
+    }
+
+    private static RankShare rank(String rw) {
+        String[] p = rw.split("/");
+        return new RankShare(Integer.parseInt(p[0]), Integer.parseInt(p[1]));
     }
 
     static String render() {
@@ -75,8 +86,9 @@ class StreamScenariosTest {
                 #   consumer epochs iterated, producer epochs (0 = unbounded), leave_after (>0: the consumer leaves
                 #   each epoch after that many batches), start_policy (optional; join_now when absent, or
                 #   next_epoch_start), mid_epoch (optional; how a consumer joining mid-epoch starts: rolling when
-                #   absent, or exact, where the producer chooses the order). Each batch is closed before the next is
-                #   asked for.
+                #   absent, or exact, where the producer chooses the order), rank (optional; R/W: the consumer is
+                #   rank R of a job of W ranks and takes its share of each epoch, see RankShare; 0/1 when absent).
+                #   Each batch is closed before the next is asked for.
                 # start <mode> epoch=<producer epoch> sample=<sample> retained=<first..last seq, or ->
                 # batch epoch=<consumer epoch> index=<i> sample=<first sample in the epoch> size=<n>
                 #   pieces=<seq>:<offset in its slot>+<samples>,...   (one piece: a view of that slot)

@@ -17,14 +17,14 @@ import java.util.List;
 record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
                         boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
                         int producerEpochs, int leaveAfter, io.tensorsocket.StartPolicy startPolicy,
-                        io.tensorsocket.StartMode midEpoch) {
+                        io.tensorsocket.StartMode midEpoch, RankShare share) {
 
     StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
                      boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
                      int producerEpochs, int leaveAfter) {
         this(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin, epochEndedBeforeJoin, consumerBatch,
                 dropLast, consumerEpochs, producerEpochs, leaveAfter, io.tensorsocket.StartPolicy.JOIN_NOW,
-                io.tensorsocket.StartMode.ROLLING);
+                io.tensorsocket.StartMode.ROLLING, RankShare.ALL);
     }
 
     /** One event the consumer saw. */
@@ -83,7 +83,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
         List<Event> events = new ArrayList<>();
         StartPoint start = new JoinRule(rubberBand, midEpoch).decide(producer.stream, startPolicy);
         events.add(new Start(start));
-        ConsumerStream c = new ConsumerStream(g, slots, consumerBatch, dropLast, start.epoch(), start.sample());
+        ConsumerStream c = new ConsumerStream(g, slots, consumerBatch, dropLast, start.epoch(), start.sample(), share);
         for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
             c.accept(producer.published.get((int) q), (int) (q % slots));
         }

@@ -1,0 +1,204 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The ranks of data-parallel jobs, each in its own process (Java and Python in one job), launched in the same second
+ * as plain consumers: each rank's epochs are its equal share, the job's ranks together see every sample of each epoch
+ * once (the last ones twice where the world size does not divide the epoch), everyone saw the same sample at every
+ * stream position; a SIGKILLed rank fails its job with a message naming it while the others read on; ranks that
+ * disagree, repeat a rank, come late or never come are refused or failed with a message saying what to do.
+ */
+class RanksProcessTest extends ProcessTestBase {
+    private static final int SAMPLES = 1002; // 4 ranks of 251, the last 2 samples of each epoch seen twice
+
+    @Test
+    void aJobOfFourRanksInJavaAndPythonAndTwoPlainConsumersAllGetExactEpochs() throws Exception {
+        Proc producer = serve("ddp", "samples=" + SAMPLES + ",shape=3,dtype=float32,seed=9", 20, 0, "--loader-delay-ms", "1");
+        List<Path> idFiles = new ArrayList<>();
+        rankFiles.clear();
+        List<Proc> ranks = new ArrayList<>();
+        boolean python = pythonAvailable();
+        // All launched at once, as torchrun and a sweep would: the job's ranks in any order, plain consumers among them.
+        ranks.add(javaRank(3, 16, idFiles));
+        Proc plain = reader(32, idFiles);
+        ranks.add(python ? pythonRank(1, 10, idFiles) : javaRank(1, 10, idFiles));
+        ranks.add(javaRank(0, 7, idFiles));
+        ranks.add(python ? pythonRank(2, 25, idFiles) : javaRank(2, 25, idFiles));
+        Proc plain2 = reader(50, idFiles);
+
+        for (Proc r : ranks) {
+            assertEquals(0, r.exitCode(Duration.ofSeconds(90)), r.stderr());
+            List<Map<String, String>> epochs = r.json();
+            assertEquals(3, epochs.size(), epochs.toString());
+            for (Map<String, String> e : epochs) {
+                assertExactEpoch(e, 251);
+                assertEquals("ddp-job", e.get("job"), e.toString());
+                assertEquals("4", e.get("world_size"), e.toString());
+            }
+        }
+        for (Proc p : List.of(plain, plain2)) {
+            assertEquals(0, p.exitCode(Duration.ofSeconds(90)), p.stderr());
+            for (Map<String, String> e : p.json()) {
+                assertExactEpoch(e, SAMPLES);
+            }
+        }
+        // Every stream position held one sample for everyone who saw it; the ranks' shares of each epoch cover it.
+        Map<Long, Long> stream = new HashMap<>();
+        Map<Long, Integer> seenByRanks = new TreeMap<>();
+        for (Path f : idFiles) {
+            boolean rank = rankFiles.contains(f);
+            for (String line : Files.readAllLines(f)) {
+                String[] v = line.split(" ");
+                long pos = Long.parseLong(v[0]);
+                for (int i = 1; i < v.length; i++) {
+                    Long other = stream.putIfAbsent(pos + i - 1, Long.valueOf(v[i]));
+                    assertTrue(other == null || other.equals(Long.valueOf(v[i])), "position " + (pos + i - 1));
+                }
+                if (rank) {
+                    seenByRanks.merge(pos, 1, Integer::sum);
+                }
+            }
+        }
+        long first = seenByRanks.keySet().iterator().next(); // where the job started: rank 0's first sample
+        for (long p = first; p < first + 3L * SAMPLES; p++) {
+            long offset = (p - first) % SAMPLES;
+            assertEquals(offset >= SAMPLES - 2 ? 2 : 1, seenByRanks.getOrDefault(p, 0), "ranks' views of position " + p);
+        }
+        assertTrue(producer.stderr().contains("job 'ddp-job' formed: its 4 ranks start together"), producer.stderr());
+    }
+
+    @Test
+    void aRankKilledFailsItsJobNamingItWhileOtherConsumersReadOn() throws Exception {
+        Proc producer = serve("kill", "samples=2000,shape=3,dtype=float32,seed=2", 20, 0, "--loader-delay-ms", "3");
+        Proc plain = consume("kill", 40, "--epochs", "4");
+        List<Proc> ranks = new ArrayList<>();
+        for (int r = 0; r < 3; r++) {
+            ranks.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "3",
+                    "--progress-ms", "100"));
+        }
+        ranks.get(1).awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(60));
+        long killedPid = ranks.get(1).pid();
+        ranks.get(1).kill();
+        for (int r : new int[] {0, 2}) {
+            Proc p = ranks.get(r);
+            assertNotEquals(0, p.exitCode(Duration.ofSeconds(30)), p.stderr());
+            assertTrue(p.stderr().contains("rank 1 of job 'j' (pid " + killedPid + ") left producer 'kill' without saying"
+                    + " goodbye"), p.stderr());
+            assertTrue(p.stderr().contains("restart all of its ranks"), p.stderr());
+        }
+        assertEquals(0, plain.exitCode(Duration.ofSeconds(60)), plain.stderr());
+        assertEquals(4, plain.json().size(), plain.json().toString());
+        for (Map<String, String> e : plain.json()) {
+            assertExactEpoch(e, 2000);
+        }
+        assertTrue(producer.isAlive(), producer.stderr());
+        // The job's name is free again: a new job of that name forms and reads.
+        List<Proc> again = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            again.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "2", "--epochs", "1"));
+        }
+        for (Proc p : again) {
+            assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
+            assertExactEpoch(p.json().getFirst(), 1000);
+        }
+    }
+
+    @Test
+    void ranksThatDisagreeRepeatComeLateOrNeverComeAreToldWhatToDo() throws Exception {
+        Proc producer = serve("bad", "samples=400,shape=2,dtype=float32,seed=1", 10, 0, "--loader-delay-ms", "2",
+                "--job-timeout-s", "8");
+        Proc anchor = consume("bad", 10);
+        awaitJoined(producer, 1);
+
+        // Rank 0 of 2 waits; a rank that says the world is 3, and a second rank 0, are refused at once.
+        Proc waiting = consume("bad", 8, "--job", "a", "--rank", "0", "--world-size", "2", "--epochs", "1");
+        awaitLog(producer, "rank 0 of job 'a'");
+        Proc wrongWorld = consume("bad", 8, "--job", "a", "--rank", "1", "--world-size", "3");
+        Proc twice = consume("bad", 8, "--job", "a", "--rank", "0", "--world-size", "2");
+        assertEquals(1, wrongWorld.exitCode(Duration.ofSeconds(30)), wrongWorld.stderr());
+        assertTrue(wrongWorld.stderr().contains("says the job has 3 ranks, but its ranks 0 say 2"), wrongWorld.stderr());
+        assertEquals(1, twice.exitCode(Duration.ofSeconds(30)), twice.stderr());
+        assertTrue(twice.stderr().contains("rank 0 of job 'a' joined already"), twice.stderr());
+        // Rank 1 never comes: rank 0 is told which rank is missing once the job timeout passes.
+        assertEquals(1, waiting.exitCode(Duration.ofSeconds(30)), waiting.stderr());
+        assertTrue(waiting.stderr().contains("job 'a' on producer 'bad' did not form: rank 1 of 2 did not join within 8 s"),
+                waiting.stderr());
+
+        // A job that runs refuses a rank that comes late (a restarted one).
+        Proc r0 = consume("bad", 8, "--job", "b", "--rank", "0", "--world-size", "2", "--step-ms", "2");
+        Proc r1 = consume("bad", 8, "--job", "b", "--rank", "1", "--world-size", "2", "--step-ms", "2");
+        awaitLog(producer, "job 'b' formed");
+        Proc late = consume("bad", 8, "--job", "b", "--rank", "1", "--world-size", "2");
+        assertEquals(1, late.exitCode(Duration.ofSeconds(30)), late.stderr());
+        assertTrue(late.stderr().contains("job 'b' started already"), late.stderr());
+        for (Proc p : List.of(r0, r1)) {
+            p.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
+            assertExactEpoch(p.json().getFirst(), 200);
+            assertTrue(p.isAlive(), p.stderr());
+        }
+
+        // What cannot be a rank is refused before it connects, saying why.
+        Proc outside = consume("bad", 8, "--job", "c", "--rank", "4", "--world-size", "4");
+        assertEquals(1, outside.exitCode(Duration.ofSeconds(30)), outside.stderr());
+        assertTrue(outside.stderr().contains("rank 4 of a world of 4 is invalid"), outside.stderr());
+        Proc noRank = startCommand(List.of(launcherScript().toString(), "consume", "--name", "bad", "--batch-size", "8",
+                "--job", "c"), Map.of("RANK", "", "WORLD_SIZE", ""));
+        assertEquals(1, noRank.exitCode(Duration.ofSeconds(30)), noRank.stderr());
+        assertTrue(noRank.stderr().contains("--job needs --rank (or RANK in the environment"), noRank.stderr());
+        Proc fromEnv = startCommand(List.of(launcherScript().toString(), "consume", "--name", "bad", "--batch-size", "8",
+                "--job", "d", "--epochs", "1"), Map.of("RANK", "0", "WORLD_SIZE", "1"));
+        assertEquals(0, fromEnv.exitCode(Duration.ofSeconds(60)), fromEnv.stderr());
+        assertEquals("0", fromEnv.json().getFirst().get("rank"));
+        anchor.kill();
+    }
+
+    private static void awaitLog(Proc producer, String text) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!producer.stderr().contains(text)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the producer never logged '" + text + "': " + producer.stderr());
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private final java.util.Set<Path> rankFiles = new java.util.HashSet<>();
+
+    private Proc reader(int batchSize, List<Path> idFiles) throws Exception {
+        Path ids = base.resolve("ids-" + idFiles.size());
+        idFiles.add(ids);
+        return consume("ddp", batchSize, "--ids-out", ids.toString(), "--epochs", "3");
+    }
+
+    private Proc javaRank(int rank, int batchSize, List<Path> idFiles) throws Exception {
+        Path ids = base.resolve("ids-" + idFiles.size());
+        idFiles.add(ids);
+        rankFiles.add(ids);
+        return consume("ddp", batchSize, "--ids-out", ids.toString(), "--epochs", "3", "--job", "ddp-job", "--rank",
+                Integer.toString(rank), "--world-size", "4");
+    }
+
+    private Proc pythonRank(int rank, int batchSize, List<Path> idFiles) throws Exception {
+        Path ids = base.resolve("ids-" + idFiles.size());
+        idFiles.add(ids);
+        rankFiles.add(ids);
+        // torchrun's way: RANK and WORLD_SIZE in the environment
+        return startPython(Map.of("RANK", Integer.toString(rank), "WORLD_SIZE", "4"), "-m", "tensorsocket_client",
+                "consume", "--name", "ddp", "--batch-size", Integer.toString(batchSize), "--ids-out", ids.toString(),
+                "--epochs", "3", "--job", "ddp-job");
+    }
+}
