@@ -53,20 +53,24 @@ class RankShareTest {
             for (int k = 0; k < world; k++) {
                 batch[k] = r.nextInt(1, 20);
             }
-            run(seed, trial, new StreamGeometry(n, producerBatch), world, batch, dropLast, r.nextInt(1, 4));
+            // Half the jobs join mid-epoch (exact, as a late job does), at a batch boundary of the producer's.
+            StreamGeometry g = new StreamGeometry(n, producerBatch);
+            long startSample = r.nextBoolean() ? 0 : r.nextLong(g.batchesPerEpoch()) * producerBatch;
+            run(seed, trial, g, world, batch, dropLast, r.nextInt(1, 4), startSample);
         }
     }
 
-    private static void run(long seed, int trial, StreamGeometry g, int world, int[] batch, boolean dropLast, int epochs) {
+    private static void run(long seed, int trial, StreamGeometry g, int world, int[] batch, boolean dropLast, int epochs,
+                            long startSample) {
         String what = "seed " + seed + " trial " + trial + ": n=" + g.samplesPerEpoch() + " B=" + g.producerBatchSize()
-                + " w=" + world + " b=" + Arrays.toString(batch) + " dropLast=" + dropLast;
+                + " w=" + world + " b=" + Arrays.toString(batch) + " dropLast=" + dropLast + " start=" + startSample;
         int slots = 1;
         for (int k = 0; k < world; k++) {
             slots = Math.max(slots, g.slotsNeeded((int) new RankShare(k, world).span(batch[k])));
         }
         List<ConsumerStream> ranks = new ArrayList<>();
         for (int k = 0; k < world; k++) {
-            ranks.add(new ConsumerStream(g, slots, batch[k], dropLast, 0, 0, new RankShare(k, world)));
+            ranks.add(new ConsumerStream(g, slots, batch[k], dropLast, 0, startSample, new RankShare(k, world)));
         }
         ProducerStream producer = new ProducerStream(g);
         Map<Long, Integer> holders = new HashMap<>();
@@ -78,7 +82,7 @@ class RankShareTest {
             ranks.get(k).beginEpoch();
         }
         long seq = 0;
-        long total = epochs * g.samplesPerEpoch();
+        long total = startSample + epochs * g.samplesPerEpoch();
         long published = 0;
         int[] epochOf = new int[world];
         boolean[] done = new boolean[world];
@@ -90,9 +94,11 @@ class RankShareTest {
                 holders.remove(seq - slots);
                 int samples = (int) Math.min(g.producerBatchSize(), g.samplesPerEpoch() - producer.nextSample());
                 BatchPosition p = producer.publish(seq, samples);
-                holders.put(seq, world);
-                for (ConsumerStream c : ranks) {
-                    c.accept(p, (int) (seq % slots));
+                if (published >= startSample) { // the job joined here: it is handed this batch and all after it
+                    holders.put(seq, world);
+                    for (ConsumerStream c : ranks) {
+                        c.accept(p, (int) (seq % slots));
+                    }
                 }
                 published += samples;
                 if (producer.nextSample() == g.samplesPerEpoch()) {
@@ -156,7 +162,7 @@ class RankShareTest {
                 assertEquals(share.count(n, dropLast) / batch[k] * batch[k] + (dropLast ? 0 : share.count(n, false) % batch[k]),
                         positions.size(), what + ": rank " + k + " epoch " + e);
                 for (int i = 0; i < positions.size(); i++) {
-                    long offset = positions.get(i) - e * n;
+                    long offset = positions.get(i) - startSample - e * n;
                     assertEquals(share.offset(i, n, dropLast), offset, what + ": rank " + k + " epoch " + e + " sample " + i);
                     times[(int) offset]++;
                 }
@@ -178,7 +184,8 @@ class RankShareTest {
         for (int k = 0; k < world; k++) {
             List<Long> got = released.get(k);
             for (int i = 0; i < got.size(); i++) {
-                assertEquals((long) i, got.get(i), what + ": rank " + k + " released out of order or twice");
+                assertEquals(startSample / g.producerBatchSize() + i, (long) got.get(i),
+                        what + ": rank " + k + " released out of order or twice");
             }
         }
     }
