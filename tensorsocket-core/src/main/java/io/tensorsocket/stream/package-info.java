@@ -11,6 +11,8 @@
  *       retained batches replayed, or rolling).</li>
  *   <li>{@link io.tensorsocket.stream.ConsumerStream}: how one consumer regroups producer batches into its
  *       own batches, which slots each of its batches spans, and which producer batches it may release.</li>
+ *   <li>{@link io.tensorsocket.stream.RankShare}: which samples of each epoch a rank of a data-parallel job
+ *       takes.</li>
  * </ul>
  *
  * <p>Both the producer and the consumer drive these classes from their own threads under their own
