@@ -8,6 +8,7 @@ with one line on stderr: ``tensorsocket: error: ...``.
 """
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -190,8 +191,20 @@ def main(argv=None):
     f.add_argument("--epochs", type=int, default=1, help="Epochs to feed (default 1).")
     f.add_argument("--no-start", action="store_true", help="Never start a producer, even with tensorsocket on PATH.")
     f.add_argument("--connect-timeout-s", type=float, default=60.0, help="Wait this long for the producer.")
+    s = sub.add_parser("share-serve", help="The process share() starts: builds the factory's loader and feeds it until "
+                                           "the producer stops (its linger after the last consumer).")
+    s.add_argument("--name", required=True)
+    s.add_argument("--factory", required=True, help="module:function returning the loader.")
+    s.add_argument("--kwargs", default="{}", help="The factory's keyword arguments, as JSON.")
+    s.add_argument("--description", required=True, help="The fingerprint share() checks.")
+    s.add_argument("--linger", type=float, required=True, help="Seconds the producer stays after its last consumer.")
+    s.add_argument("--producer-options", default="{}", help="TensorProducer options, as JSON.")
     args = p.parse_args(argv)
     try:
+        if args.command == "share-serve":
+            from .share import serve
+            return serve(args.name, args.factory, json.loads(args.kwargs), args.description, args.linger,
+                         json.loads(args.producer_options))
         return feed(args) if args.command == "feed" else consume(args)
     except (TensorSocketError, _Failure, ValueError, OSError, ImportError) as e:
         print("tensorsocket: error: %s" % e, file=sys.stderr, flush=True)

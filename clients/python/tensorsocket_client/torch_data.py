@@ -23,7 +23,8 @@ class TensorSocketDataset(IterableDataset):
     iteration, in the process that iterates (use ``num_workers=0``: the batches are already made)."""
 
     def __init__(self, name: str, batch_size: int, names: Optional[Sequence[str]] = None, drop_last: bool = False,
-                 copy: bool = False, **consumer_options: Any):
+                 copy: bool = False, consumer: Optional[TensorConsumer] = None, **consumer_options: Any):
+        """``consumer``: one already connected (what ``share()`` hands over), used until the dataset is copied."""
         super().__init__()
         self.name = name
         self.batch_size = batch_size
@@ -31,7 +32,7 @@ class TensorSocketDataset(IterableDataset):
         self.drop_last = drop_last
         self.copy = copy
         self._options = consumer_options
-        self._consumer: Optional[TensorConsumer] = None
+        self._consumer: Optional[TensorConsumer] = consumer
 
     @property
     def consumer(self) -> TensorConsumer:

@@ -42,6 +42,9 @@ final class ProducerAssembly {
         ProducerParts made = new ProducerParts(ProducerDirectory.claim(dir, b.accessGroup));
         try {
             Path at = made.directory().path();
+            if (b.shareKey != null) { // before the socket opens: whoever connects can compare it
+                java.nio.file.Files.writeString(at.resolve(ProducerDirectory.SHARE_FILE), b.shareKey);
+            }
             awaitLayout(source, name, at);
             BatchLayout batch = source.layout();
             long firstEpoch = source.firstEpoch();

@@ -7,6 +7,7 @@ import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.RemoteConnector;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
@@ -70,6 +71,42 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
             return new TensorConsumer(name, RemoteConnector.forUri(name).connect(name, options));
         }
         return connect(ProducerDirectory.forName(name), name, options);
+    }
+
+    /** How long a producer a share started stays after its last consumer left, unless told otherwise. */
+    public static final Duration DEFAULT_LINGER = Duration.ofSeconds(60);
+
+    /**
+     * Connects to the producer called {@code name}, first starting it as {@code tensorsocket serve --name name
+     * serveArgs...} if none runs on this host: the way every trial of a sweep shares one loader with the same line.
+     * The producer runs as a process of its own (the caller's end does not stop it) and stays {@code linger} after
+     * its last consumer left; callers racing at the same instant start one. A running producer that was started
+     * otherwise, or with other arguments, is refused ({@link RequestRejectedException}, saying how they differ).
+     *
+     * @param serveArgs what {@code serve} needs besides the name, e.g. {@code --idx /data/fmnist --batch-size 256}
+     */
+    public static TensorConsumer connectOrServe(String name, ConsumerOptions options, java.util.List<String> serveArgs,
+                                                Duration linger) {
+        io.tensorsocket.consumer.SharedServe share = new io.tensorsocket.consumer.SharedServe(name, serveArgs, linger);
+        for (int attempt = 0; ; attempt++) {
+            share.ensureStarted(options.connectTimeout());
+            TensorConsumer c;
+            try {
+                c = connect(name, options);
+            } catch (ProducerGoneException | ProducerNotFoundException e) {
+                if (attempt == 2) {
+                    throw e; // it stopped (its linger ran out) between the check and the join, three times over
+                }
+                continue;
+            }
+            String why = share.mismatch(ProducerDirectory.forName(name), c.sourceDescription());
+            if (why != null) {
+                c.close();
+                throw new RequestRejectedException("producer '" + name + "' on this host serves another source than"
+                        + " this caller asks for: " + why + ". Give this share another name, or the same arguments");
+            }
+            return c;
+        }
     }
 
     /** Connects to the producer whose directory is {@code directory}. */

@@ -243,6 +243,7 @@ public final class TensorProducer implements AutoCloseable {
         Duration idleTimeout;
         Duration startGrace = Duration.ofSeconds(2);
         Duration jobTimeout = Duration.ofSeconds(30);
+        String shareKey;
         Duration helloTimeout = Duration.ofSeconds(5);
         Duration drainTimeout = Duration.ofSeconds(30);
         int minConsumers = 1;
@@ -388,6 +389,15 @@ public final class TensorProducer implements AutoCloseable {
          */
         public Builder jobTimeout(Duration timeout) {
             this.jobTimeout = positive(timeout, "job timeout");
+            return this;
+        }
+
+        /**
+         * What {@code TensorConsumer.connectOrServe} compares: the producer's directory holds it (file
+         * {@value io.tensorsocket.directory.ProducerDirectory#SHARE_FILE}) before any consumer can connect.
+         */
+        public Builder shareKey(String key) {
+            this.shareKey = key;
             return this;
         }
 

@@ -7,6 +7,9 @@ import io.tensorsocket.flight.RemoteOptions;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Option;
 
+import java.util.Arrays;
+import java.util.List;
+
 /**
  * The options every consuming command has (a picocli mixin): which producer (by name, a {@code grpc://}
  * address, or a directory), whether a late joiner waits for the next epoch start, and how long a silent
@@ -68,8 +71,30 @@ final class ConsumerFlags {
         }
     }
 
-    /** Connects to the producer named, with {@code remote}'s options for a {@code grpc://} one. */
+    @Option(names = "--share", paramLabel = "SERVE-ARGS",
+            description = "Start the producer --name names if none runs on this host, as tensorsocket serve --name NAME"
+                    + " SERVE-ARGS (e.g. \"--idx /data/fmnist --batch-size 256\"), a process of its own that stays"
+                    + " --linger-s after its last consumer: every trial of a sweep runs the same line. A running"
+                    + " producer started otherwise is refused, saying how.")
+    String share;
+
+    @Option(names = "--linger-s", defaultValue = "60", paramLabel = "SECONDS",
+            description = "With --share: how long the producer stays after its last consumer left (default ${DEFAULT-VALUE}).")
+    double lingerS;
+
+    /**
+     * Connects to the producer named, with {@code remote}'s options for a {@code grpc://} one; with {@code --share},
+     * first starting it as {@code serve --name NAME SERVE-ARGS} if none runs ({@link TensorConsumer#connectOrServe}).
+     */
     TensorConsumer connect(ConsumerOptions options, RemoteOptions remote) {
+        if (share != null) {
+            if (target.name == null || RemoteAccess.isRemote(target.name)) {
+                throw new IllegalArgumentException("--share starts a producer on this host: name it with --name, not "
+                        + (target.name != null ? target.name : "--dir"));
+            }
+            List<String> args = Arrays.stream(share.trim().split("\\s+")).filter(a -> !a.isEmpty()).toList();
+            return TensorConsumer.connectOrServe(target.name, options, args, ServeCommand.seconds(lingerS));
+        }
         if (options.jobRank() != null && target.name != null && RemoteAccess.isRemote(target.name)) {
             throw new IllegalArgumentException("the ranks of a job read from a producer on their own host; --job is not"
                     + " available over Flight (" + target.name + ")");

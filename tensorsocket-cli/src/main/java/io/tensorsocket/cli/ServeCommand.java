@@ -65,6 +65,11 @@ final class ServeCommand implements Callable<Integer> {
                     + " jobs launched together all start at the epoch start (default ${DEFAULT-VALUE}; 0 = off).")
     long startGraceMs;
 
+    @Option(names = "--share-key", hidden = true,
+            description = "Set by TensorConsumer.connectOrServe (train --share): the arguments it started this producer"
+                    + " with, which later callers compare with theirs.")
+    String shareKey;
+
     @Option(names = "--job-timeout-s", defaultValue = "30", paramLabel = "SECONDS",
             description = "How long the ranks of a data-parallel job (consume --job) that joined wait for the others"
                     + " before the job fails, naming the missing ranks (default ${DEFAULT-VALUE}).")
@@ -100,7 +105,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
         TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
-                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers).jobTimeout(seconds(jobTimeoutS))
+                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers).jobTimeout(seconds(jobTimeoutS)).shareKey(shareKey)
                 .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS)).rings(rings);
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));

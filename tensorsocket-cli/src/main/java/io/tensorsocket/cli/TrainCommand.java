@@ -81,6 +81,7 @@ final class TrainCommand implements Callable<Integer> {
     @picocli.CommandLine.Mixin
     RemoteClientOptions remote;
 
+
     @Override
     public Integer call() throws Exception {
         if (System.getenv("DJL_OFFLINE") == null && System.getProperty("DJL_OFFLINE") == null) {

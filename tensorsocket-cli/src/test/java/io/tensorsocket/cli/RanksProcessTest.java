@@ -56,28 +56,7 @@ class RanksProcessTest extends ProcessTestBase {
                 assertExactEpoch(e, SAMPLES);
             }
         }
-        // Every stream position held one sample for everyone who saw it; the ranks' shares of each epoch cover it.
-        Map<Long, Long> stream = new HashMap<>();
-        Map<Long, Integer> seenByRanks = new TreeMap<>();
-        for (Path f : idFiles) {
-            boolean rank = rankFiles.contains(f);
-            for (String line : Files.readAllLines(f)) {
-                String[] v = line.split(" ");
-                long pos = Long.parseLong(v[0]);
-                for (int i = 1; i < v.length; i++) {
-                    Long other = stream.putIfAbsent(pos + i - 1, Long.valueOf(v[i]));
-                    assertTrue(other == null || other.equals(Long.valueOf(v[i])), "position " + (pos + i - 1));
-                }
-                if (rank) {
-                    seenByRanks.merge(pos, 1, Integer::sum);
-                }
-            }
-        }
-        long first = seenByRanks.keySet().iterator().next(); // where the job started: rank 0's first sample
-        for (long p = first; p < first + 3L * SAMPLES; p++) {
-            long offset = (p - first) % SAMPLES;
-            assertEquals(offset >= SAMPLES - 2 ? 2 : 1, seenByRanks.getOrDefault(p, 0), "ranks' views of position " + p);
-        }
+        assertJobCovers(idFiles, SAMPLES, 3, 2);
         assertTrue(producer.stderr().contains("job 'ddp-job' formed: its 4 ranks start together"), producer.stderr());
     }
 
@@ -123,15 +102,49 @@ class RanksProcessTest extends ProcessTestBase {
             assertExactEpoch(e, 2000);
         }
         assertTrue(producer.isAlive(), producer.stderr());
-        // The job's name is free again: a new job of that name forms and reads.
+        // The job's name is free again: a new job of that name forms and reads, joining mid-stream (exact where it
+        // joins mid-epoch) while the plain consumer reads on; together its ranks see each epoch once.
+        rankFiles.clear();
+        List<Path> ids = new ArrayList<>();
         List<Proc> again = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
-            again.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "2", "--epochs", "1"));
+            Path f = base.resolve("again-" + r);
+            ids.add(f);
+            rankFiles.add(f);
+            again.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "2", "--epochs", "2",
+                    "--ids-out", f.toString()));
         }
         for (Proc p : again) {
             assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
-            assertExactEpoch(p.json().getFirst(), 1000);
+            for (Map<String, String> e : p.json()) {
+                assertExactEpoch(e, 1000);
+            }
         }
+        assertJobCovers(ids, 2000, 2, 0);
+    }
+
+    @Test
+    void aTorchrunJobTrainsWithDistributedDataParallelOnItsRanksShares() throws Exception {
+        assumePython("numpy", "torch", "torch.distributed");
+        Proc producer = serve("torchrun", "samples=1000,shape=8,dtype=float32,seed=4", 20, 0, "--loader-delay-ms", "1");
+        Proc plain = consume("torchrun", 50, "--epochs", "3");
+        // torchrun starts one process per rank with RANK and WORLD_SIZE set; the script names only the job.
+        Proc job = startPython(Map.of("OMP_NUM_THREADS", "1"), "-m", "torch.distributed.run", "--standalone",
+                "--nproc_per_node", "2", pythonClient().resolve("tests/scripts/ddp_train.py").toString(),
+                "--name", "torchrun", "--job", "ddp", "--epochs", "2", "--batch-size", "25");
+        assertEquals(0, job.exitCode(Duration.ofSeconds(180)), job.stderr());
+        List<Map<String, String>> epochs = job.json();
+        assertEquals(2, epochs.size(), job.lines().toString());
+        for (Map<String, String> e : epochs) {
+            assertEquals("1000", e.get("samples"), e.toString());
+            assertEquals("1000", e.get("unique"), e.toString()); // each sample once, across the two ranks
+            assertEquals("20", e.get("steps"), e.toString());
+        }
+        assertEquals(0, plain.exitCode(Duration.ofSeconds(60)), plain.stderr());
+        for (Map<String, String> e : plain.json()) {
+            assertExactEpoch(e, 1000);
+        }
+        assertTrue(producer.stderr().contains("job 'ddp' formed: its 2 ranks start together"), producer.stderr());
     }
 
     @Test
@@ -181,6 +194,36 @@ class RanksProcessTest extends ProcessTestBase {
         assertEquals(0, fromEnv.exitCode(Duration.ofSeconds(60)), fromEnv.stderr());
         assertEquals("0", fromEnv.json().getFirst().get("rank"));
         anchor.kill();
+    }
+
+    /**
+     * Every stream position held one sample for every consumer whose ids are in {@code idFiles} that saw it, and the
+     * positions the ranks among them ({@link #rankFiles}) saw cover {@code epochs} epochs of {@code n} from where the
+     * job started, each position once but the last {@code pad} of each epoch, twice.
+     */
+    private void assertJobCovers(List<Path> idFiles, long n, int epochs, int pad) throws java.io.IOException {
+        Map<Long, Long> stream = new HashMap<>();
+        Map<Long, Integer> seenByRanks = new TreeMap<>();
+        for (Path f : idFiles) {
+            boolean rank = rankFiles.contains(f);
+            for (String line : Files.readAllLines(f)) {
+                String[] v = line.split(" ");
+                long pos = Long.parseLong(v[0]);
+                for (int i = 1; i < v.length; i++) {
+                    Long other = stream.putIfAbsent(pos + i - 1, Long.valueOf(v[i]));
+                    assertTrue(other == null || other.equals(Long.valueOf(v[i])), "position " + (pos + i - 1));
+                }
+                if (rank) {
+                    seenByRanks.merge(pos, 1, Integer::sum);
+                }
+            }
+        }
+        long first = seenByRanks.keySet().iterator().next(); // where the job started: rank 0's first sample
+        for (long p = first; p < first + epochs * n; p++) {
+            long offset = (p - first) % n;
+            assertEquals(offset >= n - pad ? 2 : 1, seenByRanks.getOrDefault(p, 0), "ranks' views of position " + p);
+        }
+        assertEquals(epochs * (n + pad), seenByRanks.values().stream().mapToInt(Integer::intValue).sum());
     }
 
     private static void awaitLog(Proc producer, String text) throws InterruptedException {

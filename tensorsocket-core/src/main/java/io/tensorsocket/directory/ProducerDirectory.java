@@ -61,6 +61,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String RINGS_FILE = "rings";
     /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";
+    /** What a producer started for {@code TensorConsumer.connectOrServe} was started with (its serve arguments). */
+    public static final String SHARE_FILE = "share";
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
     private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
     private static final Set<PosixFilePermission> GROUP_DIR = PosixFilePermissions.fromString("rwxr-x---");
@@ -234,6 +236,7 @@ public final class ProducerDirectory implements AutoCloseable {
         Files.deleteIfExists(dir.resolve(ARENA_FILE));
         Files.deleteIfExists(dir.resolve(RINGS_FILE));
         Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
+        Files.deleteIfExists(dir.resolve(SHARE_FILE));
         if (stale) {
             log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
         }
@@ -403,6 +406,7 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.deleteIfExists(arenaPath());
             Files.deleteIfExists(ringsPath());
             Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
+            Files.deleteIfExists(dir.resolve(SHARE_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();
             lockChannel.close();

@@ -1,0 +1,259 @@
+"""One line in a training script shares one loader among every trial of a sweep on this host:
+
+    from tensorsocket_client import share
+    loader = share("cifar-train", make_loader, batch_size=128)   # make_loader: importable, returns a DataLoader
+    for epoch in range(epochs):
+        for images, labels in loader: ...
+
+Every trial calls the same line. The first caller on the host starts the producer and its feeder as a process of
+their own (in a session of their own, so a trial that ends or is stopped early does not take them along); the
+others attach; callers racing at the same instant start exactly one (a lock file beside the producers' directories
+decides who). The producer stays while consumers are attached and ``linger`` seconds after the last one left
+(default 60 s: trials started one after another reuse it), then stops. The factory is named by import path
+(``module:function``, or the function itself if it is defined at a module's top level) with JSON-able keyword
+arguments, so that the producer's process can build the same loader; a lambda, a closure or a function of the
+script being run (``__main__``) is refused with a message. The running producer's source description carries a
+fingerprint of the factory's path and arguments: a trial whose factory or arguments differ is refused, told how.
+
+A DataLoader over a map-style data set is fed by index, so trials that join mid-epoch get exact epochs; ranks of a
+data-parallel trial pass ``job=`` (rank and world size from torchrun's RANK and WORLD_SIZE).
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
+from .errors import ProducerGone, ProducerNotFound, TensorSocketError
+
+DEFAULT_LINGER = 60.0
+PREFIX = "share:"
+
+
+class ShareMismatch(TensorSocketError, ValueError):
+    """The producer of that name serves another factory or other arguments than this trial asks for."""
+
+
+class ShareFailed(TensorSocketError):
+    """The producer this trial started for the share could not start (its factory or loader failed)."""
+
+
+def factory_path(factory: Union[str, Callable[..., Any]]) -> str:
+    """``module:function`` of ``factory``; ValueError for what another process cannot import by that name."""
+    if isinstance(factory, str):
+        module, sep, attr = factory.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError("a factory path is 'module:function' (e.g. 'loaders:make_cifar'), not %r" % factory)
+        return factory
+    qualname = getattr(factory, "__qualname__", None)
+    module = getattr(factory, "__module__", None)
+    if not callable(factory) or qualname is None or module is None:
+        raise ValueError("share() needs a factory: a module-level function returning the DataLoader, or its path "
+                         "'module:function'; got %r" % (factory,))
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise ValueError("share() cannot use %s (a lambda or a function defined inside another): the producer runs in "
+                         "a process of its own, which imports the factory by name. Define it at the top level of a "
+                         "module and pass it, or its path 'module:function'" % qualname)
+    if module == "__main__":
+        script = getattr(sys.modules.get("__main__"), "__file__", None) or "the script"
+        stem = os.path.splitext(os.path.basename(script))[0] if script != "the script" else "yourscript"
+        raise ValueError("share() cannot use %s, a function of %s being run (__main__): the producer's process would "
+                         "have to run the script to import it. Move it to a module of its own (say loaders.py) and "
+                         "pass it from there, or guard the script's training with if __name__ == '__main__': and pass "
+                         "'%s:%s'" % (qualname, script, stem, qualname))
+    return "%s:%s" % (module, qualname)
+
+
+def fingerprint(path: str, kwargs: Optional[Dict[str, Any]]) -> str:
+    """The source description of a shared producer: ``share:PATH ARGS #DIGEST`` (ARGS canonical JSON)."""
+    args = _canonical(kwargs or {})
+    digest = hashlib.sha256((path + " " + args).encode("utf-8")).hexdigest()[:16]
+    return "%s%s %s #%s" % (PREFIX, path, args, digest)
+
+
+def _canonical(kwargs: Dict[str, Any]) -> str:
+    try:
+        return json.dumps(kwargs, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError("share()'s factory arguments must be JSON-able (numbers, strings, lists, dicts), so that the "
+                         "producer's process gets the same ones: %s" % e) from None
+
+
+def _parse(description: str):
+    """(path, kwargs) of a shared producer's description, or None for a producer that is not a share's."""
+    if not description.startswith(PREFIX):
+        return None
+    body = description[len(PREFIX):]
+    path, _, rest = body.partition(" ")
+    args, _, _ = rest.rpartition(" #")
+    try:
+        return path, json.loads(args)
+    except ValueError:
+        return path, None
+
+
+def difference(running: str, wanted: str) -> Optional[str]:
+    """How the factory of ``running`` (a description) differs from ``wanted``'s, or None if they are the same."""
+    if running == wanted:
+        return None
+    r, w = _parse(running), _parse(wanted)
+    if r is None:
+        return "it serves '%s', which no share() started" % running
+    if r[0] != w[0]:
+        return "its factory is %s, this trial's is %s" % (r[0], w[0])
+    ra, wa = r[1] or {}, w[1] or {}
+    parts = []
+    for key in sorted(set(ra) | set(wa)):
+        if key not in wa:
+            parts.append("%s=%s (not given here)" % (key, json.dumps(ra[key])))
+        elif key not in ra:
+            parts.append("%s not given there (here %s)" % (key, json.dumps(wa[key])))
+        elif ra[key] != wa[key]:
+            parts.append("%s=%s there, %s here" % (key, json.dumps(ra[key]), json.dumps(wa[key])))
+    return "its arguments differ: " + (", ".join(parts) if parts else "%s vs %s" % (running, wanted))
+
+
+def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
+          kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None, linger: float = DEFAULT_LINGER,
+          start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None, **consumer_options: Any):
+    """A torch ``DataLoader`` of the shared producer ``name`` at ``batch_size``, starting the producer (running
+    ``factory(**kwargs)`` in a process of its own) if none runs on this host. Each iteration is one epoch; batches are
+    tuples of tensors in the order the factory's loader yields them (``names`` picks and orders them). ``linger``:
+    seconds the producer stays after its last consumer left. ``producer_options``: as TensorProducer's (e.g.
+    ``rubber_band``, ``arena_mb``). Other keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``,
+    ``connect_timeout=``...). Raises ShareMismatch if the producer of that name serves another factory or other
+    arguments, ShareFailed if the producer started for it could not start (with its output's end)."""
+    from .consumer import TensorConsumer
+    from .torch_data import TensorSocketDataset, DataLoader
+
+    check_name(name)
+    path = factory_path(factory)
+    wanted = fingerprint(path, kwargs)
+    if float(linger) <= 0:
+        raise ValueError("linger must be positive (seconds the producer stays after its last consumer), got %r" % linger)
+    deadline = time.monotonic() + float(start_timeout)
+    consumer = None
+    for attempt in range(3):
+        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline)
+        try:
+            consumer = TensorConsumer(name, batch_size=batch_size, **consumer_options)
+            break
+        except (ProducerGone, ProducerNotFound):
+            if attempt == 2 or time.monotonic() > deadline:
+                raise  # it stopped (its linger ran out) between the check and the join, three times over
+    why = difference(consumer.source_description, wanted)
+    if why is not None:
+        consumer.close()
+        raise ShareMismatch("producer '%s' on this host serves another loader than this trial asks for (%s): %s. "
+                            "Give this trial's share another name, or the same factory and arguments"
+                            % (name, path, why))
+    order = tuple(names) if names is not None else tuple(t[0] for t in consumer.tensors)
+    dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, **consumer_options)
+    return DataLoader(dataset, batch_size=None, num_workers=0)
+
+
+def _lock_path(name: str):
+    base = base_directory()
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return base / (".%s.share.lock" % name)
+
+
+def log_path(name: str):
+    """Where the output of the producer a share started goes."""
+    return base_directory() / (".%s.share.log" % name)
+
+
+def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline):
+    """Starts the shared producer unless it runs; one caller at a time (a lock file decides), bounded by deadline."""
+    fd = os.open(str(_lock_path(name)), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ShareFailed("another trial has been starting producer '%s' for longer than start_timeout; "
+                                      "its output: %s" % (name, log_path(name))) from None
+                time.sleep(0.05)
+        d = directory_for(name)
+        if is_locked(d):
+            return  # running (or starting: the consumer's join waits for it)
+        _spawn(name, path, kwargs, description, linger, producer_options)
+        proc_log = log_path(name)
+        while not (d / SOCKET_FILE).exists() or not is_locked(d):
+            if _spawned.poll() is not None:
+                raise ShareFailed("the producer started for share '%s' (%s) exited with status %d before it served:\n%s"
+                                  % (name, path, _spawned.returncode, _tail(proc_log)))
+            if time.monotonic() > deadline:
+                raise ShareFailed("the producer started for share '%s' (%s) did not open its socket within "
+                                  "start_timeout; its output so far:\n%s" % (name, path, _tail(proc_log)))
+            time.sleep(0.05)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_spawned = None
+
+
+def _spawn(name, path, kwargs, description, linger, producer_options):
+    global _spawned
+    cmd = [sys.executable, "-m", "tensorsocket_client", "share-serve", "--name", name, "--factory", path,
+           "--kwargs", json.dumps(kwargs), "--description", description, "--linger", repr(linger),
+           "--producer-options", json.dumps(producer_options)]
+    env = dict(os.environ)
+    # The factory imports in the producer's process as it does here.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
+    log = open(log_path(name), "ab")
+    try:
+        log.write(("--- %s: started by pid %d: %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"), os.getpid(),
+                                                        " ".join(cmd))).encode("utf-8"))
+        log.flush()
+        # A session of its own: the trial's end, Ctrl-C in its terminal or its process group's kill do not reach it.
+        _spawned = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                    start_new_session=True, close_fds=True)
+    finally:
+        log.close()
+
+
+def _tail(path, lines=20):
+    try:
+        with open(path, "rb") as f:
+            return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output: %s)" % path
+
+
+def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
+          producer_options: Dict[str, Any]) -> int:
+    """The shared producer's process: builds the loader and feeds it, epoch after epoch, until the producer stops
+    (``linger`` seconds after its last consumer left)."""
+    import importlib
+
+    from .feeder import TensorProducer
+
+    module, _, attr = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    loader = obj(**kwargs)
+    options = dict(producer_options)
+    options.setdefault("idle_timeout", linger)
+    producer = TensorProducer(name, loader, description=description, **options)
+    try:
+        while True:
+            for _ in producer:
+                pass
+    except TensorSocketError as e:
+        if producer._loader_error is not None:
+            raise  # the loader failed: its consumers were told, and so is this process's output
+        # The producer stopped: its linger ran out with no consumer attached (or someone stopped it).
+        print("share '%s': the producer stopped (%s)" % (name, e), flush=True)
+        return 0
+    finally:
+        producer.close()
