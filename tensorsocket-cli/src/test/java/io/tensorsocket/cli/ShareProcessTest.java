@@ -1,0 +1,154 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Sweeps as sweep engines run them: the same script per trial, with one line that shares the loader. Trials launched
+ * in the same second start one producer; later ones, one SIGKILLed on the way, reuse it with exact epochs; it goes
+ * after its linger; a trial asking for another loader, or whose factory fails, is told how. Java callers
+ * ({@code consume --share}) the same.
+ */
+class ShareProcessTest extends ProcessTestBase {
+    /** The factory's arguments every trial of the sweep passes: a sample costs 50 µs to load. */
+    private static final String SLOW = "{\"sample_ms\": 0.05}";
+
+    private Proc trial(String name, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("tests/scripts/share_trial.py").toString(), name));
+        args.addAll(List.of(extra));
+        return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
+    }
+
+    @Override
+    protected Proc startPython(Map<String, String> env, String... args) throws java.io.IOException {
+        // The factories' module sits beside the trial script, as a user's loaders.py beside train.py.
+        List<String> cmd = new ArrayList<>(List.of(PYTHON, "-u"));
+        cmd.addAll(List.of(args));
+        Map<String, String> all = new java.util.HashMap<>(env);
+        all.put("PYTHONPATH", pythonClient() + ":" + pythonClient().resolve("tests/scripts"));
+        all.put("PYTHONDONTWRITEBYTECODE", "1");
+        all.putIfAbsent("TENSORSOCKET_LAUNCHER", launcherScript().toString());
+        return startCommand(cmd, all);
+    }
+
+    @Test
+    void trialsLaunchedTogetherAndLaterShareOneProducerWithExactEpochsWhichGoesAfterItsLinger() throws Exception {
+        assumePython("numpy", "torch");
+        // Four trials in the same second, as a sweep engine launches them; slow steps keep the producer busy.
+        List<Proc> first = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            first.add(trial("sweep", "--epochs", "3", "--batch-size", Integer.toString(20 + 7 * i), "--linger", "4",
+                    "--step-ms", "3", "--kwargs", SLOW));
+        }
+        first.get(0).awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(120));
+        // A late trial, and one SIGKILLed while it reads (an early-stopped trial's fate): neither disturbs the share.
+        Proc late = trial("sweep", "--epochs", "2", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
+        Proc killed = trial("sweep", "--epochs", "5", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
+        killed.awaitLine(l -> l.contains("\"attached\""), Duration.ofSeconds(120));
+        killed.kill();
+        Set<String> producers = new HashSet<>();
+        for (Proc t : concat(first, List.of(late))) {
+            assertEquals(0, t.exitCode(Duration.ofSeconds(180)), t.stderr());
+            List<Map<String, String>> lines = t.json();
+            producers.add(lines.getFirst().get("producer_pid"));
+            for (Map<String, String> e : lines.subList(1, lines.size())) {
+                assertEquals("true", e.get("exact"), e.toString());
+                assertTrue(e.get("start").equals("epoch_start") || e.get("start").equals("exact"), e.toString());
+            }
+        }
+        assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
+        // A trial within the linger reuses it too.
+        Proc again = trial("sweep", "--epochs", "1", "--batch-size", "50", "--linger", "4", "--kwargs", SLOW);
+        assertEquals(0, again.exitCode(Duration.ofSeconds(120)), again.stderr());
+        assertEquals(producers.iterator().next(), again.json().getFirst().get("producer_pid"));
+        // After its linger the producer and its feeder are gone, and so is its directory.
+        long pid = Long.parseLong(producers.iterator().next());
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the producer outlived its linger");
+        assertFalse(Files.exists(base.resolve("sweep")), "its directory stayed");
+        String log = Files.readString(base.resolve(".sweep.share.log"));
+        assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
+    }
+
+    @Test
+    void aTrialAskingForAnotherLoaderOrWhoseFactoryFailsIsToldHow() throws Exception {
+        assumePython("numpy", "torch");
+        Proc running = trial("other", "--epochs", "20", "--batch-size", "20", "--linger", "3", "--step-ms", "2");
+        running.awaitLine(l -> l.contains("\"attached\""), Duration.ofSeconds(120));
+        Proc differs = trial("other", "--epochs", "1", "--kwargs", "{\"batch_size\": 64}");
+        assertEquals(1, differs.exitCode(Duration.ofSeconds(120)), differs.stderr());
+        assertTrue(differs.stderr().contains("ShareMismatch: producer 'other' on this host serves another loader than"
+                + " this trial asks for (share_loaders:synthetic): its arguments differ: batch_size not given there"
+                + " (here 64)"), differs.stderr());
+        Proc broken = trial("broken", "--factory", "share_loaders:broken");
+        assertEquals(1, broken.exitCode(Duration.ofSeconds(120)), broken.stderr());
+        assertTrue(broken.stderr().contains("ShareFailed: the producer started for share 'broken'"
+                + " (share_loaders:broken) exited with status 1 before it served"), broken.stderr());
+        assertTrue(broken.stderr().contains("RuntimeError: the data set's root /data/cifar does not exist"),
+                broken.stderr());
+        Proc lambda = startPython(Map.of(), "-c", "import tensorsocket_client as t; t.share('x', lambda: None, 8)");
+        assertEquals(1, lambda.exitCode(Duration.ofSeconds(60)), lambda.stderr());
+        assertTrue(lambda.stderr().contains("share() cannot use <lambda>"), lambda.stderr());
+        running.kill();
+    }
+
+    @Test
+    void javaCallersShareWithConsumeShareAndAreRefusedOtherArguments() throws Exception {
+        String serveArgs = "--synthetic samples=2000,shape=4,dtype=float32,seed=3 --batch-size 50 --loader-delay-ms 1";
+        List<Proc> consumers = new ArrayList<>();
+        Proc anchor = javaShare("--batch-size", "20", "--share", serveArgs, "--linger-s", "3");
+        for (int b : new int[] {32, 45, 64}) {
+            consumers.add(javaShare("--batch-size", Integer.toString(b), "--epochs", "2", "--share", serveArgs,
+                    "--linger-s", "3"));
+        }
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            for (Map<String, String> e : c.json()) {
+                assertExactEpoch(e, 2000);
+            }
+        }
+        Proc other = javaShare("--batch-size", "32", "--epochs", "1", "--share", serveArgs.replace("seed=3", "seed=4"),
+                "--linger-s", "3");
+        assertEquals(1, other.exitCode(Duration.ofSeconds(120)), other.stderr());
+        assertTrue(other.stderr().contains("producer 'jshare' on this host serves another source than this caller asks"
+                + " for: it was started with serve " + serveArgs + ", this caller asks for serve "
+                + serveArgs.replace("seed=3", "seed=4")), other.stderr());
+        assertTrue(anchor.isAlive(), anchor.stderr());
+        anchor.kill();
+        String log = Files.readString(base.resolve(".jshare.share.log"));
+        assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (Files.exists(base.resolve("jshare")) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertFalse(Files.exists(base.resolve("jshare")), "the producer outlived its linger: " + log);
+    }
+
+    /** {@code consume --name jshare args...}, able to start {@code tensorsocket serve} as a user's PATH would. */
+    private Proc javaShare(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(launcherScript().toString(), "consume", "--name", "jshare"));
+        cmd.addAll(List.of(args));
+        return startCommand(cmd, Map.of("TENSORSOCKET_LAUNCHER", launcherScript().toString()));
+    }
+
+    private static <T> List<T> concat(List<T> a, List<T> b) {
+        List<T> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
+    }
+}
