@@ -128,18 +128,28 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     ``rubber_band``, ``arena_mb``). Other keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``,
     ``connect_timeout=``...). Raises ShareMismatch if the producer of that name serves another factory or other
     arguments, ShareFailed if the producer started for it could not start (with its output's end)."""
-    from .consumer import TensorConsumer
-    from .torch_data import TensorSocketDataset, DataLoader
-
     check_name(name)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
     if float(linger) <= 0:
         raise ValueError("linger must be positive (seconds the producer stays after its last consumer), got %r" % linger)
     deadline = time.monotonic() + float(start_timeout)
+
+    def ensure():
+        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline)
+
+    return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options)
+
+
+def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options):
+    """Joins the shared producer ``name`` once ``ensure()`` saw it started, checks it serves ``wanted``, and returns
+    the DataLoader over it (what ``share()`` and its Ray variant return)."""
+    from .consumer import TensorConsumer
+    from .torch_data import TensorSocketDataset, DataLoader
+
     consumer = None
     for attempt in range(3):
-        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline)
+        ensure()
         try:
             consumer = TensorConsumer(name, batch_size=batch_size, **consumer_options)
             break
@@ -230,9 +240,9 @@ def _tail(path, lines=20):
 
 
 def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
-          producer_options: Dict[str, Any]) -> int:
+          producer_options: Dict[str, Any], started: Optional[Callable[[Any], None]] = None) -> int:
     """The shared producer's process: builds the loader and feeds it, epoch after epoch, until the producer stops
-    (``linger`` seconds after its last consumer left)."""
+    (``linger`` seconds after its last consumer left). ``started`` is given the TensorProducer feeding it."""
     import importlib
 
     from .feeder import TensorProducer
@@ -245,6 +255,8 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
     producer = TensorProducer(name, loader, description=description, **options)
+    if started is not None:
+        started(producer)
     try:
         while True:
             for _ in producer:

@@ -1,0 +1,162 @@
+"""A Ray Tune sweep over learning rate and batch size with the ASHA scheduler, every trial reading one shared loader.
+
+    python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--private]
+
+Each trial calls ``tensorsocket_client.ray.share(...)`` where it would build its DataLoader: the first trial on a node
+starts that node's producer (a detached Ray actor), the others attach; ASHA stops trials early and starts new ones,
+which join mid-epoch and still get exact epochs. ``--lightning`` makes one trial a Lightning ``Trainer.fit``;
+``--nodes 2`` runs the sweep on a cluster of two Ray nodes simulated on this machine (``ray.cluster_utils.Cluster``),
+one producer per node; ``--private`` gives each trial its own DataLoader instead (the baseline). Needs ray[tune],
+torch, and lightning for ``--lightning``. Prints one JSON line per trial epoch and a summary.
+
+Across hosts: where a GPU node has too little CPU to decode, serve the loader on a CPU node over Arrow Flight
+(``tensorsocket serve ... --flight HOST:PORT``) and give each GPU node a relay
+(``tensorsocket serve --name NAME-NODEID --from grpc://HOST:PORT/NAME``): one network stream per node, its trials
+reading the relay from shared memory as here.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import ray
+import torch
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sweep_data, beside this script
+
+SHARE = "sweep-images"
+
+
+def _model():
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 10))
+
+
+def trainable(config):
+    from tensorsocket_client.ray import share
+    import sweep_data
+
+    t0 = time.monotonic()
+    if config["private"]:
+        loader, consumer = sweep_data.images(**config["data"]), None
+    else:
+        loader = share(SHARE, "sweep_data:images", batch_size=config["batch_size"], kwargs=config["data"],
+                       linger=config["linger"])
+        consumer = loader.dataset.consumer
+    attach_s = time.monotonic() - t0
+    info = dict(node=ray.get_runtime_context().get_node_id()[:12], attach_s=attach_s,
+                producer=consumer.producer if consumer else None,
+                producer_pid=consumer._welcome.producer_pid if consumer else None)
+    if config["kind"] == "lightning":
+        return _lightning(config, loader, consumer, info)
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    for epoch in range(config["epochs"]):
+        ids, loss_sum, steps = [], 0.0, 0
+        for x, y, i in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            ids.extend(i.tolist())
+            loss_sum += float(loss)
+            steps += 1
+        tune.report(dict(info, epoch=epoch, loss=loss_sum / steps, samples=len(ids), unique=len(set(ids)),
+                         start=consumer.start_mode if consumer else "private", kind="torch"))
+
+
+def _lightning(config, loader, consumer, info):
+    import lightning
+
+    class Module(lightning.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model, self.ids, self.losses = _model(), [], []
+
+        def training_step(self, batch, _):
+            x, y, i = batch
+            loss = torch.nn.functional.cross_entropy(self.model(x), y)
+            self.ids.extend(i.tolist())
+            self.losses.append(float(loss))
+            return loss
+
+        def on_train_epoch_end(self):
+            tune.report(dict(info, epoch=self.current_epoch, loss=sum(self.losses) / len(self.losses),
+                             samples=len(self.ids), unique=len(set(self.ids)),
+                             start=consumer.start_mode if consumer else "private", kind="lightning"))
+            self.ids, self.losses = [], []
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=config["lr"])
+
+    trainer = lightning.Trainer(max_epochs=config["epochs"], accelerator="cpu", devices=1, logger=False,
+                                enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                                num_sanity_val_steps=0)
+    trainer.fit(Module(), train_dataloaders=loader)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--trials", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--samples", type=int, default=2000)
+    p.add_argument("--lightning", action="store_true", help="Make the last trial a Lightning Trainer.fit.")
+    p.add_argument("--nodes", type=int, default=1, help="Simulate a cluster of this many Ray nodes on this machine.")
+    p.add_argument("--private", action="store_true", help="Each trial its own DataLoader (the baseline).")
+    p.add_argument("--linger", type=float, default=10.0)
+    a = p.parse_args()
+    # The trials' workers see where producers live, which launcher starts one, and the client (if not installed).
+    env = {"env_vars": {k: v for k, v in os.environ.items()
+                        if k.startswith("TENSORSOCKET_") or k in ("PATH", "PYTHONPATH", "JAVA_HOME")}}
+    cluster = None
+    if a.nodes > 1:
+        from ray.cluster_utils import Cluster
+        cluster = Cluster(initialize_head=True, head_node_args=dict(num_cpus=1, include_dashboard=False))
+        for _ in range(a.nodes - 1):
+            cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, runtime_env=env, log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, runtime_env=env, log_to_driver=False,
+                 _node_ip_address="127.0.0.1")
+    kinds = ["torch"] * a.trials
+    if a.lightning:
+        kinds[-1] = "lightning"
+    space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=tune.choice([32, 64]), kind=tune.grid_search(kinds),
+                 epochs=a.epochs, private=a.private, linger=a.linger, data=dict(samples=a.samples, seed=1))
+    try:
+        return _sweep(a, space)
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+
+
+def _sweep(a, space):
+    started = time.monotonic()
+    tuner = tune.Tuner(
+        tune.with_resources(trainable, {"cpu": 1}), param_space=space,
+        tune_config=tune.TuneConfig(scheduler=ASHAScheduler(metric="loss", mode="min", max_t=a.epochs, grace_period=1,
+                                                            reduction_factor=2)),
+        run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(prefix="tune-"), verbose=0))
+    results = tuner.fit()
+    wall = time.monotonic() - started
+    trials = []
+    for r in results:
+        history = r.metrics_dataframe.to_dict("records") if r.metrics_dataframe is not None else []
+        for h in history:
+            print(json.dumps({k: h[k] for k in ("kind", "epoch", "samples", "unique", "start", "node", "producer",
+                                                  "producer_pid", "attach_s", "loss") if k in h}), flush=True)
+        trials.append(dict(epochs=len(history), error=str(r.error) if r.error else None))
+    print(json.dumps(dict(summary=True, trials=len(trials), errors=sum(1 for t in trials if t["error"]),
+                          wall_s=wall, private=a.private)), flush=True)
+    if not a.private:
+        from tensorsocket_client.ray import stop
+        stop(SHARE)  # the sweep is over: each node's producer goes now rather than after its linger
+    return 1 if any(t["error"] for t in trials) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
