@@ -1,0 +1,80 @@
+package io.tensorsocket.cli;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The Tune example, run by the real engine: an ASHA sweep of 4 trials (one a Lightning {@code Trainer.fit}) on one
+ * Ray node reads one producer, every trial's every epoch exact, and nothing is left after the sweep; on a cluster of
+ * two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's.
+ */
+class RayTuneProcessTest extends ProcessTestBase {
+    private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
+
+    private Proc sweep(String... args) throws Exception {
+        Assumptions.assumeTrue(RAY != null && Files.isExecutable(Path.of(RAY)),
+                "SKIPPED: no Python with ray[tune] and lightning (set TENSORSOCKET_RAY_PYTHON, as .ci/run does)");
+        List<String> all = new java.util.ArrayList<>(List.of(pythonClient().resolve("examples/tune_sweep.py").toString()));
+        all.addAll(List.of(args));
+        return startPython(RAY, Map.of("OMP_NUM_THREADS", "1", "RAY_USAGE_STATS_ENABLED", "0",
+                "TENSORSOCKET_LAUNCHER", launcherScript().toString()), all.toArray(String[]::new));
+    }
+
+    /** The trial epochs the sweep printed, checked exact; returns them. */
+    private static List<Map<String, String>> exactEpochs(Proc p) throws Exception {
+        assertEquals(0, p.exitCode(Duration.ofSeconds(300)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        Map<String, String> summary = lines.getLast();
+        assertEquals("4", summary.get("trials"), summary.toString());
+        assertEquals("0", summary.get("errors"), summary.toString());
+        List<Map<String, String>> epochs = lines.subList(0, lines.size() - 1);
+        assertTrue(epochs.size() >= 4, epochs.toString()); // ASHA stops some trials after their first epoch
+        for (Map<String, String> e : epochs) {
+            assertEquals("2000", e.get("samples"), e.toString());
+            assertEquals("2000", e.get("unique"), e.toString());
+            assertTrue(e.get("start").equals("epoch_start") || e.get("start").equals("exact"), e.toString());
+        }
+        System.out.println("sweep: " + summary.get("wall_s") + " s wall; attach times "
+                + epochs.stream().map(e -> e.get("attach_s")).distinct().toList());
+        return epochs;
+    }
+
+    @Test
+    void anAshaSweepWithALightningTrialReadsOneProducerAndLeavesNothingBehind() throws Exception {
+        List<Map<String, String>> epochs = exactEpochs(sweep("--trials", "4", "--epochs", "3", "--lightning"));
+        Set<String> producers = new HashSet<>();
+        epochs.forEach(e -> producers.add(e.get("producer_pid")));
+        assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
+        assertTrue(epochs.stream().anyMatch(e -> e.get("kind").equals("lightning")), epochs.toString());
+        try (var left = Files.list(base)) {
+            assertEquals(List.of(), left.filter(f -> !f.getFileName().toString().startsWith(".")).toList(),
+                    "the producer's directory outlived the sweep");
+        }
+    }
+
+    @Test
+    void onTwoRayNodesEachNodesTrialsReadTheirNodesProducer() throws Exception {
+        List<Map<String, String>> epochs = exactEpochs(sweep("--trials", "4", "--epochs", "2", "--nodes", "2"));
+        Map<String, Set<String>> pidsByNode = new HashMap<>();
+        for (Map<String, String> e : epochs) {
+            assertEquals("sweep-images-" + e.get("node"), e.get("producer"), e.toString());
+            pidsByNode.computeIfAbsent(e.get("node"), n -> new HashSet<>()).add(e.get("producer_pid"));
+        }
+        for (Set<String> pids : pidsByNode.values()) {
+            assertEquals(1, pids.size(), "one producer per node: " + pidsByNode);
+        }
+        System.out.println("trials ran on " + pidsByNode.size() + " node(s): " + pidsByNode);
+    }
+}
