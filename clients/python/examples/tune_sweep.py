@@ -65,7 +65,8 @@ def trainable(config):
             loss_sum += float(loss)
             steps += 1
         tune.report(dict(info, epoch=epoch, loss=loss_sum / steps, samples=len(ids), unique=len(set(ids)),
-                         start=consumer.start_mode if consumer else "private", kind="torch"))
+                         start=consumer.start_mode if consumer else "private", kind="torch",
+                         stream_epoch=consumer.epoch if consumer else -1))
 
 
 def _lightning(config, loader, consumer, info):
@@ -86,7 +87,8 @@ def _lightning(config, loader, consumer, info):
         def on_train_epoch_end(self):
             tune.report(dict(info, epoch=self.current_epoch, loss=sum(self.losses) / len(self.losses),
                              samples=len(self.ids), unique=len(set(self.ids)),
-                             start=consumer.start_mode if consumer else "private", kind="lightning"))
+                             start=consumer.start_mode if consumer else "private", kind="lightning",
+                             stream_epoch=consumer.epoch if consumer else -1))
             self.ids, self.losses = [], []
 
         def configure_optimizers(self):
@@ -107,6 +109,7 @@ def main():
     p.add_argument("--nodes", type=int, default=1, help="Simulate a cluster of this many Ray nodes on this machine.")
     p.add_argument("--private", action="store_true", help="Each trial its own DataLoader (the baseline).")
     p.add_argument("--linger", type=float, default=10.0)
+    p.add_argument("--decode-us", type=int, default=0, help="CPU microseconds each sample costs to load.")
     a = p.parse_args()
     # The trials' workers see where producers live, which launcher starts one, and the client (if not installed).
     env = {"env_vars": {k: v for k, v in os.environ.items()
@@ -125,7 +128,8 @@ def main():
     if a.lightning:
         kinds[-1] = "lightning"
     space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=tune.choice([32, 64]), kind=tune.grid_search(kinds),
-                 epochs=a.epochs, private=a.private, linger=a.linger, data=dict(samples=a.samples, seed=1))
+                 epochs=a.epochs, private=a.private, linger=a.linger,
+                 data=dict(samples=a.samples, seed=1, decode_us=a.decode_us))
     try:
         return _sweep(a, space)
     finally:
@@ -143,15 +147,19 @@ def _sweep(a, space):
         run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(prefix="tune-"), verbose=0))
     results = tuner.fit()
     wall = time.monotonic() - started
-    trials = []
+    trials, stream_epochs = [], set()
     for r in results:
         history = r.metrics_dataframe.to_dict("records") if r.metrics_dataframe is not None else []
         for h in history:
             print(json.dumps({k: h[k] for k in ("kind", "epoch", "samples", "unique", "start", "node", "producer",
                                                   "producer_pid", "attach_s", "loss") if k in h}), flush=True)
+            stream_epochs.add((h.get("node"), h.get("stream_epoch")))
         trials.append(dict(epochs=len(history), error=str(r.error) if r.error else None))
+    # Samples loaded: each trial's every epoch with private loaders; each producer epoch some trial read, shared
+    # (a producer epoch that no trial read to its end, the last one say, is not counted).
+    loaded = (sum(t["epochs"] for t in trials) if a.private else len(stream_epochs)) * a.samples
     print(json.dumps(dict(summary=True, trials=len(trials), errors=sum(1 for t in trials if t["error"]),
-                          wall_s=wall, private=a.private)), flush=True)
+                          wall_s=wall, private=a.private, samples_loaded=loaded)), flush=True)
     if not a.private:
         from tensorsocket_client.ray import stop
         stop(SHARE)  # the sweep is over: each node's producer goes now rather than after its linger
