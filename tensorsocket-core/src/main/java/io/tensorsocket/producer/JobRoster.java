@@ -115,6 +115,14 @@ final class JobRoster {
         return new Arrival.Complete(c, all);
     }
 
+    /** A job that formed could not start (the producer had finished, say): its name is free again. */
+    void forget(String job) {
+        Job j = jobs.get(job);
+        if (j != null && j.running.isEmpty()) {
+            jobs.remove(job);
+        }
+    }
+
     /** {@code s}, a rank of {@code job}, was admitted. */
     void admitted(String job, ConsumerSession s) {
         jobs.computeIfAbsent(job, j -> new Job(j, s.hello.worldSize(), 0)).running.put(s.hello.rank(), s);

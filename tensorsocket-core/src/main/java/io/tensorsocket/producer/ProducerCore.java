@@ -427,6 +427,7 @@ public final class ProducerCore implements BatchSink {
                 c.channel.close();
                 c.admitted.complete(null);
             }
+            roster.forget(ranks.getFirst().hello.job());
             return;
         }
         StartPoint start = ((Admission.Verdict.Admitted) verdict).start();
