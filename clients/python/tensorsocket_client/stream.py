@@ -278,8 +278,9 @@ class ConsumerStream:
             self.skip_arrived(end)  # a share's last sample may lie before the epoch's end
             return 0
         want = min(self.batch_size, remaining)
-        available = max(0, min(want, self.received_up_to - self.position))
-        if partial:
+        if not partial:
+            available = max(0, min(want, self.received_up_to - self.position))
+        else:
             available = 0
             while available < want and self.epoch_base + self._offset(self.share_index + available) < self.received_up_to:
                 available += 1
@@ -308,15 +309,12 @@ class ConsumerStream:
                 a, b = max(start, h.start), min(end, h.end)
                 if a < b:
                     pieces.append(Piece(h.seq, h.slot, a - h.start, b - a, a - start))
-        for h in self.held:
-            if h.start < end:
-                h.consumed = max(h.consumed, min(h.end, end))
+        self.skip_arrived(end)  # everything up to the last sample taken is consumed (the other ranks' samples too)
         if len(pieces) == 1:
             self._find(pieces[0].seq).pinned = True
         plan = BatchPlan(self.epoch, self.batch_index, self.share_index, n, tuple(pieces))
         self.batch_index += 1
         self.share_index += n
-        self.position = max(self.position, end)
         return plan
 
     def _holding(self, at):

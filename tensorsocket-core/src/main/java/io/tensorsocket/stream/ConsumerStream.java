@@ -237,9 +237,10 @@ public final class ConsumerStream {
             return 0;
         }
         int want = (int) Math.min(batchSize, remaining);
-        long available = Math.max(0, Math.min(want, receivedUpTo - position));
-        if (share.partial()) {
-            available = 0;
+        long available = 0;
+        if (!share.partial()) {
+            available = Math.max(0, Math.min(want, receivedUpTo - position));
+        } else {
             while (available < want && epochBase + offset(shareIndex + available) < receivedUpTo) {
                 available++;
             }
@@ -277,18 +278,13 @@ public final class ConsumerStream {
                 }
             }
         }
-        for (Held h : held) {
-            if (h.start < to) {
-                h.consumed = Math.max(h.consumed, Math.min(h.end, to));
-            }
-        }
+        skipArrived(to); // everything up to the last sample taken is consumed (the other ranks' samples too)
         if (pieces.size() == 1) {
             find(pieces.getFirst().seq()).pinned = true;
         }
         BatchPlan plan = new BatchPlan(epochNumber, batchIndex, shareIndex, n, List.copyOf(pieces));
         batchIndex++;
         shareIndex += n;
-        position = Math.max(position, to);
         return plan;
     }
 
