@@ -72,6 +72,15 @@ public interface BatchSource extends AutoCloseable {
         return null;
     }
 
+    /**
+     * For a source that relays another producer's stream whose order that producer chooses: that producer, asked to
+     * keep the boundaries of this producer's consumers that join mid-epoch, so that they too get exact epochs; or
+     * null (the default): they roll, unless {@link #byIndex()} lets this producer choose the order itself.
+     */
+    default UpstreamBoundaries upstreamBoundaries() {
+        return null;
+    }
+
     @Override
     default void close() throws Exception {
     }

@@ -56,7 +56,7 @@ final class EpochLoop {
                 long publishedBefore = core.batchesPublished();
                 try {
                     if (indexed != null) {
-                        indexed.emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries()), core);
+                        indexed.emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries(epoch)), core);
                     } else {
                         source.emitEpoch(epoch, core);
                     }

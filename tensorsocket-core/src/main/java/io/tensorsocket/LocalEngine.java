@@ -93,6 +93,11 @@ final class LocalEngine implements ConsumerEngine {
     }
 
     @Override
+    public int consumerId() {
+        return welcome.consumerId();
+    }
+
+    @Override
     public StartMode midEpochStart() {
         return welcome.midEpoch();
     }

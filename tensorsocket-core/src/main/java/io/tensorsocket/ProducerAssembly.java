@@ -60,7 +60,8 @@ final class ProducerAssembly {
                         ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
             }
             SharedArena arena = made.createArena(layout, sessionId, pid);
-            StartMode midEpoch = source.byIndex() != null ? StartMode.EXACT : StartMode.ROLLING;
+            UpstreamBoundaries upstream = source.byIndex() == null ? source.upstreamBoundaries() : null;
+            StartMode midEpoch = source.byIndex() != null || upstream != null ? StartMode.EXACT : StartMode.ROLLING;
             ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
                     b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
                     b.startGrace, name, midEpoch, b.jobTimeout));
@@ -68,6 +69,9 @@ final class ProducerAssembly {
                     ? made.createRings(b.rings, layout.slotCount(), sessionId, name) : null;
             if (rings != null) {
                 core.handOffThrough(rings);
+            }
+            if (upstream != null) {
+                core.keepBoundariesUpstream(upstream);
             }
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(core, b.helloTimeout, start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),

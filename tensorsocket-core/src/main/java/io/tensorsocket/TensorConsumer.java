@@ -157,6 +157,11 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         return engine.startMode();
     }
 
+    /** The id the producer gave this consumer, as its status lists it; -1 for a remote consumer whose server gave none. */
+    public int consumerId() {
+        return engine.consumerId();
+    }
+
     /**
      * How any consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} where the producer chooses the
      * sample order (its source loads samples by index, {@link IndexedSource}), so every consumer's every epoch is one

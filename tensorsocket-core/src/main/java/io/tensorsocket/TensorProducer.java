@@ -184,6 +184,20 @@ public final class TensorProducer implements AutoCloseable {
         return core.status(pid, description);
     }
 
+    /**
+     * For consumer {@code consumerId}, which relays this stream to consumers of its own: keeps offset {@code sample}
+     * of epoch {@code epoch}, where one of them joined the relay, as a boundary of this producer's next epochs, so that
+     * its epochs are exact too (see {@link UpstreamBoundaries}; a Flight server asks on a remote relay's behalf).
+     */
+    public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
+        return core.keepBoundaryForRelay(consumerId, epoch, sample);
+    }
+
+    /** The relay's consumer that joined at {@code sample} left: the boundary kept for it goes. */
+    public void releaseBoundaryForRelay(int consumerId, long sample) {
+        core.releaseBoundaryForRelay(consumerId, sample);
+    }
+
     /** Times the source threw (each ends the producer, so this is 0 or 1); for monitoring. */
     public long loaderErrors() {
         return loaderErrors;

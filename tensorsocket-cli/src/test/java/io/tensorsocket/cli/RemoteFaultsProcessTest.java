@@ -72,6 +72,55 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void consumersJoiningARelayMidEpochStartExactWhereTheUpstreamKeepsTheirBoundaries() throws Exception {
+        Random random = new Random(SEED);
+        // Epochs of 368 MB, several times what the upstream can run ahead of the relay (the stream's flow-control
+        // window and two arenas of 8 slots), so that most joins find the upstream's next order not drawn yet.
+        long samples = 30_000;
+        int port = freePort();
+        Proc up = serve("up", "samples=30000,shape=3x32x32,dtype=float32,seed=23", 100, 0, "--flight", "127.0.0.1:" + port,
+                "--slots", "8");
+        Proc anchor = consume("up", 64, "--step-ms", "1");
+        awaitJoined(up, 1);
+        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0",
+                "--slots", "8").awaitReady();
+        Proc first = consume("r", 37, "--step-ms", "1");
+        awaitJoined(relay, 1);
+        List<Proc> joiners = new java.util.ArrayList<>();
+        int[] sizes = {29, 16, 50, 64, 23};
+        for (int size : sizes) {
+            Thread.sleep(400 + random.nextInt(900));
+            joiners.add(consume("r", size, "--epochs", "2"));
+        }
+        int exact = 0;
+        for (Proc j : joiners) {
+            assertEquals(0, j.exitCode(Duration.ofSeconds(120)), j.stderr());
+            List<Map<String, String>> epochs = j.json();
+            assertEquals(2, epochs.size(), j.lines().toString());
+            String start = epochs.getFirst().get("start");
+            for (Map<String, String> e : epochs) {
+                assertExactEpoch(e, samples, start);
+            }
+            exact += "exact".equals(start) ? 1 : 0;
+        }
+        assertTrue(exact > 0, "no joiner of " + joiners.size() + " started exact mid-epoch (seed " + SEED + ")");
+        String upLog = up.stderr();
+        assertEquals(exact, count(upLog, "keeping its joiner's boundary"), upLog);
+        Thread.sleep(1000); // the relay lets the boundaries go without waiting
+        assertEquals(exact, count(up.stderr(), "lets its joiner's boundary"), up.stderr());
+        assertTrue(first.isAlive() && anchor.isAlive(), first.stderr() + anchor.stderr());
+        assertTrue(relay.stderr().contains("joined at exact"), relay.stderr());
+    }
+
+    private static int count(String text, String what) {
+        int n = 0;
+        for (int i = text.indexOf(what); i >= 0; i = text.indexOf(what, i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    @Test
     void aRelayOfAnUpstreamWithBoundedEpochsServesOnlyTheUpstreamsRemainingOnes() throws Exception {
         int port = freePort();
         Proc up = serve("up", DATA, 50, 5, "--flight", "127.0.0.1:" + port, "--slots", "8");

@@ -67,6 +67,30 @@ final class Attached {
         boundaries.add(boundaryOf(s));
     }
 
+    /** The consumer of id {@code id}, or null if none such is attached. */
+    ConsumerSession get(int id) {
+        return sessions.get(id);
+    }
+
+    /**
+     * {@code s} relays the stream, and one of its own consumers joined at {@code offset} exactly: the offset is a
+     * boundary of the next epochs as if that consumer had joined here, until {@link #releaseForRelay} or until
+     * {@code s} leaves.
+     */
+    void keepForRelay(ConsumerSession s, int offset) {
+        s.keptForRelay.add(offset);
+        boundaries.add(offset);
+    }
+
+    /** The relay's consumer that joined at {@code offset} left: its boundary goes, if {@code s} kept one there (true). */
+    boolean releaseForRelay(ConsumerSession s, int offset) {
+        if (s.keptForRelay.remove(Integer.valueOf(offset))) {
+            boundaries.remove(offset);
+            return true;
+        }
+        return false;
+    }
+
     /** The join offsets of the exact consumers attached now, sorted: what the next epoch's order must keep. */
     int[] boundaries() {
         return boundaries.sorted();
@@ -205,6 +229,10 @@ final class Attached {
         s.attached = false;
         sessions.remove(s.id);
         boundaries.remove(boundaryOf(s));
+        for (int offset : s.keptForRelay) {
+            boundaries.remove(offset);
+        }
+        s.keptForRelay.clear();
         int n = s.held.size();
         for (long seq : s.held) {
             slots.release(seq);

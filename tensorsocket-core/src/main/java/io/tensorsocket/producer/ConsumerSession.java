@@ -56,6 +56,8 @@ final class ConsumerSession {
     StartMode startMode = StartMode.EPOCH_START;
     /** Stream position up to which this consumer has released every sample. */
     long position;
+    /** Boundaries kept for the consumers of a relay this consumer feeds ({@code Attached.keepForRelay}), one per joiner. */
+    final java.util.List<Integer> keptForRelay = new java.util.ArrayList<>();
     /** Its latest progress reports, oldest first, at most {@link #RATE_REPORTS}: its rate in status is taken over them. */
     private final java.util.ArrayDeque<Message.Progress> reports = new java.util.ArrayDeque<>();
     /**

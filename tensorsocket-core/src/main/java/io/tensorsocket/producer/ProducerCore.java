@@ -2,6 +2,7 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.SlotWriter;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
@@ -12,6 +13,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.UpstreamBoundaries;
 import io.tensorsocket.stream.JoinRule;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StartPoint;
@@ -87,6 +89,10 @@ public final class ProducerCore implements BatchSink {
     /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
     private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
+    /** The epoch whose order was drawn last ({@link #lateJoinBoundaries}), -1 before the first. */
+    private long drawnEpoch = -1;
+    /** The relayed stream's producer, asked to keep mid-epoch joiners' boundaries; null for a producer of its own order. */
+    private UpstreamBoundaries upstream;
     private final RateWindow loaderRate = new RateWindow();
 
     public ProducerCore(SharedArena arena, ServingRules rules) {
@@ -107,6 +113,14 @@ public final class ProducerCore implements BatchSink {
     /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
     public void handOffThrough(DescriptorRings rings) {
         locked(() -> consumers.ringsFrom(new RingPool(rings)));
+    }
+
+    /**
+     * Asks {@code upstream} to keep the boundaries of this relay's consumers that join mid-epoch, so that they start
+     * exact (see {@link UpstreamBoundaries}). Call before serving.
+     */
+    public void keepBoundariesUpstream(UpstreamBoundaries upstream) {
+        locked(() -> this.upstream = upstream);
     }
 
     /** The largest consumer batch size that can never deadlock: see {@link StreamGeometry#slotsNeeded(int)}. */
@@ -257,14 +271,57 @@ public final class ProducerCore implements BatchSink {
     }
 
     /**
-     * The join offsets of the exact consumers attached now (sorted): the chunks the next epoch's order keeps. The
-     * producer loop asks after {@link #endEpoch} and before it emits the next epoch, so every consumer that joined
-     * in the epoch that ended is counted, and every later one joins at an epoch start or in the next epoch.
+     * The join offsets of the exact consumers attached now (sorted): the chunks the order of epoch {@code epoch}, about
+     * to be drawn, keeps. The producer loop asks after {@link #endEpoch} and before it emits that epoch, so every
+     * consumer that joined in the epoch that ended is counted, and every later one joins at an epoch start or in
+     * {@code epoch}.
      */
-    public int[] lateJoinBoundaries() {
+    public int[] lateJoinBoundaries(long epoch) {
         lock.lock();
         try {
+            drawnEpoch = epoch;
             return consumers.boundaries();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * For consumer {@code consumerId}, which relays this stream: keeps offset {@code sample} of epoch {@code epoch}
+     * as a boundary of the next epochs for one of the relay's own consumers, which joined the relay there (see
+     * {@link UpstreamBoundaries}). It can while the order of epoch {@code epoch + 1} is not drawn yet.
+     *
+     * @return KEPT; TOO_LATE if that order is drawn (or {@code epoch} is not the one being served); UNAVAILABLE if
+     *         this producer does not choose its order (it is a relay itself, or its source fixes it), no such consumer is attached, or the offset is not inside an epoch
+     */
+    public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
+        lock.lock();
+        try {
+            ConsumerSession s = consumers.get(consumerId);
+            // a relay does not choose its order, so the consumers of a relay of a relay roll
+            if (rules.midEpoch() != StartMode.EXACT || upstream != null || s == null || sample <= 0 || sample >= geometry.samplesPerEpoch()) {
+                return UpstreamBoundaries.Answer.UNAVAILABLE;
+            }
+            if (epoch != drawnEpoch) {
+                return UpstreamBoundaries.Answer.TOO_LATE;
+            }
+            consumers.keepForRelay(s, (int) sample);
+            log.info("{} relays the stream: keeping its joiner's boundary at sample {} from epoch {} on", s.describe(),
+                    sample, epoch + 1);
+            return UpstreamBoundaries.Answer.KEPT;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The relay's consumer that joined at {@code sample} left: the boundary kept for it goes. */
+    public void releaseBoundaryForRelay(int consumerId, long sample) {
+        lock.lock();
+        try {
+            ConsumerSession s = consumers.get(consumerId);
+            if (s != null && sample > 0 && sample < geometry.samplesPerEpoch() && consumers.releaseForRelay(s, (int) sample)) {
+                log.info("{} relays the stream: lets its joiner's boundary at sample {} go", s.describe(), sample);
+            }
         } finally {
             lock.unlock();
         }
@@ -340,7 +397,12 @@ public final class ProducerCore implements BatchSink {
                 channel.close();
                 return null;
             }
-            return welcome(id, channel, hello, user, ((Admission.Verdict.Admitted) verdict).start(), welcome);
+            StartPoint start = throughUpstream(((Admission.Verdict.Admitted) verdict).start(), 1);
+            ConsumerSession s = welcome(id, channel, hello, user, start, welcome);
+            if (s == null) {
+                releaseUpstream(start);
+            }
+            return s;
         } finally {
             lock.unlock();
         }
@@ -351,6 +413,38 @@ public final class ProducerCore implements BatchSink {
             streamEnded = true;
         }
         return admission.decide(stream, hello.startPolicy(), closedReason, streamEnded);
+    }
+
+    /**
+     * A relay's start for {@code n} consumers joining at {@code start} together: an exact mid-epoch start stays exact
+     * if the upstream keeps its boundary, becomes the next epoch start if the upstream drew its next order already
+     * (rolling if this was the last epoch), and rolls if the upstream cannot keep boundaries.
+     */
+    private StartPoint throughUpstream(StartPoint start, int n) {
+        if (upstream == null || start.mode() != StartMode.EXACT) {
+            return start;
+        }
+        UpstreamBoundaries.Answer answer = upstream.keep(start.epoch(), (int) start.sample(), n);
+        if (answer != UpstreamBoundaries.Answer.KEPT) {
+            log.info("the upstream {} the boundary at sample {} of epoch {}: the joiner starts {}", answer
+                    == UpstreamBoundaries.Answer.TOO_LATE ? "drew its next epoch's order before it could keep"
+                    : "cannot keep", start.sample(), start.epoch(), answer == UpstreamBoundaries.Answer.TOO_LATE
+                    ? "at the next epoch start" : "rolling");
+        }
+        return switch (answer) {
+            case KEPT -> start;
+            case TOO_LATE -> rules.epochs() == 0 || start.epoch() + 1 < rules.epochs()
+                    ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0)
+                    : StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
+            case UNAVAILABLE -> StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
+        };
+    }
+
+    /** A consumer that started at {@code start} left: the upstream boundary kept for it goes. */
+    private void releaseUpstream(StartPoint start) {
+        if (upstream != null && start != null && start.mode() == StartMode.EXACT) {
+            upstream.release((int) start.sample());
+        }
     }
 
     /** Welcomes a consumer admitted at {@code start} and hands it the retained batches; null if it cannot be reached. */
@@ -430,13 +524,14 @@ public final class ProducerCore implements BatchSink {
             roster.forget(ranks.getFirst().hello.job());
             return;
         }
-        StartPoint start = ((Admission.Verdict.Admitted) verdict).start();
+        StartPoint start = throughUpstream(((Admission.Verdict.Admitted) verdict).start(), ranks.size());
         log.info("job '{}' formed: its {} ranks start together", ranks.getFirst().hello.job(), ranks.size());
         List<ConsumerSession> admitted = new ArrayList<>();
         String unreachable = null;
         for (JobRoster.Candidate c : ranks) {
             ConsumerSession s = welcome(c.id, c.channel, c.hello, c.user, start, welcome);
             if (s == null) {
+                releaseUpstream(start);
                 unreachable = unreachable != null ? unreachable : "rank " + c.hello.rank() + " of job '" + c.hello.job()
                         + "' (pid " + c.hello.pid() + ") went away before its job started; restart all of its ranks";
             } else {
@@ -517,6 +612,7 @@ public final class ProducerCore implements BatchSink {
 
     /** A consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
     private void left(ConsumerSession s, String why) {
+        releaseUpstream(s.start);
         if (closedReason != null) {
             return; // every consumer is being told why already
         }

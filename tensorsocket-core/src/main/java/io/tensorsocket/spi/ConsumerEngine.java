@@ -44,6 +44,11 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
         return streamPosition(batch) + sample;
     }
 
+    /** The id the serving producer gave this consumer (the one its status lists), or -1 where it gave none. */
+    default int consumerId() {
+        return -1;
+    }
+
     /** The consumer's rank in a job, or null. */
     default io.tensorsocket.JobRank jobRank() {
         return null;

@@ -54,7 +54,9 @@ import org.apache.arrow.memory.BufferAllocator;
  *
  * <p>Besides DoGet it answers the action {@value #STATUS_ACTION}: one result whose body is the producer's
  * STATUS frame of the local protocol (docs/PROTOCOL.md, section 5), so {@code tensorsocket status
- * grpc://...} shows what {@code status} shows on the serving host, remote consumers with their peers.
+ * grpc://...} shows what {@code status} shows on the serving host, remote consumers with their peers; and, serving a
+ * producer of this JVM ({@link Builder#producer}), the action {@value BoundaryAction#TYPE}, by which a relay keeps
+ * its mid-epoch joiners' epochs exact.
  *
  * <pre>{@code
  * try (TensorProducer p = TensorProducer.builder().name("train").source(src).build().start();
@@ -88,6 +90,10 @@ public final class FlightServe implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final FlightServer server;
     private final AtomicLong streams = new AtomicLong();
+    /** The producer served, where this server runs beside it (then it answers {@link BoundaryAction}), else null. */
+    private final TensorProducer producer;
+    /** The producer's ids of the consumers of this server's streams now. */
+    private final java.util.Set<Integer> streaming = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** The epoll event loop the server runs on, or null where epoll is not available (then no link timeout). */
     private final EventLoopGroup eventLoop;
     private final LinkWatch linkWatch;
@@ -95,6 +101,7 @@ public final class FlightServe implements AutoCloseable {
     private FlightServe(Builder b) throws IOException {
         this.producerName = b.name;
         this.producerDirectory = b.directory;
+        this.producer = b.producer;
         boolean tls = b.certChain != null;
         this.location = tls ? Location.forGrpcTls(b.host, b.port) : Location.forGrpcInsecure(b.host, b.port);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -201,20 +208,26 @@ public final class FlightServe implements AutoCloseable {
                 return;
             }
             streams.incrementAndGet();
-            new StreamSession(producerDirectory, request, listener, allocator, timer, peer()).run();
+            new StreamSession(producerDirectory, request, listener, allocator, timer, peer(), streaming).run();
         }
 
         @Override
         public void listActions(CallContext context, StreamListener<ActionType> listener) {
             listener.onNext(new ActionType(STATUS_ACTION, "the producer's STATUS frame (docs/PROTOCOL.md)"));
+            listener.onNext(new ActionType(BoundaryAction.TYPE, "keep a relay joiner's boundary (docs/PROTOCOL.md)"));
             listener.onCompleted();
         }
 
         @Override
         public void doAction(CallContext context, Action action, StreamListener<Result> listener) {
+            if (action.getType().equals(BoundaryAction.TYPE)) {
+                boundary(action, listener);
+                return;
+            }
             if (!action.getType().equals(STATUS_ACTION)) {
                 listener.onError(CallStatus.UNIMPLEMENTED.withDescription("unknown action '" + action.getType()
-                        + "'; this server answers '" + STATUS_ACTION + "'").toRuntimeException());
+                        + "'; this server answers '" + STATUS_ACTION + "' and '" + BoundaryAction.TYPE + "'")
+                        .toRuntimeException());
                 return;
             }
             try {
@@ -231,6 +244,28 @@ public final class FlightServe implements AutoCloseable {
         }
     }
 
+    /** Answers a relay's {@link BoundaryAction} for a consumer of this server's own streams. */
+    private void boundary(Action action, org.apache.arrow.flight.FlightProducer.StreamListener<Result> listener) {
+        BoundaryAction.Request r;
+        try {
+            r = BoundaryAction.decode(action.getBody());
+        } catch (IllegalArgumentException e) {
+            listener.onError(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
+            return;
+        }
+        io.tensorsocket.UpstreamBoundaries.Answer a = io.tensorsocket.UpstreamBoundaries.Answer.UNAVAILABLE;
+        if (producer != null && streaming.contains(r.consumerId())) {
+            if (r.op() == BoundaryAction.KEEP) {
+                a = producer.keepBoundaryForRelay(r.consumerId(), r.epoch(), r.sample());
+            } else {
+                producer.releaseBoundaryForRelay(r.consumerId(), r.sample());
+                a = io.tensorsocket.UpstreamBoundaries.Answer.KEPT;
+            }
+        }
+        listener.onNext(new Result(BoundaryAction.answer(a)));
+        listener.onCompleted();
+    }
+
     /** How status shows a remote consumer: {@code flight HOST:PORT} of its peer. */
     private static String peer() {
         SocketAddress a = PEER.get();
@@ -245,6 +280,7 @@ public final class FlightServe implements AutoCloseable {
     public static final class Builder {
         private String name;
         private Path directory;
+        private TensorProducer producer;
         private String host = "127.0.0.1";
         private int port = 0;
         private String token;
@@ -272,6 +308,7 @@ public final class FlightServe implements AutoCloseable {
         public Builder producer(TensorProducer producer) {
             this.name = producer.name();
             this.directory = producer.directory();
+            this.producer = producer;
             return this;
         }
 
@@ -279,6 +316,7 @@ public final class FlightServe implements AutoCloseable {
         public Builder directory(String name, Path directory) {
             this.name = Objects.requireNonNull(name);
             this.directory = Objects.requireNonNull(directory);
+            this.producer = null;
             return this;
         }
 

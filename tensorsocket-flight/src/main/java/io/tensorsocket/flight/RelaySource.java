@@ -10,6 +10,7 @@ import io.tensorsocket.ProtocolException;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.UpstreamBoundaries;
 import java.time.Duration;
 
 /**
@@ -19,10 +20,25 @@ import java.time.Duration;
  * starts at one of its starts. To keep that, the relay joins its upstream at an epoch start: one that
  * connects mid-epoch waits for the upstream's next epoch to begin, and so do its consumers meanwhile.
  *
+ * <p>A relay consumer that joins mid-epoch starts exact too where the upstream chooses its order: the relay asks
+ * the upstream ({@link UpstreamBoundaries}, the Flight action {@link BoundaryAction}) to keep its join offset as a
+ * boundary, as for a consumer of its own; if the upstream drew its next epoch's order already, the joiner starts
+ * at that epoch's start, moments later. Boundaries are counted here, so the upstream is asked once per offset.
+ *
  * <p>Each received batch is copied once, from the network buffer into an arena slot.
  */
-public final class RelaySource implements BatchSource {
+public final class RelaySource implements BatchSource, UpstreamBoundaries {
+    /** How long a join waits for the upstream to say whether it keeps a boundary. */
+    static final Duration BOUNDARY_TIMEOUT = Duration.ofSeconds(2);
     private final RemoteConsumer remote;
+    /** Relay consumers per offset whose boundary the upstream keeps; under the relay producer's lock. */
+    private final java.util.Map<Integer, Integer> kept = new java.util.HashMap<>();
+    /** Sends releases, which the producer does not wait for. */
+    private final java.util.concurrent.ExecutorService releases = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "tensorsocket-relay-boundaries");
+        t.setDaemon(true);
+        return t;
+    });
     /** Why the upstream's stream failed, once it has; set on a gRPC thread. */
     private volatile TensorSocketException upstreamFailure;
     /** The producer's thread while it hands a batch to the sink (where it waits for slots and consumers), else null. */
@@ -142,6 +158,32 @@ public final class RelaySource implements BatchSource {
         }
     }
 
+    /** The upstream, where it chooses its order and so can keep this relay's joiners' boundaries; else null. */
+    @Override
+    public UpstreamBoundaries upstreamBoundaries() {
+        return remote.midEpochStart() == StartMode.EXACT && remote.consumerId() >= 0 ? this : null;
+    }
+
+    @Override
+    public synchronized Answer keep(long epoch, int offset, int n) {
+        if (!kept.containsKey(offset)) {
+            Answer a = remote.boundary(BoundaryAction.KEEP, epoch, offset, BOUNDARY_TIMEOUT);
+            if (a != Answer.KEPT) {
+                return a;
+            }
+        }
+        kept.merge(offset, n, Integer::sum);
+        return Answer.KEPT;
+    }
+
+    @Override
+    public synchronized void release(int offset) {
+        Integer left = kept.computeIfPresent(offset, (k, c) -> c == 1 ? null : c - 1);
+        if (left == null && !releases.isShutdown()) {
+            releases.execute(() -> remote.boundary(BoundaryAction.RELEASE, 0, offset, BOUNDARY_TIMEOUT));
+        }
+    }
+
     /** The remote producer's description, so consumers of the relay see what the source is. */
     @Override
     public String description() {
@@ -150,6 +192,7 @@ public final class RelaySource implements BatchSource {
 
     @Override
     public void close() {
+        releases.shutdownNow();
         remote.close();
     }
 }

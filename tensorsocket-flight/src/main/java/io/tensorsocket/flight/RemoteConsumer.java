@@ -14,6 +14,15 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.UpstreamBoundaries;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.CallOptions;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.Result;
+import org.apache.arrow.flight.auth2.BearerCredentialWriter;
+import org.apache.arrow.flight.grpc.CredentialCallOption;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
 import java.time.Duration;
@@ -95,6 +104,8 @@ public final class RemoteConsumer implements ConsumerEngine {
     private boolean epochDone;
     private boolean endOfStream;
     private volatile boolean closed;
+    /** A Flight client over this consumer's channel for actions, made at the first; guarded by this. */
+    private FlightClient actions;
 
     private RemoteConsumer(RemoteAddress address, ConsumerOptions options, RemoteOptions remote) {
         this.address = address;
@@ -252,6 +263,48 @@ public final class RemoteConsumer implements ConsumerEngine {
     private static final long RETRY_NANOS = 200_000_000L;
 
     // ------------------------------------------------------------------------------------------------ info
+
+    /** The id the server's producer gave this stream's consumer (the stream header's), or -1 where it gave none. */
+    @Override
+    public int consumerId() {
+        return header.consumerId();
+    }
+
+    /**
+     * Sends the {@link BoundaryAction} on this consumer's own connection and waits at most {@code timeout} for the
+     * answer. Whatever fails (a server without the action, no answer in time, a broken link) is
+     * {@link UpstreamBoundaries.Answer#UNAVAILABLE}: a joiner then rolls rather than waits.
+     */
+    UpstreamBoundaries.Answer boundary(byte op, long epoch, long sample, Duration timeout) {
+        if (header.consumerId() < 0 || closed) {
+            return UpstreamBoundaries.Answer.UNAVAILABLE;
+        }
+        FlightClient client;
+        synchronized (this) {
+            if (actions == null) {
+                actions = FlightGrpcUtils.createFlightClientWithSharedChannel(allocator, channel);
+            }
+            client = actions;
+        }
+        List<CallOption> calls = new ArrayList<>();
+        calls.add(CallOptions.timeout(timeout.toMillis(), TimeUnit.MILLISECONDS));
+        if (remote.token() != null) {
+            calls.add(new CredentialCallOption(new BearerCredentialWriter(remote.token())));
+        }
+        byte[] body = BoundaryAction.encode(new BoundaryAction.Request(op, header.consumerId(), epoch, sample));
+        try {
+            Iterator<Result> results = client.doAction(new Action(BoundaryAction.TYPE, body), calls.toArray(CallOption[]::new));
+            UpstreamBoundaries.Answer a = results.hasNext() ? BoundaryAction.answer(results.next().getBody())
+                    : UpstreamBoundaries.Answer.UNAVAILABLE;
+            while (results.hasNext()) {
+                results.next();
+            }
+            return a;
+        } catch (FlightRuntimeException | IllegalArgumentException e) {
+            log.info("server {} did not keep a boundary for the relay ({}): its joiner rolls", address, e.getMessage());
+            return UpstreamBoundaries.Answer.UNAVAILABLE;
+        }
+    }
 
     /** The server's address. */
     public RemoteAddress address() {
@@ -584,6 +637,15 @@ public final class RemoteConsumer implements ConsumerEngine {
         }
         closed = true;
         closeCurrent();
+        synchronized (this) {
+            if (actions != null) {
+                try {
+                    actions.close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
         reader.close();
         root.close();
         shutdown();

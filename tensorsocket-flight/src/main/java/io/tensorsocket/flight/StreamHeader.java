@@ -21,6 +21,8 @@ import java.util.Map;
  *   tensorsocket.description          the source's description (e.g. "synthetic:...")
  *   tensorsocket.mid_epoch            how any consumer joining mid-epoch starts: "exact" or "rolling"
  *                                     (absent: "rolling", as servers before it)
+ *   tensorsocket.consumer_id          the id the producer gave this stream's consumer (its status lists it),
+ *                                     which a relay names in the boundary action (absent: -1, none)
  * </pre>
  *
  * @param samplesPerEpoch   samples in one epoch
@@ -33,10 +35,11 @@ import java.util.Map;
  * @param producerEpochs    epochs the producer serves (0: until stopped)
  * @param description       the source's description
  * @param midEpoch          how any consumer joining mid-epoch starts ({@link StartMode#EXACT} or {@link StartMode#ROLLING})
+ * @param consumerId        the producer's id of the stream's consumer, or -1
  */
 public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast, int producerBatchSize,
                            StartMode startMode, long startEpoch, long startSample, long producerEpochs,
-                           String description, StartMode midEpoch) {
+                           String description, StartMode midEpoch, int consumerId) {
 
     private static final String P = "tensorsocket.";
 
@@ -54,6 +57,9 @@ public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast
         m.put(P + "producer_epochs", Long.toString(producerEpochs));
         m.put(P + "description", description);
         m.put(P + "mid_epoch", midEpoch.label());
+        if (consumerId >= 0) {
+            m.put(P + "consumer_id", Integer.toString(consumerId));
+        }
         return m;
     }
 
@@ -74,7 +80,8 @@ public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast
         }
         return new StreamHeader(num(m, "samples_per_epoch"), (int) num(m, "batch_size"), num(m, "drop_last") == 1,
                 (int) num(m, "producer_batch_size"), sm, num(m, "start_epoch"), num(m, "start_sample"),
-                num(m, "producer_epochs"), get(m, "description"), mid);
+                num(m, "producer_epochs"), get(m, "description"), mid,
+                m.containsKey(P + "consumer_id") ? (int) num(m, "consumer_id") : -1);
     }
 
     private static StartMode mode(String label) {

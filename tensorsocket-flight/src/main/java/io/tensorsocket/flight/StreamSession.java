@@ -43,6 +43,9 @@ final class StreamSession {
     private final BufferAllocator allocator;
     private final ScheduledExecutorService timer;
     private final String peer;
+    /** The producer's ids of the consumers of this server's streams, this one's among them while it streams. */
+    private final java.util.Set<Integer> streaming;
+    private int consumerId = -1;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ready = lock.newCondition();
     private long lastSent = System.nanoTime();
@@ -50,13 +53,14 @@ final class StreamSession {
     private boolean started;
 
     StreamSession(Path producerDirectory, StreamRequest request, ServerStreamListener listener, BufferAllocator allocator,
-                  ScheduledExecutorService timer, String peer) {
+                  ScheduledExecutorService timer, String peer, java.util.Set<Integer> streaming) {
         this.producerDirectory = producerDirectory;
         this.request = request;
         this.listener = listener;
         this.allocator = allocator;
         this.timer = timer;
         this.peer = peer;
+        this.streaming = streaming;
     }
 
     void run() {
@@ -72,6 +76,8 @@ final class StreamSession {
              TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,
                      TensorColumns.schema(consumer.tensors(), header(consumer).toMetadata()), consumer.tensors())) {
             LOG.info("remote consumer {} attached (batch size {})", peer, request.batchSize());
+            consumerId = consumer.consumerId();
+            streaming.add(consumerId);
             send(() -> {
                 listener.setUseZeroCopy(true); // safe: the root's buffers are copies this session owns
                 listener.start(out.root());
@@ -89,6 +95,7 @@ final class StreamSession {
             fail(e);
         } finally {
             heartbeat.cancel(false);
+            streaming.remove(consumerId);
         }
     }
 
@@ -130,7 +137,8 @@ final class StreamSession {
 
     private StreamHeader header(TensorConsumer c) {
         return new StreamHeader(c.samplesPerEpoch(), c.batchSize(), request.dropLast(), c.producerBatchSize(),
-                c.startMode(), c.startEpoch(), c.startSample(), c.producerEpochs(), c.sourceDescription(), c.midEpochStart());
+                c.startMode(), c.startEpoch(), c.startSample(), c.producerEpochs(), c.sourceDescription(), c.midEpochStart(),
+                c.consumerId());
     }
 
     private interface Send {

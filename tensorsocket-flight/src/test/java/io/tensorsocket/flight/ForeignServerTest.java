@@ -51,7 +51,7 @@ class ForeignServerTest {
                     }
                 }
                 default -> { // a TensorSocket schema, then a batch tag on a message that carries no record batch
-                    StreamHeader h = new StreamHeader(10, 5, false, 5, StartMode.EPOCH_START, 0, 0, 1, "test", StartMode.ROLLING);
+                    StreamHeader h = new StreamHeader(10, 5, false, 5, StartMode.EPOCH_START, 0, 0, 1, "test", StartMode.ROLLING, -1);
                     Schema schema = TensorColumns.schema(List.of(TensorSpec.of("x", DType.FLOAT32)), h.toMetadata());
                     try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
                         listener.start(root);
