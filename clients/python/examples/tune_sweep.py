@@ -1,6 +1,6 @@
 """A Ray Tune sweep over learning rate and batch size with the ASHA scheduler, every trial reading one shared loader.
 
-    python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--private]
+    python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--upstream] [--private]
 
 Each trial calls ``tensorsocket_client.ray.share(...)`` where it would build its DataLoader: the first trial on a node
 starts that node's producer (a detached Ray actor), the others attach; ASHA stops trials early and starts new ones,
@@ -9,10 +9,10 @@ which join mid-epoch and still get exact epochs. ``--lightning`` makes one trial
 one producer per node; ``--private`` gives each trial its own DataLoader instead (the baseline). Needs ray[tune],
 torch, and lightning for ``--lightning``. Prints one JSON line per trial epoch and a summary.
 
-Across hosts: where a GPU node has too little CPU to decode, serve the loader on a CPU node over Arrow Flight
-(``tensorsocket serve ... --flight HOST:PORT``) and give each GPU node a relay
-(``tensorsocket serve --name NAME-NODEID --from grpc://HOST:PORT/NAME``): one network stream per node, its trials
-reading the relay from shared memory as here.
+Across hosts (``--upstream``): where GPU nodes have too little CPU to decode, one node serves the loader over Arrow
+Flight (``serve_upstream(...)``, here the head node on loopback; in a real cluster a CPU node, ``flight="0.0.0.0:8815"``
+and a token file) and every trial passes ``upstream=`` to ``share``: each node then runs a relay of it, one network
+stream per node, its trials reading the relay from shared memory as here.
 """
 import argparse
 import json
@@ -44,7 +44,7 @@ def trainable(config):
         loader, consumer = sweep_data.images(**config["data"]), None
     else:
         loader = share(SHARE, "sweep_data:images", batch_size=config["batch_size"], kwargs=config["data"],
-                       linger=config["linger"])
+                       linger=config["linger"], upstream=config["upstream"])
         consumer = loader.dataset.consumer
     attach_s = time.monotonic() - t0
     info = dict(node=ray.get_runtime_context().get_node_id()[:12], attach_s=attach_s,
@@ -108,6 +108,8 @@ def main():
     p.add_argument("--lightning", action="store_true", help="Make the last trial a Lightning Trainer.fit.")
     p.add_argument("--nodes", type=int, default=1, help="Simulate a cluster of this many Ray nodes on this machine.")
     p.add_argument("--private", action="store_true", help="Each trial its own DataLoader (the baseline).")
+    p.add_argument("--upstream", action="store_true",
+                   help="Serve the loader from the head node over Flight; each node's trials read a relay of it.")
     p.add_argument("--linger", type=float, default=10.0)
     p.add_argument("--decode-us", type=int, default=0, help="CPU microseconds each sample costs to load.")
     a = p.parse_args()
@@ -127,15 +129,37 @@ def main():
     kinds = ["torch"] * a.trials
     if a.lightning:
         kinds[-1] = "lightning"
+    data = dict(samples=a.samples, seed=1, decode_us=a.decode_us)
+    upstream = None
+    if a.upstream and not a.private:
+        from tensorsocket_client.ray import serve_upstream
+        # its default linger (60 s) outlasts the nodes' relays starting; stop() ends it after the sweep
+        upstream = serve_upstream(SHARE, "sweep_data:images", kwargs=data, flight="127.0.0.1:%d" % _free_port())
     space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=tune.choice([32, 64]), kind=tune.grid_search(kinds),
-                 epochs=a.epochs, private=a.private, linger=a.linger,
-                 data=dict(samples=a.samples, seed=1, decode_us=a.decode_us))
+                 epochs=a.epochs, private=a.private, linger=a.linger, data=data, upstream=upstream)
     try:
         return _sweep(a, space)
     finally:
         ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _remote_streams(upstream):
+    """The upstream's consumers that are relays reading it over Flight (``status grpc://...``), or None."""
+    import subprocess
+    from tensorsocket_client.directory import launcher_path
+    out = subprocess.run([launcher_path(), "status", upstream, "--json", "--once"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        return None
+    return sum(1 for c in json.loads(out.stdout)["consumers"] if c["client"].startswith("flight "))
 
 
 def _sweep(a, space):
@@ -153,13 +177,17 @@ def _sweep(a, space):
         for h in history:
             print(json.dumps({k: h[k] for k in ("kind", "epoch", "samples", "unique", "start", "node", "producer",
                                                   "producer_pid", "attach_s", "loss") if k in h}), flush=True)
-            stream_epochs.add((h.get("node"), h.get("stream_epoch")))
+            # a relay's epochs are its upstream's: loaded once for every node
+            stream_epochs.add(h.get("stream_epoch") if space["upstream"] else (h.get("node"), h.get("stream_epoch")))
         trials.append(dict(epochs=len(history), error=str(r.error) if r.error else None))
     # Samples loaded: each trial's every epoch with private loaders; each producer epoch some trial read, shared
     # (a producer epoch that no trial read to its end, the last one say, is not counted).
     loaded = (sum(t["epochs"] for t in trials) if a.private else len(stream_epochs)) * a.samples
-    print(json.dumps(dict(summary=True, trials=len(trials), errors=sum(1 for t in trials if t["error"]),
-                          wall_s=wall, private=a.private, samples_loaded=loaded)), flush=True)
+    summary = dict(summary=True, trials=len(trials), errors=sum(1 for t in trials if t["error"]), wall_s=wall,
+                   private=a.private, samples_loaded=loaded)
+    if space["upstream"]:
+        summary.update(upstream=space["upstream"], network_streams=_remote_streams(space["upstream"]))
+    print(json.dumps(summary), flush=True)
     if not a.private:
         from tensorsocket_client.ray import stop
         stop(SHARE)  # the sweep is over: each node's producer goes now rather than after its linger

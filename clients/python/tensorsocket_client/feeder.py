@@ -198,6 +198,8 @@ _PRODUCER_OPTIONS = {"min_consumers": ("--min-consumers", int), "rubber_band": (
                      "start_grace": ("--start-grace-ms", lambda s: int(round(float(s) * 1000))),
                      "stall_timeout": ("--stall-timeout-s", float), "idle_timeout": ("--idle-timeout-s", float),
                      "arena_mb": ("--arena-mb", int), "slots": ("--slots", int)}
+# Options that are text: where the producer also serves remote consumers over Arrow Flight, and their token.
+_TEXT_OPTIONS = {"flight": "--flight", "flight_token_file": "--flight-token-file"}
 
 
 class TensorProducer:
@@ -227,7 +229,8 @@ class TensorProducer:
     When no producer of that name waits for a feeder, one is started (``start_producer=True``) as a process
     of its own that stops with this feeder's process, with the producer options given here:
     ``min_consumers``, ``rubber_band`` (batches), ``start_grace``, ``stall_timeout``, ``idle_timeout``
-    (seconds), ``arena_mb`` or ``slots``. A failing loader reaches every consumer as an error carrying the
+    (seconds), ``arena_mb`` or ``slots``; ``flight="HOST:PORT"`` serves it to other hosts over Arrow Flight too
+    (``flight_token_file``: their shared token, needed unless HOST is loopback). A failing loader reaches every consumer as an error carrying the
     exception's type, message and where it was raised; Ctrl-C stops the producer, consumers told it stopped.
     """
 
@@ -238,13 +241,19 @@ class TensorProducer:
                  seed: Optional[int] = None, **producer_options: Any):
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
-        unknown = sorted(set(producer_options) - set(_PRODUCER_OPTIONS))
+        unknown = sorted(set(producer_options) - set(_PRODUCER_OPTIONS) - set(_TEXT_OPTIONS))
         if unknown:
             raise TypeError("TensorProducer got unknown options %s; producer options are %s"
-                            % (unknown, sorted(_PRODUCER_OPTIONS)))
+                            % (unknown, sorted(set(_PRODUCER_OPTIONS) | set(_TEXT_OPTIONS))))
         self._serve_args = []
         for key, value in producer_options.items():
             if value is None:
+                continue
+            if key in _TEXT_OPTIONS:
+                host, sep, port = str(value).rpartition(":")
+                if key == "flight" and not (sep and host and port.isdigit()):
+                    raise ValueError("flight=%r is not HOST:PORT (e.g. '0.0.0.0:8815')" % (value,))
+                self._serve_args += [_TEXT_OPTIONS[key], str(value)]
                 continue
             flag, conv = _PRODUCER_OPTIONS[key]
             try:

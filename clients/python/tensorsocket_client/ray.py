@@ -13,9 +13,23 @@ runs beside them, as a DataLoader's workers would). It builds the factory's load
 producer stays while trials read and ``linger`` seconds after the last one left, then the actor exits, so a sweep
 leaves nothing behind; ``stop(name)`` ends every node's at once. Each node's producer is named after the share and
 the node (``NAME-NODEID``), so nodes that share a host, as in ``ray.cluster_utils.Cluster``, keep theirs apart.
+
+Nodes with too little CPU to decode (GPU nodes) take their batches from one node that has it, over Arrow Flight:
+
+    upstream = serve_upstream("cifar-train", "loaders:make_cifar", flight="0.0.0.0:8815", node_id=cpu_node)
+    def trainable(config):
+        loader = share("cifar-train", "loaders:make_cifar", batch_size=128, upstream=upstream)
+
+``serve_upstream`` runs the share's producer on that node (a detached actor, as above) and serves it over Flight;
+with ``upstream=`` each node's actor runs a relay of it instead of a loader (``tensorsocket serve --from``): one
+network stream per node, its trials reading the relay from shared memory. A trial that joins a relay mid-epoch still
+gets exact epochs where the upstream can keep its boundary (docs/PROTOCOL.md, section 8), else starts at the relay's
+next epoch start.
 """
 
 import os
+import signal
+import subprocess
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
@@ -23,7 +37,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from .share import DEFAULT_LINGER, ShareFailed, attach, factory_path, fingerprint, serve
+from .directory import SOCKET_FILE, directory_for, is_locked, launcher_path
+from .share import DEFAULT_LINGER, ShareFailed, attach, factory_path, fingerprint, log_path, serve
 
 NAMESPACE = "tensorsocket"
 
@@ -57,23 +72,11 @@ class SharedProducer:
 
     def ready(self, timeout):
         """Waits until the producer opens its socket; raises what stopped it if it cannot."""
-        from .directory import SOCKET_FILE, directory_for, is_locked
-        d = directory_for(self._name)
-        deadline = time.monotonic() + timeout
-        while not ((d / SOCKET_FILE).exists() and is_locked(d)):
-            if self._error is not None:
-                raise ShareFailed("the producer of share '%s' on this node could not start: %s"
-                                         % (self._name, self._error))
-            if time.monotonic() > deadline:
-                raise ShareFailed("the producer of share '%s' on this node did not start within %.0f s"
-                                         % (self._name, timeout))
-            time.sleep(0.05)
-        return os.getpid()
+        return _await_socket(self._name, timeout, lambda: self._error)
 
 
     def stop(self, timeout=30.0):
         """Stops the producer now, as Ctrl-C would (its consumers are told, its files removed); the actor then ends."""
-        import signal
         p = self._producer
         if p is not None and p.producer_pid > 0:
             try:
@@ -84,24 +87,121 @@ class SharedProducer:
         return True
 
 
+def _await_socket(name, timeout, error):
+    """Waits until producer ``name`` on this node opens its socket; raises ``error()`` once that is not None."""
+    d = directory_for(name)
+    deadline = time.monotonic() + timeout
+    while not ((d / SOCKET_FILE).exists() and is_locked(d)):
+        if error() is not None:
+            raise ShareFailed("the producer of share '%s' on this node could not start: %s" % (name, error()))
+        if time.monotonic() > deadline:
+            raise ShareFailed("the producer of share '%s' on this node did not start within %.0f s" % (name, timeout))
+        time.sleep(0.05)
+    return os.getpid()
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class SharedRelay:
+    """One node's relay of a share served by :func:`serve_upstream`: ``tensorsocket serve --from UPSTREAM`` in a
+    process of its own, until its linger after the node's last trial ran out; the actor then ends."""
+
+    def __init__(self, name, upstream, batch_size, linger, token_file, env):
+        os.environ.update(env)
+        self._name = name
+        self._error = None
+        exe = launcher_path()
+        if exe is None:
+            self._error = ("no tensorsocket launcher on this node (put bin/tensorsocket on PATH, or set "
+                           "TENSORSOCKET_LAUNCHER)")
+            self._proc = None
+            return
+        cmd = [exe, "serve", "--name", name, "--from", upstream, "--batch-size", str(int(batch_size)), "--epochs", "0",
+               "--idle-timeout-s", repr(float(linger))] + (["--from-token-file", token_file] if token_file else [])
+        self._log = log_path(name)
+        with open(self._log, "ab") as log:
+            log.write(("--- %s: relay started by a trial's actor: %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"),
+                                                                        " ".join(cmd))).encode("utf-8"))
+            log.flush()
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _wait(self):
+        code = self._proc.wait()
+        if code != 0:
+            from .share import _tail
+            self._error = "the relay exited with status %d:\n%s" % (code, _tail(self._log))
+            time.sleep(5)  # trials that ask meanwhile are told why
+        os._exit(0)
+
+    def ready(self, timeout):
+        """Waits until the relay opens its socket; raises why it could not (its output's end) otherwise."""
+        return _await_socket(self._name, timeout, lambda: self._error)
+
+    def stop(self, timeout=30.0):
+        """Stops the relay now, as Ctrl-C would; the actor then ends."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        return True
+
+
+def _env():
+    """What a trial's environment says about where producers live and how to start them, for its actors."""
+    return {k: v for k, v in os.environ.items() if k in ("TENSORSOCKET_BASE", "TENSORSOCKET_LAUNCHER", "PATH",
+                                                         "PYTHONPATH", "JAVA_HOME")}
+
+
+def serve_upstream(name: str, factory: Union[str, Callable[..., Any]], *, flight: str,
+                   kwargs: Optional[Dict[str, Any]] = None, node_id: Optional[str] = None,
+                   linger: float = DEFAULT_LINGER, token_file: Optional[str] = None, start_timeout: float = 120.0,
+                   producer_options: Optional[Dict[str, Any]] = None) -> str:
+    """Runs share ``name``'s producer on node ``node_id`` (default: this one) in a detached actor, served over Arrow
+    Flight at ``flight`` (``HOST:PORT``; a token file is needed unless HOST is loopback), for nodes that read it through
+    ``share(..., upstream=...)``. It stays while relays read and ``linger`` seconds after the last left; ``stop(name)``
+    ends it. Returns its address, ``grpc://HOST:PORT/NAME`` (HOST the node's address where ``flight`` binds all)."""
+    path = factory_path(factory)
+    node = node_id or ray.get_runtime_context().get_node_id()
+    options = dict(producer_options or {}, flight=flight)
+    if token_file:
+        options["flight_token_file"] = token_file
+    actor = SharedProducer.options(
+        name="upstream:" + name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+    ).remote(name, path, kwargs or {}, fingerprint(path, kwargs), float(linger), options, _env())
+    ray.get(actor.ready.remote(float(start_timeout)))
+    host, _, port = flight.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = next(n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == node)
+    return "grpc://%s:%s/%s" % (host, port, name)
+
+
 def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None,
           linger: float = DEFAULT_LINGER, start_timeout: float = 120.0,
-          producer_options: Optional[Dict[str, Any]] = None, **consumer_options: Any):
-    """As :func:`tensorsocket_client.share`, the producer living in a detached actor on this trial's node."""
+          producer_options: Optional[Dict[str, Any]] = None, upstream: Optional[str] = None,
+          upstream_token_file: Optional[str] = None, **consumer_options: Any):
+    """As :func:`tensorsocket_client.share`, the producer living in a detached actor on this trial's node. With
+    ``upstream`` (what :func:`serve_upstream` returned) that node's producer is a relay of it, whose batches of
+    ``batch_size`` (the first trial's on the node) cross the network once for all of the node's trials."""
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
     node = ray.get_runtime_context().get_node_id()
     local = producer_name(name, node)
-    env = {k: v for k, v in os.environ.items() if k in ("TENSORSOCKET_BASE", "TENSORSOCKET_LAUNCHER", "PATH",
-                                                         "PYTHONPATH", "JAVA_HOME")}
+    env = _env()
     deadline = time.monotonic() + float(start_timeout)
 
     def ensure():
-        actor = SharedProducer.options(
-            name="share:" + local, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-        ).remote(local, path, kwargs or {}, wanted, float(linger), producer_options or {}, env)
+        placed = dict(name="share:" + local, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+                      scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        if upstream is not None:
+            actor = SharedRelay.options(**placed).remote(local, upstream, batch_size, float(linger),
+                                                         upstream_token_file, env)
+        else:
+            actor = SharedProducer.options(**placed).remote(local, path, kwargs or {}, wanted, float(linger),
+                                                            producer_options or {}, env)
         try:
             ray.get(actor.ready.remote(max(1.0, deadline - time.monotonic())))
         except ray.exceptions.RayActorError:
@@ -112,13 +212,13 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
 
 
 def stop(name: str) -> int:
-    """Ends the producer of share ``name`` on every node now (e.g. after ``tuner.fit()``); returns how many ran."""
+    """Ends the producer of share ``name`` on every node now (e.g. after ``tuner.fit()``), relays first and then
+    the upstream if :func:`serve_upstream` started one; returns how many ran."""
     stopped = 0
-    for node in ray.nodes():
-        if not node.get("Alive"):
-            continue
+    actors = ["share:" + producer_name(name, node["NodeID"]) for node in ray.nodes() if node.get("Alive")]
+    for actor_name in actors + ["upstream:" + name]:
         try:
-            actor = ray.get_actor("share:" + producer_name(name, node["NodeID"]), namespace=NAMESPACE)
+            actor = ray.get_actor(actor_name, namespace=NAMESPACE)
         except ValueError:
             continue
         try:

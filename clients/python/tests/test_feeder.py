@@ -92,6 +92,10 @@ class RefusalTest(unittest.TestCase):
             TensorProducer("x", [], epochs=0)
         p = TensorProducer("x", [], rubber_band=5, start_grace=0.5, slots=12)
         self.assertEqual(["--rubber-band", "5", "--start-grace-ms", "500", "--slots", "12"], p._serve_args)
+        with self.assertRaisesRegex(ValueError, r"flight='8815' is not HOST:PORT"):
+            TensorProducer("x", [], flight="8815")
+        p = TensorProducer("x", [], flight="0.0.0.0:8815", flight_token_file="/etc/ts-token")
+        self.assertEqual(["--flight", "0.0.0.0:8815", "--flight-token-file", "/etc/ts-token"], p._serve_args)
 
     def test_more_passes_than_declared_epochs_are_refused(self):
         p = TensorProducer("x", [], epochs=1)

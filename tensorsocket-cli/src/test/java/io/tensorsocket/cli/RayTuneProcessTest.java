@@ -18,7 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The Tune example, run by the real engine: an ASHA sweep of 4 trials (one a Lightning {@code Trainer.fit}) on one
  * Ray node reads one producer, every trial's every epoch exact, and nothing is left after the sweep; on a cluster of
- * two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's.
+ * two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
+ * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
  */
 class RayTuneProcessTest extends ProcessTestBase {
     private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
@@ -66,7 +67,25 @@ class RayTuneProcessTest extends ProcessTestBase {
 
     @Test
     void onTwoRayNodesEachNodesTrialsReadTheirNodesProducer() throws Exception {
-        List<Map<String, String>> epochs = exactEpochs(sweep("--trials", "4", "--epochs", "2", "--nodes", "2"));
+        assertOneProducerPerNode(exactEpochs(sweep("--trials", "4", "--epochs", "2", "--nodes", "2")));
+    }
+
+    @Test
+    void onTwoRayNodesReadingOneUpstreamOverFlightEachNodeRelaysItOnOneNetworkStream() throws Exception {
+        Proc p = sweep("--trials", "4", "--epochs", "2", "--nodes", "2", "--upstream");
+        assertOneProducerPerNode(exactEpochs(p));
+        Map<String, String> summary = p.json().getLast();
+        assertTrue(summary.get("upstream").startsWith("grpc://127.0.0.1:"), summary.toString());
+        // each node's relay is one remote consumer of the upstream, whichever trials ran there
+        long nodes = p.json().stream().filter(e -> e.containsKey("node")).map(e -> e.get("node")).distinct().count();
+        assertEquals(Long.toString(nodes), summary.get("network_streams"), summary.toString());
+        try (var left = Files.list(base)) {
+            assertEquals(List.of(), left.filter(f -> !f.getFileName().toString().startsWith(".")).toList(),
+                    "a relay's or the upstream's directory outlived the sweep");
+        }
+    }
+
+    private static void assertOneProducerPerNode(List<Map<String, String>> epochs) {
         Map<String, Set<String>> pidsByNode = new HashMap<>();
         for (Map<String, String> e : epochs) {
             assertEquals("sweep-images-" + e.get("node"), e.get("producer"), e.toString());
