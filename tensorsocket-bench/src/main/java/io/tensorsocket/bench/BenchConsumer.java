@@ -15,7 +15,8 @@ import java.util.Arrays;
  * nothing), records the publish-to-hold latency of each batch, and prints one line of results.
  * Arguments: directory, batch size, epochs, touch mode (all | page | none), and optionally the
  * microseconds a waiting consumer polls before sleeping ({@link ConsumerOptions#spinWait()}), the number
- * of first batches whose latency is not counted (a warm-up), and "ring" or "socket": how batches are
+ * of first batches whose latency and time are not counted (a warm-up: a fresh JVM interprets its loops at first,
+ * which says nothing of a training job hours in), and "ring" or "socket": how batches are
  * handed over ({@link ConsumerOptions#ringHandoff()}).
  */
 public final class BenchConsumer {
@@ -36,26 +37,28 @@ public final class BenchConsumer {
             int seen = 0;
             long bytes = 0;
             long start = 0;
+            long last = 0;
             for (int e = 0; e < epochs; e++) {
                 for (Batch b : c) {
                     long held = System.nanoTime();
-                    if (start == 0) {
-                        start = held;
+                    last = held;
+                    if (seen == warmup) {
+                        start = held; // the rate counts the batches after this one
                     }
                     if (seen++ >= warmup) {
                         latencies[n++] = held - b.tensor(ReplaySource.STAMP).getLong(0);
                     }
                     MemorySegment data = b.tensor(ReplaySource.DATA).data();
-                    bytes += data.byteSize();
+                    bytes += seen > warmup + 1 ? data.byteSize() : 0;
                     sink += read(data, touch);
                 }
             }
-            double seconds = (System.nanoTime() - start) / 1e9;
+            double seconds = (last - start) / 1e9;
             long[] sorted = Arrays.copyOf(latencies, n);
             Arrays.sort(sorted);
-            // skip the first batch (it waited for everyone to join) in the rate
+            // the batch that starts the clock is not counted in the rate (without a warm-up it waited for everyone to join)
             System.out.printf("RESULT batches=%d seconds=%.4f batches_per_s=%.2f gb_per_s=%.3f p50_us=%.1f p99_us=%.1f%n",
-                    n, seconds, (seen - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
+                    n, seconds, (n - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
                     sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
         }
     }

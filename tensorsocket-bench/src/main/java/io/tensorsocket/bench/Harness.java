@@ -196,10 +196,13 @@ public final class Harness {
                 f.perConsumer(), k, f.aggregate(), touch);
     }
 
-    /** Serves two epochs of {@code batchesPerEpoch} 64×3×224×224 float32 batches to {@code k} consumer JVMs. */
+    /**
+     * Serves two epochs of {@code batchesPerEpoch} 64×3×224×224 float32 batches to {@code k} consumer JVMs; each
+     * consumer's rate counts the batches after its first fifth of an epoch (its warm-up).
+     */
     public static Fanout fanout(int k, String touch, int batchesPerEpoch) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, batchesPerEpoch, 0);
-        List<Map<String, Double>> rs = run(src, k, 2, touch);
+        List<Map<String, Double>> rs = run(src, k, 2, touch, 0, Math.max(1, batchesPerEpoch / 5), true);
         double min = rs.stream().mapToDouble(m -> m.get("batches_per_s")).min().orElse(0);
         double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
         return new Fanout(k, min, sum);
