@@ -13,6 +13,7 @@ order and this side loads exactly those samples, so consumers that join mid-epoc
 
 import atexit
 import logging
+import collections
 import mmap
 import os
 import signal
@@ -64,6 +65,10 @@ def _as_numpy(x) -> np.ndarray:
     if isinstance(x, np.ndarray):
         return x
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch.Tensor
+        try:
+            return x.numpy()  # the common case, at once: a CPU tensor of a numpy dtype without grad
+        except (RuntimeError, TypeError):
+            pass  # needs grad detached, a copy off the GPU, or bfloat16's view
         t = x.detach()
         if t.device.type != "cpu":
             t = t.cpu()
@@ -134,6 +139,7 @@ def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
 
 class _Connection:
     def __init__(self, path: Path, timeout: float):
+        self._received = bytearray()  # what arrived and was not read yet: one recv often brings several frames
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         try:
@@ -143,8 +149,12 @@ class _Connection:
             raise
 
     def send(self, message):
+        self.send_frames(wire.encode(message))
+
+    def send_frames(self, frames: bytes):
+        """Sends encoded frames at once (several claims in one write)."""
         try:
-            self.sock.sendall(wire.encode(message))
+            self.sock.sendall(frames)
         except OSError as e:
             # The producer closed the connection: it said why before it did (a second feeder, a refused declaration).
             self.sock.settimeout(1.0)
@@ -157,16 +167,18 @@ class _Connection:
             raise ProducerFailed("the producer closed the feeder connection (%s)" % e) from None
 
     def _exact(self, n: int) -> bytes:
-        buf = bytearray()
+        buf = self._received
         while len(buf) < n:
             try:
-                chunk = self.sock.recv(n - len(buf))
+                chunk = self.sock.recv(max(65536, n - len(buf)))
             except ConnectionResetError:
                 raise ProducerFailed("the producer reset the feeder connection (is another feeder feeding it?)") from None
             if not chunk:
                 raise ProducerFailed("the producer closed the feeder connection")
             buf += chunk
-        return bytes(buf)
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
 
     def read(self, expected, answering: str):
         """The producer's answer, of type ``expected``; its ERROR is raised as a FeederError."""
@@ -192,6 +204,8 @@ class _Connection:
         except OSError:
             pass
 
+
+_CLAIM = wire.encode(wire.Claim())
 
 # What a feeder can set of the producer it starts, and the serve option each becomes.
 _PRODUCER_OPTIONS = {"min_consumers": ("--min-consumers", int), "rubber_band": ("--rubber-band", int),
@@ -285,6 +299,7 @@ class TensorProducer:
         self._conn: Optional[_Connection] = None
         self._map = None
         self._arena = None
+        self._slot_views = {}  # arena offset of a slot -> its tensors' arrays
         self._spec = None
         self._declared_epochs = None
         self._epoch = 0            # the next epoch to feed
@@ -349,6 +364,7 @@ class TensorProducer:
         _check_carriable(first)
         self._spec = [(nm, a.dtype, a.shape[1:]) for nm, a in first]
         self._batch_size = batch_size
+        self._epoch_samples = samples
         if self._declared_epochs is None:
             self._declared_epochs = self.epochs or 0
         # Connected only now that a batch is in hand: the producer gives a feeder 10 s to declare.
@@ -461,51 +477,90 @@ class TensorProducer:
         return ix.loader(self._order(epoch))
 
     def _feed_epoch(self, epoch: int) -> Iterator[int]:
+        """Feeds epoch ``epoch``, one batch after another, pipelined: the feeder keeps as many claims in flight as the
+        producer allows (its claims ahead), for slots of the batches the epoch still has to come by its declared
+        samples, so the claims' round trips to the producer run while it copies earlier batches."""
         self._in_epoch = True
         self._batch_index = 0
         if self._conn is None:
             self._start_java_producer()
         samples = 0
         batches = self._batches(self._indexed_loader(epoch) if self._by_index else self._epoch_loader(epoch))
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except (KeyboardInterrupt, GeneratorExit):
-                raise
-            except Exception as e:
-                self._loader_error = (e, _loader_failure(e, epoch, self._batch_index))
-                raise
-            tensors = _named(batch, self.names)
-            n = len(tensors[0][1])
-            if self._spec is None:
-                batch_size = getattr(self.loader, "batch_size", None) or n
-                spe = self._samples_per_epoch
-                if spe is None:
-                    ds = getattr(self.loader, "dataset", None)
-                    if ds is None or not hasattr(ds, "__len__"):
-                        raise ValueError("give samples_per_epoch=: the loader has no dataset whose len() says it")
-                    spe = len(ds)
-                    if getattr(self.loader, "drop_last", False):
-                        spe = spe // batch_size * batch_size
-                self._attach(tensors, batch_size, spe)
-            self._check(tensors, self._spec, n, epoch)
-            self._conn.send(wire.Claim())
-            grant = self._conn.read(wire.SlotGrant, "CLAIM")
-            seq, offset = grant.seq, grant.offset
-            for (name, roff, nbytes, dt, shape), (_, a) in zip(self._regions, tensors):
-                view = self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
+        claimed = 0    # samples the slots claimed so far in this epoch hold
+        in_flight = 0  # claims sent and not answered yet
+        grants = collections.deque()
+        cur = self._next_batch(batches, epoch)
+        frames = b""
+        while cur is not None:
+            tensors, n = cur
+            while in_flight + len(grants) < self.claims_ahead and claimed < self._epoch_samples:
+                frames += _CLAIM
+                in_flight += 1
+                claimed += self._batch_size
+            if frames:
+                self._conn.send_frames(frames)  # the last publish and the claims that refill: one write
+                frames = b""
+            if not grants:
+                if in_flight == 0:
+                    raise ValueError("the loader yielded more than the %d samples per epoch declared for epoch %d"
+                                     % (self._epoch_samples, epoch))
+                grants.append(self._conn.read(wire.SlotGrant, "CLAIM"))
+                in_flight -= 1
+            grant = grants.popleft()
+            for view, (_, a) in zip(self._views(grant.offset), tensors):
                 np.copyto(view[:n], a, casting="no")
-            self._conn.send(wire.Publish(seq, n))
+            frames = wire.encode(wire.Publish(grant.seq, n))
+            while in_flight + len(grants) < self.claims_ahead and claimed < self._epoch_samples:
+                frames += _CLAIM
+                in_flight += 1
+                claimed += self._batch_size
+            self._conn.send_frames(frames)
+            frames = b""
             samples += n
             self.batches_published += 1
-            yield seq
+            yield grant.seq
+            cur = self._next_batch(batches, epoch)
         if self._spec is None:
             raise ValueError("the loader yielded no batch in epoch %d" % epoch)
         self._conn.send(wire.FeederEpochEnd(epoch, samples))
         self._conn.read(wire.FeederEpochEnd, "FEEDER_EPOCH_END")  # the producer took the epoch, or says (ERROR) why not
         self._in_epoch = False
+
+    def _next_batch(self, batches: Iterator[Any], epoch: int):
+        """The loader's next batch as (named tensors, samples), checked and declared (the first); None at its end."""
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return None
+        except (KeyboardInterrupt, GeneratorExit):
+            raise
+        except Exception as e:
+            self._loader_error = (e, _loader_failure(e, epoch, self._batch_index))
+            raise
+        tensors = _named(batch, self.names)
+        n = len(tensors[0][1])
+        if self._spec is None:
+            batch_size = getattr(self.loader, "batch_size", None) or n
+            spe = self._samples_per_epoch
+            if spe is None:
+                ds = getattr(self.loader, "dataset", None)
+                if ds is None or not hasattr(ds, "__len__"):
+                    raise ValueError("give samples_per_epoch=: the loader has no dataset whose len() says it")
+                spe = len(ds)
+                if getattr(self.loader, "drop_last", False):
+                    spe = spe // batch_size * batch_size
+            self._attach(tensors, batch_size, spe)
+        self._check(tensors, self._spec, n, epoch)
+        return tensors, n
+
+    def _views(self, offset: int):
+        """The tensors' arrays in the slot at ``offset`` of the arena, made once per slot."""
+        views = self._slot_views.get(offset)
+        if views is None:
+            views = [self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
+                     for name, roff, nbytes, dt, shape in self._regions]
+            self._slot_views[offset] = views
+        return views
 
     def _check(self, tensors, spec, n, epoch):
         if len(tensors) != len(spec):
@@ -576,6 +631,7 @@ class TensorProducer:
             self._conn.close()
             self._conn = None
         self._arena = None
+        self._slot_views = {}
         if self._map is not None:
             try:
                 self._map.close()

@@ -33,6 +33,8 @@ public final class BenchConsumer {
         try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
                 .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin).withRingHandoff(ring))) {
             long[] latencies = new long[(int) (c.size() * epochs)];
+            // a stream of another source (a feeder's) carries no publication stamps: no latencies then
+            boolean stamped = c.tensors().stream().anyMatch(t -> t.name().equals(ReplaySource.STAMP));
             int n = 0;
             int seen = 0;
             long bytes = 0;
@@ -46,7 +48,7 @@ public final class BenchConsumer {
                         start = held; // the rate counts the batches after this one
                     }
                     if (seen++ >= warmup) {
-                        latencies[n++] = held - b.tensor(ReplaySource.STAMP).getLong(0);
+                        latencies[n++] = stamped ? held - b.tensor(ReplaySource.STAMP).getLong(0) : 0;
                     }
                     MemorySegment data = b.tensor(ReplaySource.DATA).data();
                     bytes += seen > warmup + 1 ? data.byteSize() : 0;

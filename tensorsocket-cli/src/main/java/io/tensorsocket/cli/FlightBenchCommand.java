@@ -33,8 +33,10 @@ import picocli.CommandLine.Option;
 /**
  * {@code tensorsocket bench-flight}: throughput of 64x3x224x224 float32 batches to consumers over Arrow
  * Flight on loopback, through a relay, and through shared memory, beside the machine's memory-copy
- * rate. Everything runs in this JVM (one producer, its Flight server, consumer threads) over real
- * sockets and shared memory; each consumer reads one byte of every 4 KiB page of every batch.
+ * rate and what a plain TCP socket pair on loopback moves (the limit of any network transport here), each
+ * remote case's share of it printed beside it. Everything runs in this JVM (one producer, its Flight server,
+ * consumer threads) over real sockets and shared memory; each consumer reads one byte of every 4 KiB page of
+ * every batch.
  */
 @Command(name = "bench-flight", mixinStandardHelpOptions = true,
         description = "Measure batches/s and GB/s to remote (Flight, loopback), relayed and shared-memory consumers.")
@@ -46,7 +48,7 @@ final class FlightBenchCommand implements Callable<Integer> {
     @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up of at least 2 s and 10 batches per consumer (default ${DEFAULT-VALUE}).")
     double seconds;
 
-    @Option(names = "--only", split = ",", description = "Cases: shm, flight, relay (default: all).")
+    @Option(names = "--only", split = ",", description = "Cases: tcp, shm, flight, relay (default: all).")
     List<String> only;
 
     @Override
@@ -57,6 +59,9 @@ final class FlightBenchCommand implements Callable<Integer> {
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
                 + BATCH + "x3x224x224 float32 (" + String.format(Locale.ROOT, "%.1f", batchGb * 1e3) + " MB)");
         row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy, 1e3 / (memcpy / batchGb));
+        if (wants("tcp")) {
+            tcpLimit();
+        }
         Path base = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-flight-");
         try {
             for (int k : List.of(1, 4)) {
@@ -76,6 +81,67 @@ final class FlightBenchCommand implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /**
+     * What a plain TCP socket pair on loopback moves, the limit of any network transport on this machine: one thread
+     * writes batch-sized messages from native memory, another reads each whole into native memory and touches every
+     * page, as the consumers do; {@code seconds} of it after a one-second warm-up.
+     */
+    private void tcpLimit() throws Exception {
+        long bytes = BATCH * Tensor3.bytes();
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
+             java.nio.channels.SocketChannel out = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+             java.nio.channels.SocketChannel in = server.accept();
+             Arena arena = Arena.ofShared()) {
+            java.nio.ByteBuffer src = arena.allocate(bytes, 64).fill((byte) 1).asByteBuffer();
+            java.nio.ByteBuffer dst = arena.allocate(bytes, 64).fill((byte) 2).asByteBuffer();
+            AtomicBoolean running = new AtomicBoolean(true);
+            Thread writer = Thread.ofPlatform().name("bench-tcp-writer").start(() -> {
+                try {
+                    while (running.get()) {
+                        src.clear();
+                        while (src.hasRemaining()) {
+                            out.write(src);
+                        }
+                    }
+                } catch (java.io.IOException closed) {
+                    // the reader closed its end: the measurement is over
+                }
+            });
+            long sink = 0;
+            long batches = 0;
+            long t0 = 0;
+            long cpu0 = 0;
+            long warmEnd = System.nanoTime() + 1_000_000_000L;
+            long end = Long.MAX_VALUE;
+            for (long now = System.nanoTime(); now < end; now = System.nanoTime()) {
+                if (t0 == 0 && now >= warmEnd) {
+                    t0 = now;
+                    cpu0 = processCpuNanos();
+                    end = now + (long) (seconds * 1e9);
+                }
+                dst.clear();
+                while (dst.hasRemaining()) {
+                    in.read(dst);
+                }
+                for (int off = 0; off < bytes; off += 4096) {
+                    sink += dst.get(off);
+                }
+                batches += t0 != 0 ? 1 : 0;
+            }
+            double s = (System.nanoTime() - t0) / 1e9;
+            long cpu = processCpuNanos() - cpu0;
+            running.set(false);
+            in.close();
+            writer.join(5_000);
+            double rate = batches / s;
+            row("tcp", 1, rate, rate, rate * bytes / 1e9, cpu / 1e6 / Math.max(1, batches));
+            if (sink == 42) {
+                System.out.print("");
+            }
+        }
     }
 
     private boolean wants(String c) {
@@ -203,11 +269,27 @@ final class FlightBenchCommand implements Callable<Integer> {
         return s;
     }
 
-    private static void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
-        System.out.println(Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
+    /** GB/s of the plain TCP pair measured first ({@link #tcpLimit}), 0 if it was not. */
+    private double tcpGbPerS;
+    /** GB/s of the memory copy measured first. */
+    private double memcpyGbPerS;
+
+    /** Prints one case; a remote case with its share of the TCP limit, a shared-memory one with its share of memcpy. */
+    private void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
+        Json j = Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
                 .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
                 .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9)
-                .put("cpu_ms_per_consumer_batch", cpuMsPerBatch));
+                .put("cpu_ms_per_consumer_batch", cpuMsPerBatch);
+        if (kind.equals("tcp")) {
+            tcpGbPerS = gbPerConsumer;
+        } else if (kind.equals("memcpy")) {
+            memcpyGbPerS = gbPerConsumer;
+        } else if (!kind.equals("shm") && tcpGbPerS > 0) {
+            j.put("of_tcp_limit", gbPerConsumer / tcpGbPerS);
+        } else if (kind.equals("shm")) {
+            j.put("of_memcpy", gbPerConsumer / memcpyGbPerS);
+        }
+        System.out.println(j);
         System.out.flush();
     }
 

@@ -51,6 +51,14 @@ final class ServeCommand implements Callable<Integer> {
             description = "Batches kept so late joiners can start at the epoch start (default ${DEFAULT-VALUE}).")
     int rubberBand;
 
+    /** A feeder's claims ahead: its claims' round trips to the producer run while it copies earlier batches. */
+    static final int EXTERNAL_CLAIMS_AHEAD = 4;
+
+    @Option(names = "--claims-ahead", paramLabel = "N",
+            description = "Slots the source may fill before it publishes the first of them (default 2; 4 with --external,"
+                    + " so that a feeder's claims travel while it copies); each leaves one slot fewer to consumers' batches.")
+    Integer claimsAhead;
+
     @Option(names = "--stall-timeout-s", defaultValue = "30",
             description = "Evict a consumer that holds everyone up this long (default ${DEFAULT-VALUE}).")
     double stallTimeoutS;
@@ -109,6 +117,9 @@ final class ServeCommand implements Callable<Integer> {
                 .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS)).rings(rings);
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));
+        }
+        if (claimsAhead != null || source.kind.external) {
+            b.claimsAhead(claimsAhead != null ? claimsAhead : EXTERNAL_CLAIMS_AHEAD);
         }
         if (target.name != null) {
             b.name(target.name);

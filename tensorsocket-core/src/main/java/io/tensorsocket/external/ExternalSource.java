@@ -376,12 +376,13 @@ public final class ExternalSource implements IndexedSource {
                     if (e.epoch() != epoch) {
                         throw fail(mc, who + " ended epoch " + e.epoch() + " while the producer is in epoch " + epoch);
                     }
-                    if (!held.isEmpty()) {
-                        throw fail(mc, who + " ended epoch " + epoch + " holding unpublished slots " + held.keySet());
-                    }
+                    // a feeder claims ahead for the samples it declared: one whose loader ran short holds claims
                     if (samples != declared || e.samples() != samples) {
                         throw fail(mc, who + " ended epoch " + epoch + " after " + Math.max(samples, e.samples())
                                 + " samples; it declared " + declared + " per epoch");
+                    }
+                    if (!held.isEmpty()) {
+                        throw fail(mc, who + " ended epoch " + epoch + " holding unpublished slots " + held.keySet());
                     }
                     send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
                     return;
