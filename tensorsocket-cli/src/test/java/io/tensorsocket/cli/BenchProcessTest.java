@@ -87,14 +87,20 @@ class BenchProcessTest extends ProcessTestBase {
 
     @Test
     void benchFlightPrintsEveryCase() throws Exception {
-        Proc p = start("bench-flight", "--seconds", "1", "--only", "flight,relay");
+        Proc p = start("bench-flight", "--seconds", "1", "--only", "tcp,flight,relay");
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         List<Map<String, String>> lines = p.json();
         List<String> cases = lines.stream().map(l -> l.get("case") + "/" + l.get("consumers")).toList();
-        assertEquals(List.of("memcpy/0", "flight/1", "flight/4", "relay/4"), cases, lines.toString());
+        assertEquals(List.of("memcpy/0", "tcp/1", "flight/1", "flight/4", "relay/4"), cases, lines.toString());
         for (Map<String, String> l : lines) {
             assertTrue(value(l, "gb_per_s_per_consumer") > 0, l.toString());
             assertTrue(value(l, "cpu_ms_per_consumer_batch") > 0, l.toString());
+            if (l.get("case").equals("flight") || l.get("case").equals("relay")) {
+                // each remote case beside the limit of the same run: its share of the plain TCP pair
+                double share = value(l, "of_tcp_limit");
+                assertEquals(value(l, "gb_per_s_per_consumer") / value(lines.get(1), "gb_per_s_per_consumer"), share, 1e-3,
+                        l.toString());
+            }
         }
     }
 }
