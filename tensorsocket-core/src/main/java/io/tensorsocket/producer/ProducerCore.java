@@ -292,14 +292,16 @@ public final class ProducerCore implements BatchSink {
      * {@link UpstreamBoundaries}). It can while the order of epoch {@code epoch + 1} is not drawn yet.
      *
      * @return KEPT; TOO_LATE if that order is drawn (or {@code epoch} is not the one being served); UNAVAILABLE if
-     *         this producer does not choose its order (it is a relay itself, or its source fixes it), no such consumer is attached, or the offset is not inside an epoch
+     *         this producer does not choose its order (it is a relay itself, or its source fixes it), no such
+     *         consumer is attached, or the offset is not inside an epoch
      */
     public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
         lock.lock();
         try {
             ConsumerSession s = consumers.get(consumerId);
             // a relay does not choose its order, so the consumers of a relay of a relay roll
-            if (rules.midEpoch() != StartMode.EXACT || upstream != null || s == null || sample <= 0 || sample >= geometry.samplesPerEpoch()) {
+            boolean choosesOrder = rules.midEpoch() == StartMode.EXACT && upstream == null;
+            if (!choosesOrder || s == null || sample <= 0 || sample >= geometry.samplesPerEpoch()) {
                 return UpstreamBoundaries.Answer.UNAVAILABLE;
             }
             if (epoch != drawnEpoch) {
@@ -319,7 +321,8 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             ConsumerSession s = consumers.get(consumerId);
-            if (s != null && sample > 0 && sample < geometry.samplesPerEpoch() && consumers.releaseForRelay(s, (int) sample)) {
+            boolean inside = sample > 0 && sample < geometry.samplesPerEpoch();
+            if (s != null && inside && consumers.releaseForRelay(s, (int) sample)) {
                 log.info("{} relays the stream: lets its joiner's boundary at sample {} go", s.describe(), sample);
             }
         } finally {
@@ -425,18 +428,20 @@ public final class ProducerCore implements BatchSink {
             return start;
         }
         UpstreamBoundaries.Answer answer = upstream.keep(start.epoch(), (int) start.sample(), n);
-        if (answer != UpstreamBoundaries.Answer.KEPT) {
-            log.info("the upstream {} the boundary at sample {} of epoch {}: the joiner starts {}", answer
-                    == UpstreamBoundaries.Answer.TOO_LATE ? "drew its next epoch's order before it could keep"
-                    : "cannot keep", start.sample(), start.epoch(), answer == UpstreamBoundaries.Answer.TOO_LATE
-                    ? "at the next epoch start" : "rolling");
-        }
+        StartPoint rolling = StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
         return switch (answer) {
             case KEPT -> start;
-            case TOO_LATE -> rules.epochs() == 0 || start.epoch() + 1 < rules.epochs()
-                    ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0)
-                    : StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
-            case UNAVAILABLE -> StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
+            case TOO_LATE -> {
+                log.info("the upstream drew its next epoch's order before it could keep the boundary at sample {} of"
+                        + " epoch {}: the joiner starts at the next epoch start", start.sample(), start.epoch());
+                yield rules.epochs() == 0 || start.epoch() + 1 < rules.epochs()
+                        ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0) : rolling;
+            }
+            case UNAVAILABLE -> {
+                log.info("the upstream cannot keep the boundary at sample {} of epoch {}: the joiner rolls",
+                        start.sample(), start.epoch());
+                yield rolling;
+            }
         };
     }
 
