@@ -489,17 +489,22 @@ class TensorProducer:
         claimed = 0    # samples the slots claimed so far in this epoch hold
         in_flight = 0  # claims sent and not answered yet
         grants = collections.deque()
+
+        def refill() -> bytes:
+            """The claims that top the claims in flight and the grants in hand up to the producer's claims ahead."""
+            nonlocal claimed, in_flight
+            n_claims = 0
+            while in_flight + len(grants) + n_claims < self.claims_ahead and claimed < self._epoch_samples:
+                n_claims += 1
+                claimed += self._batch_size
+            in_flight += n_claims
+            return _CLAIM * n_claims
+
         cur = self._next_batch(batches, epoch)
-        frames = b""
+        if cur is not None:
+            self._conn.send_frames(refill())
         while cur is not None:
             tensors, n = cur
-            while in_flight + len(grants) < self.claims_ahead and claimed < self._epoch_samples:
-                frames += _CLAIM
-                in_flight += 1
-                claimed += self._batch_size
-            if frames:
-                self._conn.send_frames(frames)  # the last publish and the claims that refill: one write
-                frames = b""
             if not grants:
                 if in_flight == 0:
                     raise ValueError("the loader yielded more than the %d samples per epoch declared for epoch %d"
@@ -509,13 +514,8 @@ class TensorProducer:
             grant = grants.popleft()
             for view, (_, a) in zip(self._views(grant.offset), tensors):
                 np.copyto(view[:n], a, casting="no")
-            frames = wire.encode(wire.Publish(grant.seq, n))
-            while in_flight + len(grants) < self.claims_ahead and claimed < self._epoch_samples:
-                frames += _CLAIM
-                in_flight += 1
-                claimed += self._batch_size
-            self._conn.send_frames(frames)
-            frames = b""
+            # the publish and the claims that refill: one write
+            self._conn.send_frames(wire.encode(wire.Publish(grant.seq, n)) + refill())
             samples += n
             self.batches_published += 1
             yield grant.seq
