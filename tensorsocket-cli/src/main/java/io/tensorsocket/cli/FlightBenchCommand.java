@@ -58,6 +58,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         double memcpy = Harness.memcpy();
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
                 + BATCH + "x3x224x224 float32 (" + String.format(Locale.ROOT, "%.1f", batchGb * 1e3) + " MB)");
+        memcpyGbPerS = memcpy;
         row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy, 1e3 / (memcpy / batchGb));
         if (wants("tcp")) {
             tcpLimit();
@@ -124,7 +125,9 @@ final class FlightBenchCommand implements Callable<Integer> {
                 }
                 dst.clear();
                 while (dst.hasRemaining()) {
-                    in.read(dst);
+                    if (in.read(dst) < 0) {
+                        throw new java.io.EOFException("the TCP pair's writer closed its end during the measurement");
+                    }
                 }
                 for (int off = 0; off < bytes; off += 4096) {
                     sink += dst.get(off);
@@ -137,7 +140,8 @@ final class FlightBenchCommand implements Callable<Integer> {
             in.close();
             writer.join(5_000);
             double rate = batches / s;
-            row("tcp", 1, rate, rate, rate * bytes / 1e9, cpu / 1e6 / Math.max(1, batches));
+            tcpGbPerS = rate * bytes / 1e9;
+            row("tcp", 1, rate, rate, tcpGbPerS, cpu / 1e6 / Math.max(1, batches));
             if (sink == 42) {
                 System.out.print("");
             }
@@ -269,7 +273,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         return s;
     }
 
-    /** GB/s of the plain TCP pair measured first ({@link #tcpLimit}), 0 if it was not. */
+    /** GB/s of the plain TCP pair, measured first ({@link #tcpLimit}); 0 if it was not. */
     private double tcpGbPerS;
     /** GB/s of the memory copy measured first. */
     private double memcpyGbPerS;
@@ -280,11 +284,8 @@ final class FlightBenchCommand implements Callable<Integer> {
                 .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
                 .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9)
                 .put("cpu_ms_per_consumer_batch", cpuMsPerBatch);
-        if (kind.equals("tcp")) {
-            tcpGbPerS = gbPerConsumer;
-        } else if (kind.equals("memcpy")) {
-            memcpyGbPerS = gbPerConsumer;
-        } else if (!kind.equals("shm") && tcpGbPerS > 0) {
+        boolean remote = kind.equals("flight") || kind.equals("relay");
+        if (remote && tcpGbPerS > 0) {
             j.put("of_tcp_limit", gbPerConsumer / tcpGbPerS);
         } else if (kind.equals("shm")) {
             j.put("of_memcpy", gbPerConsumer / memcpyGbPerS);

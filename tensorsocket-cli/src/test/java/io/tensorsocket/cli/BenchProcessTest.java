@@ -103,4 +103,21 @@ class BenchProcessTest extends ProcessTestBase {
             }
         }
     }
+
+    @Test
+    void benchFeederPrintsEachSourceBesideTheBareCopyOfTheSameRun() throws Exception {
+        assumePython("numpy", "torch");
+        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_feeder.py").toString(), "--batches", "4",
+                "--consumers", "1", "--shapes", "3x32x32");
+        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        assertEquals(List.of("java", "python"), lines.stream().map(l -> l.get("source")).toList(), lines.toString());
+        for (Map<String, String> l : lines) {
+            assertEquals("java", l.get("consumer"), l.toString());
+            assertTrue(value(l, "value") > 0, l.toString());
+            // rounded to 0.1 batches/s and to 0.001 of the copy: the printed share is the printed rate over the copy's
+            assertEquals(value(l, "value") / value(l, "bare_copy_batches_per_s"), value(l, "of_bare_copy"), 0.002,
+                    l.toString());
+        }
+    }
 }
