@@ -54,9 +54,8 @@ TensorProducer(sys.argv[1], None, epochs=1, samples_per_epoch=batches * %d, epoc
 """ % (BATCH, BATCH, BATCH)
 
 
-def java_consumer(d, batches):
+def java_consumer(d, batches, cp):
     java = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java")
-    cp = "%s:%s/*" % (ROOT / "tensorsocket-cli/target/tensorsocket-cli.jar", ROOT / "tensorsocket-cli/target/lib")
     return [java, "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
             "io.tensorsocket.bench.BenchConsumer", str(d), str(BATCH), "1", "none", "0", str(min(10, batches // 4)), "ring"]
 
@@ -71,34 +70,38 @@ def rate_of(output, kind):
     return r["batches"] / r["seconds"]
 
 
-def run(source, consumers, batches, shape, env, kind):
+def run(source, consumers, batches, shape, env, a):
     name = "bench-%s-%d" % (source, consumers)
-    serve = [str(ROOT / "bin/tensorsocket"), "serve", "--name", name, "--min-consumers", str(consumers)]
+    serve = [a.launcher, "serve", "--name", name, "--min-consumers", str(consumers)]
     if source == "java":
         serve += ["--synthetic", "samples=%d,shape=%s,dtype=float32,seed=1" % (batches * BATCH, shape),
                   "--batch-size", str(BATCH)]
     else:
         serve += ["--external"]
-    procs = [subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+    err = tempfile.TemporaryFile()
+    procs = [subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=err, env=env)]
     try:
         d = Path(env["TENSORSOCKET_BASE"]) / name
         ready = d / ("control.sock" if source == "java" else "feeder.sock")
         deadline = time.monotonic() + 60
         while not ready.exists():
             if time.monotonic() > deadline or procs[0].poll() is not None:
-                raise RuntimeError("the producer did not start: " + " ".join(serve))
+                err.seek(0)
+                raise RuntimeError("the producer did not start within 60 s (exit status %s): %s\n%s" % (
+                    procs[0].poll(), " ".join(serve), err.read().decode(errors="replace").strip()))
             time.sleep(0.05)
         if source == "python":
             procs.append(subprocess.Popen([sys.executable, "-c", FEEDER, name, str(batches), shape], env=env))
-        command = java_consumer(d, batches) if kind == "java" else [sys.executable, "-c", CONSUMER, name]
+        command = java_consumer(d, batches, a.classpath) if a.consumer == "java" else [sys.executable, "-c", CONSUMER, name]
         cs = [subprocess.Popen(command, stdout=subprocess.PIPE, env=env) for _ in range(consumers)]
-        return min(rate_of(c.communicate(timeout=600)[0], kind) for c in cs)
+        return min(rate_of(c.communicate(timeout=600)[0], a.consumer) for c in cs)
     finally:
         for p in procs:
             try:
                 p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
+        err.close()
 
 
 def copy_batches_per_s(dims, seconds=1.0):
@@ -133,6 +136,11 @@ def main():
     p.add_argument("--consumers", default="1,4")
     p.add_argument("--shapes", default="3x224x224,3x32x32", help="Sample shapes (float32), one table each.")
     p.add_argument("--consumer", choices=("java", "python"), default="java", help="What the consumers are.")
+    p.add_argument("--launcher", default=os.environ.get("TENSORSOCKET_LAUNCHER", str(ROOT / "bin/tensorsocket")),
+                   help="The command that starts tensorsocket (default: $TENSORSOCKET_LAUNCHER, else bin/tensorsocket).")
+    p.add_argument("--classpath", default="%s:%s/*" % (ROOT / "tensorsocket-cli/target/tensorsocket-cli.jar",
+                                                       ROOT / "tensorsocket-cli/target/lib"),
+                   help="The Java consumers' class path (default: the built command line's jar and its libraries).")
     a = p.parse_args()
     own_base = None if "TENSORSOCKET_BASE" in os.environ else tempfile.mkdtemp(prefix="ts-bench-", dir="/dev/shm")
     env = dict(os.environ, PYTHONPATH=str(CLIENT), OMP_NUM_THREADS="1",
@@ -156,7 +164,7 @@ def table(a, env):
         batches = a.batches if mb > 16 else a.batches * 40
         for source in ("java", "python"):
             for n in [int(x) for x in a.consumers.split(",")]:
-                rate = run(source, n, batches, shape, env, a.consumer)
+                rate = run(source, n, batches, shape, env, a)
                 label = "Java synthetic source" if source == "java" else "Python feeder (TensorProducer)"
                 print("| %s | %d | %.1f | %.2f | %.2f |" % (label, n, rate, rate * mb / 1e3, rate / copy), flush=True)
                 print(json.dumps(dict(metric="feeder_batches_per_s", source=source, consumers=n, shape=shape,

@@ -107,8 +107,10 @@ class BenchProcessTest extends ProcessTestBase {
     @Test
     void benchFeederPrintsEachSourceBesideTheBareCopyOfTheSameRun() throws Exception {
         assumePython("numpy", "torch");
+        // the launcher and class path of this build: a clean build runs its tests before it packages the jar
         Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_feeder.py").toString(), "--batches", "4",
-                "--consumers", "1", "--shapes", "3x32x32");
+                "--consumers", "1", "--shapes", "3x32x32", "--launcher", launcherScript().toString(),
+                "--classpath", System.getProperty("java.class.path"));
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         List<Map<String, String>> lines = p.json();
         assertEquals(List.of("java", "python"), lines.stream().map(l -> l.get("source")).toList(), lines.toString());
