@@ -155,8 +155,10 @@ def _free_port():
 def _remote_streams(upstream):
     """The upstream's consumers that are relays reading it over Flight (``status grpc://...``), or None."""
     import subprocess
-    from tensorsocket_client.directory import launcher_path
-    out = subprocess.run([launcher_path(), "status", upstream, "--json", "--once"], capture_output=True, text=True, timeout=60)
+    from tensorsocket_client.directory import launcher_command
+    argv, env = launcher_command()
+    out = subprocess.run(argv + ["status", upstream, "--json", "--once"], capture_output=True, text=True, timeout=60,
+                         env=env)
     if out.returncode != 0:
         return None
     return sum(1 for c in json.loads(out.stdout)["consumers"] if c["client"].startswith("flight "))

@@ -141,7 +141,7 @@ def feed(args):
         raise ValueError("the feeder declares numpy dtypes; bfloat16 synthetic data is served by tensorsocket serve")
     p = TensorProducer(args.name, None, epochs=args.epochs, samples_per_epoch=spec.samples, description=spec.format(),
                        start_producer=not args.no_start, connect_timeout=args.connect_timeout_s,
-                       epoch_loader=synthetic_epochs(spec, args.batch_size))
+                       epoch_loader=synthetic_epochs(spec, args.batch_size), min_consumers=args.min_consumers)
     started = time.monotonic()
     batches = p.run()
     seconds = time.monotonic() - started
@@ -190,6 +190,8 @@ def main(argv=None):
     f.add_argument("--batch-size", type=int, required=True, help="The loader's batch size.")
     f.add_argument("--epochs", type=int, default=1, help="Epochs to feed (default 1).")
     f.add_argument("--no-start", action="store_true", help="Never start a producer, even with tensorsocket on PATH.")
+    f.add_argument("--min-consumers", type=int, default=None,
+                   help="The producer it starts holds the first batch until this many consumers are attached.")
     f.add_argument("--connect-timeout-s", type=float, default=60.0, help="Wait this long for the producer.")
     s = sub.add_parser("share-serve", help="The process share() starts: builds the factory's loader and feeds it until "
                                            "the producer stops (its linger after the last consumer).")

@@ -131,24 +131,41 @@ def check_accessible_to_current_user(directory):
                                % (directory, owner, _group_name(st.st_gid), me))
 
 
-def launcher_path():
-    """The ``tensorsocket`` launcher this client can start: ``TENSORSOCKET_LAUNCHER``, else the one on PATH,
-    else ``bin/tensorsocket`` of the checkout this client lies in; None if there is none."""
+def launcher_command(warn=None):
+    """``(argv, env)`` that start the ``tensorsocket`` command, first match wins: ``TENSORSOCKET_LAUNCHER``, a
+    ``tensorsocket`` on PATH, ``bin/tensorsocket`` of the checkout this client lies in, the producer bundled with the
+    ``tensorsocket`` wheel (run on its own Java runtime; env names its launcher for messages); None if there is none.
+    A damaged bundle raises its BundleError, which says what to reinstall; ``warn`` gets its notices (a JAVA_HOME
+    passed over)."""
     import shutil
     explicit = os.environ.get("TENSORSOCKET_LAUNCHER")
     if explicit:
-        return explicit
+        return [explicit], None
     found = shutil.which("tensorsocket")
     if found:
-        return found
+        return [found], None
     checkout = Path(__file__).resolve().parents[3] / "bin" / "tensorsocket"
-    return str(checkout) if os.access(str(checkout), os.X_OK) else None
+    if os.access(str(checkout), os.X_OK):
+        return [str(checkout)], None
+    try:
+        import tensorsocket_bundle as bundle
+    except ImportError:
+        return None
+    if not bundle.present():
+        return None
+    return bundle.command(warn=warn), bundle.environment()
 
 
 def launcher():
     """How a hint names the launcher: ``tensorsocket`` when it is on PATH, else its real path."""
     import shutil
-    path = launcher_path()
-    if path is None or shutil.which("tensorsocket") == path:
+    try:
+        found = launcher_command()
+    except Exception:  # noqa: BLE001 (a damaged bundle: its own error says so when it is started)
+        found = None
+    if found is None:
         return "tensorsocket"
-    return path
+    argv, env = found
+    if env is not None:
+        return env["TENSORSOCKET_LAUNCHER"]
+    return "tensorsocket" if shutil.which("tensorsocket") == argv[0] else argv[0]

@@ -34,7 +34,7 @@ from ._map_style import MapStyle
 from ._waiting import Waiting
 from . import dtypes
 from .arena import MAGIC, Layout
-from .directory import (FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_path,
+from .directory import (FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_command,
                         not_found)
 from .errors import ProducerFailed, ProtocolError, TensorSocketError, TensorSocketTimeout
 
@@ -323,12 +323,16 @@ class TensorProducer:
                 raise FeederError("producer '%s' is already running and serves a source of its own, not a feeder's; "
                                   "feed another name, or stop it and let this feeder start one" % self.name)
             return  # a producer is starting (another feeder's): this one connects to it
-        exe = launcher_path()
-        if exe is None:
+        try:
+            found = launcher_command(warn=lambda m: print(m, file=sys.stderr))
+        except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
+            raise FeederError("cannot start a producer for '%s': %s" % (self.name, e)) from e
+        if found is None:
             return  # waits for one started by hand; the timeout's message says how
-        cmd = [exe, "serve", "--name", self.name, "--external", "--feeder-pid", str(os.getpid())] + self._serve_args
+        argv, env = found
+        cmd = argv + ["serve", "--name", self.name, "--external", "--feeder-pid", str(os.getpid())] + self._serve_args
         # A session of its own: Ctrl-C in the terminal reaches this feeder, which stops the producer cleanly.
-        self._process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True)
+        self._process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True, env=env)
 
     def _connect(self) -> _Connection:
         path = self._feeder_socket()
@@ -350,8 +354,9 @@ class TensorProducer:
                 if self._process is not None:
                     how = "started `%s serve --name %s --external`, which did not open it" % (launcher(), self.name)
                 elif self._start_producer:
-                    how = ("found no tensorsocket launcher to start one (put bin/tensorsocket on PATH, or set "
-                           "TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve --name %s --external" % self.name)
+                    how = ("found no tensorsocket launcher to start one (install the tensorsocket wheel, put "
+                           "bin/tensorsocket on PATH, or set TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve "
+                           "--name %s --external" % self.name)
                 else:
                     how = "start one: %s serve --name %s --external" % (launcher(), self.name)
                 raise not_found("no producer '%s' waits for a feeder (no %s%s); %s"

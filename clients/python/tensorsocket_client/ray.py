@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from .directory import SOCKET_FILE, directory_for, is_locked, launcher_path
+from .directory import SOCKET_FILE, directory_for, is_locked, launcher_command
 from .share import DEFAULT_LINGER, ShareFailed, attach, factory_path, fingerprint, log_path, serve
 
 NAMESPACE = "tensorsocket"
@@ -109,20 +109,26 @@ class SharedRelay:
         os.environ.update(env)
         self._name = name
         self._error = None
-        exe = launcher_path()
-        if exe is None:
-            self._error = ("no tensorsocket launcher on this node (put bin/tensorsocket on PATH, or set "
-                           "TENSORSOCKET_LAUNCHER)")
-            self._proc = None
+        self._proc = None
+        try:
+            found = launcher_command()
+        except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
+            self._error = str(e)
             return
-        cmd = [exe, "serve", "--name", name, "--from", upstream, "--batch-size", str(int(batch_size)), "--epochs", "0",
+        if found is None:
+            self._error = ("no tensorsocket launcher on this node (install the tensorsocket wheel, put "
+                           "bin/tensorsocket on PATH, or set TENSORSOCKET_LAUNCHER)")
+            return
+        argv, env = found
+        cmd = argv + ["serve", "--name", name, "--from", upstream, "--batch-size", str(int(batch_size)), "--epochs", "0",
                "--idle-timeout-s", repr(float(linger))] + (["--from-token-file", token_file] if token_file else [])
         self._log = log_path(name)
         with open(self._log, "ab") as log:
             log.write(("--- %s: relay started by a trial's actor: %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"),
                                                                         " ".join(cmd))).encode("utf-8"))
             log.flush()
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                          env=env)
         threading.Thread(target=self._wait, daemon=True).start()
 
     def _wait(self):

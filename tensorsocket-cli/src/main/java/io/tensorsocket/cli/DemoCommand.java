@@ -73,7 +73,8 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (model != null) {
-            TrainCommand.block(model, 10); // rejects an unknown model name before anything starts
+            OptionalParts.checkModel(model); // before anything starts
+            OptionalParts.requireDjl("demo --model");
         }
         if (jobs < 1 || batchSize < 1 || !(seconds > 0) || warmupS < 0) {
             throw new IllegalArgumentException("--jobs and --batch-size must be at least 1 and --seconds positive");

@@ -135,6 +135,9 @@ final class JobCommand implements Callable<Integer> {
     static volatile long sink;
 
     private void train(TensorConsumer c, String mode) throws InterruptedException {
+        if (model != null) {
+            OptionalParts.requireDjl("demo --model");
+        }
         try (ModelStep step = model == null ? null : new ModelStep(model, classes, c.tensors().getFirst(), "label",
                 batchSize, lr)) {
             run(c, mode, step);

@@ -5,7 +5,7 @@ import picocli.CommandLine.Command;
 
 
 /** {@code tensorsocket}: serve a shared loader, consume from it, and try it out. */
-@Command(name = "tensorsocket", mixinStandardHelpOptions = true, version = "tensorsocket 0.1.0",
+@Command(name = "tensorsocket", mixinStandardHelpOptions = true, versionProvider = VersionInfo.class,
         description = "Share one data loader between many training processes on this host.",
         subcommands = {ServeCommand.class, ConsumeCommand.class, TrainCommand.class, StatusCommand.class, ListCommand.class,
                 CleanCommand.class, DemoCommand.class, BenchCommand.class, FlightBenchCommand.class, SoakCommand.class, JobCommand.class,

@@ -23,15 +23,11 @@ final class ModelStep implements AutoCloseable {
     private final String label;
 
     ModelStep(String modelName, int classes, TensorSpec input, String label, int batchSize, float lr) {
-        if (System.getenv("DJL_OFFLINE") == null && System.getProperty("DJL_OFFLINE") == null) {
-            System.setProperty("DJL_OFFLINE", "true"); // the engine ships in the class path; never download one
-        }
-        System.setProperty("ai.djl.pytorch.num_threads", "1");
-        System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
+        Models.configureEngine(1);
         this.input = input.name();
         this.label = label;
         this.model = Model.newInstance(modelName);
-        model.setBlock(TrainCommand.block(modelName, classes));
+        model.setBlock(Models.block(modelName, classes));
         this.trainer = model.newTrainer(new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                 .optOptimizer(Optimizer.adam().optLearningRateTracker(Tracker.fixed(lr)).build()));
         trainer.initialize(new Shape(input.batchShape(batchSize)));

@@ -142,8 +142,9 @@ public final class ProducerServer implements AutoCloseable {
             ch.close(); // EOF mid-frame or reset: the peer went away
         } catch (InterruptedException e) {
             ch.close(); // the producer is closing
-        } catch (RuntimeException e) {
-            // A bug must not leave the peer waiting for an answer that never comes: tell it, then drop it.
+        } catch (RuntimeException | LinkageError e) {
+            // A bug, or a runtime that lacks a class, must not leave the peer waiting for an answer that never
+            // comes: tell it, then drop it.
             log.error("connection thread failed; answering the peer with an error and closing the connection", e);
             reject(ch, Message.ErrorCode.INTERNAL, "the producer failed while serving this connection: " + e);
         } finally {

@@ -1,0 +1,125 @@
+"""The wheel's launcher (tensorsocket_bundle) on a bundle laid out in a temporary folder: which Java it chooses,
+how it reads a runtime's version, and what it says of missing, cut and altered files."""
+
+import hashlib
+import os
+import stat
+import tempfile
+import unittest
+from pathlib import Path
+
+import tensorsocket_bundle as bundle
+
+
+def make_bundle(root: Path) -> Path:
+    home = root / "tensorsocket_bundle"
+    java = home / "java" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    (home / "java" / "release").write_text('JAVA_VERSION="25.0.3"\n')
+    (home / "lib").mkdir()
+    (home / "lib" / "tensorsocket-cli.jar").write_bytes(b"jar bytes" * 100)
+    lines = []
+    for p in sorted(home.rglob("*")):
+        if p.is_file():
+            lines.append("%d %s %s\n" % (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest(),
+                                         p.relative_to(home).as_posix()))
+    (home / "FILES").write_text("".join(lines))
+    return home
+
+
+def fake_jdk(root: Path, version: str) -> Path:
+    jdk = root / ("jdk-" + version)
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "bin" / "java").write_text("#!/bin/sh\n")
+    (jdk / "bin" / "java").chmod(0o755)
+    (jdk / "release").write_text('IMPLEMENTOR="x"\nJAVA_VERSION="%s"\n' % version)
+    return jdk
+
+
+class BundleTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        self.home = make_bundle(self.root)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_java_version_reads_the_release_file_of_old_and_new_numbering(self):
+        self.assertEqual(25, bundle.java_version(fake_jdk(self.root, "25.0.3")))
+        self.assertEqual(26, bundle.java_version(fake_jdk(self.root, "26-ea")))
+        self.assertEqual(8, bundle.java_version(fake_jdk(self.root, "1.8.0_412")))
+        self.assertIsNone(bundle.java_version(self.root / "nothing-here"))
+
+    def test_a_java_home_of_25_or_newer_wins_and_an_older_one_is_passed_over_with_a_warning(self):
+        warnings = []
+        new = fake_jdk(self.root, "25.0.1")
+        java, why = bundle.choose_java({"JAVA_HOME": str(new)}, self.home, warnings.append)
+        self.assertEqual((str(new / "bin" / "java"), "chosen by JAVA_HOME"), (java, why))
+        self.assertEqual([], warnings)
+        old = fake_jdk(self.root, "17.0.15")
+        java, why = bundle.choose_java({"JAVA_HOME": str(old)}, self.home, warnings.append)
+        self.assertEqual(str(self.home / "java" / "bin" / "java"), java)
+        self.assertEqual("bundled with the tensorsocket wheel", why)
+        self.assertIn("JAVA_HOME=%s holds Java 17; the producer needs 25 or newer" % old, warnings[0])
+        java, _ = bundle.choose_java({}, self.home, warnings.append)
+        self.assertEqual(str(self.home / "java" / "bin" / "java"), java)
+        self.assertEqual(1, len(warnings), "no JAVA_HOME: nothing to warn about")
+
+    def test_the_command_runs_the_cli_on_the_bundled_jars_and_says_why_that_java(self):
+        cmd = bundle.command(["serve", "--name", "x"], {}, self.home)
+        self.assertEqual(str(self.home / "java" / "bin" / "java"), cmd[0])
+        self.assertIn("-Dtensorsocket.runtime=bundled with the tensorsocket wheel", cmd)
+        self.assertEqual(["-cp", str(self.home / "lib" / "*"), bundle.MAIN_CLASS, "serve", "--name", "x"], cmd[-6:])
+        self.assertIn("--enable-native-access=ALL-UNNAMED", cmd)
+        cmd = bundle.command([], {"TENSORSOCKET_JAVA_OPTS": "-Xmx1g -Dfoo=1"}, self.home)
+        self.assertIn("-Xmx1g", cmd)
+        self.assertIn("-Dfoo=1", cmd)
+
+    def test_a_missing_or_cut_file_fails_naming_it_and_how_to_reinstall(self):
+        self.assertEqual(3, bundle.verify(self.home, hashes=True))
+        jar = self.home / "lib" / "tensorsocket-cli.jar"
+        jar.write_bytes(b"cut")
+        with self.assertRaises(bundle.BundleError) as e:
+            bundle.command([], {}, self.home)
+        self.assertIn("lib/tensorsocket-cli.jar has 3 bytes, not 900", str(e.exception))
+        self.assertIn("pip install --force-reinstall", str(e.exception))
+        jar.unlink()
+        with self.assertRaises(bundle.BundleError) as e:
+            bundle.verify(self.home)
+        self.assertIn("lib/tensorsocket-cli.jar is missing", str(e.exception))
+
+    def test_other_bytes_of_the_same_size_are_found_by_the_hash_check_only(self):
+        jar = self.home / "lib" / "tensorsocket-cli.jar"
+        jar.write_bytes(b"JAR BYTES" * 100)
+        bundle.verify(self.home)  # sizes agree
+        with self.assertRaises(bundle.BundleError) as e:
+            bundle.verify(self.home, hashes=True)
+        self.assertIn("lib/tensorsocket-cli.jar has other bytes than the wheel's", str(e.exception))
+
+    def test_a_java_that_lost_its_execute_bit_is_damage_and_with_java_home_only_the_jars_count(self):
+        java = self.home / "java" / "bin" / "java"
+        java.chmod(java.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+        if os.access(str(java), os.X_OK):
+            self.skipTest("running as a user who may execute anything")
+        with self.assertRaises(bundle.BundleError) as e:
+            bundle.command([], {}, self.home)
+        self.assertIn("java/bin/java is not executable", str(e.exception))
+        new = fake_jdk(self.root, "25")
+        self.assertEqual(str(new / "bin" / "java"), bundle.command([], {"JAVA_HOME": str(new)}, self.home)[0])
+
+    def test_an_unreadable_list_of_files_is_damage_too(self):
+        (self.home / "FILES").write_text("not a line of sizes and hashes\n")
+        with self.assertRaises(bundle.BundleError) as e:
+            bundle.verify(self.home)
+        self.assertIn("its list of files (FILES) cannot be read", str(e.exception))
+
+    def test_a_source_install_carries_no_bundle(self):
+        self.assertTrue(bundle.present(self.home))
+        self.assertFalse(bundle.present(self.root / "elsewhere"))
+
+
+if __name__ == "__main__":
+    unittest.main()

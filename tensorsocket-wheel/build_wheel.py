@@ -1,0 +1,147 @@
+"""Builds the ``tensorsocket`` platform wheel: the Python client, the producer's jars and a Java runtime cut down
+with jlink, with a ``tensorsocket`` console script. ``./mvnw package`` runs it (this module's pom); by hand:
+
+    python3 tensorsocket-wheel/build_wheel.py --jdk $JAVA_HOME --jars tensorsocket-wheel/target/jars --out dist
+
+Offline: it needs the JDK's jlink and objcopy, and setuptools, wheel and pip for the Python it runs on (Debian's
+python3-setuptools, python3-wheel, python3-pip).
+"""
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENT = ROOT / "clients" / "python"
+PLATFORM = "manylinux_2_28_x86_64"
+# The runtime's modules: what the project's own modules require (their module-info.java), and what the libraries
+# bundled with them use (jdeps --print-module-deps over each jar): java.sql and jdk.management for Arrow and
+# Micrometer, java.naming for gRPC, jdk.unsupported for Netty's and Arrow's Unsafe memory access.
+PROJECT_MODULES = ["core", "metrics", "pipeline", "flight", "bench", "cli"]
+LIBRARY_MODULES = ["java.base", "java.logging", "java.naming", "java.sql", "jdk.management", "jdk.unsupported"]
+
+
+def modules():
+    required = set(LIBRARY_MODULES)
+    for m in PROJECT_MODULES:
+        info = (ROOT / ("tensorsocket-" + m) / "src/main/java/module-info.java").read_text(encoding="utf-8")
+        required |= set(re.findall(r"requires\s+(?:transitive\s+)?((?:java|jdk)\.[\w.]+)\s*;", info))
+    return sorted(required)
+# Netty's TLS for the other platforms, which a Linux x86-64 wheel never loads.
+FOREIGN = re.compile(r"-(linux-aarch_64|osx-x86_64|osx-aarch_64|windows-x86_64)\.jar$")
+
+
+def jlink(jdk, out):
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([str(Path(jdk) / "bin" / "jlink"), "--add-modules", ",".join(modules()), "--strip-debug",
+                    "--no-man-pages", "--no-header-files", "--compress=zip-6", "--generate-cds-archive",
+                    "--strip-native-debug-symbols", "objcopy=" + (shutil.which("objcopy") or "/usr/bin/objcopy"),
+                    "--output", str(out)], check=True, stdout=subprocess.DEVNULL)
+    # The class-data archive for heaps over 32 GB: the producer's heap is small (its batches live in shared memory).
+    for f in out.glob("lib/server/classes_nocoops.jsa"):
+        f.unlink()
+
+
+def manifest(bundle):
+    """FILES: size, SHA-256 and path of every file of java/ and lib/, which the launcher checks before it runs."""
+    lines = []
+    for p in sorted(bundle.rglob("*")):
+        rel = p.relative_to(bundle).as_posix()
+        if p.is_file() and rel.startswith(("java/", "lib/")):
+            lines.append("%d %s %s\n" % (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest(), rel))
+    (bundle / "FILES").write_text("".join(lines), encoding="utf-8")
+
+
+def pyproject(version):
+    """The client's pyproject.toml, plus the bundle package, its data and the console script."""
+    text = (CLIENT / "pyproject.toml").read_text(encoding="utf-8")
+    text = text.replace('packages = ["tensorsocket_client"]', 'packages = ["tensorsocket_client", "tensorsocket_bundle"]')
+    if 'packages = ["tensorsocket_client", "tensorsocket_bundle"]' not in text:
+        raise SystemExit("clients/python/pyproject.toml no longer lists packages = [\"tensorsocket_client\"]")
+    return text + """
+[project.scripts]
+tensorsocket = "tensorsocket_bundle:main"
+
+[tool.setuptools.package-data]
+tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar"]
+"""
+
+
+def missing_tools(jdk):
+    """What this machine lacks to build the wheel, as a sentence saying what to install; None if nothing."""
+    missing = []
+    for module, package in (("setuptools", "python3-setuptools"), ("wheel", "python3-wheel"), ("pip", "python3-pip")):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append((module, package))
+    if not (Path(jdk) / "bin" / "jlink").is_file():
+        missing.append(("jlink", "a full JDK 25 (not a JRE)"))
+    if shutil.which("objcopy") is None and not Path("/usr/bin/objcopy").exists():
+        missing.append(("objcopy", "binutils"))
+    if not missing:
+        return None
+    return "%s lacks %s; install %s" % (sys.executable, ", ".join(m for m, _ in missing),
+                                         ", ".join(sorted({p for _, p in missing})))
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    a.add_argument("--jdk", required=True, help="The JDK whose jlink cuts the runtime (25 or newer).")
+    a.add_argument("--jars", required=True, type=Path, help="The producer's jars (the cli jar and its dependencies).")
+    a.add_argument("--out", required=True, type=Path, help="Where the wheel goes.")
+    a.add_argument("--work", type=Path, default=ROOT / "tensorsocket-wheel" / "target" / "wheel")
+    a.add_argument("--skip-without-tools", action="store_true",
+                   help="Where a tool is missing, say so and build nothing (exit 0) rather than fail; unless "
+                        "TENSORSOCKET_WHEEL_REQUIRED=1 (CI) says the wheel must be built.")
+    args = a.parse_args()
+    args.out = args.out.resolve()
+    missing = missing_tools(args.jdk)
+    if missing:
+        if args.skip_without_tools and os.environ.get("TENSORSOCKET_WHEEL_REQUIRED") != "1":
+            for old in args.out.glob("tensorsocket-*-py3-none-%s.whl" % PLATFORM):
+                old.unlink()  # so that nothing tests a wheel of other sources
+            print("SKIPPED the pip wheel: %s" % missing)
+            return
+        raise SystemExit("cannot build the pip wheel: %s" % missing)
+
+    stage = args.work / "stage"
+    shutil.rmtree(stage, ignore_errors=True)
+    for package in ("tensorsocket_client", "tensorsocket_bundle"):
+        shutil.copytree(CLIENT / package, stage / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    bundle = stage / "tensorsocket_bundle"
+    jlink(args.jdk, bundle / "java")
+    (bundle / "lib").mkdir()
+    jars = [j for j in sorted(args.jars.glob("*.jar")) if not FOREIGN.search(j.name)]
+    if not any(j.name.startswith("tensorsocket-cli") for j in jars):
+        raise SystemExit("no tensorsocket-cli jar in %s" % args.jars)
+    for j in jars:
+        if j.name.startswith(("api-", "pytorch-", "tensorsocket-djl")):
+            raise SystemExit("%s is DJL's, which the wheel leaves out; exclude it in tensorsocket-wheel/pom.xml" % j)
+        shutil.copy2(j, bundle / "lib" / j.name)
+    manifest(bundle)
+    version = re.search(r'__version__ = "([^"]+)"', (CLIENT / "tensorsocket_client" / "__init__.py").read_text()).group(1)
+    (stage / "pyproject.toml").write_text(pyproject(version), encoding="utf-8")
+    (stage / "setup.cfg").write_text("[bdist_wheel]\npython_tag = py3\nplat_name = %s\n" % PLATFORM, encoding="utf-8")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for old in args.out.glob("tensorsocket-*-py3-none-%s.whl" % PLATFORM):
+        old.unlink()
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+                    "--disable-pip-version-check", "-w", str(args.out), str(stage)], check=True,
+                   env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
+    wheel = args.out / ("tensorsocket-%s-py3-none-%s.whl" % (version, PLATFORM))
+    if not wheel.is_file():
+        raise SystemExit("pip wrote no %s; it wrote %s" % (wheel.name, [w.name for w in args.out.iterdir()]))
+    print("%s: %.1f MB (runtime %.1f MB and %d jars of %.1f MB, unpacked)" % (
+        wheel, wheel.stat().st_size / 1e6, sum(f.stat().st_size for f in (bundle / "java").rglob("*") if f.is_file()) / 1e6,
+        len(jars), sum(j.stat().st_size for j in jars) / 1e6))
+
+
+if __name__ == "__main__":
+    main()
