@@ -53,7 +53,8 @@ def consume(args):
                        % (args.name or args.dir))
     else:
         # The remote server's silence timeout plays the liveness role for grpc:// producers.
-        target.update(liveness=args.liveness_s, wait_for_epoch_start=args.wait_for_epoch_start)
+        target.update(liveness=args.liveness_s, wait_for_epoch_start=args.wait_for_epoch_start, handoff=args.handoff,
+                      spin=args.spin_us / 1e6)
     if args.job is not None or args.rank is not None or args.world_size is not None:
         target.update(job=args.job, rank=args.rank, world_size=args.world_size)
     with TensorConsumer(batch_size=args.batch_size, drop_last=args.drop_last, connect_timeout=args.connect_timeout_s,
@@ -183,6 +184,11 @@ def main(argv=None):
     c.add_argument("--trust", help="Trust this PEM certificate for grpc+tls:// (default: the system's).")
     c.add_argument("--silence-timeout-s", type=float, default=2.0,
                    help="A remote server silent this long while a batch is awaited has vanished.")
+    c.add_argument("--handoff", choices=("ring", "socket"), default="ring",
+                   help="How batches are handed over: ring (a descriptor ring in shared memory; a waiting consumer "
+                        "sleeps on a futex) or socket (announced over the control socket) (default ring).")
+    c.add_argument("--spin-us", type=float, default=0.0,
+                   help="While waiting for a batch, poll the ring this long before sleeping (0 to 1000000).")
     f = sub.add_parser("feed", help="Feed the synthetic stream into a producer started with tensorsocket serve --external.")
     f.add_argument("--name", required=True, help="Producer name.")
     f.add_argument("--synthetic", required=True, metavar="SPEC",

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import directory as _directory
 from . import handshake as _handshake
+from . import rings as _rings
 from . import stream as _stream
 from . import wire
 from ._lifecycle import ConsumerBase, checked_batch_size, job_rank
@@ -63,7 +64,8 @@ class TensorConsumer(ConsumerBase):
     def __init__(self, name: Optional[str] = None, batch_size: Optional[int] = None, drop_last: bool = False,
                  directory: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  batch_timeout: float = 120.0, liveness: float = 10.0, wait_for_epoch_start: bool = False,
-                 job: Optional[str] = None, rank: Optional[int] = None, world_size: Optional[int] = None):
+                 job: Optional[str] = None, rank: Optional[int] = None, world_size: Optional[int] = None,
+                 handoff: str = "ring", spin: float = 0.0):
         """``liveness``: seconds a waiting consumer accepts hearing nothing from the producer (which sends a
         heartbeat every second while it has nothing else to send) before raising ProducerNotResponding.
         ``wait_for_epoch_start``: arriving too late to start at the current epoch's start, wait for the next
@@ -71,7 +73,11 @@ class TensorConsumer(ConsumerBase):
         happened. ``job``: read as rank ``rank`` of the ``world_size`` ranks of this data-parallel job (rank and
         world size default to torchrun's RANK and WORLD_SIZE): the job's ranks share each epoch, each an equal share,
         as DistributedSampler deals them; the producer starts them together once all have joined, and a rank that
-        dies fails its job (JobFailed for the others)."""
+        dies fails its job (JobFailed for the others). ``handoff``: how the producer hands this consumer its batches,
+        "ring" (a descriptor ring in shared memory, on which a waiting consumer sleeps on a futex; the default, as
+        for the Java consumer, where the platform has futexes and the producer a free ring) or "socket" (BATCH
+        frames on the control socket); :attr:`handoff` says which it got. ``spin``: seconds a waiting consumer
+        polls its ring before it sleeps (lower latency for a core to spare; 0 to 1)."""
         self.batch_size = checked_batch_size(batch_size)
         self.job_rank = job_rank(job, rank, world_size)
         if name is None and directory is None:
@@ -84,6 +90,12 @@ class TensorConsumer(ConsumerBase):
             raise ValueError("liveness of %r s is too short: the producer sends a heartbeat once a second, so allow at "
                              "least 2 s" % (liveness,))
         self.wait_for_epoch_start = bool(wait_for_epoch_start)
+        if handoff not in ("ring", "socket"):
+            raise ValueError("handoff=%r: use 'ring' or 'socket'" % (handoff,))
+        if not 0 <= float(spin) <= 1:
+            raise ValueError("spin=%r s: use 0 to 1 seconds" % (spin,))
+        self._ring = handoff == "ring" and _rings.supported()
+        self._spin = float(spin)
         d = os.path.abspath(os.fspath(directory)) if directory is not None else str(_directory.directory_for(name))
         self.producer = name if name is not None else os.path.basename(d)
         self.directory = d
@@ -101,9 +113,11 @@ class TensorConsumer(ConsumerBase):
 
     def _connect(self):
         session = _handshake.join(self.producer, self.directory, self.batch_size, self.drop_last, self.connect_timeout,
-                                  self.liveness, self.wait_for_epoch_start, self.job_rank)
+                                  self.liveness, self.wait_for_epoch_start, self.job_rank, self._ring)
         w = session.welcome
         self._link = session.link
+        self._link.spin = self._spin
+        self._handoff = "ring" if self._link.ring is not None else "socket"
         self._welcome = w
         self._layout = session.layout
         self._fd = session.arena_fd
@@ -233,8 +247,9 @@ class TensorConsumer(ConsumerBase):
 
     @property
     def handoff(self) -> str:
-        """How batches reach this consumer: "socket" (BATCH_READY frames on its control socket)."""
-        return "socket"
+        """How batches reach this consumer: "ring" (its descriptor ring in shared memory) or "socket" (BATCH_READY
+        frames on its control socket)."""
+        return self._handoff
 
     @property
     def work_seconds(self) -> float:

@@ -11,6 +11,7 @@ import time
 
 from . import arena as _arena
 from . import directory as _directory
+from . import rings as _rings
 from . import wire
 from ._memory import map_read_only
 from ._waiting import Waiting
@@ -27,8 +28,9 @@ class Session(collections.namedtuple("Session", "link welcome layout arena_fd ar
     __slots__ = ()
 
 
-def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start, job_rank=None):
-    """Joins producer ``name`` in directory ``d``; as a rank of a job with ``job_rank`` (job, rank, world size)."""
+def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start, job_rank=None, ring=False):
+    """Joins producer ``name`` in directory ``d``; as a rank of a job with ``job_rank`` (job, rank, world size); asking
+    for a descriptor ring with ``ring`` (given one, the link reads its stream from it; else from the socket)."""
     waiting = Waiting("producer '%s'" % name, connect_timeout)
     awaited_feeder = False
     while True:
@@ -49,7 +51,7 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
         client = ("python3 " + " ".join(sys.argv))[:1000]
         policy = wire.NEXT_EPOCH_START if wait_for_epoch_start else wire.JOIN_NOW
         job, rank, world = job_rank if job_rank is not None else ("", 0, 1)
-        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, False, job, rank, world))
+        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, ring, job, rank, world))
         # A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
         w = take(link, connect_timeout, "the answer to HELLO" if job_rank is None else
                  "the answer to HELLO (the producer admits rank %d of %d of job '%s' once all its ranks have joined)"
@@ -57,9 +59,15 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
         if not isinstance(w, wire.Welcome):
             raise ProtocolError("producer '%s' answered HELLO with %s" % (name, type(w).__name__))
         link.producer_pid = w.producer_pid
-        if w.ring != -1:
+        if w.ring != -1 and not ring:
             raise ProtocolError("producer '%s' gave descriptor ring %d to this consumer, which asked to be "
                                 "served over its socket" % (name, w.ring))
+        if w.ring != -1:
+            try:
+                link.ring = _rings.RingReader(os.path.join(d, _directory.RINGS_FILE), w.session_id, w.ring,
+                                              w.consumer_id)
+            except FileNotFoundError:
+                raise ProducerGone("producer '%s' went away while this consumer connected" % name) from None
         layout = _arena.Layout(w.tensors, w.producer_batch_size, w.slot_count)
         arena_path = os.path.join(d, _directory.ARENA_FILE)
         if os.path.normpath(os.path.abspath(w.arena_path)) != os.path.normpath(arena_path):

@@ -6,6 +6,7 @@ import threading
 import time
 
 from . import wire
+from .rings import RingTaken
 from .errors import (ConsumerEvicted, JobFailed, ProducerFailed, ProducerGone, ProducerNotResponding, ProtocolError,
                      ProtocolVersionError, RequestRejected, TensorSocketError)
 
@@ -30,6 +31,8 @@ class ProducerLink:
         self.producer_pid = -1
         self.last_heard = time.monotonic()
         self._send_lock = threading.Lock()
+        self.ring = None  # the consumer's descriptor ring (rings.RingReader) once the producer gave it one
+        self.spin = 0.0
         self.thread = threading.Thread(target=self._receive, name="tensorsocket-consumer-rx", daemon=True)
         self.thread.start()
 
@@ -61,7 +64,7 @@ class ProducerLink:
             while True:
                 m = self._read()
                 if m is None:
-                    if not self.stream_ended:
+                    if not self.stream_ended and not self._end_pending():
                         self._fail(self.lost_connection(None))
                     return
                 self.last_heard = time.monotonic()
@@ -77,8 +80,22 @@ class ProducerLink:
         except TensorSocketError as e:
             self._fail(e)
         except (OSError, EOFError) as e:
-            if not self.stream_ended:
+            if not self.stream_ended and not self._end_pending():
                 self._fail(self.lost_connection(e))
+        finally:
+            ring = self.ring
+            if ring is not None:
+                ring.knock()  # a consumer asleep on its ring hears of the socket's news (an ERROR, its end) at once
+
+    def _end_pending(self):
+        """Whether the ring holds the stream's END, not yet taken: the producer closing its socket is no failure."""
+        ring = self.ring
+        if ring is None:
+            return False
+        try:
+            return any(isinstance(_decode_entry(e), wire.EndOfStream) for e in ring.unread())
+        except (ProtocolError, ValueError, AttributeError):
+            return False
 
     def _answer(self, heartbeat):
         try:
@@ -131,6 +148,8 @@ class ProducerLink:
     def poll(self, wait):
         """The next message, waiting at most ``wait`` seconds; None if none came."""
         self.check()
+        if self.ring is not None:
+            return self._poll_ring(wait)
         try:
             m = self.inbox.get(timeout=wait) if wait > 0 else self.inbox.get_nowait()
         except queue.Empty:
@@ -138,6 +157,60 @@ class ProducerLink:
         if m is _WAKE:
             self.check()
             return None
+        return m
+
+    def _poll_ring(self, wait):
+        """As poll, for a consumer handed its stream through its ring: the ring first, then what the socket
+        queued; then it spins ``spin`` seconds, then sleeps on the ring's doorbell until ``wait`` is up."""
+        deadline = time.monotonic() + wait
+        spun = self.spin <= 0
+        while True:
+            m = self._from_ring()
+            if m is not None:
+                return m
+            try:
+                m = self.inbox.get_nowait()
+            except queue.Empty:
+                m = None
+            if m is _WAKE:
+                self.check()
+            elif m is not None:
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if not spun:
+                spun = True
+                until = time.monotonic() + min(left, self.spin)
+                while not self.ring.ready() and self.failure is None and time.monotonic() < until:
+                    pass
+                continue
+            bell = self.ring.doorbell()
+            if self.ring.ready() or self.failure is not None:
+                continue
+            self.ring.park(bell, left)
+            self.check()
+
+    def _from_ring(self):
+        try:
+            e = self.ring.poll()
+        except RingTaken as t:
+            # The producer's ERROR (an eviction, most likely) says why, if it came: let the receiver read it.
+            if threading.current_thread() is not self.thread:
+                self.thread.join(_ERROR_READ_S)
+            self.check()
+            self.failure = ProducerGone("producer '%s' detached this consumer: %s" % (self.producer, t))
+            raise self.failure from None
+        if e is None:
+            return None
+        try:
+            m = _decode_entry(e)
+        except ProtocolError as p:
+            self.failure = p
+            raise
+        self.last_heard = time.monotonic()
+        if isinstance(m, wire.EndOfStream):
+            self.stream_ended = True
         return m
 
     def send(self, m):
@@ -170,3 +243,18 @@ class ProducerLink:
             pass
         self.sock.close()
         self.thread.join(1.0)
+        ring, self.ring = self.ring, None
+        if ring is not None:
+            ring.close()
+
+
+def _decode_entry(entry):
+    """The stream event a ring entry holds: a frame as on the socket, zero-padded; nothing else may come this way."""
+    version, mtype, length = wire.decode_header(entry[:wire.HEADER_BYTES])
+    if version != wire.VERSION or wire.HEADER_BYTES + length > len(entry):
+        raise ProtocolError("descriptor ring entry of version %d with %d payload bytes is not a frame this consumer "
+                            "reads" % (version, length))
+    m = wire.decode_payload(mtype, entry[wire.HEADER_BYTES:wire.HEADER_BYTES + length])
+    if not isinstance(m, (wire.BatchReady, wire.EpochEnd, wire.EndOfStream)):
+        raise ProtocolError("descriptor ring entry holds %s, which only the socket carries" % type(m).__name__)
+    return m

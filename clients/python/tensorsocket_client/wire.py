@@ -53,8 +53,7 @@ class Hello:
     pid: int
     client: str
     start_policy: int = JOIN_NOW
-    # Ask to be handed the stream through a descriptor ring in shared memory; this client reads it over the
-    # socket, so it sends False (the Java consumer asks for a ring).
+    # Ask to be handed the stream through a descriptor ring in shared memory (else over the socket).
     ring: bool = False
     # A rank of a data-parallel job: its name ("": none), this consumer's rank and the job's world size.
     job: str = ""

@@ -6,7 +6,7 @@ import os
 import struct
 import unittest
 
-from tensorsocket_client import arena, flight, wire
+from tensorsocket_client import arena, flight, rings, wire
 from tensorsocket_client.dtypes import DTYPES
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "test-vectors")
@@ -38,16 +38,21 @@ class ArenaLayoutTest(unittest.TestCase):
 
 
 class RingsHeaderTest(unittest.TestCase):
-    # The layout of docs/PROTOCOL.md section 4a, as this client reads it.
-    HEADER = struct.Struct("<QIIqII")
-    FIELDS = {"owner": 0, "doorbell": 4, "tail": 8, "cursor": 64, "parked": 72, "entries": 128, "entry_bytes": 64,
-              "file_header": 64}
+    # The layout of docs/PROTOCOL.md section 4a, as this client's rings module reads it.
+    HEADER = rings._HEADER
+    FIELDS = {"owner": rings.OWNER, "doorbell": rings.DOORBELL, "tail": rings.TAIL, "cursor": rings.CURSOR,
+              "parked": rings.PARKED, "entries": rings.RING_HEADER_BYTES, "entry_bytes": rings.ENTRY_BYTES,
+              "file_header": rings.HEADER_BYTES}
 
     def test_the_header_and_the_ring_fields_are_where_the_java_side_puts_them(self):
         hexline, fields, ring = lines("rings-header.txt")
-        magic, version, rings, session, capacity, entry_bytes = self.HEADER.unpack(bytes.fromhex(hexline.replace(" ", "")))
+        head = bytes.fromhex(hexline.replace(" ", ""))
+        magic, version, rings_, session, capacity, entry_bytes = self.HEADER.unpack(head)
+        self.assertIsNone(rings.header_problem(head, 1 << 20, -77))
+        self.assertEqual("it belongs to another producer session", rings.header_problem(head, 1 << 20, 5))
+        self.assertEqual("its geometry is invalid", rings.header_problem(head, 100, -77))
         self.assertEqual(b"TSRINGS1", struct.pack("<Q", magic))
-        self.assertEqual((1, 3, -77, 64, 64), (version, rings, session, capacity, entry_bytes))
+        self.assertEqual((1, 3, -77, 64, 64), (version, rings_, session, capacity, entry_bytes))
         self.assertEqual(self.FIELDS, {k: int(v) for k, v in (f.split("=") for f in fields.split(" ")[1:])})
         _, index, offset = ring.split(" ")
         self.assertEqual(int(offset), self.FIELDS["file_header"] + int(index) * (self.FIELDS["entries"]
