@@ -115,8 +115,16 @@ public final class Harness {
 
     /** As {@link #handoff(int, long, boolean)} after {@code warmup} batches that do not count. */
     public static Handoff handoff(int warmup, int batches, long spinMicros, boolean ring) throws Exception {
+        return handoff(warmup, batches, spinMicros, ring, false);
+    }
+
+    /**
+     * As {@link #handoff(int, int, long, boolean)}, to a Python consumer ({@code python}: the client's
+     * bench_consumer.py; {@link #pythonUnavailable()} says whether one can run) or a Java one.
+     */
+    public static Handoff handoff(int warmup, int batches, long spinMicros, boolean ring, boolean python) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, warmup + batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, warmup, ring).getFirst();
+        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, warmup, ring, python).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
@@ -212,8 +220,18 @@ public final class Harness {
         return run(src, consumers, epochs, touch, 0, 0, true);
     }
 
+    /** Why no Python consumer can be measured here, or null if one can. */
+    public static String pythonUnavailable() {
+        return PythonConsumer.unavailable();
+    }
+
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
                                                  int warmup, boolean ring) throws Exception {
+        return run(src, consumers, epochs, touch, spinMicros, warmup, ring, false);
+    }
+
+    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
+                                                 int warmup, boolean ring, boolean python) throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
@@ -221,7 +239,8 @@ public final class Harness {
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
-                procs.add(startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
+                procs.add(python ? PythonConsumer.start(dir, src.layout().batchSize(), epochs, warmup, spinMicros, ring)
+                        : startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
                         Integer.toString(epochs), touch, Long.toString(spinMicros), Integer.toString(warmup),
                         ring ? "ring" : "socket"));
             }

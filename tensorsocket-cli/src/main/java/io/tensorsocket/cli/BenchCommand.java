@@ -57,14 +57,25 @@ final class BenchCommand implements Callable<Integer> {
                 int warmup = quick ? 2000 : Harness.HANDOFF_WARMUP; // quick: C2 still compiles while it measures
                 progress.phase("handoff latency, warming up the producer");
                 Harness.warmProducer(warmup);
-                for (boolean ring : new boolean[]{true, false}) {
-                    for (long spin : new long[]{0, SPIN_MICROS}) {
-                        String path = ring ? "ring" : "socket";
-                        progress.phase("handoff latency, " + path + (spin > 0 ? ", consumer spinning" : ""));
-                        Harness.Handoff h = Harness.handoff(warmup, batches, spin, ring);
-                        for (String stat : List.of("p50", "p99")) {
-                            metric("handoff_us", stat.equals("p50") ? h.p50Us() : h.p99Us(), "us", "stat", stat, "path", path,
-                                    "batch", "64x3x32x32 float32", "batches", h.batches(), "warmup", warmup, "spin_us", spin);
+                String noPython = Harness.pythonUnavailable();
+                if (noPython != null) {
+                    System.err.println("SKIPPED the Python consumers' hand-off: " + noPython);
+                }
+                for (String consumer : noPython == null ? List.of("java", "python") : List.of("java")) {
+                    for (boolean ring : new boolean[]{true, false}) {
+                        for (long spin : new long[]{0, SPIN_MICROS}) {
+                            if (consumer.equals("python") && !ring && spin > 0) {
+                                continue; // a Python consumer spins on its ring only
+                            }
+                            String path = ring ? "ring" : "socket";
+                            progress.phase("handoff latency, " + consumer + " consumer, " + path
+                                    + (spin > 0 ? ", spinning" : ""));
+                            Harness.Handoff h = Harness.handoff(warmup, batches, spin, ring, consumer.equals("python"));
+                            for (String stat : List.of("p50", "p99")) {
+                                metric("handoff_us", stat.equals("p50") ? h.p50Us() : h.p99Us(), "us", "stat", stat, "path",
+                                        path, "consumer", consumer, "batch", "64x3x32x32 float32", "batches", h.batches(),
+                                        "warmup", warmup, "spin_us", spin);
+                            }
                         }
                     }
                 }

@@ -42,6 +42,30 @@ class PythonProcessTest extends ProcessTestBase {
         System.out.println("java   b=32: " + consumers.get(0).lines().getLast());
     }
 
+    /**
+     * Python consumers are handed their batches through descriptor rings by default; one past the producer's rings
+     * reads over its socket, as does one that asks for it, and every one of them gets every byte of both epochs.
+     */
+    @Test
+    void pythonConsumersReadTheirRingsOrPastTheRingsTheirSocketsAndGetEveryByte() throws Exception {
+        assumePython("numpy");
+        int samples = 2000;
+        serve("pyring", "samples=" + samples + ",shape=3x5,dtype=float32,seed=9", 25, 2, "--min-consumers", "4",
+                "--rings", "2");
+        List<Proc> consumers = List.of(pythonConsume("pyring", 30), pythonConsume("pyring", 64, "--spin-us", "500"),
+                pythonConsume("pyring", 40, "--handoff", "socket"), pythonConsume("pyring", 7));
+        Map<String, Integer> handoffs = new java.util.TreeMap<>();
+        for (Proc c : consumers) {
+            assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+            List<Map<String, String>> epochs = c.json();
+            assertEquals(2, epochs.size(), c.lines().toString());
+            epochs.forEach(e -> assertExactEpoch(e, samples, "epoch_start"));
+            handoffs.merge(epochs.getFirst().get("handoff"), 1, Integer::sum);
+        }
+        assertEquals("socket", consumers.get(2).json().getFirst().get("handoff"), "asked for the socket");
+        assertEquals(Map.of("ring", 2, "socket", 2), handoffs, "two rings, two consumers past them or asking for none");
+    }
+
     @Test
     void aPythonConsumerKilledWithSigkillLeavesTheJavaConsumersExact() throws Exception {
         assumePython("numpy");
