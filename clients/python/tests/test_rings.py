@@ -130,6 +130,19 @@ class RingReaderTest(unittest.TestCase):
             r.close()
             w.close()
 
+    def test_an_entry_that_is_no_stream_event_is_the_producer_breaking_the_protocol(self):
+        from tensorsocket_client.link import _decode_entry
+        self.assertEqual(wire.EpochEnd(1, 2, 3), _decode_entry(wire.encode(wire.EpochEnd(1, 2, 3)).ljust(64, b"\0")))
+        with self.assertRaises(ProtocolError) as e:
+            _decode_entry(wire.encode(wire.Heartbeat()).ljust(64, b"\0"))
+        self.assertIn("holds Heartbeat, which only the socket carries", str(e.exception))
+        with self.assertRaises(ProtocolError) as e:
+            frame = bytearray(wire.encode(wire.EpochEnd(1, 2, 3)))
+            magic, version, mtype, reserved, length = wire._HEADER.unpack_from(frame)
+            wire._HEADER.pack_into(frame, 0, magic, version, mtype, reserved, 60)  # more than the entry holds
+            _decode_entry(bytes(frame).ljust(64, b"\0"))
+        self.assertIn("is not a frame this consumer reads", str(e.exception))
+
     def test_a_file_of_another_session_or_a_ring_outside_it_is_refused(self):
         with self.assertRaises(ProtocolError) as e:
             rings.RingReader(self.path, SESSION + 1, 0, 1)

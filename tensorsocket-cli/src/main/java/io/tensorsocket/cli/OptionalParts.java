@@ -10,7 +10,7 @@ import java.util.List;
  */
 final class OptionalParts {
     /** The models {@code train} and {@code demo --model} can build. */
-    static final List<String> MODELS = List.of("mlp", "cnn");
+    static final List<String> MODELS = java.util.Arrays.stream(TrainCommand.Architecture.values()).map(Enum::name).toList();
 
     private OptionalParts() {
     }
