@@ -123,3 +123,43 @@ class BundleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LauncherOrderTest(unittest.TestCase):
+    """Which tensorsocket the client starts: TENSORSOCKET_LAUNCHER, then one on PATH, then the bundle; asked of
+    copies of the two packages outside this checkout (whose bin/tensorsocket would come before the bundle)."""
+
+    PROBE = ("import json, tensorsocket_bundle as b; from tensorsocket_client.directory import launcher_command\n"
+             "found = launcher_command()\n"
+             "print(json.dumps(None if found is None else [found[0], found[1] is not None]))")
+
+    def test_an_explicit_launcher_then_one_on_path_then_the_bundle(self):
+        import json
+        import shutil
+        import subprocess
+        import sys
+        with tempfile.TemporaryDirectory() as tmp:
+            site = Path(tmp) / "site"
+            for package in ("tensorsocket_client", "tensorsocket_bundle"):
+                shutil.copytree(Path(__file__).resolve().parents[1] / package, site / package,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            on_path = Path(tmp) / "bin"
+            on_path.mkdir()
+            (on_path / "tensorsocket").write_text("#!/bin/sh\n")
+            (on_path / "tensorsocket").chmod(0o755)
+
+            def probe(**env):
+                base = {"PYTHONPATH": str(site), "PATH": str(Path(tmp) / "empty"), "HOME": tmp}
+                out = subprocess.run([sys.executable, "-c", self.PROBE], env=dict(base, **env), capture_output=True,
+                                     text=True, timeout=60, cwd=tmp)
+                self.assertEqual(0, out.returncode, out.stderr)
+                return json.loads(out.stdout)
+
+            self.assertIsNone(probe(), "a source install without the bundle finds none")
+            make_bundle(site)  # the copy now carries a (fake) runtime and its FILES
+            argv, named = probe()
+            self.assertEqual(str(site / "tensorsocket_bundle" / "java" / "bin" / "java"), argv[0], "neither set: the bundle")
+            self.assertTrue(named, "the bundle's producer gets TENSORSOCKET_LAUNCHER for its messages")
+            self.assertEqual([[str(on_path / "tensorsocket")], False], probe(PATH=str(on_path)))
+            self.assertEqual([["/opt/ts/bin/tensorsocket"], False],
+                             probe(PATH=str(on_path), TENSORSOCKET_LAUNCHER="/opt/ts/bin/tensorsocket"))
