@@ -209,11 +209,19 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
      * Stops {@code stalled} for longer than its producer's 1 s stall timeout while a local consumer keeps the
      * producer waiting for its slots, and returns its error line once it is continued and fails.
      */
-    private String errorAfterAStall(Proc stalled) throws Exception {
+    /**
+     * Stops {@code stalled} until producer {@code up} evicts it, then lets it go on. A fixed stall is not enough for a
+     * remote consumer: the server sends ahead up to its flow-control window, and a slow machine may not fill it.
+     */
+    private String errorAfterAStall(Proc up, Proc stalled) throws Exception {
         Proc local = consume("up", 50, "--epochs", "10");
         stalled.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
         stalled.signal("STOP");
-        Thread.sleep(3500);
+        Thread.sleep(1500); // past the 1 s stall timeout
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!up.stderr().contains("evicting") && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
         stalled.signal("CONT");
         assertEquals(1, stalled.exitCode(Duration.ofSeconds(30)), stalled.stderr());
         assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
@@ -226,7 +234,7 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "1", "--slots", "8");
         // no step: after SIGCONT it reads what the server had sent ahead (up to its 64 MiB window) before the
         // eviction that follows it
-        String error = errorAfterAStall(consume(uri(port, "up"), 40));
+        String error = errorAfterAStall(up, consume(uri(port, "up"), 40));
         // the producer's own words: which batch it held too long, and what to do; not a vanished server
         assertTrue(error.contains("held batch") && error.contains("stall timeout"), error);
         assertFalse(error.contains("went silent"), error);
@@ -237,8 +245,8 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     @Test
     void anEvictedPythonConsumerIsToldItWasEvicted() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(pythonAvailable(), "needs " + PYTHON + " with numpy");
-        serve("up", DATA, 50, 0, "--stall-timeout-s", "1", "--slots", "8");
-        String error = errorAfterAStall(pythonConsume("up", 40, "--step-ms", "5"));
+        Proc up = serve("up", DATA, 50, 0, "--stall-timeout-s", "1", "--slots", "8");
+        String error = errorAfterAStall(up, pythonConsume("up", 40, "--step-ms", "5"));
         assertTrue(error.contains("held batch") && error.contains("stall timeout"), error);
         assertFalse(error.contains("lost the connection") || error.contains("Broken pipe"), error);
     }
