@@ -186,3 +186,16 @@ class RingReaderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HandoffOptionsTest(unittest.TestCase):
+    """A consumer's hand-off options are checked before it connects, with what to give instead."""
+
+    def test_an_unknown_handoff_or_a_spin_out_of_range_is_refused(self):
+        from tensorsocket_client import TensorConsumer
+        with self.assertRaises(ValueError) as e:
+            TensorConsumer("x", batch_size=8, handoff="pipe")
+        self.assertIn("handoff='pipe': use 'ring' or 'socket'", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            TensorConsumer("x", batch_size=8, spin=2)
+        self.assertIn("spin=2 s: use 0 to 1 seconds", str(e.exception))
