@@ -41,9 +41,12 @@ import picocli.CommandLine.Option;
 @Command(name = "bench-flight", mixinStandardHelpOptions = true,
         description = "Measure batches/s and GB/s to remote (Flight, loopback), relayed and shared-memory consumers.")
 final class FlightBenchCommand implements Callable<Integer> {
-    private static final long[] SHAPE = {3, 224, 224};
     private static final int BATCH = 64;
     private static final int WARM_BATCHES = 10;
+
+    @Option(names = "--sample-shape", defaultValue = "3x224x224",
+            description = "Shape of one float32 sample (default ${DEFAULT-VALUE}: batches of 38.5 MB; 3x32x32: 0.8 MB).")
+    String sampleShape;
 
     @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up of at least 2 s and 10 batches per consumer (default ${DEFAULT-VALUE}).")
     double seconds;
@@ -51,13 +54,17 @@ final class FlightBenchCommand implements Callable<Integer> {
     @Option(names = "--only", split = ",", description = "Cases: tcp, shm, flight, relay (default: all).")
     List<String> only;
 
+    @Option(names = "--consumers", split = ",", defaultValue = "1,4", description = "Consumer counts of the shm and flight cases (default ${DEFAULT-VALUE}).")
+    List<Integer> consumers;
+
     @Override
     public Integer call() throws Exception {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-        double batchGb = BATCH * Tensor3.bytes() / 1e9;
+        shape = parseShape(sampleShape);
+        double batchGb = batchBytes() / 1e9;
         double memcpy = Harness.memcpy();
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
-                + BATCH + "x3x224x224 float32 (" + String.format(Locale.ROOT, "%.1f", batchGb * 1e3) + " MB)");
+                + BATCH + "x" + sampleShape + " float32 (" + String.format(Locale.ROOT, "%.2f", batchGb * 1e3) + " MB)");
         memcpyGbPerS = memcpy;
         row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy, 1e3 / (memcpy / batchGb));
         if (wants("tcp")) {
@@ -65,7 +72,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         }
         Path base = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-flight-");
         try {
-            for (int k : List.of(1, 4)) {
+            for (int k : consumers) {
                 if (wants("shm")) {
                     run("shm", k, base, false, false, memcpy);
                 }
@@ -90,7 +97,7 @@ final class FlightBenchCommand implements Callable<Integer> {
      * page, as the consumers do; {@code seconds} of it after a one-second warm-up.
      */
     private void tcpLimit() throws Exception {
-        long bytes = BATCH * Tensor3.bytes();
+        long bytes = batchBytes();
         try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
                 .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
              java.nio.channels.SocketChannel out = java.nio.channels.SocketChannel.open(server.getLocalAddress());
@@ -154,7 +161,7 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     private void run(String kind, int k, Path base, boolean remote, boolean relay, double memcpy) throws Exception {
         Path dir = base.resolve(kind + k);
-        TensorProducer producer = TensorProducer.builder().directory(dir).source(new Replay()).epochs(0)
+        TensorProducer producer = TensorProducer.builder().directory(dir).source(new Replay(shape)).epochs(0)
                 .minConsumers(remote ? (relay ? 1 : k) : k).slots(8).build().start();
         FlightServe flight = remote ? FlightServe.builder().directory("bench", dir).build().start() : null;
         TensorProducer relayProducer = null;
@@ -228,7 +235,7 @@ final class FlightBenchCommand implements Callable<Integer> {
             slowest = Math.min(slowest, r);
             total += r;
         }
-        double batchGb = BATCH * Tensor3.bytes() / 1e9;
+        double batchGb = batchBytes() / 1e9;
         row(kind, k, slowest, total, slowest * batchGb, total == 0 ? 0 : cpu / 1e6 / (total * s));
     }
 
@@ -282,7 +289,7 @@ final class FlightBenchCommand implements Callable<Integer> {
     private void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
         Json j = Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
                 .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
-                .put("gb_per_s_aggregate", aggregate * BATCH * Tensor3.bytes() / 1e9)
+                .put("gb_per_s_aggregate", aggregate * batchBytes() / 1e9)
                 .put("cpu_ms_per_consumer_batch", cpuMsPerBatch);
         boolean remote = kind.equals("flight") || kind.equals("relay");
         if (remote && tcpGbPerS > 0) {
@@ -294,17 +301,39 @@ final class FlightBenchCommand implements Callable<Integer> {
         System.out.flush();
     }
 
-    private static final class Tensor3 {
-        static long bytes() {
-            return 3L * 224 * 224 * 4;
+    /** The sample shape asked for ({@link #sampleShape}), set when the run starts. */
+    private long[] shape;
+
+    private long batchBytes() {
+        return BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize();
+    }
+
+    private static long[] parseShape(String text) {
+        try {
+            long[] dims = java.util.Arrays.stream(text.split("x")).mapToLong(Long::parseLong).toArray();
+            for (long d : dims) {
+                if (d < 1) {
+                    throw new NumberFormatException();
+                }
+            }
+            return dims;
+        } catch (NumberFormatException e) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new FlightBenchCommand()),
+                    "--sample-shape takes positive dimensions joined by x, such as 3x32x32, not '" + text + "'");
         }
     }
 
     /** Batches already in memory: one copy into the arena per batch, so the data plane is what is measured. */
     private static final class Replay implements BatchSource {
-        private final MemorySegment prepared = Arena.global().allocate(BATCH * Tensor3.bytes(), 64);
+        private final long[] shape;
+        private final MemorySegment prepared;
+        /** Batches per epoch: 100, or about 2 GB of them for small batches, so epoch ends are rare either way. */
+        private final int batches;
 
-        Replay() {
+        Replay(long[] shape) {
+            this.shape = shape;
+            this.prepared = Arena.global().allocate(BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize(), 64);
+            this.batches = (int) Math.max(100, 2_000_000_000L / prepared.byteSize());
             for (long i = 0; i + 8 <= prepared.byteSize(); i += 8) {
                 prepared.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
             }
@@ -312,17 +341,17 @@ final class FlightBenchCommand implements Callable<Integer> {
 
         @Override
         public BatchLayout layout() {
-            return new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, SHAPE)), BATCH);
+            return new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, shape)), BATCH);
         }
 
         @Override
         public long samplesPerEpoch() {
-            return 100L * BATCH;
+            return (long) batches * BATCH;
         }
 
         @Override
         public void emitEpoch(long epoch, BatchSink sink) {
-            for (int i = 0; i < 100; i++) {
+            for (int i = 0; i < batches; i++) {
                 SlotWriter slot = sink.claim();
                 MemorySegment.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
                 slot.publish(BATCH);

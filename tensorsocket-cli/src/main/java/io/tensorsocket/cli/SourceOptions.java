@@ -109,6 +109,11 @@ final class SourceOptions {
             description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
     double loaderDelayMs;
 
+    @Option(names = "--preload", description = "Synthetic data: generate every sample into memory before serving, so a"
+            + " batch costs one copy per sample (the data plane alone, as from a data set already in memory; takes"
+            + " samples x sample bytes of memory).")
+    boolean preload;
+
     @picocli.CommandLine.ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
     RelayOptions relay = new RelayOptions();
 
@@ -121,6 +126,23 @@ final class SourceOptions {
 
         @Option(names = "--from-trust", paramLabel = "PEM", description = "Trust this certificate for a grpc+tls:// --from.")
         Path trust;
+    }
+
+    /** Refuses a {@code --preload} of more than half this machine's memory, saying how much it would take. */
+    private static void checkPreloadFits(SyntheticSpec spec) {
+        long bytes;
+        try {
+            bytes = SyntheticSource.preloadBytes(spec);
+        } catch (ArithmeticException e) {
+            bytes = Long.MAX_VALUE;
+        }
+        long total = java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os ? os.getTotalMemorySize() : Long.MAX_VALUE;
+        if (bytes > total / 2) {
+            throw new IllegalArgumentException("--preload of " + spec.samples() + " samples of " + spec.sampleBytes()
+                    + " bytes needs " + bytes / (1 << 20) + " MiB, more than half of this machine's "
+                    + total / (1 << 20) + " MiB; serve fewer samples, or leave out --preload");
+        }
     }
 
     /** How long a relay waits for any one batch of its upstream, the first (an epoch start away) included. */
@@ -163,11 +185,19 @@ final class SourceOptions {
             throw new IllegalArgumentException("--mean and --std apply to --idx sources; for --images put"
                     + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
         }
+        if (preload && kind.synthetic == null) {
+            throw new IllegalArgumentException("--preload applies to --synthetic sources; other sources load what they"
+                    + " serve themselves");
+        }
         if (kind.synthetic != null) {
             Duration delay = Duration.ofNanos((long) (loaderDelayMs * 1e6));
             SyntheticSpec spec = SyntheticSpec.parse(kind.synthetic);
-            return SyntheticSpec.asksForSeededOrder(kind.synthetic) ? SyntheticSource.seeded(spec, batchSize, delay)
-                    : new SyntheticSource(spec, batchSize, delay);
+            SyntheticSource source = new SyntheticSource(spec, batchSize, delay);
+            if (preload) {
+                checkPreloadFits(spec);
+                source = source.preload();
+            }
+            return SyntheticSpec.asksForSeededOrder(kind.synthetic) ? source.seeded() : source;
         }
         if (kind.images != null) {
             ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))

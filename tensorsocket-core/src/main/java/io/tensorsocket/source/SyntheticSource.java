@@ -27,6 +27,8 @@ public final class SyntheticSource implements IndexedSource {
     private final SyntheticSpec spec;
     private final BatchLayout layout;
     private final long delayNanos;
+    /** Every sample's data, sample id order, where {@link #preload} generated them; else null. */
+    private final MemorySegment preloaded;
 
     public SyntheticSource(SyntheticSpec spec, int batchSize) {
         this(spec, batchSize, Duration.ZERO);
@@ -37,10 +39,37 @@ public final class SyntheticSource implements IndexedSource {
      * (decoding, augmentation) in demos and tests.
      */
     public SyntheticSource(SyntheticSpec spec, int batchSize, Duration delayPerBatch) {
+        this(spec, batchSize, delayPerBatch, null);
+    }
+
+    private SyntheticSource(SyntheticSpec spec, int batchSize, Duration delayPerBatch, MemorySegment preloaded) {
         this.spec = spec;
         this.delayNanos = delayPerBatch.toNanos();
         this.layout = new BatchLayout(List.of(new TensorSpec(DATA, spec.dtype(), spec.shape()),
                 TensorSpec.of(LABEL, DType.INT64), TensorSpec.of(ID, DType.INT64)), batchSize);
+        this.preloaded = preloaded;
+    }
+
+    /**
+     * The same source with every sample generated now, into memory of this process ({@link #preloadBytes} of it),
+     * so that serving a batch costs one copy per sample rather than generating it: a data set already in memory, for
+     * measuring the data plane alone. The samples, their order and the description are unchanged.
+     *
+     * @throws IllegalArgumentException if the data set does not fit in one memory segment
+     */
+    public SyntheticSource preload() {
+        long bytes = preloadBytes(spec);
+        MemorySegment all = java.lang.foreign.Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
+        long sampleBytes = spec.sampleBytes();
+        for (long id = 0; id < spec.samples(); id++) {
+            spec.fill(id, all.asSlice(id * sampleBytes, sampleBytes));
+        }
+        return new SyntheticSource(spec, layout.batchSize(), Duration.ofNanos(delayNanos), all);
+    }
+
+    /** The memory {@link #preload()} takes for {@code spec}: every sample's data. */
+    public static long preloadBytes(SyntheticSpec spec) {
+        return Math.multiplyExact(spec.samples(), spec.sampleBytes());
     }
 
     /**
@@ -49,7 +78,12 @@ public final class SyntheticSource implements IndexedSource {
      * shuffle of everything, at the cost of late joiners' exact epochs.
      */
     public static BatchSource seeded(SyntheticSpec spec, int batchSize, Duration delayPerBatch) {
-        SyntheticSource s = new SyntheticSource(spec, batchSize, delayPerBatch);
+        return new SyntheticSource(spec, batchSize, delayPerBatch).seeded();
+    }
+
+    /** This source in the seeded order, as {@link #seeded(SyntheticSpec, int, Duration)} describes. */
+    public BatchSource seeded() {
+        SyntheticSource s = this;
         return new BatchSource() {
             @Override
             public BatchLayout layout() {
@@ -117,7 +151,11 @@ public final class SyntheticSource implements IndexedSource {
             MemorySegment id = slot.tensor(2);
             for (int i = 0; i < n; i++) {
                 long sampleId = order[start + i];
-                spec.fill(sampleId, data.asSlice(i * sampleBytes, sampleBytes));
+                if (preloaded != null) {
+                    MemorySegment.copy(preloaded, sampleId * sampleBytes, data, i * sampleBytes, sampleBytes);
+                } else {
+                    spec.fill(sampleId, data.asSlice(i * sampleBytes, sampleBytes));
+                }
                 label.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, spec.label(sampleId));
                 id.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, sampleId);
             }
