@@ -26,10 +26,13 @@ final class BatchAssembly implements AutoCloseable {
     private final long[] sampleBytes;
     private final int batchSize;
     private final SlotRegions slots;
+    private final boolean confined;
     private final Arena gatherScope = Arena.ofShared();
     private final MemorySegment[] gather;
 
-    BatchAssembly(List<TensorSpec> specs, int batchSize, SlotRegions slots) {
+    /** With {@code confined}, each batch's lease is confined to the thread that assembles it (see {@link Lease}). */
+    BatchAssembly(List<TensorSpec> specs, int batchSize, SlotRegions slots, boolean confined) {
+        this.confined = confined;
         this.specs = specs;
         this.sampleBytes = specs.stream().mapToLong(TensorSpec::sampleBytes).toArray();
         this.batchSize = batchSize;
@@ -46,7 +49,7 @@ final class BatchAssembly implements AutoCloseable {
         if (!plan.single()) {
             beforeGather.run();
         }
-        Lease lease = Lease.open("batch " + plan.index() + " of epoch " + plan.epoch());
+        Lease lease = Lease.open("batch " + plan.index() + " of epoch " + plan.epoch(), confined);
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         for (int t = 0; t < specs.size(); t++) {
             TensorSpec spec = specs.get(t);

@@ -26,10 +26,14 @@ import java.util.Objects;
  *                       consumer woken by a futex (the default; on Linux x86_64 and aarch64), rather than
  *                       announced over the socket; the socket still carries releases, heartbeats and errors
  * @param jobRank        the consumer's rank in a data-parallel job, whose ranks share each epoch; null: none
+ * @param threadConfinedBatches each batch is used only by the thread that took it from the consumer, which also
+ *                       releases it (asks for the next, or closes it or the consumer): releasing a batch then
+ *                       costs no JVM-wide handshake; another thread touching its tensors gets a
+ *                       {@code WrongThreadException}. Off by default: batches may go to other threads
  */
 public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
                               Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
-                              boolean ringHandoff, JobRank jobRank) {
+                              boolean ringHandoff, JobRank jobRank, boolean threadConfinedBatches) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
     /**
@@ -62,6 +66,14 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         }
     }
 
+    /** Options whose batches may be used by any thread. */
+    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
+                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
+                           boolean ringHandoff, JobRank jobRank) {
+        this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+                false);
+    }
+
     /** Options of a consumer that is no rank of a job. */
     public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
                            Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
@@ -87,25 +99,30 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     public ConsumerOptions withConnectTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     public ConsumerOptions withBatchTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     /** How long a waiting consumer hears nothing from the producer before it reports it as not responding. */
     public ConsumerOptions withLiveness(Duration liveness) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     /** What to do when arriving after the current epoch's start has left the rubber band. */
     public ConsumerOptions withStartPolicy(StartPolicy policy) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     /**
@@ -117,12 +134,14 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
 
     /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
     public ConsumerOptions withClient(String label) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     /** Polls for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
     public ConsumerOptions withSpinWait(Duration spin) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff, jobRank);
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff, jobRank,
+                threadConfinedBatches);
     }
 
     /**
@@ -132,7 +151,7 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      */
     public ConsumerOptions withRingHandoff(boolean ring) {
         return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ring, jobRank);
+                ring, jobRank, threadConfinedBatches);
     }
 
     /**
@@ -142,6 +161,15 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      */
     public ConsumerOptions withRank(String job, int rank, int worldSize) {
         return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ringHandoff, new JobRank(job, rank, worldSize));
+                ringHandoff, new JobRank(job, rank, worldSize), threadConfinedBatches);
+    }
+
+    /**
+     * Whether each batch stays with the thread that took it (see {@link #threadConfinedBatches()}): a consumer that
+     * trains on each batch in the thread that iterates saves a handshake with every thread of the JVM per batch.
+     */
+    public ConsumerOptions withThreadConfinedBatches(boolean confined) {
+        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
+                ringHandoff, jobRank, confined);
     }
 }

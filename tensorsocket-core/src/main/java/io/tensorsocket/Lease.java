@@ -10,20 +10,32 @@ import java.lang.foreign.Arena;
  */
 final class Lease {
     /** A lease that never ends, for batches whose memory the caller owns. */
-    static final Lease OWNED = new Lease(null, "an owned batch");
+    static final Lease OWNED = new Lease(null, null, "an owned batch");
 
     private final Arena scope;
+    /** The thread a confined scope belongs to, which alone can close it; null for a shared scope. */
+    private final Thread owner;
     private final String what;
     private volatile boolean released;
 
-    private Lease(Arena scope, String what) {
+    private Lease(Arena scope, Thread owner, String what) {
         this.scope = scope;
+        this.owner = owner;
         this.what = what;
     }
 
-    /** A fresh lease with its own scope, for {@code what} (used in error messages). */
+    /** A fresh lease with its own scope, which any thread may use, for {@code what} (used in error messages). */
     static Lease open(String what) {
-        return new Lease(Arena.ofShared(), what);
+        return open(what, false);
+    }
+
+    /**
+     * A fresh lease for {@code what}; with {@code confined} its scope is usable by this thread only, and closing it
+     * is cheap (a shared scope's close is a handshake with every thread of the JVM). A confined lease released
+     * from another thread ends at once for the typed accessors, but its scope stays open.
+     */
+    static Lease open(String what, boolean confined) {
+        return confined ? new Lease(Arena.ofConfined(), Thread.currentThread(), what) : new Lease(Arena.ofShared(), null, what);
     }
 
     Arena scope() {
@@ -72,7 +84,7 @@ final class Lease {
 
     /** Closes the scope of a released lease; idempotent. */
     synchronized void closeScope() {
-        if (released && scope.scope().isAlive()) {
+        if (released && scope.scope().isAlive() && (owner == null || owner == Thread.currentThread())) {
             scope.close();
         }
     }

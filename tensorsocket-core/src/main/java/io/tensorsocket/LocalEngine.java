@@ -45,7 +45,8 @@ final class LocalEngine implements ConsumerEngine {
         this.stream = new ConsumerStream(new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
                 welcome.slotCount(), options.batchSize(), options.dropLast(), welcome.startEpoch(), welcome.startSample(),
                 shareOf(options.jobRank()));
-        this.assembly = new BatchAssembly(welcome.tensors(), options.batchSize(), arena::region);
+        this.assembly = new BatchAssembly(welcome.tensors(), options.batchSize(), arena::region,
+                options.threadConfinedBatches());
     }
 
     @Override

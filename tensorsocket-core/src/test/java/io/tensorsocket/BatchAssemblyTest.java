@@ -55,7 +55,7 @@ class BatchAssemblyTest {
 
     @Test
     void aPlanInsideOneSlotIsAViewOfIt() {
-        try (BatchAssembly a = new BatchAssembly(SPECS, 3, (s, t) -> slots[s][t])) {
+        try (BatchAssembly a = new BatchAssembly(SPECS, 3, (s, t) -> slots[s][t], false)) {
             Batch b = a.assemble(new BatchPlan(0, 0, 1, 3, List.of(new Piece(2, 2, 1, 3, 0))), gathers::incrementAndGet, null);
             assertSamples(b, 201, 202, 203);
             assertEquals(slots[2][1].address() + 8, b.tensor("y").data().address(), "a view, not a copy");
@@ -68,7 +68,7 @@ class BatchAssemblyTest {
 
     @Test
     void aPlanAcrossSlotsIsGatheredInOrderAndTheHookRunsFirst() {
-        try (BatchAssembly a = new BatchAssembly(SPECS, 6, (s, t) -> slots[s][t])) {
+        try (BatchAssembly a = new BatchAssembly(SPECS, 6, (s, t) -> slots[s][t], false)) {
             AtomicInteger closed = new AtomicInteger();
             Batch b = a.assemble(new BatchPlan(1, 2, 3, 6, List.of(new Piece(0, 0, 3, 1, 0), new Piece(1, 1, 0, 4, 1),
                     new Piece(2, 2, 0, 1, 5))), gathers::incrementAndGet, closed::incrementAndGet);

@@ -58,6 +58,65 @@ class LifetimeTest {
     }
 
     @Test
+    void threadConfinedBatchesAreWholeInTheirThreadInvalidatedOnReleaseAndRefusedToOthers() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("samples=100,shape=4x4,dtype=float32,seed=1");
+        try (TensorProducer p = producer("confined", 100, 10, 1).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("confined"),
+                     ConsumerOptions.batchSize(15).withThreadConfinedBatches(true))) {
+            java.util.Set<Long> seen = new java.util.HashSet<>();
+            Batch kept = null;
+            var keptRaw = (java.lang.foreign.MemorySegment) null;
+            for (Batch b : c) { // zero-copy and gathered batches alike (15 does not divide 10)
+                Tensor ids = b.tensor("id");
+                Tensor data = b.tensor("data");
+                for (int i = 0; i < b.size(); i++) {
+                    long id = ids.getLong(i);
+                    assertTrue(seen.add(id), "sample " + id + " twice");
+                    float[] expected = new float[16];
+                    var scratch = java.lang.foreign.MemorySegment.ofArray(expected);
+                    spec.fill(id, scratch);
+                    assertEquals(expected[5], data.data().getAtIndex(ValueLayout.JAVA_FLOAT, i * 16L + 5), "sample " + id);
+                }
+                if (kept == null) {
+                    kept = b;
+                    keptRaw = data.data();
+                    Batch mine = b;
+                    var other = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+                    Thread t = Thread.ofPlatform().start(() -> {
+                        try {
+                            mine.tensor("data").data().get(ValueLayout.JAVA_FLOAT, 0);
+                        } catch (Throwable e) {
+                            other.set(e);
+                        }
+                    });
+                    t.join();
+                    assertInstanceOf(WrongThreadException.class, other.get(), "another thread may not read a confined batch");
+                }
+            }
+            assertEquals(100, seen.size(), "every sample once");
+            assertTrue(kept.isReleased());
+            Batch first = kept;
+            assertThrows(BatchReleasedException.class, () -> first.tensor("id"));
+            var raw = keptRaw;
+            assertThrows(IllegalStateException.class, () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
+                    "its raw view was closed when it was released");
+        }
+    }
+
+    @Test
+    void aThreadConfinedBatchReleasedByAnotherThreadRefusesItsAccessorsThere() throws Exception {
+        try (TensorProducer p = producer("confined-close", 100, 10, 1).start();
+             TensorConsumer c = TensorConsumer.connect(tmp.resolve("confined-close"),
+                     ConsumerOptions.batchSize(10).withThreadConfinedBatches(true))) {
+            Batch b = c.iterator().next();
+            Thread t = Thread.ofPlatform().start(b::close); // no WrongThreadException: the lease ends all the same
+            t.join();
+            assertTrue(b.isReleased());
+            assertThrows(BatchReleasedException.class, () -> b.tensor("data"));
+        }
+    }
+
+    @Test
     void aGatheredBatchIsInvalidatedToo() {
         try (TensorProducer p = producer("gather", 100, 10, 1).start();
              TensorConsumer c = TensorConsumer.connect(tmp.resolve("gather"), ConsumerOptions.batchSize(15))) {
