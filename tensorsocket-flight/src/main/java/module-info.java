@@ -13,6 +13,8 @@ module io.tensorsocket.flight {
     requires io.grpc.netty;
     requires io.netty.buffer;
     requires io.netty.transport;
+    requires io.netty.codec;
+    requires io.netty.codec.http2;
     requires io.netty.transport.classes.epoll;
     requires io.netty.common;
     requires org.slf4j;

@@ -132,16 +132,7 @@ public final class RemoteConsumer implements ConsumerEngine {
         // A 1 MiB HTTP/2 window (gRPC's default) caps a stream at one window per round trip through both
         // event loops and the deframing thread: tens of MB/s on a busy host. Batches are tens of MB.
         NettyChannelBuilder channel = cb.build().flowControlWindow(FLOW_CONTROL_WINDOW)
-                .eventLoopGroup(eventLoop).channelFactory(() -> new NioSocketChannel() {
-            @Override
-            protected int doReadBytes(ByteBuf buf) throws Exception {
-                int n = super.doReadBytes(buf);
-                if (n > 0) {
-                    lastBytesNanos = System.nanoTime();
-                }
-                return n;
-            }
-        });
+                .eventLoopGroup(eventLoop).channelFactory(() -> new ReceivingChannel(now -> lastBytesNanos = now));
         this.channel = channel.build();
         this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-remote-watchdog");

@@ -63,14 +63,22 @@ final class StreamSession {
         this.streaming = streaming;
     }
 
-    void run() {
+    /**
+     * Starts the stream: registers for gRPC's callbacks on the calling thread (the call's handler, where gRPC takes
+     * them) and streams on a thread of its own, so that the call's executor is free to deliver them as they come
+     * (flow control opening, a cancel) rather than after the stream.
+     */
+    void start() {
         listener.setOnCancelHandler(this::onCancel);
-        // The cancel handler runs on the call's executor, which this thread occupies until the stream ends;
-        // gRPC cancels the call's Context at once from its own thread, so a vanished client is noticed here.
         Context.current().addListener(ctx -> onCancel(), Runnable::run);
         listener.setOnReadyHandler(this::signalReady);
+        Thread.ofPlatform().daemon().name("tensorsocket-flight-stream-" + peer).start(this::run);
+    }
+
+    private void run() {
         ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
-                .withBatchTimeout(request.batchTimeout()).withStartPolicy(request.startPolicy()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer);
+                .withBatchTimeout(request.batchTimeout()).withStartPolicy(request.startPolicy()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer)
+                .withThreadConfinedBatches(true); // this thread alone reads and releases them
         ScheduledFuture<?> heartbeat = timer.scheduleAtFixedRate(this::heartbeat, 250, 250, TimeUnit.MILLISECONDS);
         try (TensorConsumer consumer = TensorConsumer.connect(producerDirectory, opts);
              TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,
@@ -90,7 +98,7 @@ final class StreamSession {
         } catch (TensorSocketException e) {
             LOG.info("stream to {} ended: {}", peer, e.toString());
             fail(e);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // Error too: on this thread nothing else would end the call
             LOG.warn("stream to {} failed", peer, e);
             fail(e);
         } finally {
@@ -105,14 +113,14 @@ final class StreamSession {
             long samples = 0;
             long epoch = consumer.epoch();
             for (Batch b : consumer) {
-                awaitReady();
                 RecordTag tag;
                 try (b) { // released before sending: the root holds a copy
                     epoch = b.epoch();
                     tag = new RecordTag(RecordTag.Kind.BATCH, b.epoch(), b.index(), b.sampleStart(),
                             consumer.streamPosition(b), b.size());
-                    out.load(b);
+                    out.load(b); // while gRPC still writes the previous batch
                 }
+                awaitReady();
                 send(() -> {
                     listener.putNext(tag.encode(allocator));
                     out.clear();
@@ -167,8 +175,7 @@ final class StreamSession {
                 if (cancelled) {
                     throw new CancelledException();
                 }
-                // gRPC's onReady callback queues behind this very call on its executor, so poll as well
-                ready.await(2, TimeUnit.MILLISECONDS);
+                ready.await(100, TimeUnit.MILLISECONDS); // signalled by gRPC's onReady; the bound is a safety net
             }
             if (cancelled) {
                 throw new CancelledException();
@@ -211,7 +218,7 @@ final class StreamSession {
         signalReady();
     }
 
-    private void fail(RuntimeException e) {
+    private void fail(Throwable e) {
         if (cancelled) {
             return;
         }
