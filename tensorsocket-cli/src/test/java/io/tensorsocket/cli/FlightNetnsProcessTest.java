@@ -101,7 +101,10 @@ class FlightNetnsProcessTest extends ProcessTestBase {
     /**
      * A remote consumer whose link is cut (its end of the veth set down: what the server sends is dropped
      * silently) no longer holds the producer's local consumers up for the stall timeout: the server drops the
-     * connection after its link timeout (2 s) and releases what the stream held.
+     * connection after its link timeout (2 s) and releases what the stream held. The remote reads slower than the
+     * server sends, so at the cut its stream may wait on HTTP/2 flow control with nothing in flight: then the
+     * server's own probe is what goes unacknowledged (gRPC's keepalive pings no more often than every 10 s; with
+     * only that, the local consumer here waited 7 s).
      */
     @Test
     void aCutLinkToARemoteConsumerHoldsTheLocalConsumersUpForSecondsNotTheStallTimeout() throws Exception {

@@ -68,8 +68,6 @@ import org.apache.arrow.memory.BufferAllocator;
 public final class FlightServe implements AutoCloseable {
     /** How long a remote's connection may leave sent data unacknowledged before it is dropped. */
     public static final Duration DEFAULT_LINK_TIMEOUT = Duration.ofSeconds(2);
-    /** How long a remote may stay silent before the server probes its link. */
-    private static final Duration LINK_PROBE_AFTER = Duration.ofMillis(500);
     /** The Flight action that answers the producer's status. */
     public static final String STATUS_ACTION = "status";
     /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */
@@ -116,12 +114,12 @@ public final class FlightServe implements AutoCloseable {
         Consumer<NettyServerBuilder> configure = nb -> {
             nb.intercept(PEER_INTERCEPTOR);
             if (eventLoop != null) {
-                // see LinkWatch: a remote behind a dead link is dropped after the link timeout; the keepalive
-                // PING gives a stream blocked on flow control something in flight to be acknowledged, and its
-                // answer is not awaited (a paused remote cannot answer; its kernel acknowledges)
-                nb.channelFactory(linkWatch::newServerChannel).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop)
-                        .keepAliveTime(LINK_PROBE_AFTER.toMillis(), TimeUnit.MILLISECONDS)
-                        .keepAliveTimeout(1, TimeUnit.DAYS);
+                // see LinkWatch: a remote behind a dead link is dropped after the link timeout
+                nb.channelFactory(() -> {
+                    io.netty.channel.ServerChannel server = linkWatch.newServerChannel();
+                    DirectWrites.onAccept(server); // batches go to the socket from their own memory
+                    return server;
+                }).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop);
             }
         };
         fb.transportHint("grpc.builderConsumer", configure);
@@ -208,7 +206,7 @@ public final class FlightServe implements AutoCloseable {
                 return;
             }
             streams.incrementAndGet();
-            new StreamSession(producerDirectory, request, listener, allocator, timer, peer(), streaming).run();
+            new StreamSession(producerDirectory, request, listener, allocator, timer, peer(), streaming).start();
         }
 
         @Override

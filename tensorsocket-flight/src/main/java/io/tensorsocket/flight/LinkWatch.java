@@ -1,12 +1,15 @@
 package io.tensorsocket.flight;
 
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.epoll.EpollTcpInfo;
+import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
@@ -24,15 +27,21 @@ import org.slf4j.LoggerFactory;
  * it judges a local consumer.
  *
  * <p>The kernel's TCP_USER_TIMEOUT cannot tell the two apart (since Linux 5.11 it also ends connections
- * whose window stays closed), so this reads each connection's {@code TCP_INFO} every quarter second: data
- * in flight ({@code tcpi_unacked > 0}) and no acknowledgement for longer than the timeout
- * ({@code tcpi_last_ack_recv}). A stream blocked on the remote's flow control sends nothing to acknowledge;
- * the server's HTTP/2 keepalive PING (after half a second without word from the remote) is what is then in
- * flight.
+ * whose window stays closed), so this reads each connection's {@code TCP_INFO} every quarter second: something
+ * awaiting an answer and no acknowledgement for longer than the timeout ({@code tcpi_last_ack_recv}). What
+ * awaits an answer is data in flight ({@code tcpi_unacked > 0}), or, where the remote's receive window is
+ * closed (it read slower than the server sent), the kernel's window probes ({@code tcpi_probes > 0}, reset by
+ * any acknowledgement: a paused remote's kernel answers them, a cut link does not). A stream blocked on the
+ * remote's HTTP/2 flow control sends nothing to acknowledge: after half a second of silence both ways this sends
+ * an HTTP/2 PING, which is then in flight.
  */
 final class LinkWatch implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LinkWatch.class);
     private static final long CHECK_EVERY_MS = 250;
+    /** How long a connection may have sent nothing and heard nothing before it is probed. */
+    static final long PROBE_AFTER_MS = 500;
+    /** "TSLINK" in ASCII: the payload of this class's PINGs. */
+    private static final long PING_PAYLOAD = 0x54534C494E4BL;
 
     private final Set<EpollSocketChannel> connections = ConcurrentHashMap.newKeySet();
     private final long timeoutMs;
@@ -71,7 +80,7 @@ final class LinkWatch implements AutoCloseable {
             } catch (RuntimeException e) {
                 continue; // closed meanwhile
             }
-            if (info.unacked() > 0 && info.lastAckRecv() > timeoutMs) {
+            if ((info.unacked() > 0 || info.probes() > 0) && info.lastAckRecv() > timeoutMs) {
                 LOG.info("dropping the connection of remote {}: nothing sent to it was acknowledged for {} ms (its link"
                         + " is cut or its host is gone); its streams end and release what they held", c.remoteAddress(),
                         info.lastAckRecv());
@@ -79,6 +88,26 @@ final class LinkWatch implements AutoCloseable {
                 // at once, past gRPC's handler: its close would shut down gracefully, waiting for the very
                 // streams that wait on the dead link
                 c.eventLoop().execute(() -> c.unsafe().close(c.unsafe().voidPromise()));
+            } else if (info.unacked() == 0 && info.probes() == 0 && info.lastDataSent() >= PROBE_AFTER_MS
+                    && info.lastAckRecv() >= PROBE_AFTER_MS) {
+                c.eventLoop().execute(() -> probe(c));
+            }
+        }
+    }
+
+    /**
+     * Sends an HTTP/2 PING on a connection that has had nothing to send for a while (its stream blocked on the
+     * remote's flow control): then something is in flight, which a live remote's kernel acknowledges at once. gRPC's
+     * own keepalive cannot do this: it pings no more often than every 10 s. The payload is none of gRPC's, whose
+     * handler ignores the answer to a PING it did not send.
+     */
+    private static void probe(EpollSocketChannel c) {
+        for (Map.Entry<String, ChannelHandler> e : c.pipeline()) {
+            if (e.getValue() instanceof Http2ConnectionHandler h && c.isActive()) {
+                ChannelHandlerContext ctx = c.pipeline().context(h);
+                h.encoder().writePing(ctx, false, PING_PAYLOAD, ctx.newPromise());
+                ctx.flush();
+                return;
             }
         }
     }
