@@ -9,7 +9,7 @@ side, server included, and divided by the batches all trainers got.
 
     python3 clients/python/examples/bench_remote.py [--seconds 10] [--consumers 1,4] [--shapes 3x32x32,1x28x28]
         [--peer-python PYTHON]   # a Python with tensorflow; without one the peer's rows are skipped, saying so
-        [--java-consumers]       # also this project's Java remote consumers (tensorsocket-bench's BenchConsumer)
+        [--java-consumers]       # also this project's Java remote consumers (tensorsocket-bench's WindowedConsumer)
 
 Prints one JSON object per row: side, trainer language, batch shape, consumers, batches/s per consumer (the
 slowest), aggregate batches/s, CPU ms per batch, and for this project's rows the ratio to the peer's row of the
@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -209,25 +210,28 @@ def run_peer(python, shape, k, seconds, warm_seconds):
         stop(trainers + [server])
 
 
-def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_consumers):
+def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=None):
+    """This project's rows: ``serve --flight`` and K trainers, Python ones, or Java ones where ``java_classpath``."""
     port = free_port()
     base = "/dev/shm/tensorsocket-bench-remote-%d" % os.getpid()
     os.makedirs(base, exist_ok=True)
     env = dict(os.environ, TENSORSOCKET_BASE=base)
     # about 8 MB of data, which stays in the processor's cache as the peer's one ready batch does
     samples = max(BATCH, int(8e6 // (4 * sample_elements(shape))) // BATCH * BATCH)
+    log = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(
         [launcher, "serve", "--name", "bench", "--synthetic",
          "samples=%d,shape=%s,dtype=float32" % (samples, "x".join(map(str, shape))), "--preload", "--batch-size",
          str(BATCH), "--epochs", "0", "--flight", "127.0.0.1:%d" % port, "--min-consumers", "1"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
     address = "grpc://127.0.0.1:%d/bench" % port
     trainers = []
     try:
+        await_port(port, server, log)
         for i in range(k):
-            if java_consumers:
-                cmd = java_command(launcher) + ["io.tensorsocket.bench.RemoteBenchConsumer", address, str(BATCH),
-                                                str(warm_seconds)]
+            if java_classpath:
+                cmd = java_command(java_classpath) + ["io.tensorsocket.bench.WindowedConsumer", address, str(BATCH),
+                                                      str(warm_seconds)]
             else:
                 cmd = [sys.executable, os.path.abspath(__file__), "--role", "tensorsocket-trainer", "--address",
                        address, "--warm-seconds", str(warm_seconds)]
@@ -238,15 +242,27 @@ def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_consumers):
         subprocess.run(["rm", "-rf", base])
 
 
-def java_command(launcher):
-    """The java command line (JVM options and class path) bin/tensorsocket runs, for a class of the bench module."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(launcher)))
-    cli = os.path.join(root, "tensorsocket-cli", "target")
+def await_port(port, server, log, timeout=60):
+    """Waits until the server listens on ``port``; fails with its log if it exits first or takes too long."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            log.seek(0)
+            raise SystemExit("the server exited (code %d) before listening:\n%s" % (server.returncode, log.read()))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the server did not listen on port %d within %d s" % (port, timeout))
+
+
+def java_command(classpath):
+    """The java command line (JVM options and the class path given) for a class of the bench module."""
     java = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java")
     return [java, "--enable-native-access=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
             "--sun-misc-unsafe-memory-access=allow", "-Dio.netty.tryReflectionSetAccessible=true",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp", os.path.join(cli, "tensorsocket-cli.jar") + ":" + os.path.join(cli, "lib", "*")]
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
 
 
 def has_tensorflow(python):
@@ -266,7 +282,10 @@ def main():
     p.add_argument("--shapes", default="3x32x32,1x28x28")
     p.add_argument("--peer-python", default=os.environ.get("TENSORFLOW_PYTHON", sys.executable))
     p.add_argument("--java-consumers", action="store_true")
-    p.add_argument("--launcher", default=os.path.join(ROOT, "bin", "tensorsocket"))
+    p.add_argument("--launcher", default=os.environ.get("TENSORSOCKET_LAUNCHER", os.path.join(ROOT, "bin", "tensorsocket")))
+    p.add_argument("--classpath", default="%s:%s/*" % (os.path.join(ROOT, "tensorsocket-cli/target/tensorsocket-cli.jar"),
+                                                      os.path.join(ROOT, "tensorsocket-cli/target/lib")),
+                   help="class path of the Java trainers (default: the packaged command line's)")
     p.add_argument("--warm-seconds", type=float, default=8, help="seconds each trainer reads before the measured window")
     p.add_argument("--port", type=int)
     p.add_argument("--address")
@@ -299,7 +318,7 @@ def main():
                 print(json.dumps(peer_row), flush=True)
             for java in ([False, True] if a.java_consumers else [False]):
                 r = row("tensorsocket flight", "java" if java else "python", shape, k,
-                        *run_tensorsocket(a.launcher, shape, k, a.seconds, a.warm_seconds, java))
+                        *run_tensorsocket(a.launcher, shape, k, a.seconds, a.warm_seconds, a.classpath if java else None))
                 if peer_row:
                     r["of_peer_batches_per_s"] = round(r["batches_per_s_per_consumer"]
                                                        / max(peer_row["batches_per_s_per_consumer"], 1e-9), 2)

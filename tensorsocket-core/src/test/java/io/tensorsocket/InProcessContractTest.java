@@ -68,4 +68,26 @@ class InProcessContractTest {
             assertTrue(p.await(java.time.Duration.ofSeconds(20)));
         }
     }
+
+    @Test
+    void aPreloadedSyntheticSourceServesTheSameSamplesInTheSameOrders() throws Exception {
+        SyntheticSpec spec = SyntheticSpec.parse("samples=301,shape=2x5,dtype=float32,seed=11");
+        SyntheticSource preloaded = new SyntheticSource(spec, 32).preload();
+        assertEquals(301L * 40, SyntheticSource.preloadBytes(spec));
+        assertEquals(new SyntheticSource(spec, 32).description(), preloaded.description());
+        for (var source : List.<BatchSource>of(preloaded, preloaded.seeded())) {
+            Path dir = tmp.resolve("preloaded-" + source.getClass().getSimpleName());
+            try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(2).build().start();
+                 TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(20));
+                 SyntheticVerifier v = new SyntheticVerifier(spec)) {
+                for (int e = 0; e < 2; e++) {
+                    for (Batch b : c) {
+                        v.accept(b, c.streamPosition(b));
+                    }
+                    SyntheticVerifier.EpochCounts counts = v.finishEpoch();
+                    assertTrue(counts.exact(301), source.description() + ", epoch " + e + ": " + counts);
+                }
+            }
+        }
+    }
 }

@@ -270,4 +270,13 @@ class BadInputProcessTest extends ProcessTestBase {
         assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10", "--batch-size", "2", "--mean", "0.5"),
                 "--mean and --std apply to --idx sources");
     }
+
+    @Test
+    void aPreloadOfAnythingButSyntheticDataOrOfMoreThanHalfTheMemoryIsRefused() throws Exception {
+        Path images = Files.createDirectories(base.resolve("preload-images/cat"));
+        assertFailsWith(start("serve", "--name", "x", "--images", images.getParent().toString(), "--batch-size", "2",
+                "--preload"), "--preload applies to --synthetic sources");
+        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=100000000,shape=3x224x224",
+                "--batch-size", "2", "--preload"), "--preload of 100000000 samples of 602112 bytes needs");
+    }
 }

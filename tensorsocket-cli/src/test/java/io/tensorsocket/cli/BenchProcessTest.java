@@ -126,4 +126,39 @@ class BenchProcessTest extends ProcessTestBase {
                     l.toString());
         }
     }
+
+    @Test
+    void benchRemoteMeasuresPythonAndJavaRemoteConsumersAndSaysWhenThePeerIsMissing() throws Exception {
+        assumePython("numpy", "pyarrow.flight");
+        // Debian's python3 has no tensorflow: the peer's rows are skipped, saying so; this project's rows run
+        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_remote.py").toString(), "--seconds", "1",
+                "--warm-seconds", "1", "--consumers", "1", "--shapes", "1x28x28", "--java-consumers", "--peer-python",
+                PYTHON, "--launcher", launcherScript().toString(), "--classpath", System.getProperty("java.class.path"));
+        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertTrue(p.stderr().contains("SKIPPED the tf.data service rows: " + PYTHON + " cannot import tensorflow"),
+                p.stderr());
+        List<Map<String, String>> lines = p.json();
+        assertEquals(List.of("python", "java"), lines.stream().map(l -> l.get("trainers")).toList(), lines.toString());
+        for (Map<String, String> l : lines) {
+            assertEquals("tensorsocket flight", l.get("side"), l.toString());
+            assertEquals("64x1x28x28", l.get("shape"), l.toString());
+            assertTrue(value(l, "batches_per_s_per_consumer") > 0, l.toString());
+            assertTrue(value(l, "cpu_ms_per_batch") > 0, l.toString());
+            double share = value(l, "server_cpu_share");
+            assertTrue(share > 0 && share < 1, l.toString());
+        }
+    }
+
+    @Test
+    void benchFlightMeasuresSmallBatchesAndRefusesABadShape() throws Exception {
+        Proc p = start("bench-flight", "--seconds", "1", "--only", "flight", "--consumers", "1", "--sample-shape", "1x28x28");
+        assertEquals(0, p.exitCode(Duration.ofSeconds(120)), p.stderr());
+        assertTrue(p.lines().getFirst().contains("batch 64x1x28x28 float32 (0.20 MB)"), p.lines().toString());
+        List<String> cases = p.json().stream().map(l -> l.get("case") + "/" + l.get("consumers")).toList();
+        assertEquals(List.of("memcpy/0", "flight/1"), cases, p.json().toString());
+        Proc bad = start("bench-flight", "--sample-shape", "3x0x2");
+        assertEquals(2, bad.exitCode(Duration.ofSeconds(30)), bad.stderr());
+        assertTrue(bad.stderr().contains("--sample-shape takes positive dimensions joined by x, such as 3x32x32, not '3x0x2'"),
+                bad.stderr());
+    }
 }
