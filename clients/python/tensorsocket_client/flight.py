@@ -14,6 +14,7 @@ The token and trusted certificates come from the arguments or, like the Java lib
 ``TENSORSOCKET_TOKEN``, ``TENSORSOCKET_TOKEN_FILE`` (its first line) and ``TENSORSOCKET_TRUST`` (a PEM file).
 """
 
+import math
 import os
 import struct
 import threading
@@ -30,6 +31,7 @@ from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, Producer
                      ProtocolError, RequestRejected, TensorSocketTimeout)
 
 SCHEMES = ("grpc", "grpc+tls")
+_NUMPY_DTYPES = {name: np.dtype(t) for name, t in _dtypes.BY_NAME.items()}
 _TAG = struct.Struct("<iiqqqqq")
 _MAGIC = 0x54534631
 BATCH, END_OF_EPOCH, END_OF_STREAM, HEARTBEAT = 1, 2, 3, 4
@@ -323,13 +325,13 @@ class RemoteConsumer(ConsumerBase):
             offset = 0
             values = storage
         offset += values.offset
-        dt = np.dtype(_dtypes.BY_NAME[dtype])
-        count = rows * int(np.prod(shape, dtype=np.int64)) if shape else rows
+        dt = _NUMPY_DTYPES[dtype]
+        count = rows * math.prod(shape)
         buf = values.buffers()[1]
         if dtype == "bool" and values.type.bit_width == 1:
             raise ProtocolError("column of bool from %s is bit-packed; TensorSocket sends it as uint8" % self.address)
         a = np.frombuffer(buf, dtype=dt, count=count, offset=offset * dt.itemsize)
-        return a.reshape((rows,) + tuple(shape))
+        return a.reshape((rows,) + shape)
 
     # -------------------------------------------------------------------------------------- waiting
 
