@@ -82,6 +82,11 @@ final class Lease {
         return true;
     }
 
+    /** Whether this lease's scope is confined to a thread other than the calling one, which alone can close it. */
+    boolean confinedElsewhere() {
+        return owner != null && owner != Thread.currentThread();
+    }
+
     /** Closes the scope of a released lease; idempotent. */
     synchronized void closeScope() {
         if (released && scope.scope().isAlive() && (owner == null || owner == Thread.currentThread())) {

@@ -336,10 +336,15 @@ final class LocalEngine implements ConsumerEngine {
                 return;
             }
             closed = true;
+            // a thread-confined batch closed from another thread keeps its views' scope open: the memory they show
+            // must then stay mapped, or reading one would crash the JVM instead of failing
+            boolean keepMapped = schedule.heldByAnotherThread();
             schedule.closeAll();
             link.close();
-            arena.close();
-            assembly.close();
+            if (!keepMapped) {
+                arena.close();
+                assembly.close();
+            }
         } finally {
             lock.unlock();
         }

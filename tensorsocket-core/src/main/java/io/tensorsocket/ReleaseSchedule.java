@@ -60,6 +60,15 @@ final class ReleaseSchedule {
         }
     }
 
+    /**
+     * Whether a batch still held (handed out, or retired with its scope open) is confined to another thread: closing
+     * from this thread cannot close its scope, so memory its views read must stay mapped.
+     */
+    boolean heldByAnotherThread() {
+        Batch b = current;
+        return b != null && b.lease().confinedElsewhere() || retired != null && retired.confinedElsewhere();
+    }
+
     /** Releases everything, for the consumer's close. */
     void closeAll() {
         Batch b = current;
