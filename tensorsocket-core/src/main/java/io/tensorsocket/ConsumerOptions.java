@@ -29,7 +29,10 @@ import java.util.Objects;
  * @param threadConfinedBatches each batch is used only by the thread that took it from the consumer, which also
  *                       releases it (asks for the next, or closes it or the consumer): releasing a batch then
  *                       costs no JVM-wide handshake; another thread touching its tensors gets a
- *                       {@code WrongThreadException}. Off by default: batches may go to other threads
+ *                       {@code WrongThreadException}. Released from another thread, a batch's typed accessors
+ *                       refuse at once but its raw views stay readable by its own thread (a consumer closed so
+ *                       keeps its shared memory mapped until the process ends). Off by default: batches may go
+ *                       to other threads
  */
 public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
                               Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
