@@ -89,7 +89,7 @@ final class Lease {
 
     /** Closes the scope of a released lease; idempotent. */
     synchronized void closeScope() {
-        if (released && scope.scope().isAlive() && (owner == null || owner == Thread.currentThread())) {
+        if (released && scope.scope().isAlive() && !confinedElsewhere()) {
             scope.close();
         }
     }

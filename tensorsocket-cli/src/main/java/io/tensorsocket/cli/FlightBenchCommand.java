@@ -305,6 +305,11 @@ final class FlightBenchCommand implements Callable<Integer> {
     private long[] shape;
 
     private long batchBytes() {
+        return batchBytes(shape);
+    }
+
+    /** Bytes of one batch of float32 samples of {@code shape}. */
+    private static long batchBytes(long[] shape) {
         return BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize();
     }
 
@@ -332,7 +337,7 @@ final class FlightBenchCommand implements Callable<Integer> {
 
         Replay(long[] shape) {
             this.shape = shape;
-            this.prepared = Arena.global().allocate(BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize(), 64);
+            this.prepared = Arena.global().allocate(batchBytes(shape), 64);
             this.batches = (int) Math.max(100, 2_000_000_000L / prepared.byteSize());
             for (long i = 0; i + 8 <= prepared.byteSize(); i += 8) {
                 prepared.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);

@@ -4,13 +4,10 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.ServerChannel;
 import java.nio.ByteBuffer;
 
 /**
@@ -36,19 +33,6 @@ final class DirectWrites extends ChannelOutboundHandlerAdapter {
     static final DirectWrites INSTANCE = new DirectWrites();
 
     private DirectWrites() {
-    }
-
-    /** Makes every connection {@code server} accepts write through this handler. */
-    static void onAccept(ServerChannel server) {
-        server.pipeline().addLast(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object accepted) {
-                if (accepted instanceof Channel c) {
-                    c.pipeline().addFirst(INSTANCE);
-                }
-                ctx.fireChannelRead(accepted);
-            }
-        });
     }
 
     @Override

@@ -8,10 +8,15 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.Epoll;
+import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
@@ -114,12 +119,7 @@ public final class FlightServe implements AutoCloseable {
         Consumer<NettyServerBuilder> configure = nb -> {
             nb.intercept(PEER_INTERCEPTOR);
             if (eventLoop != null) {
-                // see LinkWatch: a remote behind a dead link is dropped after the link timeout
-                nb.channelFactory(() -> {
-                    io.netty.channel.ServerChannel server = linkWatch.newServerChannel();
-                    DirectWrites.onAccept(server); // batches go to the socket from their own memory
-                    return server;
-                }).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop);
+                nb.channelFactory(this::serverChannel).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop);
             }
         };
         fb.transportHint("grpc.builderConsumer", configure);
@@ -130,6 +130,27 @@ public final class FlightServe implements AutoCloseable {
             fb.useTls(b.certChain.toFile(), b.key.toFile());
         }
         this.server = fb.build();
+    }
+
+    /**
+     * The channel to listen with. Each connection it accepts writes batches from their own memory
+     * ({@link DirectWrites}) and is watched until it closes ({@link LinkWatch}: a remote behind a dead link is
+     * dropped after the link timeout). Accepted connections pass through the listening channel's pipeline before
+     * gRPC sets them up.
+     */
+    private ServerChannel serverChannel() {
+        EpollServerSocketChannel server = new EpollServerSocketChannel();
+        server.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object accepted) {
+                if (accepted instanceof EpollSocketChannel c) {
+                    c.pipeline().addFirst(DirectWrites.INSTANCE);
+                    linkWatch.watch(c);
+                }
+                ctx.fireChannelRead(accepted);
+            }
+        });
+        return server;
     }
 
     /** A builder; name the producer with {@link Builder#producer} or {@link Builder#directory}. */

@@ -1,15 +1,10 @@
 package io.tensorsocket.flight;
 
-import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ServerChannel;
-import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.epoll.EpollTcpInfo;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import java.time.Duration;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
@@ -53,21 +48,10 @@ final class LinkWatch implements AutoCloseable {
         this.task = timer.scheduleWithFixedDelay(this::check, CHECK_EVERY_MS, CHECK_EVERY_MS, TimeUnit.MILLISECONDS);
     }
 
-    /** The server channel to listen with: each connection it accepts is watched until it closes. */
-    ServerChannel newServerChannel() {
-        EpollServerSocketChannel server = new EpollServerSocketChannel();
-        // accepted connections pass through the listening channel's pipeline before the bootstrap sets them up
-        server.pipeline().addLast(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object accepted) {
-                if (accepted instanceof EpollSocketChannel c) {
-                    connections.add(c);
-                    c.closeFuture().addListener(f -> connections.remove(c));
-                }
-                ctx.fireChannelRead(accepted);
-            }
-        });
-        return server;
+    /** Watches connection {@code c} until it closes. */
+    void watch(EpollSocketChannel c) {
+        connections.add(c);
+        c.closeFuture().addListener(f -> connections.remove(c));
     }
 
     private void check() {
@@ -102,13 +86,11 @@ final class LinkWatch implements AutoCloseable {
      * handler ignores the answer to a PING it did not send.
      */
     private static void probe(EpollSocketChannel c) {
-        for (Map.Entry<String, ChannelHandler> e : c.pipeline()) {
-            if (e.getValue() instanceof Http2ConnectionHandler h && c.isActive()) {
-                ChannelHandlerContext ctx = c.pipeline().context(h);
-                h.encoder().writePing(ctx, false, PING_PAYLOAD, ctx.newPromise());
-                ctx.flush();
-                return;
-            }
+        Http2ConnectionHandler h = ReceivingChannel.http2Handler(c.pipeline());
+        if (h != null && c.isActive()) {
+            ChannelHandlerContext ctx = c.pipeline().context(h);
+            h.encoder().writePing(ctx, false, PING_PAYLOAD, ctx.newPromise());
+            ctx.flush();
         }
     }
 

@@ -2,6 +2,7 @@ package io.tensorsocket.flight;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
@@ -41,11 +42,20 @@ final class ReceivingChannel extends NioSocketChannel {
 
     /** Has gRPC's HTTP/2 decoder, once it is in the pipeline, compose reads rather than merge them. */
     private void composeReads() {
-        for (Map.Entry<String, ChannelHandler> e : pipeline()) {
+        Http2ConnectionHandler h = http2Handler(pipeline());
+        if (h != null) {
+            h.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
+            composing = true;
+        }
+    }
+
+    /** gRPC's HTTP/2 handler in a connection's pipeline (client or server), or null before gRPC has added it. */
+    static Http2ConnectionHandler http2Handler(ChannelPipeline pipeline) {
+        for (Map.Entry<String, ChannelHandler> e : pipeline) {
             if (e.getValue() instanceof Http2ConnectionHandler h) {
-                h.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
-                composing = true;
+                return h;
             }
         }
+        return null;
     }
 }
