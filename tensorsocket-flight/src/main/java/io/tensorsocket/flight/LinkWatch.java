@@ -27,16 +27,19 @@ import org.slf4j.LoggerFactory;
  * awaits an answer is data in flight ({@code tcpi_unacked > 0}), or, where the remote's receive window is
  * closed (it read slower than the server sent), the kernel's window probes ({@code tcpi_probes > 0}, reset by
  * any acknowledgement: a paused remote's kernel answers them, a cut link does not). A stream blocked on the
- * remote's HTTP/2 flow control sends nothing to acknowledge: after half a second of silence both ways this sends
- * an HTTP/2 PING, which is then in flight.
+ * remote's HTTP/2 flow control sends nothing to acknowledge: after half a second of silence both ways on a connection
+ * with streams this sends an HTTP/2 PING, which is then in flight.
  */
 final class LinkWatch implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LinkWatch.class);
     private static final long CHECK_EVERY_MS = 250;
     /** How long a connection may have sent nothing and heard nothing before it is probed. */
     static final long PROBE_AFTER_MS = 500;
-    /** "TSLINK" in ASCII: the payload of this class's PINGs. */
-    private static final long PING_PAYLOAD = 0x54534C494E4BL;
+    /**
+     * The payload of this class's PINGs: gRPC's own keepalive payload, whose answer gRPC's handler takes silently (it
+     * warns about an answer to any other PING it did not send).
+     */
+    private static final long PING_PAYLOAD = 0xDEADL;
 
     private final Set<EpollSocketChannel> connections = ConcurrentHashMap.newKeySet();
     private final long timeoutMs;
@@ -80,14 +83,14 @@ final class LinkWatch implements AutoCloseable {
     }
 
     /**
-     * Sends an HTTP/2 PING on a connection that has had nothing to send for a while (its stream blocked on the
-     * remote's flow control): then something is in flight, which a live remote's kernel acknowledges at once. gRPC's
-     * own keepalive cannot do this: it pings no more often than every 10 s. The payload is none of gRPC's, whose
-     * handler ignores the answer to a PING it did not send.
+     * Sends an HTTP/2 PING on a connection whose streams have had nothing sent for a while (blocked on the remote's
+     * flow control): then something is in flight, which a live remote's kernel acknowledges at once. gRPC's own
+     * keepalive cannot do this: it pings no more often than every 10 s. A connection without streams holds nothing
+     * and is left alone.
      */
     private static void probe(EpollSocketChannel c) {
         Http2ConnectionHandler h = ReceivingChannel.http2Handler(c.pipeline());
-        if (h != null && c.isActive()) {
+        if (h != null && c.isActive() && h.connection().numActiveStreams() > 0) {
             ChannelHandlerContext ctx = c.pipeline().context(h);
             h.encoder().writePing(ctx, false, PING_PAYLOAD, ctx.newPromise());
             ctx.flush();
