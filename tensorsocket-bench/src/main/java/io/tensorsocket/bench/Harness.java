@@ -64,6 +64,8 @@ public final class Harness {
         }
         if (what.equals("fanout") || what.equals("all")) {
             System.out.printf(Locale.ROOT, "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\"}%n", memcpy());
+            System.out.printf(Locale.ROOT, "{\"metric\": \"slot_copy_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s\"}%n",
+                    slotCopy(100));
             for (int k : ks) {
                 fanout(k, touch);
             }
@@ -318,6 +320,37 @@ public final class Harness {
             out[i] = Long.parseLong(kv[i].split("=")[1]);
         }
         return out;
+    }
+
+    /**
+     * The mean rate (batches/s) of copying one prepared 64×3×224×224 float32 batch into the 8 slots of a shared
+     * file in /dev/shm, round robin, {@code copies} times: what the fan-out's producer does per batch, with no
+     * consumer and no hand-off. Beside {@link #memcpy()} (a best of 10) it shows how much of the gap between a
+     * fan-out and that limit is the copy itself: a sustained copy's mean runs below the best single copy.
+     */
+    public static double slotCopy(int copies) throws java.io.IOException {
+        long n = 64L * 3 * 224 * 224 * 4;
+        int slots = 8;
+        Path file = Files.createTempFile(Path.of("/dev/shm"), "tensorsocket-bench-", ".slots");
+        try (Arena a = Arena.ofConfined();
+             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            MemorySegment batch = a.allocate(n, 64);
+            batch.fill((byte) 1);
+            ch.truncate(n * slots);
+            MemorySegment arena = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, n * slots, a);
+            arena.fill((byte) 0);
+            for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
+                MemorySegment.copy(batch, 0, arena, i * n, n);
+            }
+            long t = System.nanoTime();
+            for (int i = 0; i < copies; i++) {
+                MemorySegment.copy(batch, 0, arena, (i % slots) * n, n);
+            }
+            return copies / ((System.nanoTime() - t) / 1e9);
+        } finally {
+            Files.deleteIfExists(file);
+        }
     }
 
     /** Native-to-native copy bandwidth of a 64 MiB buffer: the physical limit of writing batches. */

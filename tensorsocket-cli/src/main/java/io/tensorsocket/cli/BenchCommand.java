@@ -83,6 +83,7 @@ final class BenchCommand implements Callable<Integer> {
             if (wants("fanout")) {
                 progress.phase("memory bandwidth");
                 double before = Harness.memcpy();
+                double slotCopy = Harness.slotCopy(quick ? 40 : 200);
                 double batchGb = 64 * 3 * 224 * 224 * 4 / 1e9;
                 List<Harness.Fanout> fs = new ArrayList<>();
                 for (int k : List.of(1, 2, 4, 8, 16)) {
@@ -93,10 +94,14 @@ final class BenchCommand implements Callable<Integer> {
                 double memcpy = Math.max(before, Harness.memcpy());
                 metric("memcpy_gb_per_s", memcpy, "GB/s", "what", "native-to-native copy of 64 MiB, best of 10 before and 10"
                         + " after the fan-out runs");
+                metric("slot_copy_batches_per_s", slotCopy, "batches/s", "what", "mean of " + (quick ? 40 : 200)
+                        + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm file, before the fan-out runs",
+                        "of_limit", slotCopy / (memcpy / batchGb));
                 for (Harness.Fanout f : fs) {
                     metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", f.consumers(),
                             "aggregate", f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
-                            "memcpy_limit_batches_per_s", memcpy / batchGb, "of_limit", f.perConsumer() / (memcpy / batchGb));
+                            "memcpy_limit_batches_per_s", memcpy / batchGb, "of_limit", f.perConsumer() / (memcpy / batchGb),
+                            "of_slot_copy", f.perConsumer() / slotCopy);
                 }
                 fanoutChart(fs, memcpy / batchGb);
             }

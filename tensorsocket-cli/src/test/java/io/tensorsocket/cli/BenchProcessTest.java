@@ -85,8 +85,11 @@ class BenchProcessTest extends ProcessTestBase {
         Proc fanout = harness("fanout", "1");
         assertEquals(0, fanout.exitCode(Duration.ofSeconds(120)), fanout.stderr());
         List<String> metrics = fanout.json().stream().map(l -> l.get("metric")).toList();
-        assertEquals(List.of("memcpy_gb_per_s", "fanout_batches_per_s"), metrics, fanout.json().toString());
-        assertTrue(value(fanout.json().get(1), "value") > 0, fanout.json().toString());
+        assertEquals(List.of("memcpy_gb_per_s", "slot_copy_batches_per_s", "fanout_batches_per_s"), metrics,
+                fanout.json().toString());
+        for (Map<String, String> l : fanout.json()) {
+            assertTrue(value(l, "value") > 0, fanout.json().toString());
+        }
     }
 
     @Test
@@ -153,5 +156,20 @@ class BenchProcessTest extends ProcessTestBase {
             double share = value(l, "server_cpu_share");
             assertTrue(share > 0 && share < 1, l.toString());
         }
+    }
+
+    @Test
+    void benchRemoteSaysWhyWhenTheServerExitsBeforeListening() throws Exception {
+        assumePython("numpy", "pyarrow.flight");
+        // a launcher that fails the way a launcher without a JDK 25 does: a message on stderr, a non-zero code
+        java.nio.file.Path launcher = base.resolve("broken-launcher");
+        java.nio.file.Files.writeString(launcher, "#!/bin/sh\necho 'tensorsocket: needs Java 25' >&2\nexit 2\n");
+        launcher.toFile().setExecutable(true);
+        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_remote.py").toString(), "--seconds", "1",
+                "--warm-seconds", "1", "--consumers", "1", "--shapes", "1x28x28", "--peer-python", PYTHON,
+                "--launcher", launcher.toString());
+        assertEquals(1, p.exitCode(Duration.ofSeconds(120)), p.stderr());
+        assertTrue(p.stderr().contains("the server exited (code 2) before listening:\ntensorsocket: needs Java 25"),
+                p.stderr());
     }
 }
