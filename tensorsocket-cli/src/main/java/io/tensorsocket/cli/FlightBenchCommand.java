@@ -15,6 +15,7 @@ import io.tensorsocket.flight.FlightServe;
 import io.tensorsocket.flight.RelaySource;
 import io.tensorsocket.flight.RemoteConsumer;
 import io.tensorsocket.flight.RemoteOptions;
+import io.tensorsocket.source.SyntheticSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -315,16 +316,10 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     private static long[] parseShape(String text) {
         try {
-            long[] dims = java.util.Arrays.stream(text.split("x")).mapToLong(Long::parseLong).toArray();
-            for (long d : dims) {
-                if (d < 1) {
-                    throw new NumberFormatException();
-                }
-            }
-            return dims;
-        } catch (NumberFormatException e) {
+            return SyntheticSpec.parseShape(text);
+        } catch (IllegalArgumentException e) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new FlightBenchCommand()),
-                    "--sample-shape takes positive dimensions joined by x, such as 3x32x32, not '" + text + "'");
+                    "--sample-shape: " + e.getMessage());
         }
     }
 

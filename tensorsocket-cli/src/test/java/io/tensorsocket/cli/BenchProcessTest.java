@@ -113,8 +113,8 @@ class BenchProcessTest extends ProcessTestBase {
         }
         Proc bad = start("bench-flight", "--sample-shape", "3x0x2");
         assertEquals(2, bad.exitCode(Duration.ofSeconds(30)), bad.stderr());
-        assertTrue(bad.stderr().contains("--sample-shape takes positive dimensions joined by x, such as 3x32x32, not '3x0x2'"),
-                bad.stderr());
+        assertTrue(bad.stderr().contains("--sample-shape: a shape is its dimensions, each at least 1, joined by x, such as"
+                + " 3x32x32, not '3x0x2'"), bad.stderr());
     }
 
     @Test

@@ -54,7 +54,7 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
         }
         try {
             long samples = Long.parseLong(kv.get("samples"));
-            long[] shape = Arrays.stream(kv.getOrDefault("shape", "3x32x32").split("x")).mapToLong(Long::parseLong).toArray();
+            long[] shape = parseShape(kv.getOrDefault("shape", "3x32x32"));
             DType dtype = DType.parse(kv.getOrDefault("dtype", "float32"));
             long seed = Long.parseLong(kv.getOrDefault("seed", "0"));
             int classes = Integer.parseInt(kv.getOrDefault("classes", "10"));
@@ -62,6 +62,25 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("synthetic parameters '" + text + "' hold a non-number: " + e.getMessage());
         }
+    }
+
+    /**
+     * Parses a sample shape written as its dimensions joined by {@code x} ({@code 3x32x32}), the form
+     * {@link #format()} writes.
+     *
+     * @throws IllegalArgumentException if a dimension is not a whole number of at least 1
+     */
+    public static long[] parseShape(String text) {
+        try {
+            long[] dims = Arrays.stream(text.split("x", -1)).mapToLong(Long::parseLong).toArray();
+            if (Arrays.stream(dims).allMatch(d -> d >= 1)) {
+                return dims;
+            }
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        throw new IllegalArgumentException("a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '"
+                + text + "'");
     }
 
     /** Whether a source description's epochs are in {@link #order(long)}: its {@code order} is not {@code producer}. */

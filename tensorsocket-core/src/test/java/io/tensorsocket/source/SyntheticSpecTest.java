@@ -32,6 +32,12 @@ class SyntheticSpecTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=3,dtype=complex"))
                 .getMessage().contains("unknown dtype"));
         assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=0"));
+        for (String shape : new String[]{"3x0x2", "3x-1", "3xx2", "3x", "", "3x2.5", "a"}) {
+            assertEquals("a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '" + shape + "'",
+                    assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=3,shape=" + shape))
+                            .getMessage(), shape);
+        }
+        assertArrayEquals(new long[]{1, 28, 28}, SyntheticSpec.parseShape("1x28x28"));
     }
 
     @Test

@@ -53,7 +53,7 @@ public class DataPlaneBenchmarks {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        long[] dims = java.util.Arrays.stream(shape.split("x")).mapToLong(Long::parseLong).toArray();
+        long[] dims = io.tensorsocket.source.SyntheticSpec.parseShape(shape);
         BatchLayout layout = new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, dims)), batchSize);
         Path shm = Path.of("/dev/shm");
         dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "ts-jmh-");
