@@ -4,12 +4,15 @@ import io.tensorsocket.DType;
 import io.tensorsocket.TensorProducer;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -24,7 +27,8 @@ import java.util.concurrent.TimeUnit;
  * <pre>
  *   handoff [batches]            publish-to-hold latency of small batches, producer paced at 1 batch/ms, after a
  *                                warm-up; handed over through the descriptor ring and over the socket
- *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth
+ *   fanout  [K...] [--touch M]   batches/s of 64×3×224×224 float32 to K consumers, beside memcpy bandwidth and
+ *                                the sustained copy of a batch into slots
  *   producer-cpu [K...] [--socket]  CPU time of the producer's JVM per published batch with K consumers (handed
  *                                over through descriptor rings, or over the sockets)
  * </pre>
@@ -328,17 +332,16 @@ public final class Harness {
      * consumer and no hand-off. Beside {@link #memcpy()} (a best of 10) it shows how much of the gap between a
      * fan-out and that limit is the copy itself: a sustained copy's mean runs below the best single copy.
      */
-    public static double slotCopy(int copies) throws java.io.IOException {
+    public static double slotCopy(int copies) throws IOException {
         long n = 64L * 3 * 224 * 224 * 4;
         int slots = 8;
         Path file = Files.createTempFile(Path.of("/dev/shm"), "tensorsocket-bench-", ".slots");
         try (Arena a = Arena.ofConfined();
-             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
-                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+             FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment batch = a.allocate(n, 64);
             batch.fill((byte) 1);
             ch.truncate(n * slots);
-            MemorySegment arena = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, n * slots, a);
+            MemorySegment arena = ch.map(FileChannel.MapMode.READ_WRITE, 0, n * slots, a);
             arena.fill((byte) 0);
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
                 MemorySegment.copy(batch, 0, arena, i * n, n);

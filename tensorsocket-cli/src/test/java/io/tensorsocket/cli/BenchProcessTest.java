@@ -3,6 +3,8 @@ package io.tensorsocket.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -162,8 +164,8 @@ class BenchProcessTest extends ProcessTestBase {
     void benchRemoteSaysWhyWhenTheServerExitsBeforeListening() throws Exception {
         assumePython("numpy", "pyarrow.flight");
         // a launcher that fails the way a launcher without a JDK 25 does: a message on stderr, a non-zero code
-        java.nio.file.Path launcher = base.resolve("broken-launcher");
-        java.nio.file.Files.writeString(launcher, "#!/bin/sh\necho 'tensorsocket: needs Java 25' >&2\nexit 2\n");
+        Path launcher = base.resolve("broken-launcher");
+        Files.writeString(launcher, "#!/bin/sh\necho 'tensorsocket: needs Java 25' >&2\nexit 2\n");
         launcher.toFile().setExecutable(true);
         Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_remote.py").toString(), "--seconds", "1",
                 "--warm-seconds", "1", "--consumers", "1", "--shapes", "1x28x28", "--peer-python", PYTHON,
