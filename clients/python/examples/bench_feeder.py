@@ -27,6 +27,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[3]
 CLIENT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CLIENT))
+from tensorsocket_bundle import JVM_OPTIONS  # noqa: E402 (the launcher's JVM options, for Java consumers)
 BATCH = 64
 PREPARED = 4  # batches the feeder's loader prepares and yields in turn
 
@@ -57,7 +59,7 @@ TensorProducer(sys.argv[1], None, epochs=1, samples_per_epoch=batches * %d, epoc
 
 def java_consumer(d, batches, cp):
     java = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java")
-    return [java, "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
+    return [java] + JVM_OPTIONS + ["-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
             "io.tensorsocket.bench.BenchConsumer", str(d), str(BATCH), "1", "none", "0", str(min(10, batches // 4)), "ring"]
 
 

@@ -258,11 +258,11 @@ def await_port(port, server, log, timeout=60):
 
 
 def java_command(classpath):
-    """The java command line (JVM options and the class path given) for a class of the bench module."""
+    """The java command line (the launcher's JVM options and the class path given) for a class of the bench module."""
+    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+    from tensorsocket_bundle import JVM_OPTIONS
     java = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java")
-    return [java, "--enable-native-access=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
-            "--sun-misc-unsafe-memory-access=allow", "-Dio.netty.tryReflectionSetAccessible=true",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
+    return [java] + JVM_OPTIONS + ["-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
 
 
 def has_tensorflow(python):
