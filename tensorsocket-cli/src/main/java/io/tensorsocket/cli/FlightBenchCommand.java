@@ -49,11 +49,14 @@ final class FlightBenchCommand implements Callable<Integer> {
             description = "Shape of one float32 sample (default ${DEFAULT-VALUE}: batches of 38.5 MB; 3x32x32: 0.8 MB).")
     String sampleShape;
 
-    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up of at least 2 s and 10 batches per consumer (default ${DEFAULT-VALUE}).")
+    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up of at least 2 s and 10 batches per consumer that lasts until the JIT is quiet, at most --max-warm-up (default ${DEFAULT-VALUE}).")
     double seconds;
 
     @Option(names = "--only", split = ",", description = "Cases: tcp, shm, flight, relay (default: all).")
     List<String> only;
+
+    @Option(names = "--max-warm-up", defaultValue = "60", description = "Seconds a case's warm-up may last at most, if the JIT does not go quiet sooner (default ${DEFAULT-VALUE}).")
+    double maxWarmUpSeconds;
 
     @Option(names = "--consumers", split = ",", defaultValue = "1,4", description = "Consumer counts of the shm and flight cases (default ${DEFAULT-VALUE}).")
     List<Integer> consumers;
@@ -62,6 +65,10 @@ final class FlightBenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         shape = parseShape(sampleShape);
+        if (!(maxWarmUpSeconds >= 0)) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new FlightBenchCommand()),
+                    "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
+        }
         double batchGb = batchBytes() / 1e9;
         double memcpy = Harness.memcpy();
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
@@ -95,7 +102,7 @@ final class FlightBenchCommand implements Callable<Integer> {
     /**
      * What a plain TCP socket pair on loopback moves, the limit of any network transport on this machine: one thread
      * writes batch-sized messages from native memory, another reads each whole into native memory and touches every
-     * page, as the consumers do; {@code seconds} of it after a one-second warm-up.
+     * page, as the consumers do; {@code seconds} of it after a warm-up of at least a second ({@link WarmUp}).
      */
     private void tcpLimit() throws Exception {
         long bytes = batchBytes();
@@ -123,10 +130,10 @@ final class FlightBenchCommand implements Callable<Integer> {
             long batches = 0;
             long t0 = 0;
             long cpu0 = 0;
-            long warmEnd = System.nanoTime() + 1_000_000_000L;
+            WarmUp warmUp = new WarmUp(Duration.ofSeconds(1), maxWarmUp());
             long end = Long.MAX_VALUE;
             for (long now = System.nanoTime(); now < end; now = System.nanoTime()) {
-                if (t0 == 0 && now >= warmEnd) {
+                if (t0 == 0 && warmUp.over(now)) {
                     t0 = now;
                     cpu0 = processCpuNanos();
                     end = now + (long) (seconds * 1e9);
@@ -149,11 +156,16 @@ final class FlightBenchCommand implements Callable<Integer> {
             writer.join(5_000);
             double rate = batches / s;
             tcpGbPerS = rate * bytes / 1e9;
+            warmedSeconds = warmUp.seconds();
             row("tcp", 1, rate, rate, tcpGbPerS, cpu / 1e6 / Math.max(1, batches));
             if (sink == 42) {
                 System.out.print("");
             }
         }
+    }
+
+    private Duration maxWarmUp() {
+        return Duration.ofMillis((long) (maxWarmUpSeconds * 1000));
     }
 
     private boolean wants(String c) {
@@ -197,16 +209,17 @@ final class FlightBenchCommand implements Callable<Integer> {
                 }
             }));
         }
-        // Warm until every consumer has had WARM_BATCHES: until then the send and receive buffers are still
-        // being allocated (fresh memory, slow on a VM) and the code compiled. Bounded, so a stall still ends.
-        long warm = System.nanoTime() + 2_000_000_000L;
-        long warmLimit = System.nanoTime() + 60_000_000_000L;
-        while ((System.nanoTime() < warm || min(counts) < WARM_BATCHES) && System.nanoTime() < warmLimit) {
+        // Warm until every consumer has had WARM_BATCHES (until then the send and receive buffers are still
+        // being allocated: fresh memory, slow on a VM) and the JIT has gone quiet. Bounded, so a stall still ends.
+        WarmUp warmUp = new WarmUp(Duration.ofSeconds(2), maxWarmUp());
+        long warmLimit = System.nanoTime() + Math.max(maxWarmUp().toNanos(), 60_000_000_000L);
+        while ((!warmUp.over(System.nanoTime()) || min(counts) < WARM_BATCHES) && System.nanoTime() < warmLimit) {
             Thread.sleep(50);
             if (!errors.isEmpty()) {
                 break;
             }
         }
+        warmedSeconds = warmUp.seconds();
         long[] before = snapshot(counts);
         long cpu0 = processCpuNanos();
         long t0 = System.nanoTime();
@@ -285,6 +298,8 @@ final class FlightBenchCommand implements Callable<Integer> {
     private double tcpGbPerS;
     /** GB/s of the memory copy measured first. */
     private double memcpyGbPerS;
+    /** How long the warm-up of the case about to be printed lasted (0 for memcpy, which has none). */
+    private double warmedSeconds;
 
     /** Prints one case; a remote case with its share of the TCP limit, a shared-memory one with its share of memcpy. */
     private void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
@@ -297,6 +312,9 @@ final class FlightBenchCommand implements Callable<Integer> {
             j.put("of_tcp_limit", gbPerConsumer / tcpGbPerS);
         } else if (kind.equals("shm")) {
             j.put("of_memcpy", gbPerConsumer / memcpyGbPerS);
+        }
+        if (warmedSeconds > 0) {
+            j.put("warmup_s", warmedSeconds);
         }
         System.out.println(j);
         System.out.flush();

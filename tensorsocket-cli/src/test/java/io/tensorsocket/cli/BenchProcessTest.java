@@ -97,7 +97,9 @@ class BenchProcessTest extends ProcessTestBase {
     @Test
     void benchFlightPrintsEveryCaseAndRefusesABadShape() throws Exception {
         // small batches: the cases' machinery is the same, and they warm up in a fraction of the time
-        Proc p = start("bench-flight", "--seconds", "1", "--only", "tcp,flight,relay", "--sample-shape", "1x28x28");
+        // and warm-ups of at most 3 s: the JIT takes twenty seconds to go quiet on small batches
+        Proc p = start("bench-flight", "--seconds", "1", "--only", "tcp,flight,relay", "--sample-shape", "1x28x28",
+                "--max-warm-up", "3");
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         assertTrue(p.lines().getFirst().contains("batch 64x1x28x28 float32 (0.20 MB)"), p.lines().toString());
         List<Map<String, String>> lines = p.json();
@@ -106,6 +108,10 @@ class BenchProcessTest extends ProcessTestBase {
         for (Map<String, String> l : lines) {
             assertTrue(value(l, "gb_per_s_per_consumer") > 0, l.toString());
             assertTrue(value(l, "cpu_ms_per_consumer_batch") > 0, l.toString());
+            if (!l.get("case").equals("memcpy")) { // at least 1 s (tcp) or 2 s, at most the 3 s given and a check's lag
+                double warm = value(l, "warmup_s");
+                assertTrue(warm >= (l.get("case").equals("tcp") ? 1 : 2) && warm < 4, l.toString());
+            }
             if (l.get("case").equals("flight") || l.get("case").equals("relay")) {
                 // each remote case beside the limit of the same run: its share of the plain TCP pair
                 double share = value(l, "of_tcp_limit");
@@ -113,6 +119,9 @@ class BenchProcessTest extends ProcessTestBase {
                         l.toString());
             }
         }
+        Proc negative = start("bench-flight", "--max-warm-up", "-1");
+        assertEquals(2, negative.exitCode(Duration.ofSeconds(30)), negative.stderr());
+        assertTrue(negative.stderr().contains("--max-warm-up takes seconds, 0 or more, not -1.0"), negative.stderr());
         Proc bad = start("bench-flight", "--sample-shape", "3x0x2");
         assertEquals(2, bad.exitCode(Duration.ofSeconds(30)), bad.stderr());
         assertTrue(bad.stderr().contains("--sample-shape: a shape is its dimensions, each at least 1, joined by x, such as"
