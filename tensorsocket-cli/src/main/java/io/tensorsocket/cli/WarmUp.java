@@ -6,14 +6,16 @@ import java.time.Duration;
 
 /**
  * When a benchmark's warm-up may end: once a minimum has passed and the JIT has gone quiet, that is, it compiled for
- * less than {@value #QUIET_COMPILE_MS} ms during the last second; at the latest after a maximum. On two cores the C2
- * compiler threads take most of a core for many seconds after a small-batch stream starts, and a measurement that
- * overlaps them counts their CPU and loses their core.
+ * less than {@value #QUIET_COMPILE_MS} ms in each of the last {@value #QUIET_WINDOWS} seconds; at the latest after a
+ * maximum. On two cores the C2 compiler threads take most of a core for many seconds after a small-batch stream
+ * starts, and a measurement that overlaps them counts their CPU and loses their core. Start it once the work to
+ * measure runs: before that the JIT may be quiet for want of work.
  *
  * <p>Ask {@link #over(long)} at least once per second; it decides at the end of each one-second window.
  */
 final class WarmUp {
     static final long QUIET_COMPILE_MS = 20;
+    static final int QUIET_WINDOWS = 2;
     private static final long WINDOW_NANOS = 1_000_000_000L;
     private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
 
@@ -22,6 +24,7 @@ final class WarmUp {
     private final long maxEnd;
     private long windowStart;
     private long compiledAtWindowStart;
+    private int quietWindows;
     private long ended;
 
     WarmUp(Duration min, Duration max) {
@@ -37,14 +40,13 @@ final class WarmUp {
         if (ended != 0) {
             return true;
         }
-        boolean quiet = false;
         if (now - windowStart >= WINDOW_NANOS) {
             long compiled = compiledMs();
-            quiet = compiled - compiledAtWindowStart < QUIET_COMPILE_MS;
+            quietWindows = compiled - compiledAtWindowStart < QUIET_COMPILE_MS ? quietWindows + 1 : 0;
             windowStart = now;
             compiledAtWindowStart = compiled;
         }
-        if (now >= maxEnd || quiet && now >= minEnd) {
+        if (now >= maxEnd || quietWindows >= QUIET_WINDOWS && now >= minEnd) {
             ended = now;
         }
         return ended != 0;

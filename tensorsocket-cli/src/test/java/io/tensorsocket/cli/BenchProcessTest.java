@@ -108,9 +108,9 @@ class BenchProcessTest extends ProcessTestBase {
         for (Map<String, String> l : lines) {
             assertTrue(value(l, "gb_per_s_per_consumer") > 0, l.toString());
             assertTrue(value(l, "cpu_ms_per_consumer_batch") > 0, l.toString());
-            if (!l.get("case").equals("memcpy")) { // at least 1 s (tcp) or 2 s, at most the 3 s given and a check's lag
+            if (!l.get("case").equals("memcpy")) { // at least 1 s (tcp) or 2 s; the first batches, then at most 3 s
                 double warm = value(l, "warmup_s");
-                assertTrue(warm >= (l.get("case").equals("tcp") ? 1 : 2) && warm < 4, l.toString());
+                assertTrue(warm >= (l.get("case").equals("tcp") ? 1 : 2) && warm < 30, l.toString());
             }
             if (l.get("case").equals("flight") || l.get("case").equals("relay")) {
                 // each remote case beside the limit of the same run: its share of the plain TCP pair
