@@ -286,7 +286,9 @@ def main():
     p.add_argument("--classpath", default="%s:%s/*" % (os.path.join(ROOT, "tensorsocket-cli/target/tensorsocket-cli.jar"),
                                                       os.path.join(ROOT, "tensorsocket-cli/target/lib")),
                    help="class path of the Java trainers (default: the packaged command line's)")
-    p.add_argument("--warm-seconds", type=float, default=8, help="seconds each trainer reads before the measured window")
+    # 25 s: the server's JVM (and a Java trainer's) compiles the stream's code with C2 for about that long on 2 cores
+    p.add_argument("--warm-seconds", type=float, default=25,
+                   help="seconds each trainer reads before the measured window (default 25)")
     p.add_argument("--port", type=int)
     p.add_argument("--address")
     p.add_argument("--shape")
