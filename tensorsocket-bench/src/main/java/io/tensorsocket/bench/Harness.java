@@ -1,18 +1,21 @@
 package io.tensorsocket.bench;
 
+import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
+import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorProducer;
+import io.tensorsocket.TensorSpec;
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.SharedArena;
 
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -79,6 +82,11 @@ public final class Harness {
     /** Publish-to-consumer latency of small batches. */
     public record Handoff(double p50Us, double p99Us, long batches) {
     }
+
+    /** The fan-out's batch: 64 samples of 3×224×224 float32, 38.5 MB. */
+    private static final long[] FANOUT_SAMPLE = {3, 224, 224};
+    private static final int FANOUT_BATCH = 64;
+    public static final long FANOUT_BATCH_BYTES = FANOUT_BATCH * Tensor.numel(FANOUT_SAMPLE) * DType.FLOAT32.byteSize();
 
     /** Batches/s of large batches to K consumers: the slowest consumer's rate and the sum over all. */
     public record Fanout(int consumers, double perConsumer, double aggregate) {
@@ -215,7 +223,7 @@ public final class Harness {
      * consumer's rate counts the batches after its first fifth of an epoch (its warm-up).
      */
     public static Fanout fanout(int k, String touch, int batchesPerEpoch) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, batchesPerEpoch, 0);
+        ReplaySource src = new ReplaySource(FANOUT_SAMPLE, DType.FLOAT32, FANOUT_BATCH, batchesPerEpoch, 0);
         List<Map<String, Double>> rs = run(src, k, 2, touch, 0, Math.max(1, batchesPerEpoch / 5), true);
         double min = rs.stream().mapToDouble(m -> m.get("batches_per_s")).min().orElse(0);
         double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
@@ -288,7 +296,7 @@ public final class Harness {
      */
     public static Rss consumerRss(int consumerBatch, int batches) throws Exception {
         int perEpoch = (int) ((long) consumerBatch * (batches + 4) / 64 + 16);
-        ReplaySource src = new ReplaySource(new long[]{3, 224, 224}, DType.FLOAT32, 64, perEpoch, 0);
+        ReplaySource src = new ReplaySource(FANOUT_SAMPLE, DType.FLOAT32, FANOUT_BATCH, perEpoch, 0);
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).slots(8)
                 .drainTimeout(Duration.ofMillis(100)).build()) {
@@ -327,32 +335,33 @@ public final class Harness {
     }
 
     /**
-     * The mean rate (batches/s) of copying one prepared 64×3×224×224 float32 batch into the 8 slots of a shared
-     * file in /dev/shm, round robin, {@code copies} times: what the fan-out's producer does per batch, with no
-     * consumer and no hand-off. Beside {@link #memcpy()} (a best of 10) it shows how much of the gap between a
-     * fan-out and that limit is the copy itself: a sustained copy's mean runs below the best single copy.
+     * The mean rate (batches/s) of copying one prepared fan-out batch into the 8 slots of an arena made as a
+     * producer makes its own ({@link SharedArena}: a file in /dev/shm, mapped and pre-touched), round robin,
+     * {@code copies} times: what the fan-out's producer does per batch, with no consumer and no hand-off. Beside
+     * {@link #memcpy()} (a best of 10) it shows how much of the gap between a fan-out and that limit is the copy
+     * itself: a sustained copy's mean runs below the best single copy.
      */
     public static double slotCopy(int copies) throws IOException {
-        long n = 64L * 3 * 224 * 224 * 4;
         int slots = 8;
-        Path file = Files.createTempFile(Path.of("/dev/shm"), "tensorsocket-bench-", ".slots");
+        ArenaLayout layout = ArenaLayout.of(new BatchLayout(List.of(new TensorSpec(ReplaySource.DATA, DType.FLOAT32,
+                FANOUT_SAMPLE)), FANOUT_BATCH), slots);
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-");
+        Path file = dir.resolve("arena");
         try (Arena a = Arena.ofConfined();
-             FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            MemorySegment batch = a.allocate(n, 64);
+             SharedArena arena = SharedArena.create(file, layout, 1, ProcessHandle.current().pid())) {
+            MemorySegment batch = a.allocate(FANOUT_BATCH_BYTES, 64);
             batch.fill((byte) 1);
-            ch.truncate(n * slots);
-            MemorySegment arena = ch.map(FileChannel.MapMode.READ_WRITE, 0, n * slots, a);
-            arena.fill((byte) 0);
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
-                MemorySegment.copy(batch, 0, arena, i * n, n);
+                MemorySegment.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
             }
             long t = System.nanoTime();
             for (int i = 0; i < copies; i++) {
-                MemorySegment.copy(batch, 0, arena, (i % slots) * n, n);
+                MemorySegment.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
             }
             return copies / ((System.nanoTime() - t) / 1e9);
         } finally {
             Files.deleteIfExists(file);
+            Files.deleteIfExists(dir);
         }
     }
 

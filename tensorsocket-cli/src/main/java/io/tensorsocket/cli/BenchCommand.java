@@ -84,7 +84,7 @@ final class BenchCommand implements Callable<Integer> {
                 progress.phase("memory bandwidth");
                 double before = Harness.memcpy();
                 double slotCopy = Harness.slotCopy(quick ? 40 : 200);
-                double batchGb = 64 * 3 * 224 * 224 * 4 / 1e9;
+                double batchGb = Harness.FANOUT_BATCH_BYTES / 1e9;
                 List<Harness.Fanout> fs = new ArrayList<>();
                 for (int k : List.of(1, 2, 4, 8, 16)) {
                     progress.phase("fan-out to " + k + " consumer JVMs");
