@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tensorsocket.bench.Harness;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,6 +38,29 @@ class BenchProcessTest extends ProcessTestBase {
                 assertEquals("1000", l.get("batches"), l.toString());
             }
         }
+    }
+
+    @Test
+    void benchFanoutPrintsEachConsumerCountBesideTheMemcpyLimitAndTheSlotCopy() throws Exception {
+        Proc p = start("bench", "--quick", "--only", "fanout", "--out", base.resolve("out").toString());
+        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        Map<String, Map<String, String>> first = new java.util.LinkedHashMap<>();
+        p.json().forEach(l -> first.putIfAbsent(l.get("metric"), l));
+        double memcpy = value(first.get("memcpy_gb_per_s"), "value");
+        Map<String, String> slotCopy = first.get("slot_copy_batches_per_s");
+        double limit = memcpy / (Harness.FANOUT_BATCH_BYTES / 1e9);
+        assertEquals(value(slotCopy, "value") / limit, value(slotCopy, "of_limit"), 0.01, slotCopy.toString());
+        List<Map<String, String>> fanout = p.json().stream()
+                .filter(l -> "fanout_batches_per_s".equals(l.get("metric"))).toList();
+        assertEquals(List.of("1", "2", "4", "8", "16"), fanout.stream().map(l -> l.get("consumers")).toList(),
+                fanout.toString());
+        for (Map<String, String> l : fanout) {
+            assertTrue(value(l, "value") > 0, l.toString());
+            assertEquals(limit, value(l, "memcpy_limit_batches_per_s"), 0.5, l.toString());
+            assertEquals(value(l, "value") / limit, value(l, "of_limit"), 0.01, l.toString());
+            assertEquals(value(l, "value") / value(slotCopy, "value"), value(l, "of_slot_copy"), 0.01, l.toString());
+        }
+        assertTrue(Files.size(base.resolve("out").resolve("fanout.png")) > 0);
     }
 
     @Test
