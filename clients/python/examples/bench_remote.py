@@ -28,6 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))  # the client and its bundle
 BATCH = 64
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -93,7 +94,6 @@ def tf_batches(address, shape, trainer_id):
 
 
 def tensorsocket_batches(address):
-    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
     from tensorsocket_client import TensorConsumer
     with TensorConsumer(address, batch_size=BATCH, connect_timeout=60) as c:
         while True:
@@ -259,7 +259,6 @@ def await_port(port, server, log, timeout=60):
 
 def java_command(classpath):
     """The java command line (the launcher's JVM options and the class path given) for a class of the bench module."""
-    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
     from tensorsocket_bundle import JVM_OPTIONS
     java = os.path.join(os.environ.get("JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java")
     return [java] + JVM_OPTIONS + ["-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
