@@ -266,6 +266,12 @@ class BadInputProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aSyntheticShapeWithADimensionBelowOneIsRefused() throws Exception {
+        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10,shape=3x0", "--batch-size", "2"),
+                "a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '3x0'");
+    }
+
+    @Test
     void normalisationOptionsOutsideIdxAreRefused() throws Exception {
         assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10", "--batch-size", "2", "--mean", "0.5"),
                 "--mean and --std apply to --idx sources");
