@@ -207,4 +207,45 @@ class FlightServeTest {
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h/n"));
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h:1/"));
     }
+
+    /**
+     * A batch that fits the server's send queue leaves in few writes: at Netty's default high water mark (64 KiB)
+     * gRPC handed the socket a 0.8 MB batch 64 KiB at a time, each write after the last had drained: 23 write
+     * system calls a batch in this JVM, which serves and reads; 3 with the send queue of {@link
+     * FlightServe#SEND_QUEUE}. Counted by the kernel for this process ({@code syscw} of /proc/self/io: every write
+     * and writev, the event loops' wake-ups too).
+     */
+    @Test
+    void aSmallBatchLeavesInAFewWritesNotOnePer64KiB() throws Exception {
+        Path io = Path.of("/proc/self/io");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(io), "needs /proc/self/io (Linux)");
+        SyntheticSpec spec = SyntheticSpec.parse("synthetic:samples=640,shape=3x32x32,dtype=float32,seed=3");
+        int warm = 30;
+        int measured = 300;
+        try (TensorProducer p = TensorProducer.builder().directory(dir.resolve("s")).source(new SyntheticSource(spec, 64))
+                .epochs((warm + measured) / 10 + 1).build().start();
+             FlightServe f = FlightServe.builder().producer(p).build().start();
+             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(64), RemoteOptions.defaults())) {
+            long before = 0;
+            int n = 0;
+            while (n < warm + measured && !c.isEndOfStream()) {
+                for (Batch b : c) {
+                    if (++n == warm) {
+                        before = writeCalls(io);
+                    }
+                    if (n == warm + measured) {
+                        break;
+                    }
+                }
+            }
+            assertEquals(warm + measured, n, "batches read");
+            double perBatch = (writeCalls(io) - before) / (double) measured;
+            assertTrue(perBatch < 6, "write system calls per 0.8 MB batch: " + perBatch);
+        }
+    }
+
+    private static long writeCalls(Path io) throws java.io.IOException {
+        return Files.readAllLines(io).stream().filter(l -> l.startsWith("syscw:"))
+                .mapToLong(l -> Long.parseLong(l.substring(6).trim())).findFirst().orElseThrow();
+    }
 }
