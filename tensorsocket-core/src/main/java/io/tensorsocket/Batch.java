@@ -76,10 +76,22 @@ public final class Batch implements AutoCloseable {
      */
     public static Batch lent(List<TensorSpec> specs, List<MemorySegment> data, int samples, long epoch, long index,
                              long sampleStart, String what, Runnable onClose) {
+        return lent(specs, data, samples, epoch, index, sampleStart, what, onClose, false);
+    }
+
+    /**
+     * {@link #lent(List, List, int, long, long, long, String, Runnable)}, confined to the calling thread where
+     * {@code confined}, as a consumer's batches are under {@link ConsumerOptions#threadConfinedBatches()}: only this
+     * thread may read its views, and releasing it costs no handshake with every thread of the JVM. Released from
+     * another thread, its typed accessors refuse at once but its views stay open: the owner must then keep
+     * {@code data} readable (it may hold other bytes) until the process ends.
+     */
+    public static Batch lent(List<TensorSpec> specs, List<MemorySegment> data, int samples, long epoch, long index,
+                             long sampleStart, String what, Runnable onClose, boolean confined) {
         if (specs.size() != data.size()) {
             throw new IllegalArgumentException(specs.size() + " tensor specs but " + data.size() + " data segments");
         }
-        Lease lease = Lease.open(what);
+        Lease lease = Lease.open(what, confined);
         Map<String, Tensor> m = new LinkedHashMap<>();
         for (int i = 0; i < specs.size(); i++) {
             TensorSpec s = specs.get(i);

@@ -39,6 +39,7 @@ final class RecyclingAllocations implements AllocationManager.Factory, AutoClose
     private final Map<Long, ArrayDeque<Block>> idle = new HashMap<>();
     private long idleBytes;
     private boolean closed;
+    private boolean keepAll;
 
     /** @param maxIdleBytes how much memory to keep while no buffer uses it; blocks beyond are freed */
     RecyclingAllocations(long maxIdleBytes) {
@@ -82,13 +83,22 @@ final class RecyclingAllocations implements AllocationManager.Factory, AutoClose
         return b;
     }
 
+    /**
+     * Frees no block from now on, not even on {@link #close()}: views of a thread-confined batch released from another
+     * thread stay open on their block until the process ends (they may show later batches' bytes, but never freed
+     * memory).
+     */
+    synchronized void keepAll() {
+        keepAll = true;
+    }
+
     private synchronized void giveBack(Block b) {
-        if (closed) {
+        long capacity = b.segment.byteSize();
+        if (closed && !keepAll) {
             b.free();
             return;
         }
-        long capacity = b.segment.byteSize();
-        if (idleBytes + capacity <= maxIdleBytes) {
+        if (keepAll || idleBytes + capacity <= maxIdleBytes) {
             // the most recently used block is the one most likely still in cache
             idle.computeIfAbsent(capacity, k -> new ArrayDeque<>()).addFirst(b);
             idleBytes += capacity;
@@ -100,6 +110,9 @@ final class RecyclingAllocations implements AllocationManager.Factory, AutoClose
     @Override
     public synchronized void close() {
         closed = true;
+        if (keepAll) {
+            return;
+        }
         idle.values().forEach(q -> q.forEach(Block::free));
         idle.clear();
         idleBytes = 0;

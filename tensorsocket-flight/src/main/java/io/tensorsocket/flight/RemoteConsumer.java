@@ -522,8 +522,16 @@ public final class RemoteConsumer implements ConsumerEngine {
                         data.add(TensorColumns.values(root, i, specs.get(i)));
                     }
                     epoch = tag.epoch();
+                    boolean confined = options.threadConfinedBatches();
+                    Thread taker = Thread.currentThread();
+                    // a confined batch released elsewhere keeps its views open: no block may be freed from then on
+                    Runnable released = confined ? () -> {
+                        if (Thread.currentThread() != taker) {
+                            recycling.keepAll();
+                        }
+                    } : null;
                     current = Batch.lent(specs, data, n, tag.epoch(), tag.index(), tag.sampleStart(),
-                            "batch " + tag.index() + " of epoch " + tag.epoch() + " from " + address, null);
+                            "batch " + tag.index() + " of epoch " + tag.epoch() + " from " + address, released, confined);
                     currentPosition = tag.streamPosition();
                     return tag;
                 }

@@ -1,6 +1,7 @@
 package io.tensorsocket.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -206,6 +207,67 @@ class FlightServeTest {
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("http://h:1/n"));
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h/n"));
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("grpc://h:1/"));
+    }
+
+    @Test
+    void threadConfinedRemoteBatchesAreWholeInTheirThreadInvalidatedOnReleaseAndRefusedToOthers() throws Exception {
+        try (TensorProducer p = producer(2);
+             FlightServe f = FlightServe.builder().producer(p).build().start();
+             RemoteConsumer c = RemoteConsumer.connect(f.address(),
+                     ConsumerOptions.batchSize(45).withThreadConfinedBatches(true), RemoteOptions.defaults());
+             SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+            Batch kept = null;
+            java.lang.foreign.MemorySegment keptRaw = null;
+            for (Batch b : c) {
+                v.accept(b, c.streamPosition(b));
+                if (kept == null) {
+                    kept = b;
+                    keptRaw = b.tensor(SyntheticSource.DATA).data();
+                    Batch mine = b;
+                    var other = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+                    Thread t = Thread.ofPlatform().start(() -> {
+                        try {
+                            mine.tensor(SyntheticSource.DATA).data().get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+                        } catch (Throwable e) {
+                            other.set(e);
+                        }
+                    });
+                    t.join();
+                    assertInstanceOf(WrongThreadException.class, other.get(), "another thread may not read a confined batch");
+                }
+            }
+            assertTrue(v.finishEpoch().exact(300));
+            Batch first = kept;
+            assertThrows(BatchReleasedException.class, () -> first.tensor(SyntheticSource.DATA));
+            var raw = keptRaw;
+            assertThrows(IllegalStateException.class, () -> raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0),
+                    "its raw view was closed when it was released");
+        }
+    }
+
+    @Test
+    void aThreadConfinedRemoteBatchReleasedByAnotherThreadKeepsItsMemoryReadableByItsOwnThread() throws Exception {
+        try (TensorProducer p = producer(2);
+             FlightServe f = FlightServe.builder().producer(p).build().start()) {
+            RemoteConsumer c = RemoteConsumer.connect(f.address(),
+                    ConsumerOptions.batchSize(45).withThreadConfinedBatches(true), RemoteOptions.defaults());
+            Iterator<Batch> it = c.iterator();
+            Batch b = it.next();
+            var raw = b.tensor(SyntheticSource.DATA).data();
+            float before = raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+            Thread t = Thread.ofPlatform().start(b::close); // against the option's rule, from another thread
+            t.join();
+            assertTrue(b.isReleased());
+            assertThrows(BatchReleasedException.class, () -> b.tensor(SyntheticSource.DATA));
+            // the consumer reads on (its buffers recycled) and closes, from another thread too
+            assertEquals(1, it.next().index());
+            Thread closer = Thread.ofPlatform().start(c::close);
+            closer.join();
+            // the view's scope could not be closed from there, so its memory was not freed: reading it does not
+            // crash the JVM (the bytes may be a later batch's)
+            float after = raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+            assertTrue(Float.isFinite(before) && Float.isFinite(after), before + ", " + after);
+        }
     }
 
     /**
