@@ -58,6 +58,9 @@ final class FlightBenchCommand implements Callable<Integer> {
     @Option(names = "--max-warm-up", defaultValue = "60", description = "Seconds a case's warm-up may last at most, if the JIT does not go quiet sooner (default ${DEFAULT-VALUE}).")
     double maxWarmUpSeconds;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--consumers", split = ",", defaultValue = "1,4", description = "Consumer counts of the shm and flight cases (default ${DEFAULT-VALUE}).")
     List<Integer> consumers;
 
@@ -66,7 +69,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         shape = parseShape(sampleShape);
         if (!(maxWarmUpSeconds >= 0)) {
-            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new FlightBenchCommand()),
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
         }
         double batchGb = batchBytes() / 1e9;
@@ -334,11 +337,11 @@ final class FlightBenchCommand implements Callable<Integer> {
         return BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize();
     }
 
-    private static long[] parseShape(String text) {
+    private long[] parseShape(String text) {
         try {
             return SyntheticSpec.parseShape(text);
         } catch (IllegalArgumentException e) {
-            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new FlightBenchCommand()),
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--sample-shape: " + e.getMessage());
         }
     }
