@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchReleasedException;
@@ -16,11 +17,15 @@ import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -168,7 +173,7 @@ class FlightServeTest {
                 "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                 "-keyout", key.toString(), "-out", cert.toString()).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        org.junit.jupiter.api.Assumptions.assumeTrue(openssl.waitFor(60, TimeUnit.SECONDS) && openssl.exitValue() == 0
+        assumeTrue(openssl.waitFor(60, TimeUnit.SECONDS) && openssl.exitValue() == 0
                 && Files.exists(key), "needs openssl to make a test certificate");
         try (TensorProducer p = producer(1);
              FlightServe f = FlightServe.builder().producer(p).token("t0k").tls(cert, key).build().start()) {
@@ -217,17 +222,17 @@ class FlightServeTest {
                      ConsumerOptions.batchSize(45).withThreadConfinedBatches(true), RemoteOptions.defaults());
              SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
             Batch kept = null;
-            java.lang.foreign.MemorySegment keptRaw = null;
+            MemorySegment keptRaw = null;
             for (Batch b : c) {
                 v.accept(b, c.streamPosition(b));
                 if (kept == null) {
                     kept = b;
                     keptRaw = b.tensor(SyntheticSource.DATA).data();
                     Batch mine = b;
-                    var other = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+                    var other = new AtomicReference<Throwable>();
                     Thread t = Thread.ofPlatform().start(() -> {
                         try {
-                            mine.tensor(SyntheticSource.DATA).data().get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+                            mine.tensor(SyntheticSource.DATA).data().get(ValueLayout.JAVA_FLOAT, 0);
                         } catch (Throwable e) {
                             other.set(e);
                         }
@@ -240,7 +245,7 @@ class FlightServeTest {
             Batch first = kept;
             assertThrows(BatchReleasedException.class, () -> first.tensor(SyntheticSource.DATA));
             var raw = keptRaw;
-            assertThrows(IllegalStateException.class, () -> raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0),
+            assertThrows(IllegalStateException.class, () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
                     "its raw view was closed when it was released");
         }
     }
@@ -254,7 +259,7 @@ class FlightServeTest {
             Iterator<Batch> it = c.iterator();
             Batch b = it.next();
             var raw = b.tensor(SyntheticSource.DATA).data();
-            float before = raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+            float before = raw.get(ValueLayout.JAVA_FLOAT, 0);
             Thread t = Thread.ofPlatform().start(b::close); // against the option's rule, from another thread
             t.join();
             assertTrue(b.isReleased());
@@ -265,7 +270,7 @@ class FlightServeTest {
             closer.join();
             // the view's scope could not be closed from there, so its memory was not freed: reading it does not
             // crash the JVM (the bytes may be a later batch's)
-            float after = raw.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+            float after = raw.get(ValueLayout.JAVA_FLOAT, 0);
             assertTrue(Float.isFinite(before) && Float.isFinite(after), before + ", " + after);
         }
     }
@@ -280,7 +285,7 @@ class FlightServeTest {
     @Test
     void aSmallBatchLeavesInAFewWritesNotOnePer64KiB() throws Exception {
         Path io = Path.of("/proc/self/io");
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(io), "needs /proc/self/io (Linux)");
+        assumeTrue(Files.isReadable(io), "needs /proc/self/io (Linux)");
         SyntheticSpec spec = SyntheticSpec.parse("synthetic:samples=640,shape=3x32x32,dtype=float32,seed=3");
         int warm = 30;
         int measured = 300;
@@ -306,7 +311,7 @@ class FlightServeTest {
         }
     }
 
-    private static long writeCalls(Path io) throws java.io.IOException {
+    private static long writeCalls(Path io) throws IOException {
         return Files.readAllLines(io).stream().filter(l -> l.startsWith("syscw:"))
                 .mapToLong(l -> Long.parseLong(l.substring(6).trim())).findFirst().orElseThrow();
     }
