@@ -77,8 +77,9 @@ final class ProducerAssembly {
             made.serve(core, b.helloTimeout, start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
                     layout.slotBytes(), batch.batchSize(), batch.tensors(), source.samplesPerEpoch(), epochs, start.mode(),
                     start.epoch(), start.sample(), description, Message.Welcome.NO_RING, midEpoch));
-            log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each), rubber band {} batches", name,
-                    description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(), b.rubberBand);
+            log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each) in {} pages, rubber band {} batches",
+                    name, description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(),
+                    arena.hugePages() ? "2 MiB" : "4 KiB", b.rubberBand);
             return new Assembled(made, core, description, firstEpoch, epochs);
         } catch (IOException | RuntimeException | Error e) {
             try {

@@ -16,17 +16,20 @@ import java.nio.file.attribute.PosixFilePermissions;
  * One mapping of an arena file (see {@link ArenaLayout} for what is in it). The producer creates the
  * file and maps it read-write; consumers map it read-only. The mapping is made once per process and
  * pre-touched, because first access to a fresh mapping is what costs here; slots are reused for the
- * producer's whole life.
+ * producer's whole life. Where it can, the producer backs the file by 2 MiB pages and every Java process
+ * maps it so that they are mapped whole ({@link HugePageMapping}).
  */
 public final class SharedArena implements AutoCloseable {
     private final ArenaLayout layout;
     private final Arena scope;
     private final MemorySegment segment;
+    private final boolean hugePages;
 
-    private SharedArena(ArenaLayout layout, Arena scope, MemorySegment segment) {
+    private SharedArena(ArenaLayout layout, Arena scope, MemorySegment segment, boolean hugePages) {
         this.layout = layout;
         this.scope = scope;
         this.segment = segment;
+        this.hugePages = hugePages;
     }
 
     /**
@@ -36,17 +39,24 @@ public final class SharedArena implements AutoCloseable {
      * @throws io.tensorsocket.SharedMemoryFullException if the file system cannot hold the arena
      */
     public static SharedArena create(Path file, ArenaLayout layout, long sessionId, long pid) throws IOException {
+        return create(file, layout, sessionId, pid, HugePageMapping.enabled());
+    }
+
+    /** As {@link #create(Path, ArenaLayout, long, long)}, with 2 MiB pages only if {@code hugePages}. */
+    static SharedArena create(Path file, ArenaLayout layout, long sessionId, long pid, boolean hugePages)
+            throws IOException {
         Files.deleteIfExists(file);
         Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Arena scope = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             SpaceReservation.reserve(file, layout.fileBytes());
             ch.truncate(layout.fileBytes());
-            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.fileBytes(), scope);
+            MemorySegment seg = map(ch, file, layout.fileBytes(), true, hugePages, scope);
+            boolean huge = hugePages && HugePageMapping.collapse(seg);
             // Writing every page now moves the page-fault cost out of the first epoch.
             seg.fill((byte) 0);
             layout.writeHeader(seg, sessionId, pid);
-            return new SharedArena(layout, scope, seg);
+            return new SharedArena(layout, scope, seg, huge);
         } catch (IOException | RuntimeException | Error e) {
             scope.close();
             Files.deleteIfExists(file);
@@ -61,6 +71,11 @@ public final class SharedArena implements AutoCloseable {
      * @throws ProtocolException if the file is not the arena the producer announced
      */
     public static SharedArena openReadOnly(Path file, ArenaLayout layout, long sessionId) throws IOException {
+        return openReadOnly(file, layout, sessionId, HugePageMapping.enabled());
+    }
+
+    /** As {@link #openReadOnly(Path, ArenaLayout, long)}, mapped aligned for 2 MiB pages only if {@code aligned}. */
+    static SharedArena openReadOnly(Path file, ArenaLayout layout, long sessionId, boolean aligned) throws IOException {
         Arena scope = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -68,17 +83,23 @@ public final class SharedArena implements AutoCloseable {
                 throw new ProtocolException("arena " + file + " is " + size + " bytes but the producer announced "
                         + layout.fileBytes() + "; is another producer using this directory?");
             }
-            MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, layout.fileBytes(), scope).asReadOnly();
+            MemorySegment seg = map(ch, file, layout.fileBytes(), false, aligned, scope).asReadOnly();
             String problem = layout.verifyHeader(seg, sessionId);
             if (problem != null) {
                 throw new ProtocolException("arena " + file + " does not match the producer's announcement: " + problem);
             }
             pretouch(seg);
-            return new SharedArena(layout, scope, seg);
+            return new SharedArena(layout, scope, seg, false);
         } catch (IOException | RuntimeException e) {
             scope.close();
             throw e;
         }
+    }
+
+    private static MemorySegment map(FileChannel ch, Path file, long bytes, boolean writable, boolean aligned,
+                                     Arena scope) throws IOException {
+        return aligned ? HugePageMapping.mapFile(file, bytes, writable, scope)
+                : ch.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY, 0, bytes, scope);
     }
 
     private static volatile long sink;
@@ -93,6 +114,14 @@ public final class SharedArena implements AutoCloseable {
 
     public ArenaLayout layout() {
         return layout;
+    }
+
+    /**
+     * Whether this producer's arena is backed by 2 MiB pages (false for a consumer's mapping, which maps
+     * whatever pages the producer's file has).
+     */
+    public boolean hugePages() {
+        return hugePages;
     }
 
     /** The whole mapping. */
