@@ -6,6 +6,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
+import io.tensorsocket.arena.HugePageMapping;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,8 +14,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 
 /**
- * A loader whose batches are already in memory: each batch is one copy from a prepared buffer into the
- * arena, plus a publication timestamp, so benchmarks measure the data plane rather than data generation.
+ * A loader whose batches are already in memory: each batch is one copy from a prepared buffer (in 2 MiB
+ * pages where the kernel gives them) into the arena, plus a publication timestamp, so benchmarks measure the data plane rather than data generation.
  * An optional pause between batches paces the producer for latency measurements.
  */
 final class ReplaySource implements BatchSource {
@@ -32,7 +33,8 @@ final class ReplaySource implements BatchSource {
         this.batches = batchesPerEpoch;
         this.pauseNanos = pauseNanos;
         long bytes = layout.tensors().getFirst().sampleBytes() * batchSize;
-        this.prepared = Arena.global().allocate(bytes, 64);
+        // held in 2 MiB pages where the kernel gives them, as the memory-copy limit's buffers are (Harness#memcpy)
+        this.prepared = HugePageMapping.anonymous(bytes, true, Arena.global());
         for (long i = 0; i + 8 <= bytes; i += 8) {
             prepared.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
         }

@@ -82,26 +82,28 @@ final class BenchCommand implements Callable<Integer> {
             }
             if (wants("fanout")) {
                 progress.phase("memory bandwidth");
-                double before = Harness.memcpy();
-                double slotCopy = Harness.slotCopy(quick ? 40 : 200);
+                Harness.CopyLimit before = Harness.memcpy();
+                Harness.SlotCopy slotCopy = Harness.slotCopy(quick ? 40 : 200);
                 double batchGb = Harness.FANOUT_BATCH_BYTES / 1e9;
                 List<Harness.Fanout> fs = new ArrayList<>();
                 for (int k : List.of(1, 2, 4, 8, 16)) {
                     progress.phase("fan-out to " + k + " consumer JVMs");
-                    fs.add(Harness.fanout(k, "page", quick ? 20 : 100));
+                    fs.add(Harness.fanout(k, "page", quick ? 20 : 300));
                 }
                 // the limit is the best this machine copied, before or after the runs (it varies from minute to minute)
-                double memcpy = Math.max(before, Harness.memcpy());
+                Harness.CopyLimit limit = before.best(Harness.memcpy());
+                double memcpy = limit.gbPerS();
                 metric("memcpy_gb_per_s", memcpy, "GB/s", "what", "native-to-native copy of 64 MiB, best of 10 before and 10"
-                        + " after the fan-out runs");
-                metric("slot_copy_batches_per_s", slotCopy, "batches/s", "what", "mean of " + (quick ? 40 : 200)
-                        + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm file, before the fan-out runs",
-                        "of_limit", slotCopy / (memcpy / batchGb));
+                        + " after the fan-out runs, in 4 KiB and in 2 MiB pages", "small_pages_gb_per_s",
+                        limit.smallPagesGbPerS(), "huge_pages_gb_per_s", limit.hugePagesGbPerS());
+                metric("slot_copy_batches_per_s", slotCopy.meanPerS(), "batches/s", "what", "mean of " + (quick ? 40 : 200)
+                        + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm arena, before the fan-out runs",
+                        "best_batches_per_s", slotCopy.bestPerS(), "of_limit", slotCopy.meanPerS() / (memcpy / batchGb));
                 for (Harness.Fanout f : fs) {
                     metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", f.consumers(),
                             "aggregate", f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
                             "memcpy_limit_batches_per_s", memcpy / batchGb, "of_limit", f.perConsumer() / (memcpy / batchGb),
-                            "of_slot_copy", f.perConsumer() / slotCopy);
+                            "of_slot_copy", f.perConsumer() / slotCopy.meanPerS());
                 }
                 fanoutChart(fs, memcpy / batchGb);
             }

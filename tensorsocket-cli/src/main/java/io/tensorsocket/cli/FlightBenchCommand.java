@@ -73,7 +73,7 @@ final class FlightBenchCommand implements Callable<Integer> {
                     "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
         }
         double batchGb = batchBytes() / 1e9;
-        double memcpy = Harness.memcpy();
+        double memcpy = Harness.memcpy().gbPerS();
         System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
                 + BATCH + "x" + sampleShape + " float32 (" + String.format(Locale.ROOT, "%.2f", batchGb * 1e3) + " MB)");
         memcpyGbPerS = memcpy;

@@ -46,10 +46,17 @@ class BenchProcessTest extends ProcessTestBase {
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         Map<String, Map<String, String>> first = new java.util.LinkedHashMap<>();
         p.json().forEach(l -> first.putIfAbsent(l.get("metric"), l));
-        double memcpy = value(first.get("memcpy_gb_per_s"), "value");
+        Map<String, String> copy = first.get("memcpy_gb_per_s");
+        double memcpy = value(copy, "value");
+        // the limit is the faster of the two page sizes, each measured
+        assertEquals(Math.max(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")), memcpy, 0.01,
+                copy.toString());
+        assertTrue(Math.min(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")) > 0, copy.toString());
         Map<String, String> slotCopy = first.get("slot_copy_batches_per_s");
         double limit = memcpy / (Harness.FANOUT_BATCH_BYTES / 1e9);
         assertEquals(value(slotCopy, "value") / limit, value(slotCopy, "of_limit"), 0.01, slotCopy.toString());
+        // the fastest single copy is at least the mean of all of them
+        assertTrue(value(slotCopy, "best_batches_per_s") >= value(slotCopy, "value"), slotCopy.toString());
         List<Map<String, String>> fanout = p.json().stream()
                 .filter(l -> "fanout_batches_per_s".equals(l.get("metric"))).toList();
         assertEquals(List.of("1", "2", "4", "8", "16"), fanout.stream().map(l -> l.get("consumers")).toList(),
