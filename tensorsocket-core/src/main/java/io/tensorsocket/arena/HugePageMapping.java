@@ -5,16 +5,9 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
+import java.util.Set;
 
 /**
  * Maps arena files so that they can be backed by 2 MiB pages, and backs them so: a copy of a batch into the
@@ -58,48 +51,9 @@ public final class HugePageMapping {
     private static final int MADV_HUGEPAGE = 14;
     private static final int MADV_COLLAPSE = 25;
     private static final long MAP_FAILED = -1L;
-
-    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final MethodHandle OPEN;
-    private static final MethodHandle CLOSE;
-    private static final MethodHandle MMAP;
-    private static final MethodHandle MUNMAP;
-    private static final MethodHandle MADVISE;
-
-    static {
-        MethodHandle open = null;
-        MethodHandle close = null;
-        MethodHandle mmap = null;
-        MethodHandle munmap = null;
-        MethodHandle madvise = null;
-        if (System.getProperty("os.name", "").equals("Linux")) {
-            try {
-                Linker linker = Linker.nativeLinker();
-                SymbolLookup libc = linker.defaultLookup();
-                Linker.Option errno = Linker.Option.captureCallState("errno");
-                open = linker.downcallHandle(libc.find("open").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT), errno);
-                close = linker.downcallHandle(libc.find("close").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-                mmap = linker.downcallHandle(libc.find("mmap").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), errno);
-                munmap = linker.downcallHandle(libc.find("munmap").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-                madvise = linker.downcallHandle(libc.find("madvise").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                                ValueLayout.JAVA_INT), errno);
-            } catch (RuntimeException | LinkageError e) {
-                open = close = mmap = munmap = madvise = null;
-            }
-        }
-        OPEN = open;
-        CLOSE = close;
-        MMAP = mmap;
-        MUNMAP = munmap;
-        MADVISE = madvise;
-    }
+    /** The flag values above are Linux's (the same on x86_64 and aarch64). */
+    private static final boolean LINUX = System.getProperty("os.name", "").equals("Linux");
+    private static final Set<String> DISABLED = Set.of("0", "false", "no", "off");
 
     private HugePageMapping() {
     }
@@ -110,10 +64,9 @@ public final class HugePageMapping {
      * finding free 2 MiB of memory when a producer starts costs more than it saves).
      */
     public static boolean enabled() {
-        return MADVISE != null && !DISABLED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")));
+        return LINUX && Libc.MMAP != null && Libc.MUNMAP != null && Libc.MADVISE != null && Libc.OPEN != null
+                && Libc.CLOSE != null && !DISABLED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")));
     }
-
-    private static final java.util.Set<String> DISABLED = java.util.Set.of("0", "false", "no", "off");
 
     /**
      * Maps the first {@code bytes} of {@code file} shared, readable and, if {@code writable}, writable, at an
@@ -123,26 +76,26 @@ public final class HugePageMapping {
      */
     static MemorySegment mapFile(Path file, long bytes, boolean writable, Arena scope) throws IOException {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment errno = a.allocate(CAPTURE);
-            int fd = (int) OPEN.invokeExact(errno, a.allocateFrom(file.toAbsolutePath().toString()),
+            MemorySegment errno = Libc.captureState(a);
+            int fd = (int) Libc.OPEN.invokeExact(errno, a.allocateFrom(file.toAbsolutePath().toString()),
                     (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
             if (fd < 0) {
-                throw new IOException("could not open " + file + " (errno " + (int) ERRNO.get(errno, 0L) + ")");
+                throw new IOException("could not open " + file + " (errno " + Libc.errno(errno) + ")");
             }
             try {
                 long reserved = bytes + HUGE_PAGE;
-                long base = (long) MMAP.invokeExact(errno, 0L, reserved, PROT_NONE,
+                long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0L);
                 if (base == MAP_FAILED) {
                     throw new IOException("could not reserve " + reserved + " bytes of address space for " + file
-                            + " (errno " + (int) ERRNO.get(errno, 0L) + ")");
+                            + " (errno " + Libc.errno(errno) + ")");
                 }
                 long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
-                long mapped = (long) MMAP.invokeExact(errno, start, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                long mapped = (long) Libc.MMAP.invokeExact(errno, start, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
                         MAP_SHARED | MAP_FIXED, fd, 0L);
                 if (mapped != start) {
-                    int err = (int) ERRNO.get(errno, 0L);
-                    int ignored = (int) MUNMAP.invokeExact(base, reserved);
+                    int err = Libc.errno(errno);
+                    int ignored = (int) Libc.MUNMAP.invokeExact(base, reserved);
                     throw new IOException("could not map " + file + " (errno " + err + ")");
                 }
                 long end = alignUp(start + bytes, ArenaLayout.PAGE);
@@ -150,7 +103,7 @@ public final class HugePageMapping {
                 unmap(end, base + reserved - end);
                 return MemorySegment.ofAddress(start).reinterpret(bytes, scope, s -> unmap(start, end - start));
             } finally {
-                int ignored = (int) CLOSE.invokeExact(fd);
+                int ignored = (int) Libc.CLOSE.invokeExact(fd);
             }
         } catch (IOException | RuntimeException | Error e) {
             throw e;
@@ -166,18 +119,18 @@ public final class HugePageMapping {
      */
     public static MemorySegment anonymous(long bytes, boolean hugePages, Arena scope) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment errno = a.allocate(CAPTURE);
+            MemorySegment errno = Libc.captureState(a);
             long reserved = bytes + HUGE_PAGE;
-            long base = (long) MMAP.invokeExact(errno, 0L, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+            long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
             if (base == MAP_FAILED) {
-                throw new OutOfMemoryError("could not map " + reserved + " bytes (errno " + (int) ERRNO.get(errno, 0L) + ")");
+                throw new OutOfMemoryError("could not map " + reserved + " bytes (errno " + Libc.errno(errno) + ")");
             }
             long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
             long end = alignUp(start + bytes, ArenaLayout.PAGE);
             unmap(base, start - base);
             unmap(end, base + reserved - end);
             if (hugePages) {
-                int ignored = (int) MADVISE.invokeExact(errno, start, end - start, MADV_HUGEPAGE);
+                int ignored = (int) Libc.MADVISE.invokeExact(errno, start, end - start, MADV_HUGEPAGE);
             }
             return MemorySegment.ofAddress(start).reinterpret(bytes, scope, s -> unmap(start, end - start));
         } catch (RuntimeException | Error e) {
@@ -199,10 +152,10 @@ public final class HugePageMapping {
             return false;
         }
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment errno = a.allocate(CAPTURE);
-            int r = (int) MADVISE.invokeExact(errno, start, end - start, MADV_COLLAPSE);
+            MemorySegment errno = Libc.captureState(a);
+            int r = (int) Libc.MADVISE.invokeExact(errno, start, end - start, MADV_COLLAPSE);
             if (r != 0) {
-                log.debug("the arena keeps 4 KiB pages: madvise(MADV_COLLAPSE) failed with errno {}", (int) ERRNO.get(errno, 0L));
+                log.debug("the arena keeps 4 KiB pages: madvise(MADV_COLLAPSE) failed with errno {}", Libc.errno(errno));
             }
             return r == 0;
         } catch (Throwable t) {
@@ -216,7 +169,7 @@ public final class HugePageMapping {
             return;
         }
         try {
-            int ignored = (int) MUNMAP.invokeExact(address, bytes);
+            int ignored = (int) Libc.MUNMAP.invokeExact(address, bytes);
         } catch (Throwable t) {
             throw new IllegalStateException("munmap failed", t);
         }

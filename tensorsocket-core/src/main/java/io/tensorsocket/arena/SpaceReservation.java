@@ -4,12 +4,6 @@ import io.tensorsocket.SharedMemoryFullException;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -29,33 +23,6 @@ public final class SpaceReservation {
     private static final int ENOSPC = 28;
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
-    private static final MethodHandle OPEN;
-    private static final MethodHandle FALLOCATE;
-    private static final MethodHandle CLOSE;
-
-    static {
-        MethodHandle open = null;
-        MethodHandle fallocate = null;
-        MethodHandle close = null;
-        try {
-            Linker linker = Linker.nativeLinker();
-            SymbolLookup libc = linker.defaultLookup();
-            // open(2) is variadic; without O_CREAT the mode argument is not read, so two fixed arguments suffice.
-            open = linker.downcallHandle(libc.find("open").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
-            fallocate = linker.downcallHandle(libc.find("posix_fallocate").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_LONG));
-            close = linker.downcallHandle(libc.find("close").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-        } catch (RuntimeException | LinkageError e) {
-            open = fallocate = close = null;
-        }
-        OPEN = open;
-        FALLOCATE = fallocate;
-        CLOSE = close;
-    }
-
     private SpaceReservation() {
     }
 
@@ -83,7 +50,8 @@ public final class SpaceReservation {
         if (bytes > free) {
             throw new SharedMemoryFullException(dir, bytes, free);
         }
-        int err = FALLOCATE != null ? fallocate(file, bytes) : writeZeros(file, bytes);
+        int err = Libc.FALLOCATE != null && Libc.OPEN != null && Libc.CLOSE != null ? fallocate(file, bytes)
+                : writeZeros(file, bytes);
         if (err == ENOSPC) {
             throw new SharedMemoryFullException(dir, bytes, usableBytes(dir));
         }
@@ -94,17 +62,18 @@ public final class SpaceReservation {
 
     private static int fallocate(Path file, long bytes) throws IOException {
         try (Arena a = Arena.ofConfined()) {
-            int fd = (int) OPEN.invokeExact(a.allocateFrom(file.toAbsolutePath().toString()), O_RDWR | O_CLOEXEC);
+            int fd = (int) Libc.OPEN.invokeExact(Libc.captureState(a), a.allocateFrom(file.toAbsolutePath().toString()),
+                    O_RDWR | O_CLOEXEC);
             if (fd < 0) {
                 throw new IOException("could not open " + file + " to reserve its space");
             }
             try {
                 // posix_fallocate returns the error number instead of setting errno.
-                int err = (int) FALLOCATE.invokeExact(fd, 0L, bytes);
+                int err = (int) Libc.FALLOCATE.invokeExact(fd, 0L, bytes);
                 // A file system without fallocate support (EOPNOTSUPP / EINVAL): fall back to writing.
                 return err == 95 || err == 22 ? writeZeros(file, bytes) : err;
             } finally {
-                int ignored = (int) CLOSE.invokeExact(fd);
+                int ignored = (int) Libc.CLOSE.invokeExact(fd);
             }
         } catch (IOException | RuntimeException | Error e) {
             throw e;
