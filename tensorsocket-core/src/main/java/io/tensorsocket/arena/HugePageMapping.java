@@ -10,10 +10,11 @@ import java.nio.file.Path;
 import java.util.Set;
 
 /**
- * Maps arena files so that they can be backed by 2 MiB pages, and backs them so: a copy of a batch into the
- * arena then walks one page table entry per 2 MiB instead of one per 4 KiB, mapping and pre-touching an arena
- * faults once per 2 MiB (on this kind of virtual machine a 300 MB arena is ready in a tenth of the time), and
- * every process that maps the file this way reads it through the same large pages.
+ * Maps arena files at addresses aligned to 2 MiB, and backs them by 2 MiB pages where asked
+ * ({@link #requested()}): a copy of a batch into the arena then walks one page table entry per 2 MiB instead of
+ * one per 4 KiB, making and pre-touching an arena faults once per 2 MiB (on this kind of virtual machine a
+ * 300 MB arena is ready in a tenth of the time), and every Java process that maps the file reads it through the
+ * same large pages.
  *
  * <pre>
  *   address space   reserved (PROT_NONE, size + 2 MiB); the file is mapped over it from its first 2 MiB
@@ -28,11 +29,11 @@ import java.util.Set;
  * {@code madvise(MADV_COLLAPSE)} (Linux 6.1 and later) replaces them by 2 MiB pages whatever the mount says,
  * but only where the address and the file offset agree modulo 2 MiB, which an address the kernel picks
  * ({@link java.nio.channels.FileChannel#map}) rarely does. A process that maps the file aligned gets the large
- * pages mapped whole; one that maps it otherwise (the Python client) reads the same pages through 4 KiB entries.
+ * pages mapped whole; one that maps it otherwise (the Python client) reads the same pages through 4 KiB
+ * entries, which is why they are not the default.
  *
- * <p>All of it is an optimisation: where the C library, the kernel or free memory refuses, or where
- * {@code TENSORSOCKET_HUGE_PAGES=0} says so, arenas are mapped the ordinary way, or keep their 4 KiB pages,
- * and nothing else changes.
+ * <p>All of it is an optimisation: where the C library, the kernel or free memory refuses, arenas are mapped
+ * the ordinary way, or keep their 4 KiB pages, and nothing else changes.
  */
 public final class HugePageMapping {
     private static final Logger log = LoggerFactory.getLogger(HugePageMapping.class);
@@ -53,19 +54,29 @@ public final class HugePageMapping {
     private static final long MAP_FAILED = -1L;
     /** The flag values above are Linux's (the same on x86_64 and aarch64). */
     private static final boolean LINUX = System.getProperty("os.name", "").equals("Linux");
-    private static final Set<String> DISABLED = Set.of("0", "false", "no", "off");
+    private static final Set<String> REQUESTED = Set.of("1", "true", "yes", "on");
 
     private HugePageMapping() {
     }
 
     /**
-     * Whether arenas are mapped aligned and backed by 2 MiB pages: where the C library has what that needs,
-     * unless the environment variable {@code TENSORSOCKET_HUGE_PAGES} is {@code 0} (to compare, or where
-     * finding free 2 MiB of memory when a producer starts costs more than it saves).
+     * Whether this platform's C library gives what aligned mappings need; where it does, every arena is mapped
+     * aligned, which costs nothing and lets the kernel map an arena's 2 MiB pages whole.
      */
-    public static boolean enabled() {
+    public static boolean available() {
         return LINUX && Libc.MMAP != null && Libc.MUNMAP != null && Libc.MADVISE != null && Libc.OPEN != null
-                && Libc.CLOSE != null && !DISABLED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")));
+                && Libc.CLOSE != null;
+    }
+
+    /**
+     * Whether producers back their arenas by 2 MiB pages: only where asked, by the environment variable
+     * {@code TENSORSOCKET_HUGE_PAGES=1}. Not by default: a process that reads those pages through 4 KiB
+     * entries (the Python client, which cannot choose where its mappings go) read them much slower than
+     * 4 KiB pages on the virtual machines this was measured on, while Java consumers, which map them whole,
+     * gained.
+     */
+    public static boolean requested() {
+        return available() && REQUESTED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")));
     }
 
     /**

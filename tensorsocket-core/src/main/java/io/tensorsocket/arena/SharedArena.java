@@ -16,8 +16,8 @@ import java.nio.file.attribute.PosixFilePermissions;
  * One mapping of an arena file (see {@link ArenaLayout} for what is in it). The producer creates the
  * file and maps it read-write; consumers map it read-only. The mapping is made once per process and
  * pre-touched, because first access to a fresh mapping is what costs here; slots are reused for the
- * producer's whole life. Where it can, the producer backs the file by 2 MiB pages and every Java process
- * maps it so that they are mapped whole ({@link HugePageMapping}).
+ * producer's whole life. Every Java process maps it at a 2 MiB-aligned address, so that where the producer
+ * backs it by 2 MiB pages ({@code TENSORSOCKET_HUGE_PAGES=1}) they are mapped whole ({@link HugePageMapping}).
  */
 public final class SharedArena implements AutoCloseable {
     private final ArenaLayout layout;
@@ -39,7 +39,7 @@ public final class SharedArena implements AutoCloseable {
      * @throws io.tensorsocket.SharedMemoryFullException if the file system cannot hold the arena
      */
     public static SharedArena create(Path file, ArenaLayout layout, long sessionId, long pid) throws IOException {
-        return create(file, layout, sessionId, pid, HugePageMapping.enabled());
+        return create(file, layout, sessionId, pid, HugePageMapping.requested());
     }
 
     /** As {@link #create(Path, ArenaLayout, long, long)}, with 2 MiB pages only if {@code hugePages}. */
@@ -51,7 +51,7 @@ public final class SharedArena implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             SpaceReservation.reserve(file, layout.fileBytes());
             ch.truncate(layout.fileBytes());
-            MemorySegment seg = map(ch, file, layout.fileBytes(), true, hugePages, scope);
+            MemorySegment seg = map(ch, file, layout.fileBytes(), true, HugePageMapping.available(), scope);
             boolean huge = hugePages && HugePageMapping.collapse(seg);
             // Writing every page now moves the page-fault cost out of the first epoch.
             seg.fill((byte) 0);
@@ -71,7 +71,7 @@ public final class SharedArena implements AutoCloseable {
      * @throws ProtocolException if the file is not the arena the producer announced
      */
     public static SharedArena openReadOnly(Path file, ArenaLayout layout, long sessionId) throws IOException {
-        return openReadOnly(file, layout, sessionId, HugePageMapping.enabled());
+        return openReadOnly(file, layout, sessionId, HugePageMapping.available());
     }
 
     /** As {@link #openReadOnly(Path, ArenaLayout, long)}, mapped aligned for 2 MiB pages only if {@code aligned}. */

@@ -71,8 +71,21 @@ class HugePageMappingTest {
     }
 
     @Test
+    void byDefaultTheArenaKeepsSmallPagesAndIsStillMappedAligned() throws IOException {
+        assumeTrue(System.getenv("TENSORSOCKET_HUGE_PAGES") == null, "TENSORSOCKET_HUGE_PAGES is set here");
+        assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
+        try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1);
+             SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5)) {
+            assertFalse(producer.hugePages(), "2 MiB pages are asked for with TENSORSOCKET_HUGE_PAGES=1 only");
+            assertEquals(0, pmdMappedKb(producer.segment()));
+            assertEquals(0, producer.segment().address() % HugePageMapping.HUGE_PAGE);
+            assertEquals(0, consumer.segment().address() % HugePageMapping.HUGE_PAGE);
+        }
+    }
+
+    @Test
     void everyByteReadsTheSameThroughLargeSmallAndOrdinaryMappings() throws IOException {
-        try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, HugePageMapping.enabled());
+        try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, true);
              SharedArena aligned = SharedArena.openReadOnly(file, LAYOUT, 5, true);
              SharedArena ordinary = SharedArena.openReadOnly(file, LAYOUT, 5, false)) {
             SplittableRandom random = new SplittableRandom(23);
@@ -110,7 +123,7 @@ class HugePageMappingTest {
 
     /** Skips where the kernel cannot back a tmpfs file by 2 MiB pages (older than 6.1, or THP denied). */
     private static void assumeCollapsible() throws IOException {
-        assumeTrue(HugePageMapping.enabled(), "2 MiB pages are turned off here (TENSORSOCKET_HUGE_PAGES or no C library)");
+        assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
         Matcher m = Pattern.compile("^(\\d+)\\.(\\d+)").matcher(System.getProperty("os.version"));
         assumeTrue(m.find() && (Integer.parseInt(m.group(1)) > 6 || Integer.parseInt(m.group(1)) == 6
                 && Integer.parseInt(m.group(2)) >= 1), "kernel " + System.getProperty("os.version") + " has no MADV_COLLAPSE");
