@@ -341,7 +341,7 @@ public final class Harness {
 
     /**
      * Copies of one prepared fan-out batch into the slots of an arena made as a producer makes its own
-     * ({@link SharedArena}: a file in /dev/shm, mapped, backed by 2 MiB pages where it can be, pre-touched):
+     * ({@link SharedArena}: a file in /dev/shm, mapped, in 2 MiB pages if {@code TENSORSOCKET_HUGE_PAGES=1}, pre-touched):
      * their mean rate (batches/s) and the rate of the fastest one.
      */
     public record SlotCopy(double meanPerS, double bestPerS) {
@@ -382,8 +382,8 @@ public final class Harness {
 
     /**
      * The memory-copy limit of writing batches: the best of 10 native-to-native copies of a 64 MiB buffer, in
-     * anonymous memory of 4 KiB pages and in memory of 2 MiB pages (where the kernel gives them: arenas use
-     * them, see {@link io.tensorsocket.arena.HugePageMapping}). {@link #gbPerS()} is the faster of the two.
+     * anonymous memory of 4 KiB pages and in memory of 2 MiB pages (where the kernel gives them; an arena can
+     * have them too, see {@link io.tensorsocket.arena.HugePageMapping}). {@link #gbPerS()} is the faster of the two.
      */
     public record CopyLimit(double smallPagesGbPerS, double hugePagesGbPerS) {
         public double gbPerS() {
