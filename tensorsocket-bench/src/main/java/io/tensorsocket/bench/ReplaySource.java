@@ -15,7 +15,8 @@ import java.util.List;
 
 /**
  * A loader whose batches are already in memory: each batch is one copy from a prepared buffer (in 2 MiB
- * pages where the kernel gives them) into the arena, plus a publication timestamp, so benchmarks measure the data plane rather than data generation.
+ * pages where the kernel gives them) into the arena, plus a publication timestamp, so benchmarks measure
+ * the data plane rather than data generation.
  * An optional pause between batches paces the producer for latency measurements.
  */
 final class ReplaySource implements BatchSource {

@@ -94,25 +94,19 @@ public final class HugePageMapping {
                 throw new IOException("could not open " + file + " (errno " + Libc.errno(errno) + ")");
             }
             try {
-                long reserved = bytes + HUGE_PAGE;
-                long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0L);
-                if (base == MAP_FAILED) {
-                    throw new IOException("could not reserve " + reserved + " bytes of address space for " + file
-                            + " (errno " + Libc.errno(errno) + ")");
+                long start = reserveAligned(errno, bytes, PROT_NONE, MAP_NORESERVE);
+                if (start == MAP_FAILED) {
+                    throw new IOException("could not reserve " + (bytes + HUGE_PAGE) + " bytes of address space for "
+                            + file + " (errno " + Libc.errno(errno) + ")");
                 }
-                long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
                 long mapped = (long) Libc.MMAP.invokeExact(errno, start, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
                         MAP_SHARED | MAP_FIXED, fd, 0L);
                 if (mapped != start) {
                     int err = Libc.errno(errno);
-                    int ignored = (int) Libc.MUNMAP.invokeExact(base, reserved);
+                    unmap(start, pagesEnd(start, bytes) - start);
                     throw new IOException("could not map " + file + " (errno " + err + ")");
                 }
-                long end = alignUp(start + bytes, ArenaLayout.PAGE);
-                unmap(base, start - base);
-                unmap(end, base + reserved - end);
-                return MemorySegment.ofAddress(start).reinterpret(bytes, scope, s -> unmap(start, end - start));
+                return segment(start, bytes, scope);
             } finally {
                 int ignored = (int) Libc.CLOSE.invokeExact(fd);
             }
@@ -127,23 +121,20 @@ public final class HugePageMapping {
      * {@code bytes} of private anonymous memory at an address aligned to {@link #HUGE_PAGE}, asked to be backed by
      * huge pages ({@code MADV_HUGEPAGE}) if {@code hugePages}, for as long as {@code scope} is open: memory
      * like the arena's, to measure copies against.
+     *
+     * @throws OutOfMemoryError if the memory cannot be mapped (its errno in the message)
      */
     public static MemorySegment anonymous(long bytes, boolean hugePages, Arena scope) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment errno = Libc.captureState(a);
-            long reserved = bytes + HUGE_PAGE;
-            long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
-            if (base == MAP_FAILED) {
-                throw new OutOfMemoryError("could not map " + reserved + " bytes (errno " + Libc.errno(errno) + ")");
+            long start = reserveAligned(errno, bytes, PROT_READ | PROT_WRITE, 0);
+            if (start == MAP_FAILED) {
+                throw new OutOfMemoryError("could not map " + (bytes + HUGE_PAGE) + " bytes (errno " + Libc.errno(errno) + ")");
             }
-            long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
-            long end = alignUp(start + bytes, ArenaLayout.PAGE);
-            unmap(base, start - base);
-            unmap(end, base + reserved - end);
             if (hugePages) {
-                int ignored = (int) Libc.MADVISE.invokeExact(errno, start, end - start, MADV_HUGEPAGE);
+                int ignored = (int) Libc.MADVISE.invokeExact(errno, start, pagesEnd(start, bytes) - start, MADV_HUGEPAGE);
             }
-            return MemorySegment.ofAddress(start).reinterpret(bytes, scope, s -> unmap(start, end - start));
+            return segment(start, bytes, scope);
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
@@ -152,11 +143,43 @@ public final class HugePageMapping {
     }
 
     /**
+     * Maps private anonymous memory of {@code prot} (and {@code flags}) from a 2 MiB boundary on, for the
+     * pages of {@code bytes}: maps 2 MiB more and gives back both ends. Returns the boundary, or
+     * {@link #MAP_FAILED} with the errno in {@code errno}.
+     */
+    private static long reserveAligned(MemorySegment errno, long bytes, int prot, int flags) throws Throwable {
+        long reserved = bytes + HUGE_PAGE;
+        long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0L);
+        if (base == MAP_FAILED) {
+            return MAP_FAILED;
+        }
+        long start = alignUp(base, HUGE_PAGE);
+        long end = pagesEnd(start, bytes);
+        unmap(base, start - base);
+        unmap(end, base + reserved - end);
+        return start;
+    }
+
+    /** The {@code bytes} at {@code start}, unmapped (whole pages) when {@code scope} closes. */
+    private static MemorySegment segment(long start, long bytes, Arena scope) {
+        long end = pagesEnd(start, bytes);
+        return MemorySegment.ofAddress(start).reinterpret(bytes, scope, s -> unmap(start, end - start));
+    }
+
+    /** Where the 4 KiB pages that hold {@code bytes} from {@code start} end. */
+    private static long pagesEnd(long start, long bytes) {
+        return alignUp(start + bytes, ArenaLayout.PAGE);
+    }
+
+    /**
      * Asks the kernel to back the whole 2 MiB pages of {@code seg} (a mapping made by {@link #mapFile}) with
      * huge pages now; returns whether it did. It fails where the kernel is older than 6.1, where huge pages
      * are denied, or where no free 2 MiB of memory is at hand; the mapping keeps its 4 KiB pages then.
      */
     static boolean collapse(MemorySegment seg) {
+        if (!available()) {
+            return false;
+        }
         long start = alignUp(seg.address(), HUGE_PAGE);
         long end = (seg.address() + seg.byteSize()) & -HUGE_PAGE;
         if (end <= start) {

@@ -19,6 +19,7 @@ import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -119,6 +120,24 @@ class HugePageMappingTest {
         // 40 leaked pairs would be 40 × 2 × (22 MiB + 2 MiB) of address space
         long grown = vmSizeKb() - before;
         assertTrue(grown < 256 * 1024, "address space grew by " + grown + " kB over 40 arenas opened and closed");
+    }
+
+    @Test
+    void whatCannotBeMappedSaysWhatAndTheErrno() throws IOException {
+        assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
+        try (java.lang.foreign.Arena scope = java.lang.foreign.Arena.ofShared()) {
+            IOException missing = assertThrows(IOException.class,
+                    () -> HugePageMapping.mapFile(dir.resolve("none"), 4096, false, scope));
+            assertEquals("could not open " + dir.resolve("none") + " (errno 2)", missing.getMessage());
+            Files.write(file, new byte[4096]);
+            long absurd = 1L << 62;
+            IOException reserve = assertThrows(IOException.class, () -> HugePageMapping.mapFile(file, absurd, false, scope));
+            assertEquals("could not reserve " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes of address space for " + file
+                    + " (errno 12)", reserve.getMessage());
+            OutOfMemoryError anonymous = assertThrows(OutOfMemoryError.class,
+                    () -> HugePageMapping.anonymous(absurd, false, scope));
+            assertEquals("could not map " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes (errno 12)", anonymous.getMessage());
+        }
     }
 
     /** Skips where the kernel cannot back a tmpfs file by 2 MiB pages (older than 6.1, or THP denied). */
