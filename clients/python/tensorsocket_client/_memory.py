@@ -26,18 +26,60 @@ _MAP_ANONYMOUS = getattr(mmap, "MAP_ANONYMOUS", 0x20)
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 
-def map_read_only(fd, length, offset):
-    """A shared read-only mapping of ``length`` bytes at ``offset``, its pages faulted in up front."""
-    return mmap.mmap(fd, length, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=offset)
+HUGE_PAGE = 2 << 20
+
+
+def _address(mm, offset=0):
+    probe = np.frombuffer(mm, dtype=np.uint8, count=1, offset=offset)
+    return probe.ctypes.data
+
+
+class FileMapping:
+    """A shared mapping of ``length`` bytes of a file from ``offset``, its pages faulted in up front, that
+    numpy arrays can view: ``mm[start:start + length]`` are the file's bytes.
+
+    The mapping lies at an address congruent to its file offset modulo 2 MiB, so that where the producer
+    keeps the arena in 2 MiB pages this process maps them whole, as the producer does, rather than through
+    4 KiB page-table entries. Mechanism: ``mm`` is an anonymous mapping 2 MiB longer than the file's span,
+    and the file is mapped over the right part of it (``MAP_FIXED``); closing ``mm`` unmaps both."""
+
+    __slots__ = ("mm", "start", "length")
+
+    def __init__(self, fd, length, offset, writable=False):
+        prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+        mm = mmap.mmap(-1, length + HUGE_PAGE, flags=mmap.MAP_PRIVATE | _MAP_ANONYMOUS, prot=prot)
+        try:
+            base = _address(mm)
+            start = (offset - base) % HUGE_PAGE
+            want = base + start
+            got = _libc.mmap(want, length, prot, mmap.MAP_SHARED | _MAP_FIXED | _POPULATE, fd, offset)
+            if got is None or got == _MAP_FAILED or got != want:
+                raise OSError(ctypes.get_errno(), "could not map %d bytes of the arena at offset %d"
+                              % (length, offset))
+        except BaseException:
+            mm.close()
+            raise
+        self.mm, self.start, self.length = mm, start, length
+
+    def address(self):
+        return _address(self.mm, self.start)
+
+    def bytes(self):
+        """The file's bytes as a numpy uint8 array (read-only unless mapped writable)."""
+        return np.frombuffer(self.mm, dtype=np.uint8, count=self.length, offset=self.start)
+
+    def close(self):
+        self.mm.close()
 
 
 class SlotMap:
     """One read-only mapping of one arena slot, shared by every batch that lies in that slot."""
 
-    __slots__ = ("mm", "size", "_baseline")
+    __slots__ = ("mapping", "mm", "size", "_baseline")
 
     def __init__(self, fd, offset, size):
-        self.mm = map_read_only(fd, size, offset)
+        self.mapping = FileMapping(fd, size, offset)
+        self.mm = self.mapping.mm
         self.size = size
         self._baseline = sys.getrefcount(self.mm)
 
@@ -46,15 +88,13 @@ class SlotMap:
         return sys.getrefcount(self.mm) > self._baseline
 
     def view(self, dtype, count, offset, shape):
-        a = np.frombuffer(self.mm, dtype=dtype, count=count, offset=offset).reshape(shape)
-        return a
+        return np.frombuffer(self.mm, dtype=dtype, count=count, offset=self.mapping.start + offset).reshape(shape)
 
     def detach(self):
         """Replaces the mapping's pages, in place, by a private read-only copy of their current bytes."""
-        snapshot = self.mm[:]  # a copy, taken while the slot is still held
-        probe = np.frombuffer(self.mm, dtype=np.uint8, count=1)
-        addr = probe.ctypes.data
-        del probe
+        start = self.mapping.start
+        snapshot = self.mm[start:start + self.size]  # a copy, taken while the slot is still held
+        addr = self.mapping.address()
         got = _libc.mmap(addr, self.size, mmap.PROT_READ | mmap.PROT_WRITE,
                          mmap.MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
         if got is None or got == _MAP_FAILED or got != addr:

@@ -122,7 +122,7 @@ class TensorConsumer(ConsumerBase):
         self._layout = session.layout
         self._fd = session.arena_fd
         self._arena_mm = session.arena_mm
-        self._assembly = BatchAssembly(session.layout, self._fd, np.frombuffer(self._arena_mm, dtype=np.uint8),
+        self._assembly = BatchAssembly(session.layout, self._fd, self._arena_mm.bytes(),
                                        self.batch_size)
         self._closed = False
         self._specs = w.tensors

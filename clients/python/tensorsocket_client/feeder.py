@@ -14,7 +14,6 @@ order and this side loads exactly those samples, so consumers that join mid-epoc
 import atexit
 import logging
 import collections
-import mmap
 import os
 import signal
 import socket
@@ -31,6 +30,7 @@ import numpy as np
 
 from . import wire
 from ._map_style import MapStyle
+from ._memory import FileMapping
 from ._waiting import Waiting
 from . import dtypes
 from .arena import MAGIC, Layout
@@ -391,13 +391,12 @@ class TensorProducer:
         fd = os.open(arena_path, os.O_RDWR)
         try:
             # Mapped once and populated now: first touch of a page is what costs, never per batch.
-            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-            self._map = mmap.mmap(fd, os.fstat(fd).st_size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
+            self._map = FileMapping(fd, os.fstat(fd).st_size, 0, writable=True)
         finally:
             os.close(fd)
-        if struct.unpack_from("<Q", self._map, 0)[0] != MAGIC:
+        if struct.unpack_from("<Q", self._map.mm, self._map.start)[0] != MAGIC:
             raise ProtocolError("%s is not a TensorSocket arena" % arena_path)
-        self._arena = np.frombuffer(self._map, dtype=np.uint8)
+        self._arena = self._map.bytes()
         layout = Layout(tensors, batch_size, 1)
         self._regions = []
         for (n, a), off, sb in zip(first, layout.region_offsets, layout.sample_bytes):

@@ -13,7 +13,7 @@ from . import arena as _arena
 from . import directory as _directory
 from . import rings as _rings
 from . import wire
-from ._memory import map_read_only
+from ._memory import FileMapping
 from ._waiting import Waiting
 from .errors import PermissionDenied, ProducerGone, ProtocolError, TensorSocketTimeout
 from .link import ProducerLink
@@ -86,7 +86,7 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
                 raise ProtocolError("arena %s is %d bytes but the producer announced %d; is another producer "
                                     "using this directory?" % (arena_path, size, layout.file_bytes))
             _arena.header_problem(layout, os.pread(fd, _arena.HEADER_BYTES, 0), w.session_id, arena_path)
-            arena_mm = map_read_only(fd, layout.file_bytes, 0)
+            arena_mm = FileMapping(fd, layout.file_bytes, 0)
         except BaseException:
             os.close(fd)
             raise
