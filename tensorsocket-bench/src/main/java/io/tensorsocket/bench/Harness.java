@@ -341,7 +341,7 @@ public final class Harness {
 
     /**
      * Copies of one prepared fan-out batch into the slots of an arena made as a producer makes its own
-     * ({@link SharedArena}: a file in /dev/shm, mapped, in 2 MiB pages if {@code TENSORSOCKET_HUGE_PAGES=1}, pre-touched):
+     * ({@link SharedArena}: a file in /dev/shm, mapped, in 2 MiB pages unless {@code TENSORSOCKET_HUGE_PAGES=0}, pre-touched):
      * their mean rate (batches/s) and the rate of the fastest one.
      */
     public record SlotCopy(double meanPerS, double bestPerS) {

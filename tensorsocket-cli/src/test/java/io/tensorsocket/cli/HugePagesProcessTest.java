@@ -11,19 +11,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 /**
- * {@code TENSORSOCKET_HUGE_PAGES=1} as the README shows it: a producer started so serves from an arena in 2 MiB
- * pages and says so, a consumer started beside it reads every sample intact, and without the variable the arena
- * keeps 4 KiB pages.
+ * The arena's page size through the CLI, as the README describes it: a producer serves from an arena in 2 MiB
+ * pages by default and says so, a consumer started beside it reads every sample intact, and with
+ * {@code TENSORSOCKET_HUGE_PAGES=0} the arena keeps 4 KiB pages.
  */
 class HugePagesProcessTest extends ProcessTestBase {
     /** 64 samples of 3×64×64 float32 a batch: 3 MiB slots, so the arena has whole 2 MiB pages. */
     private static final String DATA = "samples=1280,shape=3x64x64,seed=7";
 
     @Test
-    void withTheVariableTheArenaIsInTwoMiBPagesAndEverySampleArrivesIntact() throws Exception {
-        Proc producer = startCommand(Launcher.javaCommand("serve", "--name", "huge", "--synthetic", DATA,
-                "--batch-size", "64", "--epochs", "1", "--start-grace-ms", "0"), Map.of("TENSORSOCKET_HUGE_PAGES", "1"));
-        producer.awaitReady();
+    void byDefaultTheArenaIsInTwoMiBPagesAndEverySampleArrivesIntact() throws Exception {
+        Proc producer = serve("huge", DATA, 64, 1);
         Proc consumer = consume("huge", 32);
         // consume checks every sample's bytes against the synthetic source and fails on any difference
         consumer.awaitLine(l -> l.contains("\"unique\": 1280") && l.contains("\"corrupt\": 0"), Duration.ofSeconds(60));
@@ -35,8 +33,10 @@ class HugePagesProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void withoutItTheArenaKeepsFourKiBPages() throws Exception {
-        Proc producer = serve("small", DATA, 64, 1);
+    void withTheVariableAtZeroTheArenaKeepsFourKiBPages() throws Exception {
+        Proc producer = startCommand(Launcher.javaCommand("serve", "--name", "small", "--synthetic", DATA,
+                "--batch-size", "64", "--epochs", "1", "--start-grace-ms", "0"), Map.of("TENSORSOCKET_HUGE_PAGES", "0"));
+        producer.awaitReady();
         Proc consumer = consume("small", 64);
         consumer.awaitLine(l -> l.contains("\"unique\": 1280") && l.contains("\"corrupt\": 0"), Duration.ofSeconds(60));
         assertEquals(0, consumer.exitCode(Duration.ofSeconds(60)), consumer.stderr());

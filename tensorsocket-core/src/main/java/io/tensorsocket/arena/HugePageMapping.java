@@ -7,10 +7,11 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.Locale;
 import java.util.Set;
 
 /**
- * Maps arena files at addresses aligned to 2 MiB, and backs them by 2 MiB pages where asked
+ * Maps arena files at addresses aligned to 2 MiB, and backs them by 2 MiB pages unless asked not to
  * ({@link #requested()}): a copy of a batch into the arena then walks one page table entry per 2 MiB instead of
  * one per 4 KiB, making and pre-touching an arena faults once per 2 MiB (on this kind of virtual machine a
  * 300 MB arena is ready in a tenth of the time), and every Java process that maps the file reads it through the
@@ -28,9 +29,9 @@ import java.util.Set;
  * A file in {@code /dev/shm} (tmpfs, which distributions mount {@code huge=never}) is made of 4 KiB pages;
  * {@code madvise(MADV_COLLAPSE)} (Linux 6.1 and later) replaces them by 2 MiB pages whatever the mount says,
  * but only where the address and the file offset agree modulo 2 MiB, which an address the kernel picks
- * ({@link java.nio.channels.FileChannel#map}) rarely does. A process that maps the file aligned gets the large
- * pages mapped whole; one that maps it otherwise (the Python client) reads the same pages through 4 KiB
- * entries, which is why they are not the default.
+ * ({@link java.nio.channels.FileChannel#map}) rarely does. Every process that maps the file must map it so to
+ * use the pages whole: a process reading them through 4 KiB entries read them at half the speed or less where
+ * this was measured. The Python client maps its slots the same way.
  *
  * <p>All of it is an optimisation: where the C library, the kernel or free memory refuses, arenas are mapped
  * the ordinary way, or keep their 4 KiB pages, and nothing else changes.
@@ -54,7 +55,7 @@ public final class HugePageMapping {
     private static final long MAP_FAILED = -1L;
     /** The flag values above are Linux's (the same on x86_64 and aarch64). */
     private static final boolean LINUX = System.getProperty("os.name", "").equals("Linux");
-    private static final Set<String> REQUESTED = Set.of("1", "true", "yes", "on");
+    private static final Set<String> DECLINED = Set.of("0", "false", "no", "off");
 
     private HugePageMapping() {
     }
@@ -69,14 +70,12 @@ public final class HugePageMapping {
     }
 
     /**
-     * Whether producers back their arenas by 2 MiB pages: only where asked, by the environment variable
-     * {@code TENSORSOCKET_HUGE_PAGES=1}. Not by default: a process that reads those pages through 4 KiB
-     * entries (the Python client, which cannot choose where its mappings go) read them much slower than
-     * 4 KiB pages on the virtual machines this was measured on, while Java consumers, which map them whole,
-     * gained.
+     * Whether producers back their arenas by 2 MiB pages: yes, unless the environment variable
+     * {@code TENSORSOCKET_HUGE_PAGES} is {@code 0} (or {@code false}, {@code no}, {@code off}), or this platform
+     * cannot map aligned ({@link #available()}).
      */
     public static boolean requested() {
-        return available() && REQUESTED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")));
+        return available() && !DECLINED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")).toLowerCase(Locale.ROOT));
     }
 
     /**
@@ -175,6 +174,9 @@ public final class HugePageMapping {
      * Asks the kernel to back the whole 2 MiB pages of {@code seg} (a mapping made by {@link #mapFile}) with
      * huge pages now; returns whether it did. It fails where the kernel is older than 6.1, where huge pages
      * are denied, or where no free 2 MiB of memory is at hand; the mapping keeps its 4 KiB pages then.
+     * Each 2 MiB needs one of its pages present (the rest may be holes, which the 2 MiB page fills): a file
+     * allocated whole would have its 4 KiB pages allocated only to be freed here, which on a virtual machine
+     * that reports freed memory to its host costs a burst of the host's work and slow first touches after.
      */
     static boolean collapse(MemorySegment seg) {
         if (!available()) {

@@ -17,7 +17,7 @@ import java.nio.file.attribute.PosixFilePermissions;
  * file and maps it read-write; consumers map it read-only. The mapping is made once per process and
  * pre-touched, because first access to a fresh mapping is what costs here; slots are reused for the
  * producer's whole life. Every Java process maps it at a 2 MiB-aligned address, so that where the producer
- * backs it by 2 MiB pages ({@code TENSORSOCKET_HUGE_PAGES=1}) they are mapped whole ({@link HugePageMapping}).
+ * backs it by 2 MiB pages (the default; {@code TENSORSOCKET_HUGE_PAGES=0} declines) they are mapped whole ({@link HugePageMapping}).
  */
 public final class SharedArena implements AutoCloseable {
     private final ArenaLayout layout;
@@ -49,10 +49,20 @@ public final class SharedArena implements AutoCloseable {
         Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Arena scope = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            SpaceReservation.reserve(file, layout.fileBytes());
-            ch.truncate(layout.fileBytes());
-            MemorySegment seg = map(ch, file, layout.fileBytes(), true, HugePageMapping.available(), scope);
+            long bytes = layout.fileBytes();
+            boolean aligned = HugePageMapping.available();
+            if (hugePages && aligned) {
+                // One 4 KiB page in each 2 MiB is all the collapse needs; it fills the rest with a 2 MiB page.
+                SpaceReservation.reserveSparsely(file, bytes, HugePageMapping.HUGE_PAGE);
+            } else {
+                SpaceReservation.reserve(file, bytes);
+            }
+            ch.truncate(bytes);
+            MemorySegment seg = map(ch, file, bytes, true, aligned, scope);
             boolean huge = hugePages && HugePageMapping.collapse(seg);
+            if (hugePages && aligned) {
+                SpaceReservation.fill(file, bytes);
+            }
             // Writing every page now moves the page-fault cost out of the first epoch.
             seg.fill((byte) 0);
             layout.writeHeader(seg, sessionId, pid);

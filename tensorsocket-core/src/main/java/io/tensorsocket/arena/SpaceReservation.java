@@ -45,13 +45,46 @@ public final class SpaceReservation {
      *                                   the allocation itself, which also catches a race with another writer)
      */
     public static void reserve(Path file, long bytes) throws IOException {
+        checkFree(file, bytes);
+        fill(file, bytes);
+    }
+
+    /**
+     * The check of {@link #reserve}, then allocates only the first 4 KiB page of every whole {@code stride} of
+     * the file's first {@code bytes}: for a file whose strides are then made 2 MiB pages in place (which needs
+     * one page present in each, and would otherwise allocate every 4 KiB page only to free it again).
+     * {@link #fill} allocates what those do not cover.
+     *
+     * @throws SharedMemoryFullException as {@link #reserve}
+     */
+    static void reserveSparsely(Path file, long bytes, long stride) throws IOException {
+        checkFree(file, bytes);
+        allocate(file, bytes, stride, ArenaLayout.PAGE);
+    }
+
+    /**
+     * Allocates every block of the file's first {@code bytes} not yet allocated, without {@link #reserve}'s
+     * check of free space (blocks already allocated count against it).
+     *
+     * @throws SharedMemoryFullException if the file system runs out of space
+     */
+    static void fill(Path file, long bytes) throws IOException {
+        allocate(file, bytes, bytes, bytes);
+    }
+
+    private static void checkFree(Path file, long bytes) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
         long free = usableBytes(dir);
         if (bytes > free) {
             throw new SharedMemoryFullException(dir, bytes, free);
         }
-        int err = Libc.FALLOCATE != null && Libc.OPEN != null && Libc.CLOSE != null ? fallocate(file, bytes)
-                : writeZeros(file, bytes);
+    }
+
+    /** Allocates {@code length} bytes at the start of every whole {@code stride} of the first {@code bytes}. */
+    private static void allocate(Path file, long bytes, long stride, long length) throws IOException {
+        int err = Libc.FALLOCATE != null && Libc.OPEN != null && Libc.CLOSE != null
+                ? fallocate(file, bytes, stride, length) : writeZeros(file, bytes);
+        Path dir = file.toAbsolutePath().getParent();
         if (err == ENOSPC) {
             throw new SharedMemoryFullException(dir, bytes, usableBytes(dir));
         }
@@ -60,7 +93,7 @@ public final class SpaceReservation {
         }
     }
 
-    private static int fallocate(Path file, long bytes) throws IOException {
+    private static int fallocate(Path file, long bytes, long stride, long length) throws IOException {
         try (Arena a = Arena.ofConfined()) {
             int fd = (int) Libc.OPEN.invokeExact(Libc.captureState(a), a.allocateFrom(file.toAbsolutePath().toString()),
                     O_RDWR | O_CLOEXEC);
@@ -68,10 +101,15 @@ public final class SpaceReservation {
                 throw new IOException("could not open " + file + " to reserve its space");
             }
             try {
-                // posix_fallocate returns the error number instead of setting errno.
-                int err = (int) Libc.FALLOCATE.invokeExact(fd, 0L, bytes);
-                // A file system without fallocate support (EOPNOTSUPP / EINVAL): fall back to writing.
-                return err == 95 || err == 22 ? writeZeros(file, bytes) : err;
+                for (long at = 0; at + stride <= bytes; at += stride) {
+                    // posix_fallocate returns the error number instead of setting errno.
+                    int err = (int) Libc.FALLOCATE.invokeExact(fd, at, length);
+                    if (err != 0) {
+                        // A file system without fallocate support (EOPNOTSUPP / EINVAL): fall back to writing.
+                        return err == 95 || err == 22 ? writeZeros(file, bytes) : err;
+                    }
+                }
+                return 0;
             } finally {
                 int ignored = (int) Libc.CLOSE.invokeExact(fd);
             }

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -72,16 +73,29 @@ class HugePageMappingTest {
     }
 
     @Test
-    void byDefaultTheArenaKeepsSmallPagesAndIsStillMappedAligned() throws IOException {
+    void byDefaultTheArenaIsInTwoMiBPagesMappedAligned() throws IOException {
         assumeTrue(System.getenv("TENSORSOCKET_HUGE_PAGES") == null, "TENSORSOCKET_HUGE_PAGES is set here");
         assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
+        assertTrue(HugePageMapping.requested(), "2 MiB pages unless TENSORSOCKET_HUGE_PAGES=0");
         try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1);
              SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5)) {
-            assertFalse(producer.hugePages(), "2 MiB pages are asked for with TENSORSOCKET_HUGE_PAGES=1 only");
-            assertEquals(0, pmdMappedKb(producer.segment()));
             assertEquals(0, producer.segment().address() % HugePageMapping.HUGE_PAGE);
             assertEquals(0, consumer.segment().address() % HugePageMapping.HUGE_PAGE);
+            assumeTrue(producer.hugePages(), "this kernel keeps 4 KiB pages here");
+            assertEquals(WHOLE_HUGE_KB, pmdMappedKb(consumer.segment()), "the consumer's mapping");
         }
+    }
+
+    @Test
+    void aSparseReservationAllocatesOnePagePerTwoMiBAndFillAllocatesTheRest() throws IOException {
+        long bytes = 5 * HugePageMapping.HUGE_PAGE + 3 * ArenaLayout.PAGE;
+        Files.createFile(file);
+        FileStore store = Files.getFileStore(dir);
+        long before = store.getUnallocatedSpace();
+        SpaceReservation.reserveSparsely(file, bytes, HugePageMapping.HUGE_PAGE);
+        assertEquals(5 * ArenaLayout.PAGE, before - store.getUnallocatedSpace(), "one page in each whole 2 MiB");
+        SpaceReservation.fill(file, bytes);
+        assertEquals(bytes, before - store.getUnallocatedSpace(), "every block, once");
     }
 
     @Test
