@@ -179,6 +179,24 @@ class BenchProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void benchCopyOutPrintsAPythonConsumersRateBesideItsCopiesAlone() throws Exception {
+        assumePython("numpy");
+        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_copy_out.py").toString(), "--batches", "10",
+                "--shape", "3x32x32", "--runs", "2", "--launcher", launcherScript().toString());
+        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        assertEquals(2, lines.size(), lines.toString());
+        for (Map<String, String> l : lines) {
+            assertEquals(10, value(l, "batches"), l.toString());
+            assertTrue(value(l, "batches_per_s") > 0, l.toString());
+            // the copies are part of the time between batches: alone they run at least as fast (to the rounding)
+            assertTrue(value(l, "copy_only_batches_per_s") >= value(l, "batches_per_s") - 0.1, l.toString());
+            assertTrue(value(l, "gap_p99_ms") >= value(l, "gap_p50_ms"), l.toString());
+            assertTrue(List.of("2 MiB", "4 KiB").contains(l.get("arena_pages")), l.toString());
+        }
+    }
+
+    @Test
     void benchRemoteMeasuresPythonAndJavaRemoteConsumersAndSaysWhenThePeerIsMissing() throws Exception {
         assumePython("numpy", "pyarrow.flight");
         // Debian's python3 has no tensorflow: the peer's rows are skipped, saying so; this project's rows run
