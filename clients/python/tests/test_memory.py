@@ -62,6 +62,20 @@ class FileMappingTest(unittest.TestCase):
                 m.close()
             self.assertFalse(mapped(self.path), "closed, the file is no longer mapped (offset %d)" % offset)
 
+    def test_a_file_that_cannot_be_mapped_is_an_error_naming_the_offset_and_leaves_nothing_mapped(self):
+        reservation = 3 * PAGE + HUGE_PAGE  # of a size nothing else here maps
+
+        def reservations():
+            with open("/proc/self/maps") as f:
+                spans = (line.split()[0].split("-") for line in f)
+                return sum(1 for lo, hi in spans if int(hi, 16) - int(lo, 16) == reservation)
+        before = reservations()
+        with self.assertRaises(OSError) as e:
+            FileMapping(-1, 3 * PAGE, PAGE)
+        self.assertEqual(9, e.exception.errno)  # EBADF
+        self.assertIn("could not map 12288 bytes of the arena at offset 4096", str(e.exception))
+        self.assertEqual(before, reservations(), "the address reservation was given back")
+
     def test_a_writable_mapping_writes_the_file(self):
         m = FileMapping(self.fd, self.size, 0, writable=True)
         b = m.bytes()

@@ -51,7 +51,8 @@ public final class SharedArena implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             long bytes = layout.fileBytes();
             boolean aligned = HugePageMapping.available();
-            if (hugePages && aligned) {
+            boolean collapsing = hugePages && aligned;
+            if (collapsing) {
                 // One 4 KiB page in each 2 MiB is all the collapse needs; it fills the rest with a 2 MiB page.
                 SpaceReservation.reserveSparsely(file, bytes, HugePageMapping.HUGE_PAGE);
             } else {
@@ -59,8 +60,8 @@ public final class SharedArena implements AutoCloseable {
             }
             ch.truncate(bytes);
             MemorySegment seg = map(ch, file, bytes, true, aligned, scope);
-            boolean huge = hugePages && HugePageMapping.collapse(seg);
-            if (hugePages && aligned) {
+            boolean huge = collapsing && HugePageMapping.collapse(seg);
+            if (collapsing) {
                 SpaceReservation.fill(file, bytes);
             }
             // Writing every page now moves the page-fault cost out of the first epoch.
