@@ -75,23 +75,29 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         long seed = System.nanoTime();
         SplittableRandom r = new SplittableRandom(seed);
         // A plain DataLoader(dataset, shuffle=True, num_workers=2): the feeder loads the producer's order with it.
+        // Six slots: a paused consumer holds the stream within 300 samples of where it stopped.
         Proc feeder = startPython(Map.of("OMP_NUM_THREADS", "1"),
                 pythonClient().resolve("tests/scripts/feed_case.py").toString(), "torchmap", "mapstyle", "--workers", "2",
-                "--epochs", "20", "--sample-ms", "0.3", "--opt", "rubber_band=0", "--opt", "start_grace=0");
+                "--epochs", "20", "--sample-ms", "0.3", "--opt", "rubber_band=0", "--opt", "start_grace=0",
+                "--opt", "slots=6");
         List<Path> idFiles = new ArrayList<>();
         List<Proc> readers = new ArrayList<>();
-        // The others come once batches flow: before that (the feeder imports torch and starts the producer) they
-        // would all attach before the first batch and start at the epoch start.
-        Proc first = reader("torchmap", 32, idFiles, "--progress-ms", "100");
+        Proc first = reader("torchmap", 32, idFiles, "--progress-ms", "20");
         readers.add(first);
-        first.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(90));
-        for (int b : new int[] {45, 20}) {
-            Thread.sleep(r.nextInt(300, 1200));
-            readers.add(reader("torchmap", b, idFiles));
-        }
+        // One joiner is certain to arrive mid-epoch: the first reader is paused between samples 200 and 450 of an
+        // epoch, so the producer stops within six batches of it, and resumes once the joiner is in. Between
+        // epochs the DataLoader restarts its workers; a joiner arriving then starts at the epoch start, which
+        // the randomly timed joiners below may do.
+        first.awaitLine(l -> l.contains("\"progress\"") && inRange(l, 200, 450), Duration.ofSeconds(90));
+        first.signal("STOP");
+        Proc midEpoch = reader("torchmap", 45, idFiles);
+        readers.add(midEpoch);
+        awaitJoined(feeder, 2);
+        first.signal("CONT");
+        Thread.sleep(r.nextInt(300, 1200));
+        readers.add(reader("torchmap", 20, idFiles));
         Thread.sleep(r.nextInt(100, 500));
         readers.add(pythonConsume("torchmap", 17));
-        int exactStarts = 0;
         for (Proc c : readers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(120)), "seed " + seed + ": " + c.stderr());
             List<Map<String, String>> epochs = c.json().stream().filter(e -> e.containsKey("epoch")).toList();
@@ -102,11 +108,19 @@ class ExactEpochsProcessTest extends ProcessTestBase {
                 }
                 assertEquals("producer", e.get("order"), e.toString());
             }
-            exactStarts += epochs.getFirst().get("start").equals("exact") ? 1 : 0;
+            if (c == midEpoch) {
+                assertEquals("exact", epochs.getFirst().get("start"), "joined while the stream was mid-epoch: "
+                        + feeder.stderr());
+            }
         }
         assertEquals(0, feeder.exitCode(Duration.ofSeconds(60)), feeder.stderr());
-        assertTrue(exactStarts >= 1, "seed " + seed + ": no consumer joined mid-epoch");
         assertOneStream(idFiles, seed);
+    }
+
+    /** Whether a progress line's sample count falls between {@code from} and {@code to} of a 1000-sample epoch. */
+    private static boolean inRange(String progressLine, int from, int to) {
+        long inEpoch = Long.parseLong(JsonLine.parse(progressLine).get("samples")) % 1000;
+        return inEpoch >= from && inEpoch <= to;
     }
 
     /** Every stream position that several consumers saw held the same sample for all of them. */
