@@ -8,7 +8,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A control connection that reads and writes whole frames ({@link WireFormat}). One thread at a time
@@ -28,9 +30,23 @@ public final class MessageChannel implements AutoCloseable {
     /** Bytes read by {@link #readAvailable()} and not yet decoded, from index 0 to its position. */
     private ByteBuffer pending;
     private boolean peerClosed;
+    /** How long a send waits for a peer that reads nothing while its socket buffer is full. */
+    private final long writeStallNanos;
+
+    /**
+     * How long a send on a non-blocking channel waits for a peer that reads nothing of a full socket buffer before it
+     * fails: the protocol bounds what a peer may leave unread (a batch notice per slot it holds, a few heartbeats), so a
+     * full buffer that stays full means a stopped or stuck peer.
+     */
+    public static final Duration WRITE_STALL = Duration.ofSeconds(10);
 
     public MessageChannel(SocketChannel channel) {
+        this(channel, WRITE_STALL);
+    }
+
+    MessageChannel(SocketChannel channel, Duration writeStall) {
         this.channel = channel;
+        this.writeStallNanos = writeStall.toNanos();
     }
 
     public SocketChannel channel() {
@@ -143,7 +159,12 @@ public final class MessageChannel implements AutoCloseable {
         return m;
     }
 
-    /** Sends one message. On a non-blocking channel a full send buffer is waited out (frames are small). */
+    /**
+     * Sends one message. On a non-blocking channel a full send buffer is waited out (frames are small), for at most
+     * {@link #WRITE_STALL} without the peer reading anything.
+     *
+     * @throws IOException if the connection is broken, or the peer read nothing for {@link #WRITE_STALL}
+     */
     public void send(Message m) throws IOException {
         send(List.of(m));
     }
@@ -168,9 +189,27 @@ public final class MessageChannel implements AutoCloseable {
 
     private void write() throws IOException {
         out.flip();
+        long stalledSince = 0;
+        int idleWrites = 0;
         while (out.hasRemaining()) {
-            if (channel.write(out) == 0) {
+            if (channel.write(out) > 0) {
+                stalledSince = 0;
+                idleWrites = 0;
+                continue;
+            }
+            long now = System.nanoTime();
+            if (stalledSince == 0) {
+                stalledSince = now;
+            } else if (now - stalledSince > writeStallNanos) {
+                throw new IOException("the peer read nothing of this connection for " + writeStallNanos / 1_000_000
+                        + " ms while its socket buffer was full (" + out.remaining() + " bytes left to send): it is"
+                        + " stopped or stuck");
+            }
+            // a peer that reads drains the buffer within microseconds; one that does not is waited for gently
+            if (++idleWrites < 1000) {
                 Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(100_000);
             }
         }
     }
