@@ -17,7 +17,6 @@ import collections
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -394,9 +393,9 @@ class TensorProducer:
             self._map = FileMapping(fd, os.fstat(fd).st_size, 0, writable=True)
         finally:
             os.close(fd)
-        if struct.unpack_from("<Q", self._map.mm, self._map.start)[0] != MAGIC:
-            raise ProtocolError("%s is not a TensorSocket arena" % arena_path)
         self._arena = self._map.bytes()
+        if self._arena[:8].view("<u8")[0] != MAGIC:
+            raise ProtocolError("%s is not a TensorSocket arena" % arena_path)
         layout = Layout(tensors, batch_size, 1)
         self._regions = []
         for (n, a), off, sb in zip(first, layout.region_offsets, layout.sample_bytes):

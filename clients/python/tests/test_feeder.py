@@ -122,6 +122,49 @@ class WaitingTest(unittest.TestCase):
                     os.environ["TENSORSOCKET_BASE"] = old
 
 
+class ForeignArenaTest(unittest.TestCase):
+    def test_a_welcome_naming_a_file_that_is_no_arena_is_refused_saying_so(self):
+        import socket
+        import threading
+        from tensorsocket_client import ProtocolError
+        from tensorsocket_client import wire
+        with tempfile.TemporaryDirectory() as d:
+            old = os.environ.get("TENSORSOCKET_BASE")
+            os.environ["TENSORSOCKET_BASE"] = d
+            try:
+                os.makedirs(os.path.join(d, "foreign"))
+                not_an_arena = os.path.join(d, "foreign", "arena")
+                with open(not_an_arena, "wb") as f:
+                    f.write(b"\x07" * 65536)
+                server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                server.bind(os.path.join(d, "foreign", "feeder.sock"))
+                server.listen(1)
+
+                def answer():  # a producer that welcomes the feeder to a file that is not an arena
+                    conn, _ = server.accept()
+                    with conn:
+                        header = conn.recv(wire.HEADER_BYTES, socket.MSG_WAITALL)
+                        _, _, length = wire.decode_header(header)
+                        conn.recv(length, socket.MSG_WAITALL)
+                        conn.sendall(wire.encode(wire.FeederWelcome(os.getpid(), not_an_arena, 2)))
+                        conn.recv(1)  # until the feeder closes
+
+                t = threading.Thread(target=answer, daemon=True)
+                t.start()
+                p = TensorProducer("foreign", [np.zeros((4, 3), np.float32)], epochs=1, samples_per_epoch=4, start_producer=False,
+                                   connect_timeout=5.0)
+                with self.assertRaisesRegex(ProtocolError, "%s is not a TensorSocket arena" % not_an_arena):
+                    p.run()
+                server.close()
+                t.join(5)
+                self.assertFalse(t.is_alive(), "the feeder did not close its connection")
+            finally:
+                if old is None:
+                    del os.environ["TENSORSOCKET_BASE"]
+                else:
+                    os.environ["TENSORSOCKET_BASE"] = old
+
+
 class SyntheticFeedTest(unittest.TestCase):
     def test_the_fed_batches_are_the_generators_epoch_in_its_order(self):
         spec = SyntheticSpec.parse("samples=103,shape=2x3,dtype=int16,seed=9")
