@@ -77,7 +77,8 @@ public final class Harness {
                     limit.smallPagesGbPerS(), limit.hugePagesGbPerS());
             SlotCopy copy = slotCopy(100);
             System.out.printf(Locale.ROOT, "{\"metric\": \"slot_copy_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s\", "
-                    + "\"best_batches_per_s\": %.2f}%n", copy.meanPerS(), copy.bestPerS());
+                    + "\"best_batches_per_s\": %.2f, \"beside_busy_cpu_batches_per_s\": %.2f}%n", copy.meanPerS(),
+                    copy.bestPerS(), copy.besideBusyCpuPerS());
             for (int k : ks) {
                 fanout(k, touch);
             }
@@ -94,7 +95,13 @@ public final class Harness {
     public static final long FANOUT_BATCH_BYTES = FANOUT_BATCH * Tensor.numel(FANOUT_SAMPLE) * DType.FLOAT32.byteSize();
 
     /** Batches/s of large batches to K consumers: the slowest consumer's rate and the sum over all. */
-    public record Fanout(int consumers, double perConsumer, double aggregate) {
+    /**
+     * A fan-out's rates, and what the producer's thread spent per batch from its second epoch on (ms): claiming a
+     * slot (waiting for one to be released), copying the batch into it, publishing it (handing it to every consumer,
+     * waking those asleep).
+     */
+    public record Fanout(int consumers, double perConsumer, double aggregate, double claimMs, double copyMs,
+                         double publishMs) {
     }
 
     static void handoff(int batches) throws Exception {
@@ -219,8 +226,9 @@ public final class Harness {
     static void fanout(int k, String touch) throws Exception {
         Fanout f = fanout(k, touch, 100);
         System.out.printf(Locale.ROOT, "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
-                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\"}%n",
-                f.perConsumer(), k, f.aggregate(), touch);
+                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\", "
+                + "\"producer_claim_ms\": %.3f, \"producer_copy_ms\": %.3f, \"producer_publish_ms\": %.3f}%n",
+                f.perConsumer(), k, f.aggregate(), touch, f.claimMs(), f.copyMs(), f.publishMs());
     }
 
     /**
@@ -232,7 +240,8 @@ public final class Harness {
         List<Map<String, Double>> rs = run(src, k, 2, touch, 0, Math.max(1, batchesPerEpoch / 5), true);
         double min = rs.stream().mapToDouble(m -> m.get("batches_per_s")).min().orElse(0);
         double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
-        return new Fanout(k, min, sum);
+        ReplaySource.Timing t = src.timing();
+        return new Fanout(k, min, sum, t.claimMs(), t.copyMs(), t.publishMs());
     }
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
@@ -342,16 +351,19 @@ public final class Harness {
     /**
      * Copies of one prepared fan-out batch into the slots of an arena made as a producer makes its own
      * ({@link SharedArena}: a file in /dev/shm, mapped, in 2 MiB pages unless {@code TENSORSOCKET_HUGE_PAGES=0}, pre-touched):
-     * their mean rate (batches/s) and the rate of the fastest one.
+     * their mean rate (batches/s), the rate of the fastest one, and the mean rate of the same copies while another
+     * thread computes without touching memory (on a machine of two CPUs, on the other one).
      */
-    public record SlotCopy(double meanPerS, double bestPerS) {
+    public record SlotCopy(double meanPerS, double bestPerS, double besideBusyCpuPerS) {
     }
 
     /**
      * Copies one prepared fan-out batch into the 8 slots of a producer's arena, round robin, {@code copies}
      * times: what the fan-out's producer does per batch, with no consumer and no hand-off. Beside
      * {@link #memcpy()} (a best of 10) it shows how much of the gap between a fan-out and that limit is the copy
-     * itself: a sustained copy's mean runs below the best single copy, and its own best shows by how much.
+     * itself: a sustained copy's mean runs below the best single copy, and its own best shows by how much. Then the
+     * same copies again beside a busy CPU: where CPUs share a core (hyper-threads, or the vCPUs of some virtual
+     * machines) a consumer that works while the producer copies slows the copy by about as much.
      */
     public static SlotCopy slotCopy(int copies) throws IOException {
         int slots = 8;
@@ -366,18 +378,47 @@ public final class Harness {
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
                 MemorySegment.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
             }
-            long fastest = Long.MAX_VALUE;
-            long t = System.nanoTime();
-            for (int i = 0; i < copies; i++) {
-                long t0 = System.nanoTime();
-                MemorySegment.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
-                fastest = Math.min(fastest, System.nanoTime() - t0);
+            long[] fastest = {Long.MAX_VALUE};
+            double mean = copies(batch, arena, slots, copies, fastest);
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread busy = Thread.ofPlatform().daemon().name("tensorsocket-bench-busy-cpu").start(() -> {
+                long x = 1;
+                while (!stop.get()) {
+                    for (int i = 0; i < 100_000; i++) {
+                        x = x * 6364136223846793005L + 1442695040888963407L; // registers only, no memory traffic
+                    }
+                }
+                sink = x;
+            });
+            double besideBusy;
+            try {
+                besideBusy = copies(batch, arena, slots, copies, new long[] {Long.MAX_VALUE});
+            } finally {
+                stop.set(true);
             }
-            return new SlotCopy(copies / ((System.nanoTime() - t) / 1e9), 1e9 / fastest);
+            try {
+                busy.join(java.time.Duration.ofSeconds(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return new SlotCopy(mean, 1e9 / fastest[0], besideBusy);
         } finally {
             Files.deleteIfExists(file);
             Files.deleteIfExists(dir);
         }
+    }
+
+    private static volatile long sink;
+
+    /** The mean rate of {@code copies} copies of {@code batch} into the slots, round robin; the fastest in {@code fastest[0]}. */
+    private static double copies(MemorySegment batch, SharedArena arena, int slots, int copies, long[] fastest) {
+        long t = System.nanoTime();
+        for (int i = 0; i < copies; i++) {
+            long t0 = System.nanoTime();
+            MemorySegment.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
+            fastest[0] = Math.min(fastest[0], System.nanoTime() - t0);
+        }
+        return copies / ((System.nanoTime() - t) / 1e9);
     }
 
     /**

@@ -98,12 +98,15 @@ final class BenchCommand implements Callable<Integer> {
                         limit.smallPagesGbPerS(), "huge_pages_gb_per_s", limit.hugePagesGbPerS());
                 metric("slot_copy_batches_per_s", slotCopy.meanPerS(), "batches/s", "what", "mean of " + (quick ? 40 : 200)
                         + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm arena, before the fan-out runs",
-                        "best_batches_per_s", slotCopy.bestPerS(), "of_limit", slotCopy.meanPerS() / (memcpy / batchGb));
+                        "best_batches_per_s", slotCopy.bestPerS(), "of_limit", slotCopy.meanPerS() / (memcpy / batchGb),
+                        "beside_busy_cpu_batches_per_s", slotCopy.besideBusyCpuPerS(), "beside_busy_cpu_of_limit",
+                        slotCopy.besideBusyCpuPerS() / (memcpy / batchGb));
                 for (Harness.Fanout f : fs) {
                     metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", f.consumers(),
                             "aggregate", f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
                             "memcpy_limit_batches_per_s", memcpy / batchGb, "of_limit", f.perConsumer() / (memcpy / batchGb),
-                            "of_slot_copy", f.perConsumer() / slotCopy.meanPerS());
+                            "of_slot_copy", f.perConsumer() / slotCopy.meanPerS(), "producer_claim_ms", f.claimMs(),
+                            "producer_copy_ms", f.copyMs(), "producer_publish_ms", f.publishMs());
                 }
                 fanoutChart(fs, memcpy / batchGb);
             }

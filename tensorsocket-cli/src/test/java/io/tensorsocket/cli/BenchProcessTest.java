@@ -57,12 +57,19 @@ class BenchProcessTest extends ProcessTestBase {
         assertEquals(value(slotCopy, "value") / limit, value(slotCopy, "of_limit"), 0.01, slotCopy.toString());
         // the fastest single copy is at least the mean of all of them
         assertTrue(value(slotCopy, "best_batches_per_s") >= value(slotCopy, "value"), slotCopy.toString());
+        // the same copies beside a thread that keeps another CPU busy, with their share of the limit
+        assertTrue(value(slotCopy, "beside_busy_cpu_batches_per_s") > 0, slotCopy.toString());
+        assertEquals(value(slotCopy, "beside_busy_cpu_batches_per_s") / limit, value(slotCopy, "beside_busy_cpu_of_limit"),
+                0.01, slotCopy.toString());
         List<Map<String, String>> fanout = p.json().stream()
                 .filter(l -> "fanout_batches_per_s".equals(l.get("metric"))).toList();
         assertEquals(List.of("1", "2", "4", "8", "16"), fanout.stream().map(l -> l.get("consumers")).toList(),
                 fanout.toString());
         for (Map<String, String> l : fanout) {
             assertTrue(value(l, "value") > 0, l.toString());
+            // where the producer's thread spent each batch of its second epoch: copying it above all
+            assertTrue(value(l, "producer_copy_ms") > 0, l.toString());
+            assertTrue(value(l, "producer_claim_ms") >= 0 && value(l, "producer_publish_ms") > 0, l.toString());
             assertEquals(limit, value(l, "memcpy_limit_batches_per_s"), 0.5, l.toString());
             assertEquals(value(l, "value") / limit, value(l, "of_limit"), 0.01, l.toString());
             assertEquals(value(l, "value") / value(slotCopy, "value"), value(l, "of_slot_copy"), 0.01, l.toString());
