@@ -1,4 +1,5 @@
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -15,6 +16,11 @@ try:
     import torch
 except ImportError:  # numpy-only installs
     torch = None
+
+
+def _base(directory):
+    """Producers' directories under ``directory`` for the duration of a with block."""
+    return mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": directory})
 
 
 class NamingTest(unittest.TestCase):
@@ -106,20 +112,12 @@ class RefusalTest(unittest.TestCase):
 
 class WaitingTest(unittest.TestCase):
     def test_a_consumer_waits_for_a_missing_producer_then_says_what_it_waited_for(self):
-        with tempfile.TemporaryDirectory() as d:
-            old = os.environ.get("TENSORSOCKET_BASE")
-            os.environ["TENSORSOCKET_BASE"] = d
-            try:
-                started = time.monotonic()
-                with self.assertRaisesRegex(ProducerNotFound, r"no producer named 'absent' appeared within 1 s .*"
-                                                              r"TensorProducer\('absent', loader\)"):
-                    TensorConsumer("absent", batch_size=4, connect_timeout=1.0)
-                self.assertGreaterEqual(time.monotonic() - started, 0.9)
-            finally:
-                if old is None:
-                    del os.environ["TENSORSOCKET_BASE"]
-                else:
-                    os.environ["TENSORSOCKET_BASE"] = old
+        with tempfile.TemporaryDirectory() as d, _base(d):
+            started = time.monotonic()
+            with self.assertRaisesRegex(ProducerNotFound, r"no producer named 'absent' appeared within 1 s .*"
+                                                          r"TensorProducer\('absent', loader\)"):
+                TensorConsumer("absent", batch_size=4, connect_timeout=1.0)
+            self.assertGreaterEqual(time.monotonic() - started, 0.9)
 
 
 class ForeignArenaTest(unittest.TestCase):
@@ -128,41 +126,33 @@ class ForeignArenaTest(unittest.TestCase):
         import threading
         from tensorsocket_client import ProtocolError
         from tensorsocket_client import wire
-        with tempfile.TemporaryDirectory() as d:
-            old = os.environ.get("TENSORSOCKET_BASE")
-            os.environ["TENSORSOCKET_BASE"] = d
-            try:
-                os.makedirs(os.path.join(d, "foreign"))
-                not_an_arena = os.path.join(d, "foreign", "arena")
-                with open(not_an_arena, "wb") as f:
-                    f.write(b"\x07" * 65536)
-                server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                server.bind(os.path.join(d, "foreign", "feeder.sock"))
-                server.listen(1)
+        with tempfile.TemporaryDirectory() as d, _base(d):
+            os.makedirs(os.path.join(d, "foreign"))
+            not_an_arena = os.path.join(d, "foreign", "arena")
+            with open(not_an_arena, "wb") as f:
+                f.write(b"\x07" * 65536)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(os.path.join(d, "foreign", "feeder.sock"))
+            server.listen(1)
 
-                def answer():  # a producer that welcomes the feeder to a file that is not an arena
-                    conn, _ = server.accept()
-                    with conn:
-                        header = conn.recv(wire.HEADER_BYTES, socket.MSG_WAITALL)
-                        _, _, length = wire.decode_header(header)
-                        conn.recv(length, socket.MSG_WAITALL)
-                        conn.sendall(wire.encode(wire.FeederWelcome(os.getpid(), not_an_arena, 2)))
-                        conn.recv(1)  # until the feeder closes
+            def answer():  # a producer that welcomes the feeder to a file that is not an arena
+                conn, _ = server.accept()
+                with conn:
+                    header = conn.recv(wire.HEADER_BYTES, socket.MSG_WAITALL)
+                    _, _, length = wire.decode_header(header)
+                    conn.recv(length, socket.MSG_WAITALL)
+                    conn.sendall(wire.encode(wire.FeederWelcome(os.getpid(), not_an_arena, 2)))
+                    conn.recv(1)  # until the feeder closes
 
-                t = threading.Thread(target=answer, daemon=True)
-                t.start()
-                p = TensorProducer("foreign", [np.zeros((4, 3), np.float32)], epochs=1, samples_per_epoch=4, start_producer=False,
-                                   connect_timeout=5.0)
-                with self.assertRaisesRegex(ProtocolError, "%s is not a TensorSocket arena" % not_an_arena):
-                    p.run()
-                server.close()
-                t.join(5)
-                self.assertFalse(t.is_alive(), "the feeder did not close its connection")
-            finally:
-                if old is None:
-                    del os.environ["TENSORSOCKET_BASE"]
-                else:
-                    os.environ["TENSORSOCKET_BASE"] = old
+            t = threading.Thread(target=answer, daemon=True)
+            t.start()
+            p = TensorProducer("foreign", [np.zeros((4, 3), np.float32)], epochs=1, samples_per_epoch=4,
+                               start_producer=False, connect_timeout=5.0)
+            with self.assertRaisesRegex(ProtocolError, "%s is not a TensorSocket arena" % not_an_arena):
+                p.run()
+            server.close()
+            t.join(5)
+            self.assertFalse(t.is_alive(), "the feeder did not close its connection")
 
 
 class SyntheticFeedTest(unittest.TestCase):
