@@ -15,7 +15,6 @@ import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -173,7 +172,8 @@ public final class Harness {
     public static ProducerCpu producerCpu(int k, int batches, boolean ring) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+        Path dir = scratch.resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).minConsumers(k).slots(8)
                 .build()) {
             p.start();
@@ -213,7 +213,7 @@ public final class Harness {
             p.await(Duration.ofSeconds(30));
             return new ProducerCpu(k, (long) n, cpu / 1e3 / n, publish / 1e3 / n, reader / 1e3 / n);
         } finally {
-            Files.deleteIfExists(dir.getParent());
+            scratch.close();
         }
     }
 
@@ -260,7 +260,8 @@ public final class Harness {
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
                                                  int warmup, boolean ring, boolean python) throws Exception {
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+        Path dir = scratch.resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
                 .slots(8).build()) {
@@ -287,7 +288,7 @@ public final class Harness {
             }
             p.await(Duration.ofSeconds(30));
         } finally {
-            Files.deleteIfExists(dir.getParent());
+            scratch.close();
         }
         return results;
     }
@@ -311,7 +312,8 @@ public final class Harness {
     public static Rss consumerRss(int consumerBatch, int batches) throws Exception {
         int perEpoch = (int) ((long) consumerBatch * (batches + 4) / 64 + 16);
         ReplaySource src = new ReplaySource(FANOUT_SAMPLE, DType.FLOAT32, FANOUT_BATCH, perEpoch, 0);
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-").resolve("p");
+        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+        Path dir = scratch.resolve("p");
         try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).slots(8)
                 .drainTimeout(Duration.ofMillis(100)).build()) {
             p.start();
@@ -319,7 +321,7 @@ public final class Harness {
             long[] reader = rss(dir, consumerBatch, batches);
             return new Rss(consumerBatch, batches, base[0], reader[0], base[1], reader[1], reader[2]);
         } finally {
-            Files.deleteIfExists(dir.getParent());
+            scratch.close();
         }
     }
 
@@ -369,8 +371,8 @@ public final class Harness {
         int slots = 8;
         ArenaLayout layout = ArenaLayout.of(new BatchLayout(List.of(new TensorSpec(ReplaySource.DATA, DType.FLOAT32,
                 FANOUT_SAMPLE)), FANOUT_BATCH), slots);
-        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-");
-        Path file = dir.resolve("arena");
+        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+        Path file = scratch.resolve("arena");
         try (Arena a = Arena.ofConfined();
              SharedArena arena = SharedArena.create(file, layout, 1, ProcessHandle.current().pid())) {
             MemorySegment batch = HugePageMapping.anonymous(FANOUT_BATCH_BYTES, true, a); // as ReplaySource holds it
@@ -403,8 +405,7 @@ public final class Harness {
             }
             return new SlotCopy(mean, 1e9 / fastest[0], besideBusy);
         } finally {
-            Files.deleteIfExists(file);
-            Files.deleteIfExists(dir);
+            scratch.close();
         }
     }
 

@@ -11,6 +11,7 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.bench.Harness;
+import io.tensorsocket.bench.ScratchDirectory;
 import io.tensorsocket.flight.FlightServe;
 import io.tensorsocket.flight.RelaySource;
 import io.tensorsocket.flight.RemoteConsumer;
@@ -19,7 +20,6 @@ import io.tensorsocket.source.SyntheticSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -81,8 +81,8 @@ final class FlightBenchCommand implements Callable<Integer> {
         if (wants("tcp")) {
             tcpLimit();
         }
-        Path base = Files.createTempDirectory(Path.of("/dev/shm"), "tensorsocket-bench-flight-");
-        try {
+        try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-flight-")) {
+            Path base = scratch.path();
             for (int k : consumers) {
                 if (wants("shm")) {
                     run("shm", k, base, false, false, memcpy);
@@ -93,10 +93,6 @@ final class FlightBenchCommand implements Callable<Integer> {
             }
             if (wants("relay")) {
                 run("relay", 4, base, true, true, memcpy);
-            }
-        } finally {
-            try (var s = Files.walk(base)) {
-                s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
         return 0;

@@ -41,6 +41,33 @@ class BenchProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aBenchStoppedBySigtermLeavesNoSharedMemoryBehind() throws Exception {
+        java.util.Set<Path> before = benchDirectories();
+        Proc p = start("bench", "--only", "fanout", "--out", base.resolve("out").toString());
+        java.util.Set<Path> created = new java.util.HashSet<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (created.isEmpty() && System.nanoTime() < deadline) { // its slot copy's arena, then its producers'
+            created.addAll(benchDirectories());
+            created.removeAll(before);
+            Thread.sleep(20);
+        }
+        assertTrue(!created.isEmpty(), "the bench made no directory in /dev/shm: " + p.stderr());
+        p.signal("TERM");
+        p.exitCode(Duration.ofSeconds(30));
+        for (Path d : created) {
+            assertTrue(!Files.exists(d), d + " was left behind");
+        }
+        assertEquals(before, benchDirectories(), "the bench left shared memory behind");
+    }
+
+    private static java.util.Set<Path> benchDirectories() throws java.io.IOException {
+        try (var s = Files.list(Path.of("/dev/shm"))) {
+            return s.filter(d -> d.getFileName().toString().startsWith("tensorsocket-bench-"))
+                    .collect(java.util.stream.Collectors.toSet());
+        }
+    }
+
+    @Test
     void benchFanoutPrintsEachConsumerCountBesideTheMemcpyLimitAndTheSlotCopy() throws Exception {
         Proc p = start("bench", "--quick", "--only", "fanout", "--out", base.resolve("out").toString());
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
