@@ -93,9 +93,8 @@ public final class Harness {
     private static final int FANOUT_BATCH = 64;
     public static final long FANOUT_BATCH_BYTES = FANOUT_BATCH * Tensor.numel(FANOUT_SAMPLE) * DType.FLOAT32.byteSize();
 
-    /** Batches/s of large batches to K consumers: the slowest consumer's rate and the sum over all. */
     /**
-     * A fan-out's rates, and what the producer's thread spent per batch from its second epoch on (ms): claiming a
+     * Batches/s of large batches to K consumers (the slowest consumer's rate and the sum over all), and what the producer's thread spent per batch from its second epoch on (ms): claiming a
      * slot (waiting for one to be released), copying the batch into it, publishing it (handing it to every consumer,
      * waking those asleep).
      */
@@ -172,10 +171,10 @@ public final class Harness {
     public static ProducerCpu producerCpu(int k, int batches, boolean ring) throws Exception {
         ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-        Path dir = scratch.resolve("p");
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).minConsumers(k).slots(8)
-                .build()) {
+        try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(1)
+                     .minConsumers(k).slots(8).build()) {
+            Path dir = scratch.resolve("p");
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < k; i++) {
@@ -212,8 +211,6 @@ public final class Harness {
             double n = Math.max(1, p.batchesPublished() - published0);
             p.await(Duration.ofSeconds(30));
             return new ProducerCpu(k, (long) n, cpu / 1e3 / n, publish / 1e3 / n, reader / 1e3 / n);
-        } finally {
-            scratch.close();
         }
     }
 
@@ -260,11 +257,11 @@ public final class Harness {
 
     private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
                                                  int warmup, boolean ring, boolean python) throws Exception {
-        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-        Path dir = scratch.resolve("p");
         List<Map<String, Double>> results = new ArrayList<>();
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(epochs).minConsumers(consumers)
-                .slots(8).build()) {
+        try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(epochs)
+                     .minConsumers(consumers).slots(8).build()) {
+            Path dir = scratch.resolve("p");
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
@@ -287,8 +284,6 @@ public final class Harness {
                 results.add(m);
             }
             p.await(Duration.ofSeconds(30));
-        } finally {
-            scratch.close();
         }
         return results;
     }
@@ -312,16 +307,14 @@ public final class Harness {
     public static Rss consumerRss(int consumerBatch, int batches) throws Exception {
         int perEpoch = (int) ((long) consumerBatch * (batches + 4) / 64 + 16);
         ReplaySource src = new ReplaySource(FANOUT_SAMPLE, DType.FLOAT32, FANOUT_BATCH, perEpoch, 0);
-        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-        Path dir = scratch.resolve("p");
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(src).epochs(1).slots(8)
-                .drainTimeout(Duration.ofMillis(100)).build()) {
+        try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(1).slots(8)
+                     .drainTimeout(Duration.ofMillis(100)).build()) {
+            Path dir = scratch.resolve("p");
             p.start();
             long[] base = rss(dir, consumerBatch, 0);
             long[] reader = rss(dir, consumerBatch, batches);
             return new Rss(consumerBatch, batches, base[0], reader[0], base[1], reader[1], reader[2]);
-        } finally {
-            scratch.close();
         }
     }
 
@@ -371,17 +364,15 @@ public final class Harness {
         int slots = 8;
         ArenaLayout layout = ArenaLayout.of(new BatchLayout(List.of(new TensorSpec(ReplaySource.DATA, DType.FLOAT32,
                 FANOUT_SAMPLE)), FANOUT_BATCH), slots);
-        ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-        Path file = scratch.resolve("arena");
-        try (Arena a = Arena.ofConfined();
-             SharedArena arena = SharedArena.create(file, layout, 1, ProcessHandle.current().pid())) {
+        try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
+             Arena a = Arena.ofConfined();
+             SharedArena arena = SharedArena.create(scratch.resolve("arena"), layout, 1, ProcessHandle.current().pid())) {
             MemorySegment batch = HugePageMapping.anonymous(FANOUT_BATCH_BYTES, true, a); // as ReplaySource holds it
             batch.fill((byte) 1);
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
                 MemorySegment.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
             }
-            long[] fastest = {Long.MAX_VALUE};
-            double mean = copies(batch, arena, slots, copies, fastest);
+            Copies alone = copies(batch, arena, slots, copies);
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             Thread busy = Thread.ofPlatform().daemon().name("tensorsocket-bench-busy-cpu").start(() -> {
                 long x = 1;
@@ -392,9 +383,9 @@ public final class Harness {
                 }
                 sink = x;
             });
-            double besideBusy;
+            Copies besideBusy;
             try {
-                besideBusy = copies(batch, arena, slots, copies, new long[] {Long.MAX_VALUE});
+                besideBusy = copies(batch, arena, slots, copies);
             } finally {
                 stop.set(true);
             }
@@ -403,23 +394,26 @@ public final class Harness {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            return new SlotCopy(mean, 1e9 / fastest[0], besideBusy);
-        } finally {
-            scratch.close();
+            return new SlotCopy(alone.meanPerS(), alone.bestPerS(), besideBusy.meanPerS());
         }
     }
 
     private static volatile long sink;
 
-    /** The mean rate of {@code copies} copies of {@code batch} into the slots, round robin; the fastest in {@code fastest[0]}. */
-    private static double copies(MemorySegment batch, SharedArena arena, int slots, int copies, long[] fastest) {
+    /** The mean rate of a run of copies and the rate of its fastest copy (batches/s). */
+    private record Copies(double meanPerS, double bestPerS) {
+    }
+
+    /** {@code copies} copies of {@code batch} into the slots, round robin. */
+    private static Copies copies(MemorySegment batch, SharedArena arena, int slots, int copies) {
+        long fastest = Long.MAX_VALUE;
         long t = System.nanoTime();
         for (int i = 0; i < copies; i++) {
             long t0 = System.nanoTime();
             MemorySegment.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
-            fastest[0] = Math.min(fastest[0], System.nanoTime() - t0);
+            fastest = Math.min(fastest, System.nanoTime() - t0);
         }
-        return copies / ((System.nanoTime() - t) / 1e9);
+        return new Copies(copies / ((System.nanoTime() - t) / 1e9), 1e9 / fastest);
     }
 
     /**

@@ -35,7 +35,7 @@ final class ReplaySource implements BatchSource {
     private long publishNanos;
 
     /** Milliseconds per batch the producer's thread spent claiming, copying and publishing, from the second epoch on. */
-    record Timing(long batches, double claimMs, double copyMs, double publishMs) {
+    record Timing(double claimMs, double copyMs, double publishMs) {
     }
 
     ReplaySource(long[] sampleShape, DType dtype, int batchSize, long batchesPerEpoch, long pauseNanos) {
@@ -97,7 +97,7 @@ final class ReplaySource implements BatchSource {
 
     synchronized Timing timing() {
         double per = Math.max(1, timedBatches) * 1e6;
-        return new Timing(timedBatches, claimNanos / per, copyNanos / per, publishNanos / per);
+        return new Timing(claimNanos / per, copyNanos / per, publishNanos / per);
     }
 
     @Override
