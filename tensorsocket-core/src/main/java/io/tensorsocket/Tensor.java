@@ -1,5 +1,7 @@
 package io.tensorsocket;
 
+import io.tensorsocket.arena.BulkCopy;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -245,10 +247,13 @@ public final class Tensor {
         return data.toArray(I32);
     }
 
-    /** Copies the data into {@code target} at {@code offset}. */
+    /**
+     * Copies the data into {@code target} at {@code offset}; a large native copy goes through {@link BulkCopy},
+     * which writes past the cache where the C library does.
+     */
     public void copyTo(MemorySegment target, long offset) {
         lease.check();
-        MemorySegment.copy(data, 0, target, offset, data.byteSize());
+        BulkCopy.copy(data, 0, target, offset, data.byteSize());
     }
 
     /** A tensor with its own heap copy of the data, valid after this one's batch is released. */

@@ -65,6 +65,37 @@ class SourceAdaptersTest {
     }
 
     @Test
+    void largeNativeBatchesAreCopiedInByteForByte() {
+        // 8 samples of 64x64x16 float32: 2 MiB batches in native memory, the size BulkCopy hands to the C library
+        long[] shape = {64, 64, 16};
+        int batch = 8;
+        long sampleBytes = 64 * 64 * 16 * 4;
+        assertTrue(sampleBytes * batch >= io.tensorsocket.arena.BulkCopy.NATIVE_FROM);
+        int batches = 6;
+        try (java.lang.foreign.Arena memory = java.lang.foreign.Arena.ofShared()) {
+            List<Batch> loaded = new ArrayList<>();
+            for (int k = 0; k < batches; k++) {
+                java.lang.foreign.MemorySegment data = memory.allocate(sampleBytes * batch, 64);
+                for (long i = 0; i < data.byteSize(); i += 8) {
+                    data.set(ValueLayout.JAVA_LONG, i, (k * data.byteSize() + i) * 0x9E3779B97F4A7C15L);
+                }
+                long[] full = {batch, shape[0], shape[1], shape[2]};
+                loaded.add(Batch.of("x", Tensor.of(DType.FLOAT32, full, data)));
+            }
+            BatchSource source = BatchSource.fromIterable(loaded, (long) batches * batch);
+            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("big")).source(source).build().start();
+                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("big"), ConsumerOptions.batchSize(batch))) {
+                int k = 0;
+                for (Batch b : c) {
+                    assertEquals(-1, b.tensor("x").data().mismatch(loaded.get(k).tensor("x").data()), "batch " + k);
+                    k++;
+                }
+                assertEquals(batches, k);
+            }
+        }
+    }
+
+    @Test
     void aSingleUseIteratorLosesNothingToLayoutDiscovery() {
         Iterator<Batch> once = loader(12, 0).iterator();
         BatchSource source = BatchSource.fromIterators(e -> once, 12);

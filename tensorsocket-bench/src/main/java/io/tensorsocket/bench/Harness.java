@@ -6,6 +6,7 @@ import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.HugePageMapping;
 import io.tensorsocket.arena.SharedArena;
 
@@ -72,8 +73,9 @@ public final class Harness {
         if (what.equals("fanout") || what.equals("all")) {
             CopyLimit limit = memcpy();
             System.out.printf(Locale.ROOT, "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\", "
-                    + "\"small_pages_gb_per_s\": %.2f, \"huge_pages_gb_per_s\": %.2f}%n", limit.gbPerS(),
-                    limit.smallPagesGbPerS(), limit.hugePagesGbPerS());
+                    + "\"small_pages_gb_per_s\": %.2f, \"huge_pages_gb_per_s\": %.2f, \"jdk_copy_gb_per_s\": %.2f, "
+                    + "\"c_library_copy_gb_per_s\": %.2f}%n", limit.gbPerS(), limit.smallPagesGbPerS(),
+                    limit.hugePagesGbPerS(), limit.jdkCopyGbPerS(), limit.cLibraryCopyGbPerS());
             SlotCopy copy = slotCopy(100);
             System.out.printf(Locale.ROOT, "{\"metric\": \"slot_copy_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s\", "
                     + "\"best_batches_per_s\": %.2f, \"beside_busy_cpu_batches_per_s\": %.2f}%n", copy.meanPerS(),
@@ -354,7 +356,8 @@ public final class Harness {
 
     /**
      * Copies one prepared fan-out batch into the 8 slots of a producer's arena, round robin, {@code copies}
-     * times: what the fan-out's producer does per batch, with no consumer and no hand-off. Beside
+     * times, with {@link BulkCopy} as a producer's {@code put} copies: what the fan-out's producer does per batch,
+     * with no consumer and no hand-off. Beside
      * {@link #memcpy()} (a best of 10) it shows how much of the gap between a fan-out and that limit is the copy
      * itself: a sustained copy's mean runs below the best single copy, and its own best shows by how much. Then the
      * same copies again beside a busy CPU: where CPUs share a core (hyper-threads, or the vCPUs of some virtual
@@ -370,7 +373,7 @@ public final class Harness {
             MemorySegment batch = HugePageMapping.anonymous(FANOUT_BATCH_BYTES, true, a); // as ReplaySource holds it
             batch.fill((byte) 1);
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
-                MemorySegment.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
+                BulkCopy.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
             }
             Copies alone = copies(batch, arena, slots, copies);
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
@@ -410,7 +413,7 @@ public final class Harness {
         long t = System.nanoTime();
         for (int i = 0; i < copies; i++) {
             long t0 = System.nanoTime();
-            MemorySegment.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
+            BulkCopy.copy(batch, 0, arena.region(i % slots, 0), 0, FANOUT_BATCH_BYTES);
             fastest = Math.min(fastest, System.nanoTime() - t0);
         }
         return new Copies(copies / ((System.nanoTime() - t) / 1e9), 1e9 / fastest);
@@ -419,39 +422,56 @@ public final class Harness {
     /**
      * The memory-copy limit of writing batches: the best of 10 native-to-native copies of a 64 MiB buffer, in
      * anonymous memory of 4 KiB pages and in memory of 2 MiB pages (where the kernel gives them; an arena can
-     * have them too, see {@link io.tensorsocket.arena.HugePageMapping}). {@link #gbPerS()} is the faster of the two.
+     * have them too, see {@link io.tensorsocket.arena.HugePageMapping}), each by the JDK's copy and by the C
+     * library's ({@link BulkCopy}, which producers use): the limit is whichever copy is faster on this machine.
+     * {@link #gbPerS()} is the best of all four; the other figures are the best per page size and per copy.
      */
-    public record CopyLimit(double smallPagesGbPerS, double hugePagesGbPerS) {
+    public record CopyLimit(double smallPagesGbPerS, double hugePagesGbPerS, double jdkCopyGbPerS, double cLibraryCopyGbPerS) {
         public double gbPerS() {
             return Math.max(smallPagesGbPerS, hugePagesGbPerS);
         }
 
-        /** The better of each page size of this and {@code other}. */
+        /** The better of each figure of this and {@code other}. */
         public CopyLimit best(CopyLimit other) {
             return new CopyLimit(Math.max(smallPagesGbPerS, other.smallPagesGbPerS),
-                    Math.max(hugePagesGbPerS, other.hugePagesGbPerS));
+                    Math.max(hugePagesGbPerS, other.hugePagesGbPerS), Math.max(jdkCopyGbPerS, other.jdkCopyGbPerS),
+                    Math.max(cLibraryCopyGbPerS, other.cLibraryCopyGbPerS));
         }
     }
 
     /** Measures the {@link CopyLimit}. */
     public static CopyLimit memcpy() {
-        return new CopyLimit(memcpy(false), memcpy(true));
+        PageCopies small = memcpy(false);
+        PageCopies huge = memcpy(true);
+        return new CopyLimit(small.best(), huge.best(), Math.max(small.jdkGbPerS(), huge.jdkGbPerS()),
+                Math.max(small.cLibraryGbPerS(), huge.cLibraryGbPerS()));
     }
 
-    private static double memcpy(boolean hugePages) {
+    /** The best rate (GB/s) of each copy in one page size. */
+    private record PageCopies(double jdkGbPerS, double cLibraryGbPerS) {
+        double best() {
+            return Math.max(jdkGbPerS, cLibraryGbPerS);
+        }
+    }
+
+    private static PageCopies memcpy(boolean hugePages) {
         try (Arena a = Arena.ofConfined()) {
             long n = 64L << 20;
             MemorySegment x = HugePageMapping.anonymous(n, hugePages, a);
             MemorySegment y = HugePageMapping.anonymous(n, hugePages, a);
             x.fill((byte) 1);
             y.fill((byte) 2);
-            double best = 0;
-            for (int i = 0; i < 10; i++) {
+            double jdk = 0;
+            double cLibrary = 0;
+            for (int i = 0; i < 10; i++) { // alternating, so that neither copy has the quieter minute to itself
                 long t = System.nanoTime();
                 MemorySegment.copy(x, 0, y, 0, n);
-                best = Math.max(best, n / ((System.nanoTime() - t) / 1e9) / 1e9);
+                jdk = Math.max(jdk, n / ((System.nanoTime() - t) / 1e9) / 1e9);
+                t = System.nanoTime();
+                BulkCopy.copy(x, 0, y, 0, n);
+                cLibrary = Math.max(cLibrary, n / ((System.nanoTime() - t) / 1e9) / 1e9);
             }
-            return best;
+            return new PageCopies(jdk, cLibrary);
         }
     }
 }

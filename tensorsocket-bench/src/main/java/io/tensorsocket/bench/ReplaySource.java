@@ -6,6 +6,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
+import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.HugePageMapping;
 
 import java.lang.foreign.Arena;
@@ -15,7 +16,7 @@ import java.util.List;
 
 /**
  * A loader whose batches are already in memory: each batch is one copy from a prepared buffer (in 2 MiB
- * pages where the kernel gives them) into the arena, plus a publication timestamp, so benchmarks measure
+ * pages where the kernel gives them) into the arena, by {@link BulkCopy} as a producer's {@code put} copies, plus a publication timestamp, so benchmarks measure
  * the data plane rather than data generation.
  * An optional pause between batches paces the producer for latency measurements. It times what the producer's
  * thread does per batch from the second epoch on (the first waits for consumers to start): the claim of a slot,
@@ -74,7 +75,7 @@ final class ReplaySource implements BatchSource {
             long t0 = System.nanoTime();
             SlotWriter slot = sink.claim();
             long t1 = System.nanoTime();
-            MemorySegment.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
+            BulkCopy.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
             MemorySegment stamps = slot.tensor(1);
             long now = System.nanoTime();
             for (int s = 0; s < b; s++) {

@@ -94,8 +94,9 @@ final class BenchCommand implements Callable<Integer> {
                 Harness.CopyLimit limit = before.best(Harness.memcpy());
                 double memcpy = limit.gbPerS();
                 metric("memcpy_gb_per_s", memcpy, "GB/s", "what", "native-to-native copy of 64 MiB, best of 10 before and 10"
-                        + " after the fan-out runs, in 4 KiB and in 2 MiB pages", "small_pages_gb_per_s",
-                        limit.smallPagesGbPerS(), "huge_pages_gb_per_s", limit.hugePagesGbPerS());
+                        + " after the fan-out runs, in 4 KiB and in 2 MiB pages, by the JDK's copy and by the C library's",
+                        "small_pages_gb_per_s", limit.smallPagesGbPerS(), "huge_pages_gb_per_s", limit.hugePagesGbPerS(),
+                        "jdk_copy_gb_per_s", limit.jdkCopyGbPerS(), "c_library_copy_gb_per_s", limit.cLibraryCopyGbPerS());
                 metric("slot_copy_batches_per_s", slotCopy.meanPerS(), "batches/s", "what", "mean of " + (quick ? 40 : 200)
                         + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm arena, before the fan-out runs",
                         "best_batches_per_s", slotCopy.bestPerS(), "of_limit", slotCopy.meanPerS() / (memcpy / batchGb),

@@ -10,6 +10,7 @@ import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSpec;
+import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.bench.Harness;
 import io.tensorsocket.bench.ScratchDirectory;
 import io.tensorsocket.flight.FlightServe;
@@ -342,7 +343,10 @@ final class FlightBenchCommand implements Callable<Integer> {
         }
     }
 
-    /** Batches already in memory: one copy into the arena per batch, so the data plane is what is measured. */
+    /**
+     * Batches already in memory: one copy into the arena per batch ({@link BulkCopy}, as a producer's {@code put}
+     * copies), so the data plane is what is measured.
+     */
     private static final class Replay implements BatchSource {
         private final long[] shape;
         private final MemorySegment prepared;
@@ -372,7 +376,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         public void emitEpoch(long epoch, BatchSink sink) {
             for (int i = 0; i < batches; i++) {
                 SlotWriter slot = sink.claim();
-                MemorySegment.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
+                BulkCopy.copy(prepared, 0, slot.tensor(0), 0, prepared.byteSize());
                 slot.publish(BATCH);
             }
         }

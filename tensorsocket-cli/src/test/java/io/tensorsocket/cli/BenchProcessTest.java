@@ -79,6 +79,10 @@ class BenchProcessTest extends ProcessTestBase {
         assertEquals(Math.max(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")), memcpy, 0.01,
                 copy.toString());
         assertTrue(Math.min(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")) > 0, copy.toString());
+        // and the faster of the two copies, the JDK's and the C library's that producers use, each measured
+        assertEquals(Math.max(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")), memcpy, 0.01,
+                copy.toString());
+        assertTrue(Math.min(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")) > 0, copy.toString());
         Map<String, String> slotCopy = first.get("slot_copy_batches_per_s");
         double limit = memcpy / (Harness.FANOUT_BATCH_BYTES / 1e9);
         assertEquals(value(slotCopy, "value") / limit, value(slotCopy, "of_limit"), 0.01, slotCopy.toString());

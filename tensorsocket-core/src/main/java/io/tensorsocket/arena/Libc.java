@@ -34,6 +34,9 @@ final class Libc {
     static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(INT, LONG, LONG), false);
     /** int madvise(void *addr, size_t length, int advice), errno captured. */
     static final MethodHandle MADVISE = bind("madvise", FunctionDescriptor.of(INT, LONG, LONG, INT), true);
+    /** void *memmove(void *dest, const void *src, size_t n). */
+    static final MethodHandle MEMMOVE = bind("memmove",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, LONG), false);
 
     private Libc() {
     }

@@ -8,6 +8,7 @@ import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
@@ -142,7 +143,7 @@ public final class ProducerCore implements BatchSink {
         SlotClaim c = (SlotClaim) claim();
         for (int t = 0; t < bl.tensors().size(); t++) {
             Tensor src = batch.tensor(bl.tensors().get(t).name());
-            MemorySegment.copy(src.data(), 0, c.tensor(t), 0, src.byteSize());
+            BulkCopy.copy(src.data(), 0, c.tensor(t), 0, src.byteSize());
         }
         c.publish(batch.size());
     }
