@@ -4,6 +4,7 @@ how it reads a runtime's version, and what it says of missing, cut and altered f
 import hashlib
 import os
 import stat
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -123,6 +124,64 @@ class BundleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+SCRIPT = Path(__file__).resolve().parents[3] / "bin" / "copy-tuning"
+
+
+class CopyTuningTest(unittest.TestCase):
+    """The C library's non-temporal threshold: lowered to three quarters of the L3 cache where glibc (here a script
+    printing what ``ld.so --list-tunables`` prints) states more, never raised, never over the user's setting; and
+    bin/copy-tuning, which bin/tensorsocket runs, deciding the same in every case."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        self.l3 = self.root / "size"
+        self.l3.write_text("32768K\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def loader(self, threshold):
+        script = self.root / "ld.so"
+        script.write_text("#!/bin/sh\necho 'glibc.cpu.x86_rep_movsb_threshold: 0x840 (min: 0x100, max: 0xffff)'\n"
+                          "echo 'glibc.cpu.x86_non_temporal_threshold: %s (min: 0x4040, max: 0xfffffff)'\n" % threshold)
+        script.chmod(0o755)
+        return script
+
+    def decide(self, l3=None, loader=None):
+        """What the client's rule decides, after checking that bin/copy-tuning prints the same."""
+        args = [str(a) for a in (l3, loader) if a is not None]
+        given = {k: v for k, v in (("l3_size", l3), ("loader", loader)) if v is not None}
+        ours = bundle.copy_tuning({}, **given)
+        if SCRIPT.is_file():
+            shell = subprocess.run(["bash", str(SCRIPT)] + args, capture_output=True, text=True, timeout=60)
+            self.assertEqual(0, shell.returncode, shell.stderr)
+            self.assertEqual(ours or "", shell.stdout.strip(), "bin/copy-tuning %s" % " ".join(args))
+        return ours
+
+    def test_a_threshold_above_three_quarters_of_the_l3_is_lowered_to_that(self):
+        self.assertEqual("glibc.cpu.x86_non_temporal_threshold=25165824", self.decide(self.l3, self.loader("0xc000000")))
+
+    def test_a_threshold_at_or_below_it_is_kept(self):
+        self.assertIsNone(self.decide(self.l3, self.loader("0x1800000")))
+        self.assertIsNone(self.decide(self.l3, self.loader("0x300000")))
+
+    def test_no_cache_size_no_loader_or_no_such_tunable_changes_nothing(self):
+        self.assertIsNone(self.decide(self.root / "absent", self.loader("0xc000000")))
+        self.assertIsNone(self.decide(self.l3, self.root / "absent"))
+        self.assertIsNone(self.decide(self.l3, self.loader("")))
+
+    def test_this_machine_is_decided_alike(self):
+        self.decide()
+
+    def test_the_users_setting_wins_even_an_empty_one(self):
+        self.assertIsNone(bundle.copy_tuning({"GLIBC_TUNABLES": ""}, self.l3, self.loader("0xc000000")))
+        self.assertEqual("x=1", bundle.environment({"GLIBC_TUNABLES": "x=1"})["GLIBC_TUNABLES"])
+
+    def test_the_producers_environment_carries_it(self):
+        self.assertEqual(bundle.copy_tuning({}), bundle.environment({"PATH": os.environ.get("PATH", "")}).get("GLIBC_TUNABLES"))
 
 
 class LauncherOrderTest(unittest.TestCase):
