@@ -99,6 +99,21 @@ def _named(batch, names: Optional[Sequence[str]]) -> List[Tuple[str, np.ndarray]
     return list(zip(names, arrays))
 
 
+def _copy_hint(batch_bytes: int, environ: Mapping[str, str] = os.environ) -> Optional[str]:
+    """What to tell a user whose batches this process copies through the cache because the C library misjudges the
+    cache's size (the rule of ``tensorsocket_bundle.copy_tuning``, where that module is at hand), or None."""
+    try:
+        import tensorsocket_bundle as bundle
+    except ImportError:
+        return None
+    tuning = bundle.copy_tuning(environ)
+    if tuning is None or batch_bytes < int(tuning.rsplit("=", 1)[1]):
+        return None
+    return ("batches of %.1f MB are copied into shared memory through the processor's cache, as the C library here "
+            "misjudges its size; start Python with GLIBC_TUNABLES=%s to copy them past it (1.6 times as fast where "
+            "measured), or with any GLIBC_TUNABLES, even empty, to keep this and not be told" % (batch_bytes / 1e6, tuning))
+
+
 def _check_carriable(tensors: List[Tuple[str, np.ndarray]]) -> None:
     """Refuses, naming the tensor, what a batch cannot carry: before anything is declared or published."""
     for name, a in tensors:
@@ -401,6 +416,9 @@ class TensorProducer:
         for (n, a), off, sb in zip(first, layout.region_offsets, layout.sample_bytes):
             dt = np.dtype(a.dtype).newbyteorder("<") if np.dtype(a.dtype).byteorder == ">" else np.dtype(a.dtype)
             self._regions.append((n, off, sb * batch_size, dt, a.shape[1:]))
+        hint = _copy_hint(max(r[2] for r in self._regions))
+        if hint is not None:
+            _log.warning(hint)
 
     # -------------------------------------------------------------------------------- feeding
 

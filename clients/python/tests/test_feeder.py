@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from tensorsocket_client import ProducerNotFound, TensorConsumer, TensorProducer
-from tensorsocket_client.feeder import FeederError, _check_carriable, _dtype_code, _loader_failure, _named
+from tensorsocket_client.feeder import FeederError, _check_carriable, _copy_hint, _dtype_code, _loader_failure, _named
 from tensorsocket_client.synthetic import SyntheticSpec
 
 try:
@@ -108,6 +108,22 @@ class RefusalTest(unittest.TestCase):
         p._epoch = 1
         with self.assertRaisesRegex(FeederError, "all 1 epochs declared"):
             iter(p)
+
+
+class CopyHintTest(unittest.TestCase):
+    """A feeder whose batches go through the cache because the C library misjudges its size says how to avoid it."""
+
+    def test_batches_larger_than_the_threshold_are_told_the_setting_that_the_launchers_use(self):
+        import tensorsocket_bundle as bundle
+        tuning = bundle.copy_tuning({})
+        hint = _copy_hint(40_000_000, {})
+        if tuning is None:
+            self.assertIsNone(hint, "this machine's C library needs no setting")
+        else:
+            self.assertIn("batches of 40.0 MB", hint)
+            self.assertIn("start Python with GLIBC_TUNABLES=" + tuning, hint)
+        self.assertIsNone(_copy_hint(1_000_000, {}), "a batch that fits the cache")
+        self.assertIsNone(_copy_hint(40_000_000, {"GLIBC_TUNABLES": ""}), "the user's own setting")
 
 
 class WaitingTest(unittest.TestCase):
