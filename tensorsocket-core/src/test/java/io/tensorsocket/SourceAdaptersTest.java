@@ -1,9 +1,12 @@
 package io.tensorsocket;
 
+import io.tensorsocket.arena.BulkCopy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -70,12 +73,12 @@ class SourceAdaptersTest {
         long[] shape = {64, 64, 16};
         int batch = 8;
         long sampleBytes = 64 * 64 * 16 * 4;
-        assertTrue(sampleBytes * batch >= io.tensorsocket.arena.BulkCopy.NATIVE_FROM);
+        assertTrue(sampleBytes * batch >= BulkCopy.NATIVE_FROM);
         int batches = 6;
-        try (java.lang.foreign.Arena memory = java.lang.foreign.Arena.ofShared()) {
+        try (Arena memory = Arena.ofShared()) {
             List<Batch> loaded = new ArrayList<>();
             for (int k = 0; k < batches; k++) {
-                java.lang.foreign.MemorySegment data = memory.allocate(sampleBytes * batch, 64);
+                MemorySegment data = memory.allocate(sampleBytes * batch, 64);
                 for (long i = 0; i < data.byteSize(); i += 8) {
                     data.set(ValueLayout.JAVA_LONG, i, (k * data.byteSize() + i) * 0x9E3779B97F4A7C15L);
                 }

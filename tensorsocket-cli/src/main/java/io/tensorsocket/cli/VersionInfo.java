@@ -8,10 +8,11 @@ import java.util.regex.Pattern;
 
 /**
  * What {@code tensorsocket --version} prints: this version, the Java runtime it runs on and why that one,
- * whether the optional DJL part is installed, and how batches are copied into slots ({@link BulkCopy}: from which
- * size the C library writes past the cache, where {@code GLIBC_TUNABLES} says; {@code bin/tensorsocket} and the
- * wheel's launcher set it where the C library misjudges the cache). A launcher that chose the runtime says why in the system property
- * {@value #RUNTIME_PROPERTY} (the pip wheel's launcher: "bundled with the wheel" or "JAVA_HOME").
+ * whether the optional DJL part is installed, and how large batches are copied into slots ({@link BulkCopy}: from
+ * which size the C library writes past the cache, as {@code GLIBC_TUNABLES} sets it where it does; the launchers set
+ * it where the C library misjudges the cache, see {@code bin/copy-tuning}). A launcher that chose the runtime says
+ * why in the system property {@value #RUNTIME_PROPERTY} (the pip wheel's launcher: "bundled with the wheel" or
+ * "JAVA_HOME").
  */
 final class VersionInfo implements CommandLine.IVersionProvider {
     static final String VERSION = "0.1.0";
