@@ -426,31 +426,46 @@ public final class Harness {
      * library's ({@link BulkCopy}, which producers use): the limit is whichever copy is faster on this machine.
      * {@link #gbPerS()} is the best of all four; the other figures are the best per page size and per copy.
      */
-    public record CopyLimit(double smallPagesGbPerS, double hugePagesGbPerS, double jdkCopyGbPerS, double cLibraryCopyGbPerS) {
+    public record CopyLimit(PageCopies smallPages, PageCopies hugePages) {
         public double gbPerS() {
-            return Math.max(smallPagesGbPerS, hugePagesGbPerS);
+            return Math.max(smallPagesGbPerS(), hugePagesGbPerS());
         }
 
-        /** The better of each figure of this and {@code other}. */
+        public double smallPagesGbPerS() {
+            return smallPages.best();
+        }
+
+        public double hugePagesGbPerS() {
+            return hugePages.best();
+        }
+
+        public double jdkCopyGbPerS() {
+            return Math.max(smallPages.jdkGbPerS(), hugePages.jdkGbPerS());
+        }
+
+        public double cLibraryCopyGbPerS() {
+            return Math.max(smallPages.cLibraryGbPerS(), hugePages.cLibraryGbPerS());
+        }
+
+        /** The better of each copy in each page size of this and {@code other}. */
         public CopyLimit best(CopyLimit other) {
-            return new CopyLimit(Math.max(smallPagesGbPerS, other.smallPagesGbPerS),
-                    Math.max(hugePagesGbPerS, other.hugePagesGbPerS), Math.max(jdkCopyGbPerS, other.jdkCopyGbPerS),
-                    Math.max(cLibraryCopyGbPerS, other.cLibraryCopyGbPerS));
+            return new CopyLimit(smallPages.best(other.smallPages), hugePages.best(other.hugePages));
         }
     }
 
     /** Measures the {@link CopyLimit}. */
     public static CopyLimit memcpy() {
-        PageCopies small = memcpy(false);
-        PageCopies huge = memcpy(true);
-        return new CopyLimit(small.best(), huge.best(), Math.max(small.jdkGbPerS(), huge.jdkGbPerS()),
-                Math.max(small.cLibraryGbPerS(), huge.cLibraryGbPerS()));
+        return new CopyLimit(memcpy(false), memcpy(true));
     }
 
     /** The best rate (GB/s) of each copy in one page size. */
-    private record PageCopies(double jdkGbPerS, double cLibraryGbPerS) {
+    public record PageCopies(double jdkGbPerS, double cLibraryGbPerS) {
         double best() {
             return Math.max(jdkGbPerS, cLibraryGbPerS);
+        }
+
+        PageCopies best(PageCopies other) {
+            return new PageCopies(Math.max(jdkGbPerS, other.jdkGbPerS), Math.max(cLibraryGbPerS, other.cLibraryGbPerS));
         }
     }
 

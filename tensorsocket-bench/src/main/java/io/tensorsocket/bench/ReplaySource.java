@@ -16,8 +16,8 @@ import java.util.List;
 
 /**
  * A loader whose batches are already in memory: each batch is one copy from a prepared buffer (in 2 MiB
- * pages where the kernel gives them) into the arena, by {@link BulkCopy} as a producer's {@code put} copies, plus a publication timestamp, so benchmarks measure
- * the data plane rather than data generation.
+ * pages where the kernel gives them) into the arena, by {@link BulkCopy} as a producer's {@code put} copies, plus
+ * a publication timestamp, so benchmarks measure the data plane rather than data generation.
  * An optional pause between batches paces the producer for latency measurements. It times what the producer's
  * thread does per batch from the second epoch on (the first waits for consumers to start): the claim of a slot,
  * the copy and the publication ({@link #timing()}).
