@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
@@ -16,7 +17,12 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Shared set-up of the multi-process tests: a private producer base under /dev/shm and cleanup of every JVM. */
+/**
+ * Shared set-up of the multi-process tests: a private producer base under /dev/shm and cleanup of every JVM.
+ * Subclasses inherit the {@code process} tag, so they run in failsafe's {@code integration-test} phase
+ * ({@code ./mvnw verify}), not in the fast loop ({@code ./mvnw test}).
+ */
+@Tag("process")
 @Timeout(120)
 abstract class ProcessTestBase {
     protected Path base;

@@ -3,6 +3,7 @@ package io.tensorsocket.wheel;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -30,6 +31,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * on a machine where no Java can be found (no {@code JAVA_HOME}, no {@code java} on PATH), then a feeder and two
  * consumers started together, the demo, the commands the wheel leaves out, and a damaged runtime.
  */
+@Tag("process")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class WheelIT {
     private static final Pattern WHEEL = Pattern.compile("tensorsocket-[0-9][^-]*-py3-none-manylinux_2_28_x86_64\\.whl");
