@@ -6,7 +6,8 @@
  * <p>Users see {@code io.tensorsocket} (the API), {@code io.tensorsocket.source} (ready-made batch
  * sources) and {@code io.tensorsocket.external} (producers fed by another process). The consumer's engine
  * interface ({@code spi}), the wire protocol, the arena, the rings, the producer directory and the stream model are exported only to the modules of this project
- * that implement or inspect them; the producer and consumer internals are not exported at all.
+ * that implement or inspect them; the producer and consumer engines and a batch's lease are not exported at all
+ * (LayeringTest holds the rules).
  */
 module io.tensorsocket.core {
     requires org.slf4j;

@@ -1,5 +1,7 @@
 package io.tensorsocket;
 
+import io.tensorsocket.lease.BatchLeases;
+import io.tensorsocket.lease.Lease;
 import java.lang.foreign.MemorySegment;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -25,6 +27,20 @@ public final class Batch implements AutoCloseable {
     private final int size;
     private final Lease lease;
     private final Runnable onClose;
+
+    static {
+        BatchLeases.install(new BatchLeases() {
+            @Override
+            public Lease lease(Batch batch) {
+                return batch.lease;
+            }
+
+            @Override
+            public void retire(Batch batch) {
+                batch.retire();
+            }
+        });
+    }
 
     Batch(Map<String, Tensor> tensors, long epoch, long index, long sampleStart, Lease lease, Runnable onClose) {
         if (tensors.isEmpty()) {
@@ -183,18 +199,10 @@ public final class Batch implements AutoCloseable {
         }
     }
 
-    /**
-     * Releases the batch as {@link #close()} does, leaving its JDK scope open for {@link Lease#closeScope()}
-     * later (see {@link Lease#release(boolean)}).
-     */
-    void retire() {
+    private void retire() {
         if (lease.release(false) && onClose != null) {
             onClose.run();
         }
-    }
-
-    Lease lease() {
-        return lease;
     }
 
     @Override

@@ -6,7 +6,7 @@ package io.tensorsocket;
  * refused rather than answered with recycled bytes. Copy what you need to keep before releasing.
  */
 public final class BatchReleasedException extends IllegalStateException {
-    BatchReleasedException(String message) {
+    public BatchReleasedException(String message) {
         super(message);
     }
 }

@@ -1,6 +1,7 @@
 package io.tensorsocket;
 
 
+import io.tensorsocket.producer.IterableSource;
 import java.util.function.LongFunction;
 
 /**
@@ -69,15 +70,6 @@ public interface BatchSource extends AutoCloseable {
      * is known ({@link #awaitLayout}): a source fed by another process learns only then whether it can.
      */
     default IndexedSource byIndex() {
-        return null;
-    }
-
-    /**
-     * For a source that relays another producer's stream whose order that producer chooses: that producer, asked to
-     * keep the boundaries of this producer's consumers that join mid-epoch, so that they too get exact epochs; or
-     * null (the default): they roll, unless {@link #byIndex()} lets this producer choose the order itself.
-     */
-    default UpstreamBoundaries upstreamBoundaries() {
         return null;
     }
 

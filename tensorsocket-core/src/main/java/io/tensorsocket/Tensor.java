@@ -2,6 +2,7 @@ package io.tensorsocket;
 
 import io.tensorsocket.arena.BulkCopy;
 
+import io.tensorsocket.lease.Lease;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;

@@ -1,9 +1,10 @@
 package io.tensorsocket;
 
 import io.tensorsocket.directory.ProducerDirectory;
-import io.tensorsocket.consumer.Handshake;
+import io.tensorsocket.consumer.LocalEngine;
 import io.tensorsocket.consumer.ProgressMeter;
 import io.tensorsocket.spi.ConsumerEngine;
+import io.tensorsocket.spi.ConsumerFacade;
 import io.tensorsocket.spi.RemoteConnector;
 
 import java.nio.file.Path;
@@ -52,7 +53,11 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private final String producer;
     private boolean closed;
 
-    /** The façade over {@code engine}; {@link io.tensorsocket.spi.ConsumerFacade} reaches it for other modules' engines. */
+    static {
+        ConsumerFacade.install(TensorConsumer::new);
+    }
+
+    /** The façade over {@code engine}; {@link ConsumerFacade} reaches it for other modules' engines. */
     private TensorConsumer(String producer, ConsumerEngine engine) {
         this.engine = engine;
         this.producer = producer;
@@ -115,7 +120,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
-        return new TensorConsumer(name, new LocalEngine(name, options, Handshake.join(dir, name, options)));
+        return new TensorConsumer(name, LocalEngine.join(dir, name, options));
     }
 
     // ------------------------------------------------------------------------------------------------ info

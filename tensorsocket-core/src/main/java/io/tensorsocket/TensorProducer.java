@@ -1,21 +1,18 @@
 package io.tensorsocket;
 
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.consumer.StatusQuery;
-import io.tensorsocket.producer.ProducerCore;
-import io.tensorsocket.producer.ProducerParts;
-import io.tensorsocket.protocol.Message;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.producer.ProducerEngine;
+import io.tensorsocket.producer.ProducerSpec;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.spi.RelayBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Runs one data loader for many consumers: every batch of the {@link BatchSource} is written once into a
@@ -30,40 +27,29 @@ import java.util.concurrent.TimeUnit;
  * The producer waits (up to the idle timeout) while no consumer is attached, never overwrites a batch a
  * live consumer has not released, and evicts a consumer that holds up everyone for longer than the
  * stall timeout. {@link #close()} stops it and removes its files.
+ *
+ * <p>Mechanism: a façade over one {@link ProducerEngine}, assembled from the {@link ProducerSpec} the builder
+ * makes.
  */
 public final class TensorProducer implements AutoCloseable {
-    private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
+    static {
+        RelayBoundaries.install(new RelayBoundaries.Hooks() {
+            @Override
+            public UpstreamBoundaries.Answer keep(TensorProducer producer, int consumerId, long epoch, long sample) {
+                return producer.engine.keepBoundaryForRelay(consumerId, epoch, sample);
+            }
 
-    private final String name;
-    private final BatchSource source;
-    /** The number of the first epoch served (a relay's: its upstream's); see {@link BatchSource#firstEpoch()}. */
-    private final long firstEpoch;
-    /** The epoch the stream ends before, or 0 for none. */
-    private final long epochs;
-    private final Duration drainTimeout;
-    /** Its directory, arena, rings and socket. */
-    private final ProducerParts parts;
-    private final ProducerCore core;
-    private final CountDownLatch finished = new CountDownLatch(1);
-    private volatile Thread thread;
-    private final String description;
-    private final long pid;
-    private volatile Throwable failure;
-    private volatile boolean closing;
-    private volatile long loaderErrors;
+            @Override
+            public void release(TensorProducer producer, int consumerId, long sample) {
+                producer.engine.releaseBoundaryForRelay(consumerId, sample);
+            }
+        });
+    }
 
-    private TensorProducer(Builder b) throws IOException {
-        this.source = Objects.requireNonNull(b.source, "source");
-        Path dir = b.directory != null ? b.directory : ProducerDirectory.forName(b.name);
-        this.name = b.name != null ? b.name : dir.getFileName().toString();
-        this.drainTimeout = b.drainTimeout;
-        this.pid = ProcessHandle.current().pid();
-        ProducerAssembly.Assembled made = ProducerAssembly.assemble(b, name, dir, pid);
-        this.parts = made.parts();
-        this.core = made.core();
-        this.description = made.description();
-        this.firstEpoch = made.firstEpoch();
-        this.epochs = made.epochs();
+    private final ProducerEngine engine;
+
+    private TensorProducer(ProducerSpec spec) throws IOException {
+        this.engine = new ProducerEngine(spec);
     }
 
     /**
@@ -95,12 +81,7 @@ public final class TensorProducer implements AutoCloseable {
 
     /** Starts serving in a background thread and returns at once. */
     public TensorProducer start() {
-        synchronized (this) {
-            if (thread != null) {
-                throw new IllegalStateException("producer '" + name + "' was already started");
-            }
-            thread = Thread.ofPlatform().name("tensorsocket-producer-" + name).start(this::loop);
-        }
+        engine.start();
         return this;
     }
 
@@ -111,14 +92,7 @@ public final class TensorProducer implements AutoCloseable {
      * @throws TensorSocketTimeoutException  if no consumer came within the idle timeout
      */
     public void run() {
-        synchronized (this) {
-            if (thread != null) {
-                throw new IllegalStateException("producer '" + name + "' was already started");
-            }
-            thread = Thread.currentThread();
-        }
-        loop();
-        rethrowFailure();
+        engine.run();
     }
 
     /**
@@ -128,52 +102,27 @@ public final class TensorProducer implements AutoCloseable {
      * @throws ProducerFailedException if the source threw
      */
     public boolean await(Duration timeout) throws InterruptedException {
-        if (!finished.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-            return false;
-        }
-        rethrowFailure();
-        return true;
-    }
-
-    private void rethrowFailure() {
-        Throwable f = failure;
-        if (f instanceof TensorSocketException e) {
-            throw e;
-        }
-        if (f != null) {
-            throw new ProducerFailedException("producer '" + name + "' failed: " + f, f);
-        }
-    }
-
-    private void loop() {
-        try {
-            EpochLoop.Outcome outcome = new EpochLoop(name, source, core, firstEpoch, epochs, drainTimeout, () -> closing).run();
-            failure = outcome.failure();
-            loaderErrors = outcome.loaderErrors();
-        } finally {
-            core.shutdown("finished", null);
-            finished.countDown();
-        }
+        return engine.await(timeout);
     }
 
     /** The producer's name. */
     public String name() {
-        return name;
+        return engine.name();
     }
 
     /** The directory holding the producer's socket and arena. */
     public Path directory() {
-        return parts.directory().path();
+        return engine.directory();
     }
 
     /** Consumers attached now. */
     public int consumerCount() {
-        return core.consumerCount();
+        return engine.consumerCount();
     }
 
     /** Batches written to the arena so far. */
     public long batchesPublished() {
-        return core.batchesPublished();
+        return engine.batchesPublished();
     }
 
     /**
@@ -181,31 +130,17 @@ public final class TensorProducer implements AutoCloseable {
      * slots in use and every attached consumer's position, lag and wait share.
      */
     public ProducerStatus status() {
-        return core.status(pid, description);
-    }
-
-    /**
-     * For consumer {@code consumerId}, which relays this stream to consumers of its own: keeps offset {@code sample}
-     * of epoch {@code epoch}, where one of them joined the relay, as a boundary of this producer's next epochs, so that
-     * its epochs are exact too (see {@link UpstreamBoundaries}; a Flight server asks on a remote relay's behalf).
-     */
-    public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
-        return core.keepBoundaryForRelay(consumerId, epoch, sample);
-    }
-
-    /** The relay's consumer that joined at {@code sample} left: the boundary kept for it goes. */
-    public void releaseBoundaryForRelay(int consumerId, long sample) {
-        core.releaseBoundaryForRelay(consumerId, sample);
+        return engine.status();
     }
 
     /** Times the source threw (each ends the producer, so this is 0 or 1); for monitoring. */
     public long loaderErrors() {
-        return loaderErrors;
+        return engine.loaderErrors();
     }
 
     /** Whether the producer has stopped serving. */
     public boolean isFinished() {
-        return finished.getCount() == 0;
+        return engine.isFinished();
     }
 
     /**
@@ -214,54 +149,30 @@ public final class TensorProducer implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closing) {
-                return;
-            }
-            closing = true;
-        }
-        core.shutdown("closed", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED,
-                "producer '" + name + "' was closed"));
-        parts.closeServer();
-        Thread t = thread;
-        if (t != null && t != Thread.currentThread()) {
-            try {
-                if (!finished.await(10, TimeUnit.SECONDS)) {
-                    log.warn("the source of producer '{}' did not stop within 10 s; closing the arena under it", name);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        try {
-            source.close();
-        } catch (Exception e) {
-            log.warn("closing the source failed: {}", e.toString());
-        }
-        parts.close();
+        engine.close();
     }
 
     /** Options of a producer. */
     public static final class Builder {
-        String name;
-        Path directory;
-        BatchSource source;
-        long arenaBytes;
-        int slots;
-        int rubberBand = 2;
-        int claimsAhead = 2;
-        int rings = DescriptorRings.DEFAULT_RINGS;
-        long epochs = 1;
-        Duration stallTimeout = Duration.ofSeconds(30);
+        private String name;
+        private Path directory;
+        private BatchSource source;
+        private long arenaBytes;
+        private int slots;
+        private int rubberBand = 2;
+        private int claimsAhead = 2;
+        private int rings = DescriptorRings.DEFAULT_RINGS;
+        private long epochs = 1;
+        private Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
-        Duration idleTimeout;
-        Duration startGrace = Duration.ofSeconds(2);
-        Duration jobTimeout = Duration.ofSeconds(30);
-        String shareKey;
-        Duration helloTimeout = Duration.ofSeconds(5);
-        Duration drainTimeout = Duration.ofSeconds(30);
-        int minConsumers = 1;
-        String accessGroup;
+        private Duration idleTimeout;
+        private Duration startGrace = Duration.ofSeconds(2);
+        private Duration jobTimeout = Duration.ofSeconds(30);
+        private String shareKey;
+        private Duration helloTimeout = Duration.ofSeconds(5);
+        private Duration drainTimeout = Duration.ofSeconds(30);
+        private int minConsumers = 1;
+        private String accessGroup;
 
         private Builder() {
         }
@@ -415,14 +326,6 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
-        /** The idle timeout in force: the one set, else 10 min, or none (null) for a producer that serves until stopped. */
-        Duration effectiveIdleTimeout(long servedEpochs) {
-            if (idleTimeout != null) {
-                return idleTimeout;
-            }
-            return servedEpochs == 0 ? null : Duration.ofMinutes(10);
-        }
-
         /** How long a new connection may take to say HELLO (default 5 s). */
         public Builder helloTimeout(Duration timeout) {
             this.helloTimeout = positive(timeout, "hello timeout");
@@ -467,8 +370,13 @@ public final class TensorProducer implements AutoCloseable {
             if ((name == null) == (directory == null)) {
                 throw new IllegalArgumentException("give the producer either a name or a directory");
             }
+            Objects.requireNonNull(source, "source");
+            Path dir = directory != null ? directory : ProducerDirectory.forName(name);
+            ProducerSpec spec = new ProducerSpec(name != null ? name : dir.getFileName().toString(), dir, source,
+                    arenaBytes, slots, rubberBand, claimsAhead, rings, epochs, stallTimeout, idleTimeout, startGrace,
+                    jobTimeout, shareKey, helloTimeout, drainTimeout, minConsumers, accessGroup);
             try {
-                return new TensorProducer(this);
+                return new TensorProducer(spec);
             } catch (IOException e) {
                 throw new UncheckedIOException("could not set up producer '" + (name != null ? name : directory) + "': "
                         + e.getMessage(), e);

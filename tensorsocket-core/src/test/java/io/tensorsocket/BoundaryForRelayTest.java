@@ -1,5 +1,7 @@
 package io.tensorsocket;
 
+import io.tensorsocket.spi.RelayBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import org.junit.jupiter.api.Test;
@@ -47,19 +49,19 @@ class BoundaryForRelayTest {
                         ids[e][(int) b.sampleStart() + i] = t.getLong(i);
                     }
                     if (e == 0 && b.sampleStart() == 160) {
-                        assertEquals(UpstreamBoundaries.Answer.KEPT, p.keepBoundaryForRelay(id, 0, OFFSET));
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, p.keepBoundaryForRelay(id, 0, 0),
+                        assertEquals(UpstreamBoundaries.Answer.KEPT, RelayBoundaries.keep(p, id, 0, OFFSET));
+                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id, 0, 0),
                                 "an epoch start needs no boundary");
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, p.keepBoundaryForRelay(id, 0, SPEC.samples()));
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, p.keepBoundaryForRelay(id + 100, 0, OFFSET),
+                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id, 0, SPEC.samples()));
+                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id + 100, 0, OFFSET),
                                 "no such consumer");
                     }
                     if (e == 1 && b.sampleStart() == 160) {
-                        assertEquals(UpstreamBoundaries.Answer.TOO_LATE, p.keepBoundaryForRelay(id, 0, 500),
+                        assertEquals(UpstreamBoundaries.Answer.TOO_LATE, RelayBoundaries.keep(p, id, 0, 500),
                                 "epoch 1's order is drawn: a boundary in epoch 0 comes too late");
                     }
                     if (e == 2 && b.sampleStart() == 160) {
-                        p.releaseBoundaryForRelay(id, OFFSET);
+                        RelayBoundaries.release(p, id, OFFSET);
                     }
                     b.close();
                 }
@@ -88,7 +90,7 @@ class BoundaryForRelayTest {
              TensorConsumer relay = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH))) {
             p.start();
             try (Batch b = relay.iterator().next()) {
-                assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, p.keepBoundaryForRelay(relay.consumerId(), b.epoch(), OFFSET));
+                assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, relay.consumerId(), b.epoch(), OFFSET));
             }
         }
     }

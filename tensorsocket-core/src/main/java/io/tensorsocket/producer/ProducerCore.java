@@ -14,7 +14,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.stream.BatchPosition;
-import io.tensorsocket.UpstreamBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import io.tensorsocket.stream.JoinRule;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StartPoint;

@@ -1,31 +1,20 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.TensorConsumer;
-
-import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.util.Objects;
+import java.util.function.BiFunction;
 
 /**
  * Puts a {@link TensorConsumer} over an engine a module opened itself (a Flight consumer with a token given
  * in code, say): the returned consumer has the whole contract of one from {@link TensorConsumer#connect},
  * and closing it closes the engine. Not user API: this package is exported only to the project's modules.
  *
- * <p>The façade's constructor is private to it; this class reaches it with a private lookup, which only code
- * of the core module itself may make, so that the façade needs to know nothing of this class.
+ * <p>Mechanism: the façade's constructor stays private to it; {@link TensorConsumer}'s static initializer
+ * hands this class a reference to it ({@link #install}), which {@link #over} runs first if it has not run.
  */
 public final class ConsumerFacade {
-    private static final MethodHandle CONSTRUCTOR;
-
-    static {
-        try {
-            CONSTRUCTOR = MethodHandles.privateLookupIn(TensorConsumer.class, MethodHandles.lookup())
-                    .findConstructor(TensorConsumer.class, MethodType.methodType(void.class, String.class, ConsumerEngine.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static volatile BiFunction<String, ConsumerEngine, TensorConsumer> constructor;
 
     private ConsumerFacade() {
     }
@@ -33,12 +22,23 @@ public final class ConsumerFacade {
     /** A consumer over {@code engine}, named {@code address} in its messages. */
     public static TensorConsumer over(String address, ConsumerEngine engine) {
         Objects.requireNonNull(engine, "engine");
-        try {
-            return (TensorConsumer) CONSTRUCTOR.invokeExact(address, engine);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable e) {
-            throw new IllegalStateException(e);
+        BiFunction<String, ConsumerEngine, TensorConsumer> c = constructor;
+        if (c == null) {
+            try {
+                MethodHandles.lookup().ensureInitialized(TensorConsumer.class);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+            c = Objects.requireNonNull(constructor, "TensorConsumer installed no constructor");
         }
+        return c.apply(address, engine);
+    }
+
+    /** Called once, by {@link TensorConsumer}'s static initializer. */
+    public static synchronized void install(BiFunction<String, ConsumerEngine, TensorConsumer> facadeConstructor) {
+        if (constructor != null) {
+            throw new IllegalStateException("the consumer façade was installed twice");
+        }
+        constructor = Objects.requireNonNull(facadeConstructor);
     }
 }

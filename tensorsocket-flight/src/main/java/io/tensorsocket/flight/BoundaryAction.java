@@ -1,6 +1,6 @@
 package io.tensorsocket.flight;
 
-import io.tensorsocket.UpstreamBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 

@@ -19,6 +19,8 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
+import io.tensorsocket.spi.RelayBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
@@ -284,13 +286,13 @@ public final class FlightServe implements AutoCloseable {
             listener.onError(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
             return;
         }
-        io.tensorsocket.UpstreamBoundaries.Answer a = io.tensorsocket.UpstreamBoundaries.Answer.UNAVAILABLE;
+        UpstreamBoundaries.Answer a = UpstreamBoundaries.Answer.UNAVAILABLE;
         if (producer != null && streaming.contains(r.consumerId())) {
             if (r.op() == BoundaryAction.KEEP) {
-                a = producer.keepBoundaryForRelay(r.consumerId(), r.epoch(), r.sample());
+                a = RelayBoundaries.keep(producer, r.consumerId(), r.epoch(), r.sample());
             } else {
-                producer.releaseBoundaryForRelay(r.consumerId(), r.sample());
-                a = io.tensorsocket.UpstreamBoundaries.Answer.KEPT;
+                RelayBoundaries.release(producer, r.consumerId(), r.sample());
+                a = UpstreamBoundaries.Answer.KEPT;
             }
         }
         listener.onNext(new Result(BoundaryAction.answer(a)));

@@ -10,7 +10,8 @@ import io.tensorsocket.ProtocolException;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSocketException;
-import io.tensorsocket.UpstreamBoundaries;
+import io.tensorsocket.spi.RelayedSource;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import java.time.Duration;
 
 /**
@@ -27,7 +28,7 @@ import java.time.Duration;
  *
  * <p>Each received batch is copied once, from the network buffer into an arena slot.
  */
-public final class RelaySource implements BatchSource, UpstreamBoundaries {
+public final class RelaySource implements RelayedSource, UpstreamBoundaries {
     /** How long a join waits for the upstream to say whether it keeps a boundary. */
     static final Duration BOUNDARY_TIMEOUT = Duration.ofSeconds(2);
     private final RemoteConsumer remote;

@@ -14,7 +14,7 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.TensorConsumer;
-import io.tensorsocket.UpstreamBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.CallOption;
 import org.apache.arrow.flight.CallOptions;

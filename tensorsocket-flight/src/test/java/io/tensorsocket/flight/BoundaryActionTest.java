@@ -1,6 +1,6 @@
 package io.tensorsocket.flight;
 
-import io.tensorsocket.UpstreamBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;

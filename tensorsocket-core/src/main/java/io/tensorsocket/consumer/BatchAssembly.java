@@ -1,11 +1,12 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.TensorSpec;
 import io.tensorsocket.stream.ConsumerStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Turns a {@link ConsumerStream.BatchPlan} into the {@link Batch} handed out: a plan inside one slot becomes
@@ -49,30 +50,25 @@ final class BatchAssembly implements AutoCloseable {
         if (!plan.single()) {
             beforeGather.run();
         }
-        Lease lease = Lease.open("batch " + plan.index() + " of epoch " + plan.epoch(), confined);
-        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        List<MemorySegment> views = new ArrayList<>(specs.size());
         for (int t = 0; t < specs.size(); t++) {
-            TensorSpec spec = specs.get(t);
             long sb = sampleBytes[t];
-            MemorySegment view;
             if (plan.single()) {
                 ConsumerStream.Piece p = plan.pieces().getFirst();
-                view = slots.region(p.slot(), t).asSlice(p.offset() * sb, n * sb);
+                views.add(slots.region(p.slot(), t).asSlice(p.offset() * sb, n * sb));
             } else {
                 MemorySegment into = gatherBuffer(t);
                 for (ConsumerStream.Piece p : plan.pieces()) {
                     MemorySegment.copy(slots.region(p.slot(), t), p.offset() * sb, into, p.destOffset() * sb,
                             p.samples() * sb);
                 }
-                view = into.asSlice(0, n * sb);
+                views.add(into.asSlice(0, n * sb));
             }
-            tensors.put(spec.name(), new Tensor(spec.dtype(), spec.batchShape(n),
-                    view.reinterpret(lease.scope(), null).asReadOnly(), lease));
         }
-        return new Batch(tensors, plan.epoch(), plan.index(), plan.sampleStart(), lease, onClose);
+        return Batch.lent(specs, views, n, plan.epoch(), plan.index(), plan.sampleStart(),
+                "batch " + plan.index() + " of epoch " + plan.epoch(), onClose, confined);
     }
 
-    /** Tensor {@code t}'s gather buffer, allocated and touched once on first use (tens of MB for large batches). */
     private MemorySegment gatherBuffer(int t) {
         if (gather[t] == null) {
             gather[t] = gatherScope.allocate(Math.max(1, sampleBytes[t] * batchSize), 64);

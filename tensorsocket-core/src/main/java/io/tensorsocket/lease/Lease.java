@@ -1,5 +1,7 @@
-package io.tensorsocket;
+package io.tensorsocket.lease;
 
+import io.tensorsocket.BatchReleasedException;
+import io.tensorsocket.Tensor;
 import java.lang.foreign.Arena;
 
 /**
@@ -8,9 +10,9 @@ import java.lang.foreign.Arena;
  * {@link Tensor} fail from the lease's release on with a {@link BatchReleasedException} that says which
  * batch it was.
  */
-final class Lease {
+public final class Lease {
     /** A lease that never ends, for batches whose memory the caller owns. */
-    static final Lease OWNED = new Lease(null, null, "an owned batch");
+    public static final Lease OWNED = new Lease(null, null, "an owned batch");
 
     private final Arena scope;
     /** The thread a confined scope belongs to, which alone can close it; null for a shared scope. */
@@ -25,7 +27,7 @@ final class Lease {
     }
 
     /** A fresh lease with its own scope, which any thread may use, for {@code what} (used in error messages). */
-    static Lease open(String what) {
+    public static Lease open(String what) {
         return open(what, false);
     }
 
@@ -34,19 +36,19 @@ final class Lease {
      * is cheap (a shared scope's close is a handshake with every thread of the JVM). A confined lease released
      * from another thread ends at once for the typed accessors, but its scope stays open.
      */
-    static Lease open(String what, boolean confined) {
+    public static Lease open(String what, boolean confined) {
         return confined ? new Lease(Arena.ofConfined(), Thread.currentThread(), what) : new Lease(Arena.ofShared(), null, what);
     }
 
-    Arena scope() {
+    public Arena scope() {
         return scope;
     }
 
-    boolean isReleased() {
+    public boolean isReleased() {
         return released;
     }
 
-    void check() {
+    public void check() {
         if (released) {
             throw new BatchReleasedException(what + " was released (closed, or the next batch was requested);"
                     + " copy the data you need to keep before moving on");
@@ -54,7 +56,7 @@ final class Lease {
     }
 
     /** Ends the lease and closes its scope; idempotent. */
-    boolean release() {
+    public boolean release() {
         return release(true);
     }
 
@@ -66,7 +68,7 @@ final class Lease {
      *
      * @return whether this call ended it (false if it had ended already or never ends)
      */
-    boolean release(boolean closeScope) {
+    public boolean release(boolean closeScope) {
         if (scope == null) {
             return false;
         }
@@ -83,12 +85,12 @@ final class Lease {
     }
 
     /** Whether this lease's scope is confined to a thread other than the calling one, which alone can close it. */
-    boolean confinedElsewhere() {
+    public boolean confinedElsewhere() {
         return owner != null && owner != Thread.currentThread();
     }
 
     /** Closes the scope of a released lease; idempotent. */
-    synchronized void closeScope() {
+    public synchronized void closeScope() {
         if (released && scope.scope().isAlive() && !confinedElsewhere()) {
             scope.close();
         }

@@ -1,6 +1,13 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
-import io.tensorsocket.producer.ProducerCore;
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.IndexedSource;
+import io.tensorsocket.ProducerFailedException;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.SourceStoppedException;
+import io.tensorsocket.TensorProducer;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.EpochOrders;
 import org.slf4j.Logger;

@@ -1,4 +1,6 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
+
+import io.tensorsocket.*;
 
 import io.tensorsocket.stream.ConsumerStream.BatchPlan;
 import io.tensorsocket.stream.ConsumerStream.Piece;

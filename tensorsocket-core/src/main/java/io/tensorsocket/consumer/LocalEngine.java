@@ -1,14 +1,20 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.JobRank;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.SharedArena;
-import io.tensorsocket.consumer.ConsumerLink;
-import io.tensorsocket.consumer.Handshake;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ConsumerStream;
 import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StreamGeometry;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -21,7 +27,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * its {@link ConsumerStream}, built by {@link BatchAssembly} and released by the {@link ReleaseSchedule}.
  * Every slot it received goes back to the producer exactly once, in order.
  */
-final class LocalEngine implements ConsumerEngine {
+public final class LocalEngine implements ConsumerEngine {
     private final String producer;
     private final ConsumerOptions options;
     private final ConsumerLink link;
@@ -36,7 +42,16 @@ final class LocalEngine implements ConsumerEngine {
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
 
-    LocalEngine(String producer, ConsumerOptions options, Handshake.Session session) {
+    /**
+     * Joins the producer in {@code dir} (called {@code producer} in messages) as a consumer with {@code options}.
+     *
+     * @throws io.tensorsocket.TensorSocketException as {@link Handshake#join} says
+     */
+    public static LocalEngine join(Path dir, String producer, ConsumerOptions options) {
+        return new LocalEngine(producer, options, Handshake.join(dir, producer, options));
+    }
+
+    private LocalEngine(String producer, ConsumerOptions options, Handshake.Session session) {
         this.producer = producer;
         this.options = options;
         this.link = session.link();

@@ -1,5 +1,9 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
 
 import java.util.Iterator;
 import java.util.NoSuchElementException;
@@ -10,14 +14,15 @@ import java.util.function.LongFunction;
  * The layout comes from the first batch of epoch 0, which is kept and emitted first, so a loader that
  * can be iterated only once still loses nothing.
  */
-final class IterableSource implements BatchSource {
+public final class IterableSource implements BatchSource {
     private final LongFunction<? extends Iterable<Batch>> epochs;
     private final long samplesPerEpoch;
     private BatchLayout layout;
     private Iterator<Batch> peekedIterator;
     private Batch peeked;
 
-    IterableSource(LongFunction<? extends Iterable<Batch>> epochs, long samplesPerEpoch) {
+    /** A source over {@code epochs}: the loader of each epoch, {@code samplesPerEpoch} samples long. */
+    public IterableSource(LongFunction<? extends Iterable<Batch>> epochs, long samplesPerEpoch) {
         if (samplesPerEpoch < 1) {
             throw new IllegalArgumentException("samplesPerEpoch must be at least 1, got " + samplesPerEpoch);
         }

@@ -1,27 +1,31 @@
-package io.tensorsocket;
+package io.tensorsocket.producer;
 
+import io.tensorsocket.BatchLayout;
+import io.tensorsocket.BatchSource;
+import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorProducer;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.rings.Futex;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.arena.SpaceReservation;
-import io.tensorsocket.producer.ArenaSizing;
-import io.tensorsocket.producer.ProducerCore;
-import io.tensorsocket.producer.ProducerParts;
-import io.tensorsocket.producer.ServingRules;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
+import io.tensorsocket.spi.RelayedSource;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.Objects;
 
 /**
- * Puts a producer together from its builder: claims the directory, waits for the source's layout, sizes and
+ * Puts a producer together from its {@link ProducerSpec}: claims the directory, waits for the source's layout, sizes and
  * maps the arena, makes the core, the consumers' rings and the control socket. Whatever fails, nothing of the
  * producer stays behind: the source is closed and every part made so far removed ({@link ProducerParts}).
  */
@@ -35,24 +39,27 @@ final class ProducerAssembly {
     private ProducerAssembly() {
     }
 
-    static Assembled assemble(TensorProducer.Builder b, String name, Path dir, long pid) throws IOException {
-        BatchSource source = b.source;
+    static Assembled assemble(ProducerSpec spec, long pid) throws IOException {
+        BatchSource source = spec.source();
+        String name = spec.name();
+        Path dir = spec.directory();
         ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
         long sessionId = new SecureRandom().nextLong();
-        ProducerParts made = new ProducerParts(ProducerDirectory.claim(dir, b.accessGroup));
+        ProducerParts made = new ProducerParts(ProducerDirectory.claim(dir, spec.accessGroup()));
         try {
             Path at = made.directory().path();
-            if (b.shareKey != null) { // before the socket opens: whoever connects can compare it
-                java.nio.file.Files.writeString(at.resolve(ProducerDirectory.SHARE_FILE), b.shareKey);
+            if (spec.shareKey() != null) { // before the socket opens: whoever connects can compare it
+                Files.writeString(at.resolve(ProducerDirectory.SHARE_FILE), spec.shareKey());
             }
             awaitLayout(source, name, at);
             BatchLayout batch = source.layout();
             long firstEpoch = source.firstEpoch();
-            long count = source.epochs(b.epochs);
+            long count = source.epochs(spec.epochs());
             long epochs = count == 0 ? 0 : firstEpoch + count;
             String description = checkedDescription(source);
             long free = SpaceReservation.usableBytes(at);
-            ArenaSizing.Choice sizing = ArenaSizing.choose(batch, b.slots, b.arenaBytes, b.rubberBand, b.claimsAhead, free);
+            ArenaSizing.Choice sizing = ArenaSizing.choose(batch, spec.slots(), spec.arenaBytes(), spec.rubberBand(), spec.claimsAhead(),
+                    free);
             ArenaLayout layout = ArenaLayout.of(batch, sizing.slots());
             if (sizing.reason() != null) {
                 log.info("arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
@@ -60,13 +67,14 @@ final class ProducerAssembly {
                         ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
             }
             SharedArena arena = made.createArena(layout, sessionId, pid);
-            UpstreamBoundaries upstream = source.byIndex() == null ? source.upstreamBoundaries() : null;
+            UpstreamBoundaries upstream = source.byIndex() == null && source instanceof RelayedSource relayed
+                    ? relayed.upstreamBoundaries() : null;
             StartMode midEpoch = source.byIndex() != null || upstream != null ? StartMode.EXACT : StartMode.ROLLING;
             ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
-                    b.rubberBand, b.claimsAhead, b.stallTimeout, b.effectiveIdleTimeout(count), b.minConsumers,
-                    b.startGrace, name, midEpoch, b.jobTimeout));
-            DescriptorRings rings = Futex.supported() && b.rings > 0
-                    ? made.createRings(b.rings, layout.slotCount(), sessionId, name) : null;
+                    spec.rubberBand(), spec.claimsAhead(), spec.stallTimeout(), spec.effectiveIdleTimeout(count), spec.minConsumers(),
+                    spec.startGrace(), name, midEpoch, spec.jobTimeout()));
+            DescriptorRings rings = Futex.supported() && spec.rings() > 0
+                    ? made.createRings(spec.rings(), layout.slotCount(), sessionId, name) : null;
             if (rings != null) {
                 core.handOffThrough(rings);
             }
@@ -74,12 +82,12 @@ final class ProducerAssembly {
                 core.keepBoundariesUpstream(upstream);
             }
             String arenaPath = made.directory().arenaPath().toString();
-            made.serve(core, b.helloTimeout, start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
+            made.serve(core, spec.helloTimeout(), start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
                     layout.slotBytes(), batch.batchSize(), batch.tensors(), source.samplesPerEpoch(), epochs, start.mode(),
                     start.epoch(), start.sample(), description, Message.Welcome.NO_RING, midEpoch));
             log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each) in {} pages, rubber band {} batches",
                     name, description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(),
-                    arena.hugePages() ? "2 MiB" : "4 KiB", b.rubberBand);
+                    arena.hugePages() ? "2 MiB" : "4 KiB", spec.rubberBand());
             return new Assembled(made, core, description, firstEpoch, epochs);
         } catch (IOException | RuntimeException | Error e) {
             try {

@@ -1,4 +1,8 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.lease.BatchLeases;
+import io.tensorsocket.lease.Lease;
 
 /**
  * When a consumer's handed-out batch is released. The rule: a batch is released when the next one is asked
@@ -13,6 +17,8 @@ package io.tensorsocket;
  * <p>Used under the consumer's lock.
  */
 final class ReleaseSchedule {
+    private static final BatchLeases LEASES = BatchLeases.get();
+
     private Batch current;
     private Lease retired;
     private boolean waited;
@@ -39,8 +45,8 @@ final class ReleaseSchedule {
         current = null;
         closeRetired();
         if (b != null && waited) {
-            retired = b.lease();
-            b.retire();
+            retired = LEASES.lease(b);
+            LEASES.retire(b);
         } else if (b != null) {
             b.close();
         }
@@ -66,7 +72,7 @@ final class ReleaseSchedule {
      */
     boolean heldByAnotherThread() {
         Batch b = current;
-        return b != null && b.lease().confinedElsewhere() || retired != null && retired.confinedElsewhere();
+        return b != null && LEASES.lease(b).confinedElsewhere() || retired != null && retired.confinedElsewhere();
     }
 
     /** Releases everything, for the consumer's close. */

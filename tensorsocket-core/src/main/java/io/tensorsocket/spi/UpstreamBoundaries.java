@@ -1,4 +1,4 @@
-package io.tensorsocket;
+package io.tensorsocket.spi;
 
 /**
  * The producer upstream of a relay, asked on behalf of the relay's own consumers that join mid-epoch. A relay's

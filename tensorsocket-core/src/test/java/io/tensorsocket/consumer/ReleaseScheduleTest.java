@@ -1,4 +1,6 @@
-package io.tensorsocket;
+package io.tensorsocket.consumer;
+
+import io.tensorsocket.*;
 
 import org.junit.jupiter.api.Test;
 
