@@ -25,11 +25,11 @@ import org.slf4j.LoggerFactory;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The producer's bookkeeping: which slot holds which batch, who still reads it, where the stream is, and
@@ -76,24 +76,17 @@ public final class ProducerCore implements BatchSink {
     private final SlotTable slots;
     private final Admission admission;
     private final Attached consumers;
-    private final JobRoster roster;
+    private final ServingState state = new ServingState();
+    private final Joining joining;
+    private final JobFormation jobs;
+    private final RelayJoins relays;
     private final StartWaits waits;
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile boolean awaitingRelease;
     private volatile Runnable releaseWanted = () -> { };
     private long nextSeq;
-    private boolean streamEnded;
-    private String closedReason;
-    private long totalPublished;
-    private long totalSamples;
-    /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
-    private long firstAttachNanos;
     private final long startedNanos = System.nanoTime();
-    /** The epoch whose order was drawn last ({@link #lateJoinBoundaries}), -1 before the first. */
-    private long drawnEpoch = -1;
-    /** The relayed stream's producer, asked to keep mid-epoch joiners' boundaries; null for a producer of its own order. */
-    private UpstreamBoundaries upstream;
     private final RateWindow loaderRate = new RateWindow();
 
     public ProducerCore(SharedArena arena, ServingRules rules) {
@@ -107,7 +100,9 @@ public final class ProducerCore implements BatchSink {
         this.admission = new Admission(producerName, rules.epochs(), joinRule);
         this.slots = new SlotTable(layout.slotCount());
         this.consumers = new Attached(slots, geometry, changed::signalAll, this::left);
-        this.roster = new JobRoster(producerName, rules.jobTimeout());
+        this.relays = new RelayJoins(rules, geometry, consumers);
+        this.joining = new Joining(rules, stream, admission, geometry, slots, consumers, relays, state, changed);
+        this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), producerName, lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
     }
 
@@ -121,7 +116,7 @@ public final class ProducerCore implements BatchSink {
      * exact (see {@link UpstreamBoundaries}). Call before serving.
      */
     public void keepBoundariesUpstream(UpstreamBoundaries upstream) {
-        locked(() -> this.upstream = upstream);
+        locked(() -> relays.relay(upstream));
     }
 
     /** The largest consumer batch size that can never deadlock: see {@link StreamGeometry#slotsNeeded(int)}. */
@@ -180,9 +175,9 @@ public final class ProducerCore implements BatchSink {
         long stalledSince = System.nanoTime();
         while (true) {
             checkOpen();
-            int needed = totalPublished == 0 && claims.isEmpty() ? rules.minConsumers() : 1;
+            int needed = state.totalPublished == 0 && claims.isEmpty() ? rules.minConsumers() : 1;
             if (consumers.count() < needed) {
-                waits.awaitConsumers(needed, totalPublished > 0);
+                waits.awaitConsumers(needed, state.totalPublished > 0);
                 stalledSince = System.nanoTime();
                 continue;
             }
@@ -226,8 +221,8 @@ public final class ProducerCore implements BatchSink {
                 throw new IllegalArgumentException("a batch holds 1 to " + geometry.producerBatchSize() + " samples, not " + samples);
             }
             c.samples = samples;
-            if (totalPublished == 0 && claims.peekFirst() == c) {
-                waits.awaitStartGrace(firstAttachNanos);
+            if (state.totalPublished == 0 && claims.peekFirst() == c) {
+                waits.awaitStartGrace(state.firstAttachNanos);
             }
             while (!claims.isEmpty() && claims.peekFirst().samples != 0) {
                 publishInOrder(claims.pollFirst());
@@ -241,16 +236,11 @@ public final class ProducerCore implements BatchSink {
         checkOpen();
         BatchPosition p = stream.publish(c.seq, c.samples);
         slots.published(p);
-        consumers.published(p, ready(p));
-        totalPublished++;
-        totalSamples += c.samples;
-        loaderRate.record(System.nanoTime(), totalSamples);
+        consumers.published(p, slots.ready(p));
+        state.totalPublished++;
+        state.totalSamples += c.samples;
+        loaderRate.record(System.nanoTime(), state.totalSamples);
         changed.signalAll();
-    }
-
-    private Message.BatchReady ready(BatchPosition p) {
-        return new Message.BatchReady(p.seq(), slots.slotOf(p.seq()), p.epoch(), p.index(), p.sampleStart(),
-                p.samples());
     }
 
     /** Called by the producer loop when the source returned from an epoch. */
@@ -278,69 +268,29 @@ public final class ProducerCore implements BatchSink {
      * {@code epoch}.
      */
     public int[] lateJoinBoundaries(long epoch) {
-        lock.lock();
-        try {
-            drawnEpoch = epoch;
+        return locked(() -> {
+            relays.drew(epoch);
             return consumers.boundaries();
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
-    /**
-     * For consumer {@code consumerId}, which relays this stream: keeps offset {@code sample} of epoch {@code epoch}
-     * as a boundary of the next epochs for one of the relay's own consumers, which joined the relay there (see
-     * {@link UpstreamBoundaries}). It can while the order of epoch {@code epoch + 1} is not drawn yet.
-     *
-     * @return KEPT; TOO_LATE if that order is drawn (or {@code epoch} is not the one being served); UNAVAILABLE if
-     *         this producer does not choose its order (it is a relay itself, or its source fixes it), no such
-     *         consumer is attached, or the offset is not inside an epoch
-     */
+    /** For consumer {@code consumerId}, which relays this stream: see {@link RelayJoins#keepFor}. */
     public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
-        lock.lock();
-        try {
-            ConsumerSession s = consumers.get(consumerId);
-            // a relay does not choose its order, so the consumers of a relay of a relay roll
-            boolean choosesOrder = rules.midEpoch() == StartMode.EXACT && upstream == null;
-            if (!choosesOrder || s == null || sample <= 0 || sample >= geometry.samplesPerEpoch()) {
-                return UpstreamBoundaries.Answer.UNAVAILABLE;
-            }
-            if (epoch != drawnEpoch) {
-                return UpstreamBoundaries.Answer.TOO_LATE;
-            }
-            consumers.keepForRelay(s, (int) sample);
-            log.info("{} relays the stream: keeping its joiner's boundary at sample {} from epoch {} on", s.describe(),
-                    sample, epoch + 1);
-            return UpstreamBoundaries.Answer.KEPT;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> relays.keepFor(consumers.get(consumerId), epoch, sample));
     }
 
-    /** The relay's consumer that joined at {@code sample} left: the boundary kept for it goes. */
+    /** The relay's consumer that joined at {@code sample} left: see {@link RelayJoins#releaseFor}. */
     public void releaseBoundaryForRelay(int consumerId, long sample) {
-        lock.lock();
-        try {
-            ConsumerSession s = consumers.get(consumerId);
-            boolean inside = sample > 0 && sample < geometry.samplesPerEpoch();
-            if (s != null && inside && consumers.releaseForRelay(s, (int) sample)) {
-                log.info("{} relays the stream: lets its joiner's boundary at sample {} go", s.describe(), sample);
-            }
-        } finally {
-            lock.unlock();
-        }
+        locked(() -> relays.releaseFor(consumers.get(consumerId), sample));
     }
 
     /** Marks the stream complete and tells every consumer. */
     public void endStream(long epochsRun) {
-        lock.lock();
-        try {
-            streamEnded = true;
+        locked(() -> {
+            state.streamEnded = true;
             consumers.broadcast(new Message.EndOfStream(epochsRun));
             changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Waits until every consumer has left, at most {@code timeout}. */
@@ -348,7 +298,7 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             long deadline = System.nanoTime() + timeout.toNanos();
-            while (consumers.count() > 0 && closedReason == null) {
+            while (consumers.count() > 0 && state.closedReason == null) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return;
@@ -366,10 +316,10 @@ public final class ProducerCore implements BatchSink {
     public void shutdown(String reason, Message.Error error) {
         lock.lock();
         try {
-            if (closedReason != null) {
+            if (state.closedReason != null) {
                 return;
             }
-            closedReason = reason;
+            state.closedReason = reason;
             consumers.dismissAll(reason, error);
             changed.signalAll();
         } finally {
@@ -378,260 +328,44 @@ public final class ProducerCore implements BatchSink {
     }
 
     private void checkOpen() {
-        if (closedReason != null) {
-            throw new Stopped(closedReason);
+        if (state.closedReason != null) {
+            throw new Stopped(state.closedReason);
         }
     }
 
     // ---------------------------------------------------------------- connection threads: joins, releases, leaves
 
     /**
-     * Registers a consumer and decides where it starts. The welcome and the retained batches are sent here,
-     * under the lock, so no batch published meanwhile can slip in before them.
+     * Registers a consumer and decides where it starts: see {@link Joining}.
      *
      * @return null if the consumer was refused (an error was sent)
      */
     ConsumerSession join(int id, MessageChannel channel, Message.Hello hello, String user,
                          Function<StartPoint, Message.Welcome> welcome) {
-        lock.lock();
-        try {
-            Admission.Verdict verdict = admit(hello);
-            if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
-                channel.sendQuietly(refusal);
-                channel.close();
-                return null;
-            }
-            StartPoint start = throughUpstream(((Admission.Verdict.Admitted) verdict).start(), 1);
-            ConsumerSession s = welcome(id, channel, hello, user, start, welcome);
-            if (s == null) {
-                releaseUpstream(start);
-            }
-            return s;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private Admission.Verdict admit(Message.Hello hello) {
-        if (rules.epochs() > 0 && stream.nextEpoch() >= rules.epochs()) {
-            streamEnded = true;
-        }
-        return admission.decide(stream, hello.startPolicy(), closedReason, streamEnded);
-    }
-
-    /**
-     * A relay's start for {@code n} consumers joining at {@code start} together: an exact mid-epoch start stays exact
-     * if the upstream keeps its boundary, becomes the next epoch start if the upstream drew its next order already
-     * (rolling if this was the last epoch), and rolls if the upstream cannot keep boundaries.
-     */
-    private StartPoint throughUpstream(StartPoint start, int n) {
-        if (upstream == null || start.mode() != StartMode.EXACT) {
-            return start;
-        }
-        UpstreamBoundaries.Answer answer = upstream.keep(start.epoch(), (int) start.sample(), n);
-        StartPoint rolling = StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
-        return switch (answer) {
-            case KEPT -> start;
-            case TOO_LATE -> {
-                log.info("the upstream drew its next epoch's order before it could keep the boundary at sample {} of"
-                        + " epoch {}: the joiner starts at the next epoch start", start.sample(), start.epoch());
-                yield rules.epochs() == 0 || start.epoch() + 1 < rules.epochs()
-                        ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0) : rolling;
-            }
-            case UNAVAILABLE -> {
-                log.info("the upstream cannot keep the boundary at sample {} of epoch {}: the joiner rolls",
-                        start.sample(), start.epoch());
-                yield rolling;
-            }
-        };
-    }
-
-    /** A consumer that started at {@code start} left: the upstream boundary kept for it goes. */
-    private void releaseUpstream(StartPoint start) {
-        if (upstream != null && start != null && start.mode() == StartMode.EXACT) {
-            upstream.release((int) start.sample());
-        }
-    }
-
-    /** Welcomes a consumer admitted at {@code start} and hands it the retained batches; null if it cannot be reached. */
-    private ConsumerSession welcome(int id, MessageChannel channel, Message.Hello hello, String user, StartPoint start,
-                                    Function<StartPoint, Message.Welcome> welcome) {
-        ConsumerSession s = new ConsumerSession(id, channel, hello);
-        s.user = user;
-        s.position = geometry.position(start.epoch(), start.sample());
-        s.start = start;
-        s.startMode = start.mode();
-        consumers.prepare(s);
-        if (!s.send(welcome.apply(start).forConsumer(id, s.events.ringIndex()))) {
-            consumers.unprepare(s);
-            channel.close();
-            return null;
-        }
-        consumers.add(s);
-        if (firstAttachNanos == 0) {
-            firstAttachNanos = System.nanoTime();
-        }
-        for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
-            consumers.hand(s, ready(slots.batch(q)));
-        }
-        log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
-                start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
-        changed.signalAll();
-        return s;
+        return locked(() -> joining.join(id, channel, hello, user, welcome));
     }
 
     /**
      * A rank of a job said HELLO: refused (an error was sent; null), or a candidate that waits for the rest of its
-     * job ({@link #awaitJob}). The rank that completes its job admits all of them here, at one start.
+     * job ({@link #awaitJob}); see {@link JobFormation}.
      */
     JobRoster.Candidate joinRank(int id, MessageChannel channel, Message.Hello hello, String user,
                                  Function<StartPoint, Message.Welcome> welcome) {
-        lock.lock();
-        try {
-            JobRoster.Arrival arrival = closedReason != null ? null
-                    : roster.arrive(id, channel, hello, user, System.nanoTime());
-            switch (arrival) {
-                case null -> {
-                    channel.sendQuietly(new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
-                            + "' is shutting down (" + closedReason + ")"));
-                    channel.close();
-                    return null;
-                }
-                case JobRoster.Arrival.Refused(String why) -> {
-                    log.warn("refusing rank {} of job '{}' (pid {}): {}", hello.rank(), hello.job(), hello.pid(), why);
-                    channel.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, why));
-                    channel.close();
-                    return null;
-                }
-                case JobRoster.Arrival.Waiting(JobRoster.Candidate c) -> {
-                    log.info("rank {} of job '{}' (pid {}) waits for the rest of its job's {} ranks", hello.rank(),
-                            hello.job(), hello.pid(), hello.worldSize());
-                    return c;
-                }
-                case JobRoster.Arrival.Complete(JobRoster.Candidate c, List<JobRoster.Candidate> ranks) -> {
-                    startJob(ranks, welcome);
-                    return c;
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> jobs.arrive(id, channel, hello, user, welcome));
     }
 
-    /** Admits every rank of a job that formed at one start, or refuses them all alike. */
-    private void startJob(List<JobRoster.Candidate> ranks, Function<StartPoint, Message.Welcome> welcome) {
-        Admission.Verdict verdict = admit(ranks.getFirst().hello);
-        if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
-            for (JobRoster.Candidate c : ranks) {
-                c.channel.sendQuietly(refusal);
-                c.channel.close();
-                c.admitted.complete(null);
-            }
-            roster.forget(ranks.getFirst().hello.job());
-            return;
-        }
-        StartPoint start = throughUpstream(((Admission.Verdict.Admitted) verdict).start(), ranks.size());
-        log.info("job '{}' formed: its {} ranks start together", ranks.getFirst().hello.job(), ranks.size());
-        List<ConsumerSession> admitted = new ArrayList<>();
-        String unreachable = null;
-        for (JobRoster.Candidate c : ranks) {
-            ConsumerSession s = welcome(c.id, c.channel, c.hello, c.user, start, welcome);
-            if (s == null) {
-                releaseUpstream(start);
-                unreachable = unreachable != null ? unreachable : "rank " + c.hello.rank() + " of job '" + c.hello.job()
-                        + "' (pid " + c.hello.pid() + ") went away before its job started; restart all of its ranks";
-            } else {
-                roster.admitted(c.hello.job(), s);
-                admitted.add(s);
-            }
-            c.admitted.complete(s);
-        }
-        if (unreachable != null) {
-            for (ConsumerSession s : admitted) {
-                failRank(s, unreachable);
-            }
-        }
-    }
-
-    /**
-     * Waits, on {@code c}'s own connection thread, until its job formed (true: it was admitted, or refused and told)
-     * or cannot (false: it went away, its job timed out, the producer closed; it was told where it can be). Sends it
-     * a heartbeat every second meanwhile, so that it knows the producer lives and the producer notices it leave.
-     */
+    /** Waits, on {@code c}'s own connection thread, until its job formed: see {@link JobFormation#await}. */
     ConsumerSession awaitJob(JobRoster.Candidate c) throws InterruptedException {
-        while (true) {
-            try {
-                return c.admitted.get(ProducerServer.HEARTBEAT_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS);
-            } catch (java.util.concurrent.ExecutionException e) {
-                return null;
-            } catch (java.util.concurrent.TimeoutException e) {
-                lock.lock();
-                try {
-                    stillWaiting(c);
-                } finally {
-                    lock.unlock();
-                }
-            }
-        }
-    }
-
-    private void stillWaiting(JobRoster.Candidate c) {
-        if (!c.waiting()) {
-            return;
-        }
-        if (closedReason != null) {
-            roster.withdraw(c);
-            dropCandidate(c, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
-                    + "' is shutting down (" + closedReason + ")"));
-            return;
-        }
-        JobRoster.Expiry expiry = roster.expire(c, System.nanoTime());
-        if (expiry != null) {
-            log.warn(expiry.message());
-            for (JobRoster.Candidate other : expiry.ranks()) {
-                dropCandidate(other, new Message.Error(Message.ErrorCode.JOB_FAILED, expiry.message()));
-            }
-        } else if (!sent(c.channel, new Message.Heartbeat())) {
-            log.info("rank {} of job '{}' (pid {}) went away before its job formed", c.hello.rank(), c.hello.job(),
-                    c.hello.pid());
-            roster.withdraw(c);
-            dropCandidate(c, null);
-        }
-    }
-
-    private static boolean sent(MessageChannel channel, Message m) {
-        try {
-            channel.send(m);
-            return true;
-        } catch (java.io.IOException e) {
-            return false;
-        }
-    }
-
-    private static void dropCandidate(JobRoster.Candidate c, Message.Error error) {
-        if (error != null) {
-            c.channel.sendQuietly(error);
-        }
-        c.channel.close();
-        c.admitted.complete(null);
+        return jobs.await(c);
     }
 
     /** A consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
     private void left(ConsumerSession s, String why) {
-        releaseUpstream(s.start);
-        if (closedReason != null) {
+        relays.releaseUpstream(s.start);
+        if (state.closedReason != null) {
             return; // every consumer is being told why already
         }
-        JobRoster.Failure f = roster.left(s, why, ConsumerReader.GOODBYE.equals(why));
-        for (ConsumerSession other : f.ranks()) {
-            failRank(other, f.message());
-        }
-    }
-
-    private void failRank(ConsumerSession s, String message) {
-        log.warn("{} fails with its job: {}", s.describe(), message);
-        s.send(new Message.Error(Message.ErrorCode.JOB_FAILED, message));
-        consumers.detach(s, "its job failed");
+        jobs.left(s, why);
     }
 
     /**
@@ -675,21 +409,12 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             long now = System.nanoTime();
-            ProducerStatus.State state;
-            if (closedReason != null) {
-                state = ProducerStatus.State.CLOSING;
-            } else if (streamEnded) {
-                state = ProducerStatus.State.DRAINING;
-            } else if (consumers.count() < (totalPublished == 0 ? rules.minConsumers() : 1)) {
-                state = ProducerStatus.State.WAITING_FOR_CONSUMERS;
-            } else {
-                state = ProducerStatus.State.SERVING;
-            }
-            return new ProducerStatus(Math.max(0, pid), producerName, source, state, layout.batch().batchSize(),
-                    rules.samplesPerEpoch(), rules.epochs(), stream.nextEpoch(), stream.nextSample(), totalPublished,
-                    totalSamples, loaderRate.perSecond(now), slots.count(), layout.slotBytes(),
+            return new ProducerStatus(Math.max(0, pid), producerName, source,
+                    state.phase(consumers.count(), rules.minConsumers()), layout.batch().batchSize(),
+                    rules.samplesPerEpoch(), rules.epochs(), stream.nextEpoch(), stream.nextSample(), state.totalPublished,
+                    state.totalSamples, loaderRate.perSecond(now), slots.count(), layout.slotBytes(),
                     slots.inUse(stream.publishedSeq(), joinRule), rules.rubberBand(),
-                    (int) Math.min(rules.rubberBand(), totalPublished), now - startedNanos, consumers.count(),
+                    (int) Math.min(rules.rubberBand(), state.totalPublished), now - startedNanos, consumers.count(),
                     consumers.evictions(), joinRule.midEpoch(), consumers.status(now, stream.nextPosition()));
         } finally {
             lock.unlock();
@@ -706,10 +431,10 @@ public final class ProducerCore implements BatchSink {
     }
 
     public long batchesPublished() {
-        return locked(() -> totalPublished);
+        return locked(() -> state.totalPublished);
     }
 
-    private <T> T locked(java.util.function.Supplier<T> f) {
+    private <T> T locked(Supplier<T> f) {
         lock.lock();
         try {
             return f.get();

@@ -1,5 +1,6 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.JoinRule;
 
@@ -33,6 +34,11 @@ final class SlotTable {
 
     int slotOf(long s) {
         return (int) (s % seq.length);
+    }
+
+    /** The BATCH_READY that announces the batch at {@code p}, in the slot it occupies. */
+    Message.BatchReady ready(BatchPosition p) {
+        return new Message.BatchReady(p.seq(), slotOf(p.seq()), p.epoch(), p.index(), p.sampleStart(), p.samples());
     }
 
     /** Whether no consumer holds the batch in {@code slot}, so it may be claimed. */
