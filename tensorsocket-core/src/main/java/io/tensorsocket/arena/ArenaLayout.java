@@ -48,15 +48,15 @@ public record ArenaLayout(BatchLayout batch, int slotCount, long slotBytes, long
     static final long PAGE = 4096;
     static final long REGION_ALIGN = 64;
 
-    static final long OFF_MAGIC = 0;
-    static final long OFF_VERSION = 8;
-    static final long OFF_HEADER_BYTES = 12;
-    static final long OFF_SESSION = 16;
-    static final long OFF_PID = 24;
-    static final long OFF_SLOT_COUNT = 32;
-    static final long OFF_TENSOR_COUNT = 36;
-    static final long OFF_SLOT_BYTES = 40;
-    static final long OFF_BATCH_SIZE = 48;
+    static final long MAGIC_OFFSET = 0;
+    static final long VERSION_OFFSET = 8;
+    static final long HEADER_BYTES_OFFSET = 12;
+    static final long SESSION_OFFSET = 16;
+    static final long PID_OFFSET = 24;
+    static final long SLOT_COUNT_OFFSET = 32;
+    static final long TENSOR_COUNT_OFFSET = 36;
+    static final long SLOT_BYTES_OFFSET = 40;
+    static final long BATCH_SIZE_OFFSET = 48;
 
     /** The layout for {@code slotCount} slots of batches shaped like {@code batch}. */
     public static ArenaLayout of(BatchLayout batch, int slotCount) {
@@ -107,15 +107,15 @@ public record ArenaLayout(BatchLayout batch, int slotCount, long slotBytes, long
 
     void writeHeader(MemorySegment arena, long sessionId, long pid) {
         arena.asSlice(0, HEADER_BYTES).fill((byte) 0);
-        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, OFF_MAGIC, MAGIC);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_VERSION, LAYOUT_VERSION);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_HEADER_BYTES, HEADER_BYTES);
-        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, OFF_SESSION, sessionId);
-        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, OFF_PID, pid);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_SLOT_COUNT, slotCount);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_TENSOR_COUNT, batch.tensors().size());
-        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, OFF_SLOT_BYTES, slotBytes);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_BATCH_SIZE, batch.batchSize());
+        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, MAGIC_OFFSET, MAGIC);
+        arena.set(ValueLayout.JAVA_INT_UNALIGNED, VERSION_OFFSET, LAYOUT_VERSION);
+        arena.set(ValueLayout.JAVA_INT_UNALIGNED, HEADER_BYTES_OFFSET, HEADER_BYTES);
+        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, SESSION_OFFSET, sessionId);
+        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, PID_OFFSET, pid);
+        arena.set(ValueLayout.JAVA_INT_UNALIGNED, SLOT_COUNT_OFFSET, slotCount);
+        arena.set(ValueLayout.JAVA_INT_UNALIGNED, TENSOR_COUNT_OFFSET, batch.tensors().size());
+        arena.set(ValueLayout.JAVA_LONG_UNALIGNED, SLOT_BYTES_OFFSET, slotBytes);
+        arena.set(ValueLayout.JAVA_INT_UNALIGNED, BATCH_SIZE_OFFSET, batch.batchSize());
     }
 
     /**
@@ -127,20 +127,20 @@ public record ArenaLayout(BatchLayout batch, int slotCount, long slotBytes, long
         if (arena.byteSize() < HEADER_BYTES) {
             return "the file is " + arena.byteSize() + " bytes, smaller than an arena header";
         }
-        if (arena.get(ValueLayout.JAVA_LONG_UNALIGNED, OFF_MAGIC) != MAGIC) {
+        if (arena.get(ValueLayout.JAVA_LONG_UNALIGNED, MAGIC_OFFSET) != MAGIC) {
             return "the file is not a TensorSocket arena (bad magic)";
         }
-        int version = arena.get(ValueLayout.JAVA_INT_UNALIGNED, OFF_VERSION);
+        int version = arena.get(ValueLayout.JAVA_INT_UNALIGNED, VERSION_OFFSET);
         if (version != LAYOUT_VERSION) {
             return "arena layout version " + version + ", this library reads version " + LAYOUT_VERSION;
         }
-        if (arena.get(ValueLayout.JAVA_LONG_UNALIGNED, OFF_SESSION) != sessionId) {
+        if (arena.get(ValueLayout.JAVA_LONG_UNALIGNED, SESSION_OFFSET) != sessionId) {
             return "the arena belongs to another producer session (the producer was restarted)";
         }
-        if (arena.get(ValueLayout.JAVA_INT_UNALIGNED, OFF_SLOT_COUNT) != slotCount
-                || arena.get(ValueLayout.JAVA_LONG_UNALIGNED, OFF_SLOT_BYTES) != slotBytes
-                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, OFF_BATCH_SIZE) != batch.batchSize()
-                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, OFF_TENSOR_COUNT) != batch.tensors().size()) {
+        if (arena.get(ValueLayout.JAVA_INT_UNALIGNED, SLOT_COUNT_OFFSET) != slotCount
+                || arena.get(ValueLayout.JAVA_LONG_UNALIGNED, SLOT_BYTES_OFFSET) != slotBytes
+                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, BATCH_SIZE_OFFSET) != batch.batchSize()
+                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, TENSOR_COUNT_OFFSET) != batch.tensors().size()) {
             return "the arena's slot geometry differs from what the producer announced";
         }
         if (arena.byteSize() < fileBytes()) {

@@ -22,8 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -60,7 +59,8 @@ import java.util.concurrent.TimeUnit;
  * feeder timeout or disconnects before its last epoch ends, fails the producer: every consumer gets an
  * ERROR (LOADER_FAILED) naming the feeder's pid and what it did, and the stream ends. A new feeder does not
  * take over: the consumers of the broken epoch saw part of it, and a stream whose epochs are not what was
- * declared would be wrong data; restarting producer and feeder gives a clean stream.
+ * declared would be wrong data; restarting producer and feeder gives a clean stream. The rules of an epoch's
+ * frames are {@link FeederEpoch}'s.
  *
  * <p>A feeder that stops on purpose says so with ERROR: PRODUCER_CLOSED between epochs ends the stream there,
  * and consumers finish normally; PRODUCER_CLOSED mid-epoch, or STOPPED (an interrupted feeder) at any time,
@@ -97,10 +97,6 @@ public final class ExternalSource implements IndexedSource {
     private volatile Thread emitter;
     private volatile boolean claiming;
     private volatile boolean feederGone;
-
-    /** The end of the feeder's connection, as the reader saw it. */
-    private record Ended(Throwable cause) {
-    }
 
     /**
      * @param producer      the producer's name, for messages
@@ -221,13 +217,13 @@ public final class ExternalSource implements IndexedSource {
             while (true) {
                 Message m = mc.read();
                 if (m == null) {
-                    inbox.add(new Ended(null));
+                    inbox.add(new FeederEpoch.Ended(null));
                     break;
                 }
                 inbox.add(m);
             }
         } catch (IOException | RuntimeException e) {
-            inbox.add(new Ended(e));
+            inbox.add(new FeederEpoch.Ended(e));
         }
         // A producer that waits for a slot or for its first consumers learns now that its feeder is gone.
         feederGone = true;
@@ -318,85 +314,41 @@ public final class ExternalSource implements IndexedSource {
                     " before epoch 0");
             welcomed = true;
         }
+        FeederEpoch frames = new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, new FeederEpoch.Link() {
+            @Override
+            public SlotWriter claim(String at) {
+                return ExternalSource.this.claim(mc, sink, at);
+            }
 
-        long declared = hello.samplesPerEpoch();
-        int batchSize = hello.batchSize();
-        long samples = 0;
-        int shortBatch = 0;
-        Map<Long, SlotWriter> held = new LinkedHashMap<>();
+            @Override
+            public void send(Message m, String at) {
+                ExternalSource.this.send(mc, m, at);
+            }
+
+            @Override
+            public void sendOrder(long e, int[] o) {
+                ExternalSource.this.sendOrder(mc, e, o);
+            }
+
+            @Override
+            public FeederFailedException fail(String message) {
+                return ExternalSource.this.fail(mc, message);
+            }
+
+            @Override
+            public RuntimeException ended(Message.Error e, String at) {
+                return ExternalSource.this.ended(mc, e, at);
+            }
+        });
         while (true) {
             Object o = inbox.poll(feederTimeout.toMillis(), TimeUnit.MILLISECONDS);
-            String at = " in epoch " + epoch + " after " + samples + " of its " + declared + " samples";
             if (o == null) {
-                throw fail(mc, who + " sent nothing for " + feederTimeout.toSeconds() + " s" + at
+                throw fail(mc, who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
                         + " (is it stopped or stuck in its loader?)");
             }
-            switch (o) {
-                case Ended e -> throw fail(mc, who + " disconnected" + at
-                        + (e.cause() != null ? " (" + e.cause().getMessage() + ")" : "") + "; did its process die?");
-                case Message.Claim c -> {
-                    if (shortBatch > 0) {
-                        throw fail(mc, who + " claimed a slot after a short batch of " + shortBatch + " samples" + at
-                                + "; only an epoch's last batch may hold fewer than " + batchSize);
-                    }
-                    if (held.size() >= sink.claimsAhead()) {
-                        throw fail(mc, who + " claimed " + (held.size() + 1) + " slots without publishing; it may hold "
-                                + sink.claimsAhead());
-                    }
-                    SlotWriter w = claim(mc, sink, at);
-                    long seq = nextSeq++;
-                    held.put(seq, w);
-                    send(mc, new Message.SlotGrant(seq, w.arenaOffset()), at);
-                }
-                case Message.Publish p -> {
-                    SlotWriter w = held.remove(p.seq());
-                    if (w == null) {
-                        throw fail(mc, who + " published batch " + p.seq() + ", a slot it does not hold (it holds "
-                                + held.keySet() + ")" + at);
-                    }
-                    if (p.samples() < 1 || p.samples() > batchSize) {
-                        throw fail(mc, who + " published " + p.samples() + " samples in one batch" + at
-                                + "; a batch holds 1 to " + batchSize + " (its declared batch size)");
-                    }
-                    if (shortBatch > 0) {
-                        throw fail(mc, who + " published a batch after a short batch of " + shortBatch + " samples" + at
-                                + "; only an epoch's last batch may hold fewer than " + batchSize);
-                    }
-                    if (samples + p.samples() > declared) {
-                        throw fail(mc, who + " published " + (samples + p.samples()) + " samples in epoch " + epoch
-                                + ", more than the " + declared + " per epoch it declared");
-                    }
-                    samples += p.samples();
-                    if (p.samples() < batchSize) {
-                        shortBatch = p.samples();
-                    }
-                    w.publish(p.samples());
-                }
-                case Message.FeederEpochEnd e -> {
-                    if (e.epoch() != epoch) {
-                        throw fail(mc, who + " ended epoch " + e.epoch() + " while the producer is in epoch " + epoch);
-                    }
-                    // a feeder claims ahead for the samples it declared: one whose loader ran short holds claims
-                    if (samples != declared || e.samples() != samples) {
-                        throw fail(mc, who + " ended epoch " + epoch + " after " + Math.max(samples, e.samples())
-                                + " samples; it declared " + declared + " per epoch");
-                    }
-                    if (!held.isEmpty()) {
-                        throw fail(mc, who + " ended epoch " + epoch + " holding unpublished slots " + held.keySet());
-                    }
-                    send(mc, e, at); // the feeder learns that its epoch was taken before it goes on or stops
-                    return;
-                }
-                case Message.OrderRequest r -> {
-                    if (order == null || r.epoch() != epoch || samples > 0 || !held.isEmpty()) {
-                        throw fail(mc, who + " asked for the order of epoch " + r.epoch() + at + (order == null
-                                ? ", but it declared no data set to load by index" : "; it may ask once, before its first claim"));
-                    }
-                    sendOrder(mc, epoch, order);
-                }
-                case Message.Error e -> throw ended(mc, e, at);
-                case Message m -> throw fail(mc, who + " sent " + describe(m) + at + ", which a feeder never sends");
-                default -> throw new IllegalStateException("unexpected " + o);
+            if (frames.take(o)) {
+                nextSeq = frames.nextSeq();
+                return;
             }
         }
     }
@@ -404,7 +356,7 @@ public final class ExternalSource implements IndexedSource {
     /** Epoch {@code epoch}'s order, in frames of at most {@link Message.EpochOrder#MAX_IDS} ids. */
     private void sendOrder(MessageChannel mc, long epoch, int[] order) {
         for (int first = 0; first < order.length; first += Message.EpochOrder.MAX_IDS) {
-            int[] ids = java.util.Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
+            int[] ids = Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
             send(mc, new Message.EpochOrder(epoch, first, order.length, ids), " before epoch " + epoch);
         }
     }
@@ -447,7 +399,7 @@ public final class ExternalSource implements IndexedSource {
                 if (o instanceof Message.Error e) {
                     return e;
                 }
-                if (o instanceof Ended) {
+                if (o instanceof FeederEpoch.Ended) {
                     return null;
                 }
             }

@@ -7,7 +7,7 @@ import java.nio.ByteOrder;
 
 /**
  * The layout of a producer's rings file ({@link DescriptorRings}), as named offsets and little-endian
- * accessors; docs/PROTOCOL.md §4a states the protocol around it, {@code docs/test-vectors/rings.hex} pins a
+ * accessors; docs/PROTOCOL.md §4a states the protocol around it, {@code docs/test-vectors/rings-header.txt} pins a
  * header and the Python client reads the same.
  *
  * <pre>
@@ -39,12 +39,12 @@ public final class RingLayout {
 
     /** The file header's fields. */
     public static final long HEADER_BYTES = 64;
-    static final long MAGIC_AT = 0;
-    static final long VERSION_AT = 8;
-    static final long RINGS_AT = 12;
-    static final long SESSION_AT = 16;
-    static final long CAPACITY_AT = 24;
-    static final long ENTRY_BYTES_AT = 28;
+    static final long MAGIC_OFFSET = 0;
+    static final long VERSION_OFFSET = 8;
+    static final long RINGS_OFFSET = 12;
+    static final long SESSION_OFFSET = 16;
+    static final long CAPACITY_OFFSET = 24;
+    static final long ENTRY_BYTES_OFFSET = 28;
 
     /** A ring's header fields, from the ring's start; the producer's in the first 64 bytes, the consumer's in the next. */
     public static final long RING_HEADER_BYTES = 128;
@@ -90,12 +90,12 @@ public final class RingLayout {
 
     /** Writes the file header. */
     public static void writeHeader(MemorySegment file, int rings, long sessionId, int capacity) {
-        file.set(I64, MAGIC_AT, MAGIC);
-        file.set(I32, VERSION_AT, VERSION);
-        file.set(I32, RINGS_AT, rings);
-        file.set(I64, SESSION_AT, sessionId);
-        file.set(I32, CAPACITY_AT, capacity);
-        file.set(I32, ENTRY_BYTES_AT, ENTRY_BYTES);
+        file.set(I64, MAGIC_OFFSET, MAGIC);
+        file.set(I32, VERSION_OFFSET, VERSION);
+        file.set(I32, RINGS_OFFSET, rings);
+        file.set(I64, SESSION_OFFSET, sessionId);
+        file.set(I32, CAPACITY_OFFSET, capacity);
+        file.set(I32, ENTRY_BYTES_OFFSET, ENTRY_BYTES);
     }
 
     /**
@@ -103,23 +103,23 @@ public final class RingLayout {
      * or null if nothing is.
      */
     public static String problem(MemorySegment head, long size, long sessionId) {
-        int version = head.get(I32, VERSION_AT);
-        int rings = head.get(I32, RINGS_AT);
-        int capacity = head.get(I32, CAPACITY_AT);
-        return head.get(I64, MAGIC_AT) != MAGIC ? "it is not a TensorSocket rings file (bad magic)"
+        int version = head.get(I32, VERSION_OFFSET);
+        int rings = head.get(I32, RINGS_OFFSET);
+        int capacity = head.get(I32, CAPACITY_OFFSET);
+        return head.get(I64, MAGIC_OFFSET) != MAGIC ? "it is not a TensorSocket rings file (bad magic)"
                 : version != VERSION ? "rings layout version " + version + ", this library reads version " + VERSION
-                : head.get(I64, SESSION_AT) != sessionId ? "it belongs to another producer session"
-                : rings < 1 || capacity < 4 || Integer.bitCount(capacity) != 1 || head.get(I32, ENTRY_BYTES_AT) != ENTRY_BYTES
+                : head.get(I64, SESSION_OFFSET) != sessionId ? "it belongs to another producer session"
+                : rings < 1 || capacity < 4 || Integer.bitCount(capacity) != 1 || head.get(I32, ENTRY_BYTES_OFFSET) != ENTRY_BYTES
                 || size < fileBytes(rings, capacity) ? "its geometry is invalid" : null;
     }
 
     /** The ring count of a valid header. */
     public static int rings(MemorySegment head) {
-        return head.get(I32, RINGS_AT);
+        return head.get(I32, RINGS_OFFSET);
     }
 
     /** The entries per ring of a valid header. */
     public static int capacity(MemorySegment head) {
-        return head.get(I32, CAPACITY_AT);
+        return head.get(I32, CAPACITY_OFFSET);
     }
 }

@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
  * consumer sees, start point, batches with the slots they span, and releases, in order. The Python client
  * walks the same scenarios through its port of the model (clients/python/tests/test_stream.py).
  *
- * <p>The file was written by this model ({@code -Dscenarios.write=true} rewrites it) and its first
+ * <p>The file was written by this model ({@code -Dtensorsocket.writeVectors=true} rewrites it) and its first
  * scenarios checked by hand; from then on it pins the rules, in both languages.
  */
 class StreamScenariosTest {
@@ -78,7 +78,7 @@ class StreamScenariosTest {
         sb.append("""
                 # Stream scenarios shared by the Java and Python clients. Each block: a scenario line with what is
                 # given, then what the consumer sees, in order, and "end". Written by the Java stream model
-                # (StreamScenariosTest, -Dscenarios.write=true); checked by it and by clients/python/tests/test_stream.py.
+                # (StreamScenariosTest, -Dtensorsocket.writeVectors=true); checked by it and by clients/python/tests/test_stream.py.
                 #
                 # given: samples per epoch, the loader's batch size (each epoch's last batch is short when it does not
                 #   divide), the rubber band, batches published before the consumer joins (epoch_ended: whether the
@@ -119,7 +119,7 @@ class StreamScenariosTest {
     void theModelSeesWhatTheSharedScenariosSay() throws IOException {
         Path file = vectors();
         String rendered = render();
-        if (Boolean.getBoolean("scenarios.write")) {
+        if (Boolean.getBoolean("tensorsocket.writeVectors")) {
             Files.writeString(file, rendered, StandardCharsets.UTF_8);
         }
         List<String> want = new ArrayList<>(Files.readAllLines(file, StandardCharsets.UTF_8));
