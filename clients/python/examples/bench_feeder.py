@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CLIENT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(CLIENT))
 from tensorsocket_bundle import JVM_OPTIONS  # noqa: E402 (the launcher's JVM options, for Java consumers)
+
 BATCH = 64
 PREPARED = 4  # batches the feeder's loader prepares and yields in turn
 
@@ -67,7 +68,7 @@ def rate_of(output, kind):
     """Batches/s from one consumer's output: BenchConsumer's RESULT line, or the Python consumer's JSON."""
     lines = output.decode().strip().splitlines()
     if kind == "java":
-        result = dict(kv.split("=") for kv in next(l for l in lines if l.startswith("RESULT"))[7:].split())
+        result = dict(kv.split("=") for kv in next(line for line in lines if line.startswith("RESULT"))[7:].split())
         return float(result["batches_per_s"])
     r = json.loads(lines[-1])
     return r["batches"] / r["seconds"]

@@ -228,7 +228,7 @@ def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=N
     trainers = []
     try:
         await_port(port, server, log)
-        for i in range(k):
+        for _ in range(k):
             if java_classpath:
                 cmd = java_command(java_classpath) + ["io.tensorsocket.bench.WindowedConsumer", address, str(BATCH),
                                                       str(warm_seconds)]

@@ -82,7 +82,7 @@ class Proc:
 
     def error_line(self):
         self.err.seek(0)
-        lines = [l for l in self.err.read().splitlines() if l.startswith("tensorsocket")]
+        lines = [line for line in self.err.read().splitlines() if line.startswith("tensorsocket")]
         return lines[-1] if lines else ""
 
     def stderr(self):
@@ -289,7 +289,7 @@ class Run:
         for p in hung:
             self.problems.append("%s did not end within 30 s when told to: %s" % (p.kind, " ".join(p.cmd)))
         left = []
-        for root, dirs, files in os.walk(self.base):
+        for root, _dirs, files in os.walk(self.base):
             left += [os.path.join(root, f) for f in files]
         if left:
             self.problems.append("left behind in %s: %s" % (self.base, left))

@@ -65,7 +65,8 @@ def main():
                 opt.step()
                 samples += len(batch)
                 total_loss += float(loss) * len(batch)
-            result = dict(epoch=epoch, epochs=args.epochs, samples=samples, batches=len(loader), loss=total_loss / max(samples, 1),
+            result = dict(epoch=epoch, epochs=args.epochs, samples=samples, batches=len(loader),
+                          loss=total_loss / max(samples, 1),
                           seconds=time.monotonic() - started)
             if args.test_idx:
                 images = read_idx(os.path.join(args.test_idx, "t10k-images-idx3-ubyte.gz"))

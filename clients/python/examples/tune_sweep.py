@@ -36,8 +36,9 @@ def _model():
 
 
 def trainable(config):
-    from tensorsocket_client.ray import share
     import sweep_data
+
+    from tensorsocket_client.ray import share
 
     t0 = time.monotonic()
     if config["private"]:
@@ -155,6 +156,7 @@ def _free_port():
 def _remote_streams(upstream):
     """The upstream's consumers that are relays reading it over Flight (``status grpc://...``), or None."""
     import subprocess
+
     from tensorsocket_client.directory import launcher_command
     argv, env = launcher_command()
     out = subprocess.run(argv + ["status", upstream, "--json", "--once"], capture_output=True, text=True, timeout=60,

@@ -21,13 +21,26 @@ The protocol it speaks is specified in docs/PROTOCOL.md.
 
 from .batch import Batch
 from .consumer import TensorConsumer
+from .errors import (
+                     BatchReleasedError,
+                     ConsumerEvicted,
+                     JobFailed,
+                     PermissionDenied,
+                     ProducerFailed,
+                     ProducerGone,
+                     ProducerNotFound,
+                     ProducerNotResponding,
+                     ProtocolError,
+                     ProtocolVersionError,
+                     RequestRejected,
+                     TensorSocketError,
+                     TensorSocketTimeout,
+)
 from .feeder import FeederError, TensorProducer, feed
 from .share import ShareFailed, ShareMismatch, share
-from .errors import (BatchReleasedError, ConsumerEvicted, JobFailed, PermissionDenied, ProducerFailed, ProducerGone,
-                     ProducerNotFound, ProducerNotResponding, ProtocolError, ProtocolVersionError, RequestRejected,
-                     TensorSocketError, TensorSocketTimeout)
 
 __version__ = "0.1.0"
-__all__ = ["TensorConsumer", "Batch", "TensorProducer", "share", "ShareMismatch", "ShareFailed", "feed", "FeederError", "TensorSocketError", "ProducerNotFound",
+__all__ = ["TensorConsumer", "Batch", "TensorProducer", "share", "ShareMismatch", "ShareFailed", "feed", "FeederError",
+           "TensorSocketError", "ProducerNotFound",
            "PermissionDenied", "ProducerGone", "ProducerFailed", "ProducerNotResponding", "ConsumerEvicted", "JobFailed",
            "RequestRejected", "ProtocolError", "ProtocolVersionError", "TensorSocketTimeout", "BatchReleasedError"]

@@ -6,7 +6,6 @@ import os
 
 from .errors import TensorSocketError
 
-
 MAX_JOB = 100  # longest job name
 
 

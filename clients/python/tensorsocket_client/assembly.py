@@ -6,9 +6,9 @@ buffer, piece by piece, in order."""
 import numpy as np
 
 from . import arena as _arena
+from ._memory import GatherPool, SlotMap
 from .batch import Batch
 from .dtypes import BFLOAT16, DTYPES
-from ._memory import GatherPool, SlotMap
 
 
 class BatchAssembly:

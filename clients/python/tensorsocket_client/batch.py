@@ -7,7 +7,6 @@ import numpy as np
 
 from .errors import BatchReleasedError
 
-
 _TORCH = None
 
 

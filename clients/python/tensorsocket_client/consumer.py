@@ -22,8 +22,6 @@ import os
 import time
 from typing import Optional, Union
 
-import numpy as np
-
 from . import directory as _directory
 from . import handshake as _handshake
 from . import rings as _rings

@@ -12,8 +12,8 @@ order and this side loads exactly those samples, so consumers that join mid-epoc
 """
 
 import atexit
-import logging
 import collections
+import logging
 import os
 import signal
 import socket
@@ -27,14 +27,12 @@ from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, S
 
 import numpy as np
 
-from . import wire
+from . import dtypes, wire
 from ._map_style import MapStyle
 from ._memory import FileMapping
 from ._waiting import Waiting
-from . import dtypes
 from .arena import MAGIC, Layout
-from .directory import (FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_command,
-                        not_found)
+from .directory import FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_command, not_found
 from .errors import ProducerFailed, ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _log = logging.getLogger("tensorsocket_client")
@@ -258,7 +256,8 @@ class TensorProducer:
     of its own that stops with this feeder's process, with the producer options given here:
     ``min_consumers``, ``rubber_band`` (batches), ``start_grace``, ``stall_timeout``, ``idle_timeout``
     (seconds), ``arena_mb`` or ``slots``; ``flight="HOST:PORT"`` serves it to other hosts over Arrow Flight too
-    (``flight_token_file``: their shared token, needed unless HOST is loopback). A failing loader reaches every consumer as an error carrying the
+    (``flight_token_file``: their shared token, needed unless HOST is loopback). A failing loader reaches every
+    consumer as an error carrying the
     exception's type, message and where it was raised; Ctrl-C stops the producer, consumers told it stopped.
     """
 

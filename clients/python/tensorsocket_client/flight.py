@@ -24,11 +24,20 @@ import urllib.parse
 import numpy as np
 
 from . import dtypes as _dtypes
-from ._waiting import DEFAULT_CONNECT_TIMEOUT, Waiting as _Waiting
 from ._lifecycle import ConsumerBase, checked_batch_size
+from ._waiting import DEFAULT_CONNECT_TIMEOUT
+from ._waiting import Waiting as _Waiting
 from .batch import Batch
-from .errors import (ConsumerEvicted, PermissionDenied, ProducerFailed, ProducerGone, ProducerNotFound,
-                     ProtocolError, RequestRejected, TensorSocketTimeout)
+from .errors import (
+    ConsumerEvicted,
+    PermissionDenied,
+    ProducerFailed,
+    ProducerGone,
+    ProducerNotFound,
+    ProtocolError,
+    RequestRejected,
+    TensorSocketTimeout,
+)
 
 SCHEMES = ("grpc", "grpc+tls")
 _NUMPY_DTYPES = {name: np.dtype(t) for name, t in _dtypes.BY_NAME.items()}

@@ -6,9 +6,18 @@ import threading
 import time
 
 from . import wire
+from .errors import (
+    ConsumerEvicted,
+    JobFailed,
+    ProducerFailed,
+    ProducerGone,
+    ProducerNotResponding,
+    ProtocolError,
+    ProtocolVersionError,
+    RequestRejected,
+    TensorSocketError,
+)
 from .rings import RingTaken
-from .errors import (ConsumerEvicted, JobFailed, ProducerFailed, ProducerGone, ProducerNotResponding, ProtocolError,
-                     ProtocolVersionError, RequestRejected, TensorSocketError)
 
 _WAKE = object()
 # How long a consumer whose send failed waits for the producer's last word (an ERROR saying why) to be read.

@@ -145,7 +145,7 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
     """Joins the shared producer ``name`` once ``ensure()`` saw it started, checks it serves ``wanted``, and returns
     the DataLoader over it (what ``share()`` and its Ray variant return)."""
     from .consumer import TensorConsumer
-    from .torch_data import TensorSocketDataset, DataLoader
+    from .torch_data import DataLoader, TensorSocketDataset
 
     consumer = None
     for attempt in range(3):

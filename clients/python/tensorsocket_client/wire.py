@@ -223,7 +223,8 @@ class OrderRequest:
 
 @dataclass(frozen=True)
 class EpochOrder:
-    """Producer to a feeder that loads by index, answering OrderRequest: ids ``first`` .. ``first + len(ids) - 1`` of epoch ``epoch``'s
+    """Producer to a feeder that loads by index, answering OrderRequest: ids ``first`` .. ``first + len(ids) - 1`` of
+    epoch ``epoch``'s
     order of ``total`` ids."""
     epoch: int
     first: int

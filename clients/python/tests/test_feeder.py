@@ -1,14 +1,13 @@
+import os
+import tempfile
+import time
 import unittest
 from unittest import mock
 
 import numpy as np
 
-from tensorsocket_client.__main__ import synthetic_epochs
-import os
-import tempfile
-import time
-
 from tensorsocket_client import ProducerNotFound, TensorConsumer, TensorProducer
+from tensorsocket_client.__main__ import synthetic_epochs
 from tensorsocket_client.feeder import FeederError, _check_carriable, _copy_hint, _dtype_code, _loader_failure, _named
 from tensorsocket_client.synthetic import SyntheticSpec
 
@@ -140,8 +139,8 @@ class ForeignArenaTest(unittest.TestCase):
     def test_a_welcome_naming_a_file_that_is_no_arena_is_refused_saying_so(self):
         import socket
         import threading
-        from tensorsocket_client import ProtocolError
-        from tensorsocket_client import wire
+
+        from tensorsocket_client import ProtocolError, wire
         with tempfile.TemporaryDirectory() as d, _base(d):
             os.makedirs(os.path.join(d, "foreign"))
             not_an_arena = os.path.join(d, "foreign", "arena")

@@ -2,8 +2,8 @@
 past their batch's release never showing the producer's later batches.
 
 Needs a running producer of synthetic data (at least 2 epochs or unbounded, loader batch size 16, a
-default arena of 8 slots) whose directory is in $TENSORSOCKET_TEST_DIR; the JUnit test PythonClientTest
-starts one. Skipped without it.
+default arena of 8 slots) whose directory is in $TENSORSOCKET_TEST_DIR; .ci/python-checks starts one.
+Skipped without it.
 """
 
 import gc
@@ -23,7 +23,7 @@ except ImportError:
     torch = None
 
 
-@unittest.skipUnless(DIR, "needs a producer in $TENSORSOCKET_TEST_DIR (run through PythonClientTest)")
+@unittest.skipUnless(DIR, "needs a producer in $TENSORSOCKET_TEST_DIR (run through .ci/python-checks)")
 class LifetimeTest(unittest.TestCase):
     def consumer(self, b):
         return TensorConsumer(directory=DIR, batch_size=b, connect_timeout=10, batch_timeout=20)

@@ -15,7 +15,7 @@ ORDER_SPEC = "samples=1000,seed=12345"
 
 def lines(kind):
     with open(VECTORS, encoding="utf-8") as f:
-        return [l.split()[1:] for l in f if l.startswith(kind + " ")]
+        return [line.split()[1:] for line in f if line.startswith(kind + " ")]
 
 
 class GeneratorTest(unittest.TestCase):

@@ -49,7 +49,7 @@ EXPECTED = {
 
 def read_hex(name):
     with open(os.path.join(VECTORS, name + ".hex"), encoding="utf-8") as f:
-        return bytes.fromhex("".join(l for l in f.read().splitlines() if not l.startswith("#")).replace(" ", ""))
+        return bytes.fromhex("".join(line for line in f.read().splitlines() if not line.startswith("#")).replace(" ", ""))
 
 
 def decode(frame):

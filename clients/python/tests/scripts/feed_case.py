@@ -89,7 +89,7 @@ def main():
     loader = DataLoader(Samples(spec, a.case), batch_size=a.batch_size, sampler=Order(spec), num_workers=a.workers)
     if a.case == "passes":
         producer = TensorProducer(a.name, loader, description=spec.format(), **options)
-        for epoch in range(a.epochs):
+        for _epoch in range(a.epochs):
             for _ in producer:
                 pass
         status = producer.join(timeout=120)

@@ -31,7 +31,7 @@ def main():
     n = consumer.samples_per_epoch
     for epoch in range(a.epochs):
         ids = []
-        for data, label, sample_id in loader:
+        for _data, _label, sample_id in loader:
             ids.extend(int(i) for i in sample_id)
             if a.step_ms:
                 time.sleep(a.step_ms / 1000.0)
