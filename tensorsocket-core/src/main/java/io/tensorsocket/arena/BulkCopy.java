@@ -12,10 +12,9 @@ import java.lang.foreign.MemorySegment;
  * {@code memmove}, whose large-copy strategy is tuned per processor: above its non-temporal threshold (glibc:
  * {@code glibc.cpu.x86_non_temporal_threshold}, derived from the cache size it reads from the processor) it writes
  * with non-temporal stores, which bypass the cache and need not read the target's lines first. A batch larger than
- * the cache is evicted before anyone reads it, so those stores lose nothing; where this was measured they moved it
- * 1.7 times as fast as the JDK's copy, which never uses them. Below that threshold {@code memmove} and the JDK's copy
- * ran within a few percent of each other. Smaller copies and copies from or to the heap are
- * {@code MemorySegment.copy}.
+ * the cache is evicted before anyone reads it, so those stores lose nothing; the JDK's copy never uses them (what
+ * that is worth is measured in docs/benchmarks.md, "Copying past the cache"). Smaller copies and copies from or to
+ * the heap are {@code MemorySegment.copy}.
  */
 public final class BulkCopy {
     /** Copies from this many bytes on go to the C library (below it the call's overhead is not worth it). */

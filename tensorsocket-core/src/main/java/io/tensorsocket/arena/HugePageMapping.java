@@ -30,8 +30,8 @@ import java.util.Set;
  * {@code madvise(MADV_COLLAPSE)} (Linux 6.1 and later) replaces them by 2 MiB pages whatever the mount says,
  * but only where the address and the file offset agree modulo 2 MiB, which an address the kernel picks
  * ({@link java.nio.channels.FileChannel#map}) rarely does. Every process that maps the file must map it so to
- * use the pages whole: a process reading them through 4 KiB entries read them at half the speed or less where
- * this was measured. The Python client maps its slots the same way.
+ * use the pages whole: a process that reads them through 4 KiB entries reads them more slowly (docs/benchmarks.md,
+ * "Huge pages"). The Python client maps its slots the same way.
  *
  * <p>All of it is an optimisation: where the C library, the kernel or free memory refuses, arenas are mapped
  * the ordinary way, or keep their 4 KiB pages, and nothing else changes.

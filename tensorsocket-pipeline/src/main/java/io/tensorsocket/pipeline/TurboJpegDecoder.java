@@ -11,8 +11,8 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * Decodes JPEG files with libjpeg-turbo's TurboJPEG C API (the 2.x {@code tj*} functions, which every
- * libturbojpeg since 1.4 exports, 3.x included), called through the FFM API. About three times faster
- * than ImageIO's bundled libjpeg on the same files.
+ * libturbojpeg since 1.4 exports, 3.x included), called through the FFM API; faster than ImageIO's bundled libjpeg
+ * on the same files (docs/benchmarks.md, "The JPEG pipeline").
  *
  * <p>The library is looked up as {@value #LIBRARY} on the system library path (Debian/Ubuntu package
  * {@code libturbojpeg0}), or at the path in the system property {@value #PATH_PROPERTY}. Calling native
