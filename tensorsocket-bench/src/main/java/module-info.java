@@ -5,7 +5,11 @@ module io.tensorsocket.bench {
     requires jmh.core;
     requires jdk.management;
 
-    exports io.tensorsocket.bench to io.tensorsocket.cli;
-    opens io.tensorsocket.bench.jmh to jmh.core;
-    opens io.tensorsocket.bench.jmh.jmh_generated to jmh.core;
+    exports io.tensorsocket.bench to
+            io.tensorsocket.cli;
+
+    opens io.tensorsocket.bench.jmh to
+            jmh.core;
+    opens io.tensorsocket.bench.jmh.jmh_generated to
+            jmh.core;
 }

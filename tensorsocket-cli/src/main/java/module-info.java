@@ -12,5 +12,6 @@ module io.tensorsocket.cli {
     requires java.management;
     requires jdk.management;
 
-    opens io.tensorsocket.cli to info.picocli;
+    opens io.tensorsocket.cli to
+            info.picocli;
 }

@@ -16,12 +16,25 @@ module io.tensorsocket.core {
     exports io.tensorsocket;
     exports io.tensorsocket.source;
     exports io.tensorsocket.external;
-    exports io.tensorsocket.spi to io.tensorsocket.flight, io.tensorsocket.cli;
-    exports io.tensorsocket.protocol to io.tensorsocket.cli, io.tensorsocket.bench, io.tensorsocket.flight;
-    exports io.tensorsocket.arena to io.tensorsocket.cli, io.tensorsocket.bench;
-    exports io.tensorsocket.rings to io.tensorsocket.cli, io.tensorsocket.bench;
-    exports io.tensorsocket.directory to io.tensorsocket.cli, io.tensorsocket.bench;
-    exports io.tensorsocket.stream to io.tensorsocket.bench, io.tensorsocket.pipeline;
+    exports io.tensorsocket.spi to
+            io.tensorsocket.flight,
+            io.tensorsocket.cli;
+    exports io.tensorsocket.protocol to
+            io.tensorsocket.cli,
+            io.tensorsocket.bench,
+            io.tensorsocket.flight;
+    exports io.tensorsocket.arena to
+            io.tensorsocket.cli,
+            io.tensorsocket.bench;
+    exports io.tensorsocket.rings to
+            io.tensorsocket.cli,
+            io.tensorsocket.bench;
+    exports io.tensorsocket.directory to
+            io.tensorsocket.cli,
+            io.tensorsocket.bench;
+    exports io.tensorsocket.stream to
+            io.tensorsocket.bench,
+            io.tensorsocket.pipeline;
 
     uses io.tensorsocket.spi.RemoteConnector;
 }

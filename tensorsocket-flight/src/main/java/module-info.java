@@ -22,5 +22,6 @@ module io.tensorsocket.flight {
 
     exports io.tensorsocket.flight;
 
-    provides io.tensorsocket.spi.RemoteConnector with io.tensorsocket.flight.FlightConnector;
+    provides io.tensorsocket.spi.RemoteConnector with
+            io.tensorsocket.flight.FlightConnector;
 }

@@ -50,7 +50,8 @@ public final class Batch implements AutoCloseable {
         for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
             Tensor t = Objects.requireNonNull(e.getValue(), e.getKey());
             if (t.rank() == 0) {
-                throw new IllegalArgumentException("tensor '" + e.getKey() + "' is a scalar; batch tensors need a batch dimension");
+                throw new IllegalArgumentException(
+                        "tensor '" + e.getKey() + "' is a scalar; batch tensors need a batch dimension");
             }
             if (n >= 0 && t.dim(0) != n) {
                 throw new IllegalArgumentException("tensor '" + e.getKey() + "' has " + t.dim(0)
@@ -90,8 +91,15 @@ public final class Batch implements AutoCloseable {
      * @param what        how error messages name the batch ("batch 3 of epoch 1")
      * @param onClose     run once when the batch is released; may be null
      */
-    public static Batch lent(List<TensorSpec> specs, List<MemorySegment> data, int samples, long epoch, long index,
-                             long sampleStart, String what, Runnable onClose) {
+    public static Batch lent(
+            List<TensorSpec> specs,
+            List<MemorySegment> data,
+            int samples,
+            long epoch,
+            long index,
+            long sampleStart,
+            String what,
+            Runnable onClose) {
         return lent(specs, data, samples, epoch, index, sampleStart, what, onClose, false);
     }
 
@@ -102,8 +110,16 @@ public final class Batch implements AutoCloseable {
      * another thread, its typed accessors refuse at once but its views stay open: the owner must then keep
      * {@code data} readable (it may hold other bytes) until the process ends.
      */
-    public static Batch lent(List<TensorSpec> specs, List<MemorySegment> data, int samples, long epoch, long index,
-                             long sampleStart, String what, Runnable onClose, boolean confined) {
+    public static Batch lent(
+            List<TensorSpec> specs,
+            List<MemorySegment> data,
+            int samples,
+            long epoch,
+            long index,
+            long sampleStart,
+            String what,
+            Runnable onClose,
+            boolean confined) {
         if (specs.size() != data.size()) {
             throw new IllegalArgumentException(specs.size() + " tensor specs but " + data.size() + " data segments");
         }
@@ -111,8 +127,13 @@ public final class Batch implements AutoCloseable {
         Map<String, Tensor> m = new LinkedHashMap<>();
         for (int i = 0; i < specs.size(); i++) {
             TensorSpec s = specs.get(i);
-            m.put(s.name(), new Tensor(s.dtype(), s.batchShape(samples),
-                    data.get(i).reinterpret(lease.scope(), null).asReadOnly(), lease));
+            m.put(
+                    s.name(),
+                    new Tensor(
+                            s.dtype(),
+                            s.batchShape(samples),
+                            data.get(i).reinterpret(lease.scope(), null).asReadOnly(),
+                            lease));
         }
         return new Batch(m, epoch, index, sampleStart, lease, onClose);
     }

@@ -27,8 +27,11 @@ public record BatchLayout(List<TensorSpec> tensors, int batchSize) {
 
     /** The layout of {@code batch}, taking its size as the full batch size. */
     public static BatchLayout of(Batch batch) {
-        return new BatchLayout(batch.tensors().entrySet().stream()
-                .map(e -> TensorSpec.of(e.getKey(), e.getValue())).toList(), batch.size());
+        return new BatchLayout(
+                batch.tensors().entrySet().stream()
+                        .map(e -> TensorSpec.of(e.getKey(), e.getValue()))
+                        .toList(),
+                batch.size());
     }
 
     /** Bytes of one sample over all tensors. */
@@ -57,19 +60,22 @@ public record BatchLayout(List<TensorSpec> tensors, int batchSize) {
      */
     public void check(Batch batch) {
         Map<String, Tensor> ts = batch.tensors();
-        if (ts.size() != tensors.size() || !ts.keySet().containsAll(tensors.stream().map(TensorSpec::name).toList())) {
-            throw new IllegalArgumentException("batch has tensors " + ts.keySet() + " but the source's layout is " + tensors);
+        if (ts.size() != tensors.size()
+                || !ts.keySet()
+                        .containsAll(tensors.stream().map(TensorSpec::name).toList())) {
+            throw new IllegalArgumentException(
+                    "batch has tensors " + ts.keySet() + " but the source's layout is " + tensors);
         }
         for (TensorSpec s : tensors) {
             Tensor t = ts.get(s.name());
             if (!s.matches(t)) {
-                throw new IllegalArgumentException("tensor '" + s.name() + "' is " + t + " but the layout says " + s.describe()
-                        + " per sample");
+                throw new IllegalArgumentException(
+                        "tensor '" + s.name() + "' is " + t + " but the layout says " + s.describe() + " per sample");
             }
         }
         if (batch.size() < 1 || batch.size() > batchSize) {
-            throw new IllegalArgumentException("batch of " + batch.size() + " samples; the source's batches hold 1 to "
-                    + batchSize);
+            throw new IllegalArgumentException(
+                    "batch of " + batch.size() + " samples; the source's batches hold 1 to " + batchSize);
         }
     }
 }

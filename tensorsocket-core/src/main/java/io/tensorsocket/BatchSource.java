@@ -1,6 +1,5 @@
 package io.tensorsocket;
 
-
 import io.tensorsocket.producer.IterableSource;
 import java.util.function.LongFunction;
 
@@ -44,8 +43,7 @@ public interface BatchSource extends AutoCloseable {
      * layout is declared by another process (an external feeder) waits for that declaration here, bounded.
      * Most sources know their layout at once and do nothing.
      */
-    default void awaitLayout(java.nio.file.Path producerDirectory) throws java.io.IOException, InterruptedException {
-    }
+    default void awaitLayout(java.nio.file.Path producerDirectory) throws java.io.IOException, InterruptedException {}
 
     /**
      * Epochs to serve when the source decides them (an external feeder declares its own); otherwise
@@ -74,8 +72,7 @@ public interface BatchSource extends AutoCloseable {
     }
 
     @Override
-    default void close() throws Exception {
-    }
+    default void close() throws Exception {}
 
     /**
      * Wraps any loader: {@code epochs.apply(e)} returns the batches of epoch {@code e}. The layout is
@@ -87,11 +84,13 @@ public interface BatchSource extends AutoCloseable {
 
     /** Wraps a loader given as one iterator per epoch: {@code epochs.apply(e)} iterates epoch {@code e}. */
     static BatchSource fromIterators(LongFunction<? extends java.util.Iterator<Batch>> epochs, long samplesPerEpoch) {
-        return new IterableSource(e -> () -> {
-            @SuppressWarnings("unchecked")
-            java.util.Iterator<Batch> it = (java.util.Iterator<Batch>) epochs.apply(e);
-            return it;
-        }, samplesPerEpoch);
+        return new IterableSource(
+                e -> () -> {
+                    @SuppressWarnings("unchecked")
+                    java.util.Iterator<Batch> it = (java.util.Iterator<Batch>) epochs.apply(e);
+                    return it;
+                },
+                samplesPerEpoch);
     }
 
     /** Wraps a loader that yields the same sequence every epoch (for example one that shuffles itself). */

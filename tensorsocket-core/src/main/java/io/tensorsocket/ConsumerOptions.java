@@ -34,9 +34,18 @@ import java.util.Objects;
  *                       keeps its shared memory mapped until the process ends). Off by default: batches may go
  *                       to other threads
  */
-public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                              Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
-                              boolean ringHandoff, JobRank jobRank, boolean threadConfinedBatches) {
+public record ConsumerOptions(
+        int batchSize,
+        boolean dropLast,
+        Duration connectTimeout,
+        Duration batchTimeout,
+        Duration liveness,
+        StartPolicy startPolicy,
+        String client,
+        Duration spinWait,
+        boolean ringHandoff,
+        JobRank jobRank,
+        boolean threadConfinedBatches) {
     /** The default {@link #liveness()}: ten missed heartbeats. */
     public static final Duration DEFAULT_LIVENESS = Duration.ofSeconds(10);
     /**
@@ -56,7 +65,10 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
         Objects.requireNonNull(liveness, "liveness");
         Objects.requireNonNull(startPolicy, "startPolicy");
         Objects.requireNonNull(spinWait, "spinWait");
-        if (connectTimeout.isNegative() || connectTimeout.isZero() || batchTimeout.isNegative() || batchTimeout.isZero()) {
+        if (connectTimeout.isNegative()
+                || connectTimeout.isZero()
+                || batchTimeout.isNegative()
+                || batchTimeout.isZero()) {
             throw new IllegalArgumentException("timeouts must be positive");
         }
         if (liveness.compareTo(Duration.ofSeconds(2)) < 0) {
@@ -70,29 +82,78 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
     }
 
     /** Options whose batches may be used by any thread. */
-    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
-                           boolean ringHandoff, JobRank jobRank) {
-        this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+    public ConsumerOptions(
+            int batchSize,
+            boolean dropLast,
+            Duration connectTimeout,
+            Duration batchTimeout,
+            Duration liveness,
+            StartPolicy startPolicy,
+            String client,
+            Duration spinWait,
+            boolean ringHandoff,
+            JobRank jobRank) {
+        this(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 false);
     }
 
     /** Options of a consumer that is no rank of a job. */
-    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait,
-                           boolean ringHandoff) {
-        this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, null);
+    public ConsumerOptions(
+            int batchSize,
+            boolean dropLast,
+            Duration connectTimeout,
+            Duration batchTimeout,
+            Duration liveness,
+            StartPolicy startPolicy,
+            String client,
+            Duration spinWait,
+            boolean ringHandoff) {
+        this(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                null);
     }
 
     /** Options handed batches through a descriptor ring. */
-    public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout,
-                           Duration liveness, StartPolicy startPolicy, String client, Duration spinWait) {
+    public ConsumerOptions(
+            int batchSize,
+            boolean dropLast,
+            Duration connectTimeout,
+            Duration batchTimeout,
+            Duration liveness,
+            StartPolicy startPolicy,
+            String client,
+            Duration spinWait) {
         this(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, true);
     }
 
     /** Options with the default liveness, start policy, client label, hand-off and no spinning. */
     public ConsumerOptions(int batchSize, boolean dropLast, Duration connectTimeout, Duration batchTimeout) {
-        this(batchSize, dropLast, connectTimeout, batchTimeout, DEFAULT_LIVENESS, StartPolicy.JOIN_NOW, null,
+        this(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                DEFAULT_LIVENESS,
+                StartPolicy.JOIN_NOW,
+                null,
                 Duration.ZERO);
     }
 
@@ -102,29 +163,79 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
     public ConsumerOptions withConnectTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, timeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                timeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
     public ConsumerOptions withBatchTimeout(Duration timeout) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, timeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                timeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
     /** How long a waiting consumer hears nothing from the producer before it reports it as not responding. */
     public ConsumerOptions withLiveness(Duration liveness) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
     /** What to do when arriving after the current epoch's start has left the rubber band. */
     public ConsumerOptions withStartPolicy(StartPolicy policy) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, policy, client, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                policy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
@@ -137,13 +248,33 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
 
     /** Labels this consumer in the producer's status (e.g. the host it serves); null for this process's command. */
     public ConsumerOptions withClient(String label) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, label, spinWait, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                label,
+                spinWait,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
     /** Polls for up to {@code spin} while waiting for a batch, before sleeping (see {@link #spinWait()}). */
     public ConsumerOptions withSpinWait(Duration spin) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spin, ringHandoff, jobRank,
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spin,
+                ringHandoff,
+                jobRank,
                 threadConfinedBatches);
     }
 
@@ -153,8 +284,18 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      * ring left, the socket is used whatever this says.
      */
     public ConsumerOptions withRingHandoff(boolean ring) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ring, jobRank, threadConfinedBatches);
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ring,
+                jobRank,
+                threadConfinedBatches);
     }
 
     /**
@@ -163,8 +304,18 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      * have joined, all at one start; a rank that dies fails its job ({@link JobFailedException} for the others).
      */
     public ConsumerOptions withRank(String job, int rank, int worldSize) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ringHandoff, new JobRank(job, rank, worldSize), threadConfinedBatches);
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                new JobRank(job, rank, worldSize),
+                threadConfinedBatches);
     }
 
     /**
@@ -172,7 +323,17 @@ public record ConsumerOptions(int batchSize, boolean dropLast, Duration connectT
      * trains on each batch in the thread that iterates saves a handshake with every thread of the JVM per batch.
      */
     public ConsumerOptions withThreadConfinedBatches(boolean confined) {
-        return new ConsumerOptions(batchSize, dropLast, connectTimeout, batchTimeout, liveness, startPolicy, client, spinWait,
-                ringHandoff, jobRank, confined);
+        return new ConsumerOptions(
+                batchSize,
+                dropLast,
+                connectTimeout,
+                batchTimeout,
+                liveness,
+                startPolicy,
+                client,
+                spinWait,
+                ringHandoff,
+                jobRank,
+                confined);
     }
 }

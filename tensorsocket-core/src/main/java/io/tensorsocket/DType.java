@@ -80,8 +80,9 @@ public enum DType {
             case "float32", "f32", "float" -> FLOAT32;
             case "float64", "f64", "double" -> FLOAT64;
             case "bool", "boolean" -> BOOL;
-            default -> throw new IllegalArgumentException("unknown dtype '" + name
-                    + "': use one of uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool");
+            default ->
+                throw new IllegalArgumentException("unknown dtype '" + name
+                        + "': use one of uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, bool");
         };
     }
 }

@@ -1,7 +1,6 @@
 package io.tensorsocket;
 
 import io.tensorsocket.stream.EpochOrders;
-
 import java.util.SplittableRandom;
 
 /**

@@ -1,6 +1,5 @@
 package io.tensorsocket;
 
-
 import java.util.List;
 
 /**
@@ -19,11 +18,29 @@ import java.util.List;
  * @param evictions          consumers disconnected since the start because they held a batch past the stall timeout
  * @param midEpoch           how a consumer joining mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}
  */
-public record ProducerStatus(long producerPid, String name, String source, State state, int producerBatchSize,
-                             long samplesPerEpoch, long epochs, long epoch, long sample, long batchesPublished,
-                             long samplesPublished, double samplesPerSecond, int slotCount, long slotBytes,
-                             int slotsInUse, int rubberBand, int windowBatches, long uptimeNanos, int consumersAttached,
-                             long evictions, StartMode midEpoch, List<Consumer> consumers) {
+public record ProducerStatus(
+        long producerPid,
+        String name,
+        String source,
+        State state,
+        int producerBatchSize,
+        long samplesPerEpoch,
+        long epochs,
+        long epoch,
+        long sample,
+        long batchesPublished,
+        long samplesPublished,
+        double samplesPerSecond,
+        int slotCount,
+        long slotBytes,
+        int slotsInUse,
+        int rubberBand,
+        int windowBatches,
+        long uptimeNanos,
+        int consumersAttached,
+        long evictions,
+        StartMode midEpoch,
+        List<Consumer> consumers) {
 
     /** Most consumers a status message lists; the count of attached consumers is always exact. */
     public static final int MAX_LISTED = 256;
@@ -58,11 +75,29 @@ public record ProducerStatus(long producerPid, String name, String source, State
      *                     consumer served over Flight the remote peer ({@code flight 10.0.0.7:51234}); at
      *                     most {@link #MAX_CLIENT} characters
      */
-    public record Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode,
-                           long epoch, long position, long lagSamples, int batchesHeld, long batchesSent,
-                           boolean reported, long samplesConsumed, double samplesPerSecond, long waitNanos,
-                           long workNanos, long connectedNanos, String client, boolean ring, String job, int rank,
-                           int worldSize) {
+    public record Consumer(
+            int id,
+            long pid,
+            String user,
+            int batchSize,
+            boolean dropLast,
+            StartMode startMode,
+            long epoch,
+            long position,
+            long lagSamples,
+            int batchesHeld,
+            long batchesSent,
+            boolean reported,
+            long samplesConsumed,
+            double samplesPerSecond,
+            long waitNanos,
+            long workNanos,
+            long connectedNanos,
+            String client,
+            boolean ring,
+            String job,
+            int rank,
+            int worldSize) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
 
@@ -72,12 +107,49 @@ public record ProducerStatus(long producerPid, String name, String source, State
         }
 
         /** A consumer that is no rank of a job. */
-        public Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode, long epoch,
-                        long position, long lagSamples, int batchesHeld, long batchesSent, boolean reported,
-                        long samplesConsumed, double samplesPerSecond, long waitNanos, long workNanos, long connectedNanos,
-                        String client, boolean ring) {
-            this(id, pid, user, batchSize, dropLast, startMode, epoch, position, lagSamples, batchesHeld, batchesSent,
-                    reported, samplesConsumed, samplesPerSecond, waitNanos, workNanos, connectedNanos, client, ring, "", 0, 1);
+        public Consumer(
+                int id,
+                long pid,
+                String user,
+                int batchSize,
+                boolean dropLast,
+                StartMode startMode,
+                long epoch,
+                long position,
+                long lagSamples,
+                int batchesHeld,
+                long batchesSent,
+                boolean reported,
+                long samplesConsumed,
+                double samplesPerSecond,
+                long waitNanos,
+                long workNanos,
+                long connectedNanos,
+                String client,
+                boolean ring) {
+            this(
+                    id,
+                    pid,
+                    user,
+                    batchSize,
+                    dropLast,
+                    startMode,
+                    epoch,
+                    position,
+                    lagSamples,
+                    batchesHeld,
+                    batchesSent,
+                    reported,
+                    samplesConsumed,
+                    samplesPerSecond,
+                    waitNanos,
+                    workNanos,
+                    connectedNanos,
+                    client,
+                    ring,
+                    "",
+                    0,
+                    1);
         }
 
         /** Whether it is a rank of a job ({@link #job()}, {@link #rank()} of {@link #worldSize()}). */
@@ -86,12 +158,45 @@ public record ProducerStatus(long producerPid, String name, String source, State
         }
 
         /** A consumer served over its socket (no descriptor ring). */
-        public Consumer(int id, long pid, String user, int batchSize, boolean dropLast, StartMode startMode, long epoch,
-                        long position, long lagSamples, int batchesHeld, long batchesSent, boolean reported,
-                        long samplesConsumed, double samplesPerSecond, long waitNanos, long workNanos, long connectedNanos,
-                        String client) {
-            this(id, pid, user, batchSize, dropLast, startMode, epoch, position, lagSamples, batchesHeld, batchesSent,
-                    reported, samplesConsumed, samplesPerSecond, waitNanos, workNanos, connectedNanos, client, false);
+        public Consumer(
+                int id,
+                long pid,
+                String user,
+                int batchSize,
+                boolean dropLast,
+                StartMode startMode,
+                long epoch,
+                long position,
+                long lagSamples,
+                int batchesHeld,
+                long batchesSent,
+                boolean reported,
+                long samplesConsumed,
+                double samplesPerSecond,
+                long waitNanos,
+                long workNanos,
+                long connectedNanos,
+                String client) {
+            this(
+                    id,
+                    pid,
+                    user,
+                    batchSize,
+                    dropLast,
+                    startMode,
+                    epoch,
+                    position,
+                    lagSamples,
+                    batchesHeld,
+                    batchesSent,
+                    reported,
+                    samplesConsumed,
+                    samplesPerSecond,
+                    waitNanos,
+                    workNanos,
+                    connectedNanos,
+                    client,
+                    false);
         }
 
         /** How its batches reach it: "ring" (a descriptor ring in shared memory) or "socket". */

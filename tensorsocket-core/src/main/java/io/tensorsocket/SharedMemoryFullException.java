@@ -21,7 +21,8 @@ public final class SharedMemoryFullException extends TensorSocketException {
 
     private static String message(Path dir, long needed, long free) {
         return "not enough shared memory in " + dir + ": the arena needs " + needed + " bytes (" + mib(needed)
-                + " MiB) but only " + free + " bytes (" + mib(free) + " MiB) are free; use a smaller arena (--arena-mb or"
+                + " MiB) but only " + free + " bytes (" + mib(free)
+                + " MiB) are free; use a smaller arena (--arena-mb or"
                 + " --slots) or a smaller loader batch, give the container more shared memory (docker run --shm-size=1g,"
                 + " or --ipc=host; in Kubernetes mount an emptyDir with medium: Memory and a sizeLimit at /dev/shm),"
                 + " or point TENSORSOCKET_BASE at a file system with more room";

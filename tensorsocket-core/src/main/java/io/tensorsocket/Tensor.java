@@ -1,7 +1,6 @@
 package io.tensorsocket;
 
 import io.tensorsocket.arena.BulkCopy;
-
 import io.tensorsocket.lease.Lease;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -20,7 +19,8 @@ import java.util.Objects;
 public final class Tensor {
     static {
         if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
-            throw new ExceptionInInitializerError("TensorSocket stores tensors little-endian and needs a little-endian platform");
+            throw new ExceptionInInitializerError(
+                    "TensorSocket stores tensors little-endian and needs a little-endian platform");
         }
     }
 
@@ -41,8 +41,8 @@ public final class Tensor {
         this.lease = lease;
         long expected = numel(this.shape) * dtype.byteSize();
         if (data.byteSize() != expected) {
-            throw new IllegalArgumentException("tensor of " + dtype.lowerName() + Arrays.toString(shape)
-                    + " needs " + expected + " bytes but the data has " + data.byteSize());
+            throw new IllegalArgumentException("tensor of " + dtype.lowerName() + Arrays.toString(shape) + " needs "
+                    + expected + " bytes but the data has " + data.byteSize());
         }
         this.data = data;
     }
@@ -272,7 +272,8 @@ public final class Tensor {
 
     private void requireSize(int size) {
         if (dtype.byteSize() != size) {
-            throw new UnsupportedOperationException("this is a " + dtype.lowerName() + " tensor, not a " + size + "-byte type");
+            throw new UnsupportedOperationException(
+                    "this is a " + dtype.lowerName() + " tensor, not a " + size + "-byte type");
         }
     }
 

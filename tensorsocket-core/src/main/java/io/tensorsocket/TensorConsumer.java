@@ -1,12 +1,11 @@
 package io.tensorsocket;
 
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.consumer.LocalEngine;
 import io.tensorsocket.consumer.ProgressMeter;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
 import io.tensorsocket.spi.RemoteConnector;
-
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
@@ -90,8 +89,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      *
      * @param serveArgs what {@code serve} needs besides the name, e.g. {@code --idx /data/fmnist --batch-size 256}
      */
-    public static TensorConsumer connectOrServe(String name, ConsumerOptions options, java.util.List<String> serveArgs,
-                                                Duration linger) {
+    public static TensorConsumer connectOrServe(
+            String name, ConsumerOptions options, java.util.List<String> serveArgs, Duration linger) {
         io.tensorsocket.consumer.SharedServe share = new io.tensorsocket.consumer.SharedServe(name, serveArgs, linger);
         for (int attempt = 0; ; attempt++) {
             share.ensureStarted(options.connectTimeout());

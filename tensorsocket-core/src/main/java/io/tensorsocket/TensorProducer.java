@@ -7,7 +7,6 @@ import io.tensorsocket.producer.ProducerSpec;
 import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.spi.RelayBoundaries;
 import io.tensorsocket.spi.UpstreamBoundaries;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -166,6 +165,7 @@ public final class TensorProducer implements AutoCloseable {
         private Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
         private Duration idleTimeout;
+
         private Duration startGrace = Duration.ofSeconds(2);
         private Duration jobTimeout = Duration.ofSeconds(30);
         private String shareKey;
@@ -174,8 +174,7 @@ public final class TensorProducer implements AutoCloseable {
         private int minConsumers = 1;
         private String accessGroup;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * Lets members of {@code group} connect too (default: only this user). The producer's directory
@@ -372,14 +371,30 @@ public final class TensorProducer implements AutoCloseable {
             }
             Objects.requireNonNull(source, "source");
             Path dir = directory != null ? directory : ProducerDirectory.forName(name);
-            ProducerSpec spec = new ProducerSpec(name != null ? name : dir.getFileName().toString(), dir, source,
-                    arenaBytes, slots, rubberBand, claimsAhead, rings, epochs, stallTimeout, idleTimeout, startGrace,
-                    jobTimeout, shareKey, helloTimeout, drainTimeout, minConsumers, accessGroup);
+            ProducerSpec spec = new ProducerSpec(
+                    name != null ? name : dir.getFileName().toString(),
+                    dir,
+                    source,
+                    arenaBytes,
+                    slots,
+                    rubberBand,
+                    claimsAhead,
+                    rings,
+                    epochs,
+                    stallTimeout,
+                    idleTimeout,
+                    startGrace,
+                    jobTimeout,
+                    shareKey,
+                    helloTimeout,
+                    drainTimeout,
+                    minConsumers,
+                    accessGroup);
             try {
                 return new TensorProducer(spec);
             } catch (IOException e) {
-                throw new UncheckedIOException("could not set up producer '" + (name != null ? name : directory) + "': "
-                        + e.getMessage(), e);
+                throw new UncheckedIOException(
+                        "could not set up producer '" + (name != null ? name : directory) + "': " + e.getMessage(), e);
             }
         }
     }

@@ -17,7 +17,8 @@ public record TensorSpec(String name, DType dtype, long[] sampleShape) {
         sampleShape = sampleShape.clone();
         Tensor.numel(sampleShape);
         if (sampleShape.length > 16) {
-            throw new IllegalArgumentException("tensor '" + name + "' has " + sampleShape.length + " dimensions; at most 16 are supported");
+            throw new IllegalArgumentException(
+                    "tensor '" + name + "' has " + sampleShape.length + " dimensions; at most 16 are supported");
         }
     }
 
@@ -60,7 +61,10 @@ public record TensorSpec(String name, DType dtype, long[] sampleShape) {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof TensorSpec s && s.name.equals(name) && s.dtype == dtype && Arrays.equals(s.sampleShape, sampleShape);
+        return o instanceof TensorSpec s
+                && s.name.equals(name)
+                && s.dtype == dtype
+                && Arrays.equals(s.sampleShape, sampleShape);
     }
 
     @Override

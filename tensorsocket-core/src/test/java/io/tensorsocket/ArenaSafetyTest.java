@@ -1,21 +1,17 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.rings.Futex;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.protocol.WireFormat;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -29,8 +25,11 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Consumers map the arena read-only and trust nothing a producer says about it: a fake producer that
@@ -51,6 +50,7 @@ class ArenaSafetyTest {
 
     @TempDir
     Path tmp;
+
     private Path dir;
     private ServerSocketChannel server;
     private SharedArena arena;
@@ -84,8 +84,21 @@ class ArenaSafetyTest {
     }
 
     private Message.Welcome welcome() {
-        return new Message.Welcome(SESSION, 1, ProcessHandle.current().pid(), dir.resolve(ProducerDirectory.ARENA_FILE).toString(),
-                SLOTS, layout.slotBytes(), B, TENSORS, SAMPLES, 1, StartMode.EPOCH_START, 0, 0, "fake");
+        return new Message.Welcome(
+                SESSION,
+                1,
+                ProcessHandle.current().pid(),
+                dir.resolve(ProducerDirectory.ARENA_FILE).toString(),
+                SLOTS,
+                layout.slotBytes(),
+                B,
+                TENSORS,
+                SAMPLES,
+                1,
+                StartMode.EPOCH_START,
+                0,
+                0,
+                "fake");
     }
 
     /** Serves one consumer: answers HELLO with {@code welcome}, then sends {@code then}, then waits for it to go. */
@@ -109,8 +122,11 @@ class ArenaSafetyTest {
     }
 
     private TensorConsumer connect() {
-        return TensorConsumer.connect(dir, ConsumerOptions.batchSize(B).withConnectTimeout(Duration.ofSeconds(5))
-                .withBatchTimeout(Duration.ofSeconds(5)));
+        return TensorConsumer.connect(
+                dir,
+                ConsumerOptions.batchSize(B)
+                        .withConnectTimeout(Duration.ofSeconds(5))
+                        .withBatchTimeout(Duration.ofSeconds(5)));
     }
 
     /** Connects, reads until the consumer throws; returns the exception and the batches seen before it. */
@@ -138,14 +154,17 @@ class ArenaSafetyTest {
             assertThrows(IllegalArgumentException.class, () -> seg.set(ValueLayout.JAVA_BYTE, 4096, (byte) 9));
             assertThrows(IllegalArgumentException.class, () -> view.slot(0).fill((byte) 9));
         }
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("real"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=50,shape=4,dtype=float32,seed=1"), 10)).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("real"), ConsumerOptions.batchSize(10))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("real"))
+                        .source(new SyntheticSource(SyntheticSpec.parse("samples=50,shape=4,dtype=float32,seed=1"), 10))
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("real"), ConsumerOptions.batchSize(10))) {
             Batch b = c.iterator().next();
             MemorySegment data = b.tensor("data").data();
             assertTrue(data.isReadOnly());
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> data.set(ValueLayout.JAVA_FLOAT, 0, 1f));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> data.set(ValueLayout.JAVA_FLOAT, 0, 1f));
             assertTrue(e.getMessage().contains("read-only"), e.getMessage());
             assertTrue(p.consumerCount() == 1);
         }
@@ -170,7 +189,8 @@ class ArenaSafetyTest {
     }
 
     private void ringsOwnedBy(int owner, long session, Message... entries) throws IOException {
-        try (DescriptorRings rings = DescriptorRings.create(dir.resolve(ProducerDirectory.RINGS_FILE), 1, SLOTS, session)) {
+        try (DescriptorRings rings =
+                DescriptorRings.create(dir.resolve(ProducerDirectory.RINGS_FILE), 1, SLOTS, session)) {
             DescriptorRings.Writer w = rings.writer(0);
             w.claim(owner);
             Futex futex = new Futex();
@@ -187,7 +207,9 @@ class ArenaSafetyTest {
         rings(SESSION + 1);
         serve(welcome().forConsumer(1, 0));
         ProtocolException e = assertThrows(ProtocolException.class, this::connect);
-        assertTrue(e.getMessage().contains("rings file") && e.getMessage().contains("another producer session"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("rings file") && e.getMessage().contains("another producer session"),
+                e.getMessage());
     }
 
     @Test
@@ -196,8 +218,11 @@ class ArenaSafetyTest {
         ringsOwnedBy(2, SESSION, batch(0, 0, 0, 0, B)); // the producer gave ring 0 to consumer 2, and said nothing
         serve(welcome().forConsumer(1, 0));
         try (TensorConsumer c = connect()) {
-            ConsumerEvictedException e = assertThrows(ConsumerEvictedException.class, () -> c.iterator().next());
-            assertTrue(e.getMessage().contains("let this consumer go") && e.getMessage().contains("consumer 2"),
+            ConsumerEvictedException e = assertThrows(
+                    ConsumerEvictedException.class, () -> c.iterator().next());
+            assertTrue(
+                    e.getMessage().contains("let this consumer go")
+                            && e.getMessage().contains("consumer 2"),
                     e.getMessage());
         }
     }
@@ -294,71 +319,104 @@ class ArenaSafetyTest {
         return assertThrows(ProtocolException.class, this::connect);
     }
 
-    private static Message.Welcome with(Message.Welcome w, String arenaPath, int slots, long slotBytes, int batch,
-                                        List<TensorSpec> tensors, long session) {
-        return new Message.Welcome(session, w.consumerId(), w.producerPid(), arenaPath, slots, slotBytes, batch, tensors,
-                w.samplesPerEpoch(), w.epochs(), w.startMode(), w.startEpoch(), w.startSample(), w.source());
+    private static Message.Welcome with(
+            Message.Welcome w,
+            String arenaPath,
+            int slots,
+            long slotBytes,
+            int batch,
+            List<TensorSpec> tensors,
+            long session) {
+        return new Message.Welcome(
+                session,
+                w.consumerId(),
+                w.producerPid(),
+                arenaPath,
+                slots,
+                slotBytes,
+                batch,
+                tensors,
+                w.samplesPerEpoch(),
+                w.epochs(),
+                w.startMode(),
+                w.startEpoch(),
+                w.startSample(),
+                w.source());
     }
 
     @Test
     void anArenaOutsideTheProducersDirectoryIsRefused() {
-        ProtocolException e = connectExpectingRejection(w -> with(w, "/etc/passwd", w.slotCount(), w.slotBytes(),
-                w.producerBatchSize(), w.tensors(), w.sessionId()));
+        ProtocolException e = connectExpectingRejection(w -> with(
+                w, "/etc/passwd", w.slotCount(), w.slotBytes(), w.producerBatchSize(), w.tensors(), w.sessionId()));
         assertTrue(e.getMessage().contains("outside its directory"), e.getMessage());
     }
 
     @Test
     void moreSlotsThanTheFileHoldsAreRefused() {
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), SLOTS * 4, w.slotBytes(),
-                w.producerBatchSize(), w.tensors(), w.sessionId()));
+        ProtocolException e = connectExpectingRejection(w ->
+                with(w, w.arenaPath(), SLOTS * 4, w.slotBytes(), w.producerBatchSize(), w.tensors(), w.sessionId()));
         assertTrue(e.getMessage().contains("bytes but the producer announced"), e.getMessage());
     }
 
     @Test
     void slotsOfTheWrongSizeAreRefused() {
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), w.slotCount(), w.slotBytes() / 2,
-                w.producerBatchSize(), w.tensors(), w.sessionId()));
+        ProtocolException e = connectExpectingRejection(w -> with(
+                w, w.arenaPath(), w.slotCount(), w.slotBytes() / 2, w.producerBatchSize(), w.tensors(), w.sessionId()));
         assertTrue(e.getMessage().contains("-byte slots"), e.getMessage());
     }
 
     @Test
     void anArenaOfAnotherSessionIsRefused() {
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), w.slotCount(), w.slotBytes(),
-                w.producerBatchSize(), w.tensors(), SESSION + 1));
+        ProtocolException e = connectExpectingRejection(w ->
+                with(w, w.arenaPath(), w.slotCount(), w.slotBytes(), w.producerBatchSize(), w.tensors(), SESSION + 1));
         assertTrue(e.getMessage().contains("another producer session"), e.getMessage());
     }
 
     @Test
     void geometryThatOverflowsIsAProtocolErrorNotAnArithmeticOne() {
         List<TensorSpec> huge = List.of(TensorSpec.of("data", DType.FLOAT64, 1L << 20, 1L << 20, 1L << 10));
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), Integer.MAX_VALUE, Long.MAX_VALUE / 2,
-                Integer.MAX_VALUE, huge, w.sessionId()));
+        ProtocolException e = connectExpectingRejection(w ->
+                with(w, w.arenaPath(), Integer.MAX_VALUE, Long.MAX_VALUE / 2, Integer.MAX_VALUE, huge, w.sessionId()));
         assertTrue(e.getMessage().contains("impossible arena"), e.getMessage());
     }
 
     @Test
     void tooManySlotsForTheAddressSpaceAreAProtocolError() {
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), Integer.MAX_VALUE,
-                ArenaLayout.of(new BatchLayout(TENSORS, 1 << 30), 1).slotBytes(), 1 << 30, TENSORS, w.sessionId()));
+        ProtocolException e = connectExpectingRejection(w -> with(
+                w,
+                w.arenaPath(),
+                Integer.MAX_VALUE,
+                ArenaLayout.of(new BatchLayout(TENSORS, 1 << 30), 1).slotBytes(),
+                1 << 30,
+                TENSORS,
+                w.sessionId()));
         assertNotNull(e.getMessage());
     }
 
     @Test
     void duplicateTensorNamesAreAProtocolError() {
-        List<TensorSpec> twice = List.of(TensorSpec.of("data", DType.FLOAT32, 4), TensorSpec.of("data", DType.FLOAT32, 4));
-        ProtocolException e = connectExpectingRejection(w -> with(w, w.arenaPath(), w.slotCount(), w.slotBytes(),
-                w.producerBatchSize(), twice, w.sessionId()));
-        assertTrue(e.getMessage().contains("impossible arena") && e.getMessage().contains("appears twice"), e.getMessage());
+        List<TensorSpec> twice =
+                List.of(TensorSpec.of("data", DType.FLOAT32, 4), TensorSpec.of("data", DType.FLOAT32, 4));
+        ProtocolException e = connectExpectingRejection(
+                w -> with(w, w.arenaPath(), w.slotCount(), w.slotBytes(), w.producerBatchSize(), twice, w.sessionId()));
+        assertTrue(
+                e.getMessage().contains("impossible arena") && e.getMessage().contains("appears twice"),
+                e.getMessage());
     }
 
-    // ------------------------------------------------------------------------------------------ sources that cannot fit
+    // ------------------------------------------------------------------------------------------ sources that cannot
+    // fit
 
     @Test
     void aBatchThatCannotFitIsRefusedWithTheSizes() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TensorProducer.builder()
-                .directory(tmp.resolve("tiny")).arenaMiB(1)
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=100,shape=3x64x64,dtype=float32,seed=1"), 64))
-                .build());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> TensorProducer.builder()
+                        .directory(tmp.resolve("tiny"))
+                        .arenaMiB(1)
+                        .source(new SyntheticSource(
+                                SyntheticSpec.parse("samples=100,shape=3x64x64,dtype=float32,seed=1"), 64))
+                        .build());
         assertTrue(e.getMessage().contains("KiB") && e.getMessage().contains("give it at least"), e.getMessage());
     }
 

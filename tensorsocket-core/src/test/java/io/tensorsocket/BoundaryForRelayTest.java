@@ -1,21 +1,20 @@
 package io.tensorsocket;
 
-import io.tensorsocket.spi.RelayBoundaries;
-import io.tensorsocket.spi.UpstreamBoundaries;
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
+import io.tensorsocket.spi.RelayBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A producer keeps boundaries on behalf of a consumer that relays its stream ({@link UpstreamBoundaries}): a kept
@@ -36,9 +35,15 @@ class BoundaryForRelayTest {
         Path dir = tmp.resolve("p");
         // 4 slots: the producer runs at most a few batches ahead of its one consumer, so the consumer's position
         // says which epoch's order is drawn
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(SPEC, BATCH))
-                .epochs(0).slots(4).rubberBand(0).startGrace(Duration.ZERO).build();
-             TensorConsumer relay = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(new SyntheticSource(SPEC, BATCH))
+                        .epochs(0)
+                        .slots(4)
+                        .rubberBand(0)
+                        .startGrace(Duration.ZERO)
+                        .build();
+                TensorConsumer relay = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH))) {
             p.start();
             int id = relay.consumerId();
             long[][] ids = new long[5][(int) SPEC.samples()];
@@ -50,14 +55,21 @@ class BoundaryForRelayTest {
                     }
                     if (e == 0 && b.sampleStart() == 160) {
                         assertEquals(UpstreamBoundaries.Answer.KEPT, RelayBoundaries.keep(p, id, 0, OFFSET));
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id, 0, 0),
+                        assertEquals(
+                                UpstreamBoundaries.Answer.UNAVAILABLE,
+                                RelayBoundaries.keep(p, id, 0, 0),
                                 "an epoch start needs no boundary");
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id, 0, SPEC.samples()));
-                        assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id + 100, 0, OFFSET),
+                        assertEquals(
+                                UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, id, 0, SPEC.samples()));
+                        assertEquals(
+                                UpstreamBoundaries.Answer.UNAVAILABLE,
+                                RelayBoundaries.keep(p, id + 100, 0, OFFSET),
                                 "no such consumer");
                     }
                     if (e == 1 && b.sampleStart() == 160) {
-                        assertEquals(UpstreamBoundaries.Answer.TOO_LATE, RelayBoundaries.keep(p, id, 0, 500),
+                        assertEquals(
+                                UpstreamBoundaries.Answer.TOO_LATE,
+                                RelayBoundaries.keep(p, id, 0, 500),
                                 "epoch 1's order is drawn: a boundary in epoch 0 comes too late");
                     }
                     if (e == 2 && b.sampleStart() == 160) {
@@ -75,7 +87,8 @@ class BoundaryForRelayTest {
                 for (int i = 0; i < OFFSET; i++) {
                     window.add(ids[e][i]);
                 }
-                assertEquals(SPEC.samples(), window.size(), "a relay joiner's epoch from sample " + OFFSET + " is one pass");
+                assertEquals(
+                        SPEC.samples(), window.size(), "a relay joiner's epoch from sample " + OFFSET + " is one pass");
             }
             assertFalse(Arrays.equals(ids[0], ids[1]), "within the chunks, samples are shuffled again");
             assertNotEquals(head(ids[2]), head(ids[4]), "released: later epochs are fresh shuffles of everything");
@@ -85,12 +98,18 @@ class BoundaryForRelayTest {
     @Test
     void aProducerThatDoesNotChooseItsOrderCannotKeepBoundaries() throws Exception {
         Path dir = tmp.resolve("q");
-        try (TensorProducer p = TensorProducer.builder().directory(dir)
-                .source(SyntheticSource.seeded(SPEC, BATCH, Duration.ZERO)).epochs(0).startGrace(Duration.ZERO).build();
-             TensorConsumer relay = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(SyntheticSource.seeded(SPEC, BATCH, Duration.ZERO))
+                        .epochs(0)
+                        .startGrace(Duration.ZERO)
+                        .build();
+                TensorConsumer relay = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH))) {
             p.start();
             try (Batch b = relay.iterator().next()) {
-                assertEquals(UpstreamBoundaries.Answer.UNAVAILABLE, RelayBoundaries.keep(p, relay.consumerId(), b.epoch(), OFFSET));
+                assertEquals(
+                        UpstreamBoundaries.Answer.UNAVAILABLE,
+                        RelayBoundaries.keep(p, relay.consumerId(), b.epoch(), OFFSET));
             }
         }
     }

@@ -1,18 +1,17 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Inputs the protocol cannot carry are refused when the producer is built, with the numbers, leaving nothing. */
 @Timeout(60)
@@ -51,9 +50,15 @@ class BuildRefusalsTest {
                 return longText;
             }
         };
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> TensorProducer.builder().directory(tmp.resolve("wordy")).source(wordy).build());
-        assertTrue(e.getMessage().contains("is 4097 UTF-8 bytes, more than the 4096 the protocol carries"), e.getMessage());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> TensorProducer.builder()
+                        .directory(tmp.resolve("wordy"))
+                        .source(wordy)
+                        .build());
+        assertTrue(
+                e.getMessage().contains("is 4097 UTF-8 bytes, more than the 4096 the protocol carries"),
+                e.getMessage());
         assertEquals(List.of(), leftovers());
     }
 
@@ -79,8 +84,12 @@ class BuildRefusalsTest {
                 return limit;
             }
         };
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("full")).source(full).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("full"), ConsumerOptions.batchSize(10))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("full"))
+                        .source(full)
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("full"), ConsumerOptions.batchSize(10))) {
             assertEquals(limit, c.sourceDescription());
             assertEquals(0, c.iterator().next().index());
         }
@@ -89,12 +98,20 @@ class BuildRefusalsTest {
     @Test
     void aSocketPathTooLongSaysWhatToShortenForTheProducer() throws Exception {
         Path deep = tmp.resolve("d".repeat(60)).resolve("e".repeat(60));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> TensorProducer.builder().directory(deep).source(synthetic()).build());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> TensorProducer.builder()
+                        .directory(deep)
+                        .source(synthetic())
+                        .build());
         String socket = deep.resolve(ProducerDirectory.SOCKET_FILE).toString();
-        assertTrue(e.getMessage().startsWith("Unix domain path too long: the control socket " + socket + " is "
-                + socket.length() + " bytes, and a Unix-domain socket path holds at most 107; shorten it by "
-                + (socket.length() - 107) + " bytes"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("Unix domain path too long: the control socket " + socket + " is "
+                                + socket.length()
+                                + " bytes, and a Unix-domain socket path holds at most 107; shorten it by "
+                                + (socket.length() - 107) + " bytes"),
+                e.getMessage());
         assertTrue(e.getMessage().contains("--name") && e.getMessage().contains("TENSORSOCKET_BASE"), e.getMessage());
         assertEquals(List.of(), leftovers(), "nothing is created for a producer that cannot bind");
     }
@@ -102,16 +119,22 @@ class BuildRefusalsTest {
     @Test
     void aSocketPathTooLongSaysWhatToShortenForTheConsumer() throws Exception {
         Path deep = Files.createDirectories(tmp.resolve("d".repeat(60)).resolve("e".repeat(60)));
-        IllegalArgumentException byDir = assertThrows(IllegalArgumentException.class,
-                () -> TensorConsumer.connect(deep, ConsumerOptions.batchSize(10)));
-        assertTrue(byDir.getMessage().startsWith("Unix domain path too long: the control socket " + deep), byDir.getMessage());
+        IllegalArgumentException byDir = assertThrows(
+                IllegalArgumentException.class, () -> TensorConsumer.connect(deep, ConsumerOptions.batchSize(10)));
+        assertTrue(
+                byDir.getMessage().startsWith("Unix domain path too long: the control socket " + deep),
+                byDir.getMessage());
         String before = System.getProperty("tensorsocket.base");
         System.setProperty("tensorsocket.base", tmp.resolve("b".repeat(90)).toString());
         try {
-            IllegalArgumentException byName = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException byName = assertThrows(
+                    IllegalArgumentException.class,
                     () -> TensorConsumer.connect("cifar", ConsumerOptions.batchSize(10)));
-            assertTrue(byName.getMessage().contains("shorter producer name (--name) or a shorter base directory"
-                    + " (TENSORSOCKET_BASE, now " + tmp.resolve("b".repeat(90)) + ")"), byName.getMessage());
+            assertTrue(
+                    byName.getMessage()
+                            .contains("shorter producer name (--name) or a shorter base directory"
+                                    + " (TENSORSOCKET_BASE, now " + tmp.resolve("b".repeat(90)) + ")"),
+                    byName.getMessage());
         } finally {
             if (before == null) {
                 System.clearProperty("tensorsocket.base");

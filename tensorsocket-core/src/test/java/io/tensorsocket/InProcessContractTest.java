@@ -1,12 +1,10 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,8 +13,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The contract exercised with producer and consumers in one JVM (fast; the process tests repeat it across JVMs). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -29,7 +28,10 @@ class InProcessContractTest {
         SyntheticSpec spec = SyntheticSpec.parse("samples=1003,shape=3x4x4,dtype=float32,seed=7");
         Path dir = tmp.resolve("p");
         int[] sizes = {16, 8, 10, 33, 1};
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 16)).epochs(2)
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(new SyntheticSource(spec, 16))
+                .epochs(2)
                 .build()) {
             ExecutorService pool = Executors.newFixedThreadPool(sizes.length);
             List<Future<List<SyntheticVerifier.EpochCounts>>> results = new ArrayList<>();
@@ -41,7 +43,8 @@ class InProcessContractTest {
             for (TensorConsumer c : consumers) {
                 results.add(pool.submit((Callable<List<SyntheticVerifier.EpochCounts>>) () -> {
                     List<SyntheticVerifier.EpochCounts> out = new ArrayList<>();
-                    try (c; SyntheticVerifier v = new SyntheticVerifier(spec)) {
+                    try (c;
+                            SyntheticVerifier v = new SyntheticVerifier(spec)) {
                         for (int e = 0; e < 2; e++) {
                             long n = 0;
                             for (Batch b : c) {
@@ -77,9 +80,14 @@ class InProcessContractTest {
         assertEquals(new SyntheticSource(spec, 32).description(), preloaded.description());
         for (var source : List.<BatchSource>of(preloaded, preloaded.seeded())) {
             Path dir = tmp.resolve("preloaded-" + source.getClass().getSimpleName());
-            try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(2).build().start();
-                 TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(20));
-                 SyntheticVerifier v = new SyntheticVerifier(spec)) {
+            try (TensorProducer p = TensorProducer.builder()
+                            .directory(dir)
+                            .source(source)
+                            .epochs(2)
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(20));
+                    SyntheticVerifier v = new SyntheticVerifier(spec)) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch b : c) {
                         v.accept(b, c.streamPosition(b));

@@ -1,12 +1,10 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -17,8 +15,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Consumers that join a running producer at random times, with different batch sizes, some leaving early: with a
@@ -34,9 +33,8 @@ class LateJoinTest {
     Path tmp;
 
     /** What one consumer saw: its start, its epochs' counts, and the ids at every stream position. */
-    private record Seen(StartMode start, long startSample, List<SyntheticVerifier.EpochCounts> epochs,
-                        Map<Long, Long> idAt) {
-    }
+    private record Seen(
+            StartMode start, long startSample, List<SyntheticVerifier.EpochCounts> epochs, Map<Long, Long> idAt) {}
 
     @Test
     void everyEpochOfEveryConsumerIsOnePassWhereverItJoinedAndAllSawOneStream() throws Exception {
@@ -86,7 +84,11 @@ class LateJoinTest {
         SplittableRandom r = new SplittableRandom(seed);
         Path dir = tmp.resolve("p" + r.nextInt(1000));
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(0).rubberBand(0)
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(source)
+                .epochs(0)
+                .rubberBand(0)
                 .startGrace(java.time.Duration.ZERO)
                 .build()) {
             List<Future<Seen>> results = new ArrayList<>();
@@ -112,7 +114,8 @@ class LateJoinTest {
     private static Seen read(TensorConsumer c, int epochs) throws InterruptedException {
         List<SyntheticVerifier.EpochCounts> counts = new ArrayList<>();
         Map<Long, Long> idAt = new HashMap<>();
-        try (c; SyntheticVerifier v = new SyntheticVerifier(SPEC, false)) {
+        try (c;
+                SyntheticVerifier v = new SyntheticVerifier(SPEC, false)) {
             for (int e = 0; e < epochs; e++) {
                 for (Batch b : c) {
                     long pos = c.streamPosition(b);

@@ -1,19 +1,18 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Batch lifetimes, leaving, closing and the errors around them, in one JVM. */
 @Timeout(60)
@@ -22,15 +21,18 @@ class LifetimeTest {
     Path tmp;
 
     private TensorProducer producer(String name, int samples, int batch, long epochs) {
-        return TensorProducer.builder().directory(tmp.resolve(name))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=" + samples + ",shape=4x4,dtype=float32,seed=1"), batch))
-                .epochs(epochs).build();
+        return TensorProducer.builder()
+                .directory(tmp.resolve(name))
+                .source(new SyntheticSource(
+                        SyntheticSpec.parse("samples=" + samples + ",shape=4x4,dtype=float32,seed=1"), batch))
+                .epochs(epochs)
+                .build();
     }
 
     @Test
     void aReleasedBatchCannotBeReadThroughAnyPath() {
         try (TensorProducer p = producer("lease", 100, 10, 1).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("lease"), ConsumerOptions.batchSize(10))) {
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("lease"), ConsumerOptions.batchSize(10))) {
             Iterator<Batch> it = c.iterator();
             Batch zeroCopy = it.next();
             Tensor data = zeroCopy.tensor("data");
@@ -48,7 +50,9 @@ class LifetimeTest {
                 assertTrue(closedAlready.getMessage().contains("closed"), closedAlready.toString());
             }
             assertTrue(it.hasNext());
-            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_FLOAT, 0),
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> segment.get(ValueLayout.JAVA_FLOAT, 0),
                     "from the consumer's next call on the raw view is closed by the JDK too");
             assertNotEquals(Float.NaN, first);
             next.close();
@@ -61,8 +65,8 @@ class LifetimeTest {
     void threadConfinedBatchesAreWholeInTheirThreadInvalidatedOnReleaseAndRefusedToOthers() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("samples=100,shape=4x4,dtype=float32,seed=1");
         try (TensorProducer p = producer("confined", 100, 10, 1).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("confined"),
-                     ConsumerOptions.batchSize(15).withThreadConfinedBatches(true))) {
+                TensorConsumer c = TensorConsumer.connect(
+                        tmp.resolve("confined"), ConsumerOptions.batchSize(15).withThreadConfinedBatches(true))) {
             java.util.Set<Long> seen = new java.util.HashSet<>();
             Batch kept = null;
             var keptRaw = (java.lang.foreign.MemorySegment) null;
@@ -75,7 +79,8 @@ class LifetimeTest {
                     float[] expected = new float[16];
                     var scratch = java.lang.foreign.MemorySegment.ofArray(expected);
                     spec.fill(id, scratch);
-                    assertEquals(expected[5], data.data().getAtIndex(ValueLayout.JAVA_FLOAT, i * 16L + 5), "sample " + id);
+                    assertEquals(
+                            expected[5], data.data().getAtIndex(ValueLayout.JAVA_FLOAT, i * 16L + 5), "sample " + id);
                 }
                 if (kept == null) {
                     kept = b;
@@ -90,7 +95,8 @@ class LifetimeTest {
                         }
                     });
                     t.join();
-                    assertInstanceOf(WrongThreadException.class, other.get(), "another thread may not read a confined batch");
+                    assertInstanceOf(
+                            WrongThreadException.class, other.get(), "another thread may not read a confined batch");
                 }
             }
             assertEquals(100, seen.size(), "every sample once");
@@ -98,7 +104,9 @@ class LifetimeTest {
             Batch first = kept;
             assertThrows(BatchReleasedException.class, () -> first.tensor("id"));
             var raw = keptRaw;
-            assertThrows(IllegalStateException.class, () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
                     "its raw view was closed when it was released");
         }
     }
@@ -106,8 +114,9 @@ class LifetimeTest {
     @Test
     void aThreadConfinedBatchReleasedByAnotherThreadRefusesItsAccessorsThere() throws Exception {
         try (TensorProducer p = producer("confined-close", 100, 10, 1).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("confined-close"),
-                     ConsumerOptions.batchSize(10).withThreadConfinedBatches(true))) {
+                TensorConsumer c = TensorConsumer.connect(
+                        tmp.resolve("confined-close"),
+                        ConsumerOptions.batchSize(10).withThreadConfinedBatches(true))) {
             Batch b = c.iterator().next();
             Thread t = Thread.ofPlatform().start(b::close); // no WrongThreadException: the lease ends all the same
             t.join();
@@ -119,7 +128,8 @@ class LifetimeTest {
     @Test
     void aConsumerClosedByAnotherThreadKeepsAThreadConfinedBatchsMemoryMapped() throws Exception {
         try (TensorProducer p = producer("confined-consumer-close", 100, 10, 1).start()) {
-            TensorConsumer c = TensorConsumer.connect(tmp.resolve("confined-consumer-close"),
+            TensorConsumer c = TensorConsumer.connect(
+                    tmp.resolve("confined-consumer-close"),
                     ConsumerOptions.batchSize(10).withThreadConfinedBatches(true));
             Batch b = c.iterator().next();
             var raw = b.tensor("data").data();
@@ -137,7 +147,7 @@ class LifetimeTest {
     @Test
     void aGatheredBatchIsInvalidatedToo() {
         try (TensorProducer p = producer("gather", 100, 10, 1).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("gather"), ConsumerOptions.batchSize(15))) {
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("gather"), ConsumerOptions.batchSize(15))) {
             Iterator<Batch> it = c.iterator();
             it.next();
             Batch spanning = it.next(); // samples 15..29 span two producer batches
@@ -154,7 +164,7 @@ class LifetimeTest {
     @Test
     void aCopyOutlivesItsBatch() {
         try (TensorProducer p = producer("copy", 50, 10, 1).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("copy"), ConsumerOptions.batchSize(10))) {
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("copy"), ConsumerOptions.batchSize(10))) {
             Iterator<Batch> it = c.iterator();
             Batch b = it.next();
             Tensor kept = b.tensor("id").copy();
@@ -167,9 +177,15 @@ class LifetimeTest {
     @Test
     void aConsumerThatLeavesMidEpochDoesNotHoldUpTheOthers() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("samples=2000,shape=4x4,dtype=float32,seed=1");
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("leave")).source(new SyntheticSource(spec, 10))
-                .epochs(2).minConsumers(2).stallTimeout(Duration.ofSeconds(60)).build().start();
-             TensorConsumer stays = TensorConsumer.connect(tmp.resolve("leave"), ConsumerOptions.batchSize(16))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("leave"))
+                        .source(new SyntheticSource(spec, 10))
+                        .epochs(2)
+                        .minConsumers(2)
+                        .stallTimeout(Duration.ofSeconds(60))
+                        .build()
+                        .start();
+                TensorConsumer stays = TensorConsumer.connect(tmp.resolve("leave"), ConsumerOptions.batchSize(16))) {
             TensorConsumer leaves = TensorConsumer.connect(tmp.resolve("leave"), ConsumerOptions.batchSize(10));
             Iterator<Batch> it = leaves.iterator();
             for (int i = 0; i < 5; i++) {
@@ -193,8 +209,12 @@ class LifetimeTest {
     @Test
     void closingTheProducerTellsConsumersAndRemovesItsFiles() {
         Path dir = tmp.resolve("closing");
-        TensorProducer p = TensorProducer.builder().directory(dir)
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=100000,shape=4"), 10)).epochs(0).build().start();
+        TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=100000,shape=4"), 10))
+                .epochs(0)
+                .build()
+                .start();
         try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10))) {
             Iterator<Batch> it = c.iterator();
             it.next();
@@ -212,7 +232,7 @@ class LifetimeTest {
     @Test
     void breakingOutOfAnEpochSkipsToTheNextOne() {
         try (TensorProducer p = producer("skip", 100, 10, 3).start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("skip"), ConsumerOptions.batchSize(10))) {
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("skip"), ConsumerOptions.batchSize(10))) {
             for (Batch b : c) {
                 assertEquals(0, b.epoch());
                 break;
@@ -230,10 +250,15 @@ class LifetimeTest {
 
     @Test
     void sizeIsBatchesPerEpochAtTheConsumersBatchSize() {
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("size"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=1003"), 16)).minConsumers(2).build().start();
-             TensorConsumer keep = TensorConsumer.connect(tmp.resolve("size"), ConsumerOptions.batchSize(10));
-             TensorConsumer drop = TensorConsumer.connect(tmp.resolve("size"), ConsumerOptions.batchSize(10).withDropLast(true))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("size"))
+                        .source(new SyntheticSource(SyntheticSpec.parse("samples=1003"), 16))
+                        .minConsumers(2)
+                        .build()
+                        .start();
+                TensorConsumer keep = TensorConsumer.connect(tmp.resolve("size"), ConsumerOptions.batchSize(10));
+                TensorConsumer drop = TensorConsumer.connect(
+                        tmp.resolve("size"), ConsumerOptions.batchSize(10).withDropLast(true))) {
             assertEquals(101, keep.size());
             assertEquals(100, drop.size());
             assertEquals(1003, keep.samplesPerEpoch());
@@ -244,33 +269,47 @@ class LifetimeTest {
     @Test
     void aSecondProducerInTheSameDirectoryIsRefused() {
         try (TensorProducer p = producer("twice", 10, 2, 1)) {
-            ProducerAlreadyRunningException e = assertThrows(ProducerAlreadyRunningException.class,
-                    () -> producer("twice", 10, 2, 1));
+            ProducerAlreadyRunningException e =
+                    assertThrows(ProducerAlreadyRunningException.class, () -> producer("twice", 10, 2, 1));
             assertTrue(e.getMessage().contains("already"), e.getMessage());
         }
     }
 
     @Test
     void producerWithoutConsumersStopsAfterItsIdleTimeout() {
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("idle"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).idleTimeout(Duration.ofMillis(300)).build()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(tmp.resolve("idle"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
+                .idleTimeout(Duration.ofMillis(300))
+                .build()) {
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
-            assertEquals("producer 'idle' stopped: no consumer attached within 300 ms (the idle timeout, --idle-timeout-s);"
-                    + " raise it to wait longer", e.getMessage());
+            assertEquals(
+                    "producer 'idle' stopped: no consumer attached within 300 ms (the idle timeout, --idle-timeout-s);"
+                            + " raise it to wait longer",
+                    e.getMessage());
         }
     }
 
     @Test
     void aProducerThatServesUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("forever"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0).build().start()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(tmp.resolve("forever"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
+                .epochs(0)
+                .build()
+                .start()) {
             assertFalse(p.await(Duration.ofMillis(1500)), "an unbounded producer without consumers keeps waiting");
         }
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bounded"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2)).epochs(0)
-                .idleTimeout(Duration.ofMillis(300)).build()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(tmp.resolve("bounded"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
+                .epochs(0)
+                .idleTimeout(Duration.ofMillis(300))
+                .build()) {
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
-            assertTrue(e.getMessage().startsWith("producer 'bounded' stopped: no consumer attached within"), e.getMessage());
+            assertTrue(
+                    e.getMessage().startsWith("producer 'bounded' stopped: no consumer attached within"),
+                    e.getMessage());
         }
     }
 
@@ -291,14 +330,20 @@ class LifetimeTest {
             }
         };
         ProvokedFailureLog.expect("producer 'liar' failed", () -> {
-            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("liar")).source(liar).build().start();
-                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
+            try (TensorProducer p = TensorProducer.builder()
+                            .directory(tmp.resolve("liar"))
+                            .source(liar)
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(tmp.resolve("liar"), ConsumerOptions.batchSize(2))) {
                 ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
                     for (Batch b : c) {
                         b.size();
                     }
                 });
-                assertTrue(e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"), e.getMessage());
+                assertTrue(
+                        e.getMessage().contains("declared 12 samples per epoch but epoch 0 yielded 10"),
+                        e.getMessage());
             }
         });
     }

@@ -1,10 +1,10 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Runs a test step that makes a producer fail on purpose and keeps the producer's error log (with its
@@ -16,8 +16,7 @@ final class ProvokedFailureLog {
         void run() throws Exception;
     }
 
-    private ProvokedFailureLog() {
-    }
+    private ProvokedFailureLog() {}
 
     /** Runs {@code step} with the log captured, and asserts the log holds {@code expected}. */
     static void expect(String expected, Step step) throws Exception {

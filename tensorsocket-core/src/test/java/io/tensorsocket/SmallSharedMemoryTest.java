@@ -1,23 +1,22 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.*;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * A producer on a file system as small as a container's {@code /dev/shm}: a real 16 MiB tmpfs, mounted for
@@ -57,22 +56,36 @@ class SmallSharedMemoryTest {
 
     private static List<Path> leftovers() throws IOException {
         try (Stream<Path> s = Files.walk(mount)) {
-            return s.filter(p -> !p.equals(mount) && !p.equals(mount.resolve("base"))).toList();
+            return s.filter(p -> !p.equals(mount) && !p.equals(mount.resolve("base")))
+                    .toList();
         }
     }
 
     @Test
     void anArenaLargerThanTheFileSystemIsAClearErrorAndLeavesNothing() throws Exception {
         Path dir = dir("explicit");
-        SharedMemoryFullException e = assertThrows(SharedMemoryFullException.class, () -> TensorProducer.builder()
-                .directory(dir).source(source("3x32x32", 64)).arenaMiB(64).build());
+        SharedMemoryFullException e = assertThrows(
+                SharedMemoryFullException.class,
+                () -> TensorProducer.builder()
+                        .directory(dir)
+                        .source(source("3x32x32", 64))
+                        .arenaMiB(64)
+                        .build());
         String m = e.getMessage();
         assertFalse(m.contains("\n"), m);
         assertTrue(m.startsWith("not enough shared memory in " + dir + ": the arena needs "), m);
         assertTrue(e.bytesNeeded() > 60L << 20 && e.bytesFree() <= TMPFS_BYTES, m);
         assertTrue(m.contains(e.bytesNeeded() + " bytes") && m.contains("only " + e.bytesFree() + " bytes"), m);
-        for (String remedy : List.of("--arena-mb", "--slots", "smaller loader batch", "--shm-size", "--ipc=host",
-                "emptyDir", "medium: Memory", "sizeLimit", "TENSORSOCKET_BASE")) {
+        for (String remedy : List.of(
+                "--arena-mb",
+                "--slots",
+                "smaller loader batch",
+                "--shm-size",
+                "--ipc=host",
+                "emptyDir",
+                "medium: Memory",
+                "sizeLimit",
+                "TENSORSOCKET_BASE")) {
             assertTrue(m.contains(remedy), "no '" + remedy + "' in: " + m);
         }
         assertEquals(List.of(), leftovers(), "arena, lock and directory are removed");
@@ -84,10 +97,14 @@ class SmallSharedMemoryTest {
         Path dir = dir("fits");
         SyntheticSpec spec = SyntheticSpec.parse("samples=640,shape=3x32x32,dtype=float32,seed=3");
         // The default for 772 KiB batches is 64 slots (48 MiB), three times this file system.
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 64))
-                .drainTimeout(java.time.Duration.ofSeconds(5)).build().start();
-             TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
-             SyntheticVerifier v = new SyntheticVerifier(spec)) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(new SyntheticSource(spec, 64))
+                        .drainTimeout(java.time.Duration.ofSeconds(5))
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
+                SyntheticVerifier v = new SyntheticVerifier(spec)) {
             long arena = Files.size(dir.resolve(ProducerDirectory.ARENA_FILE));
             assertTrue(arena <= TMPFS_BYTES / 2, "arena of " + arena + " bytes takes at most half of the tmpfs");
             long n = 0;
@@ -110,10 +127,15 @@ class SmallSharedMemoryTest {
         SyntheticSpec spec = SyntheticSpec.parse("samples=640,shape=4,dtype=float32,seed=3");
         // 4 KiB slots filling all but two pages: the rings (16 × over 100 KiB for that many slots) do not fit.
         int slots = (int) ((SpaceReservationProbe.free(mount) - 4 * 4096) / 4096);
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 64)).slots(slots)
-                .drainTimeout(java.time.Duration.ofSeconds(5)).build().start();
-             TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
-             SyntheticVerifier v = new SyntheticVerifier(spec)) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(new SyntheticSource(spec, 64))
+                        .slots(slots)
+                        .drainTimeout(java.time.Duration.ofSeconds(5))
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
+                SyntheticVerifier v = new SyntheticVerifier(spec)) {
             assertFalse(Files.exists(dir.resolve(ProducerDirectory.RINGS_FILE)));
             assertFalse(c.ringHandoff(), "no rings: this consumer is served over its socket");
             for (Batch b : c) {
@@ -129,8 +151,12 @@ class SmallSharedMemoryTest {
     void batchesTooLargeForTheMinimumGiveTheSameError() throws Exception {
         Path dir = dir("huge");
         // 12 MiB batches: even the 5 slots the contract needs are 60 MiB.
-        SharedMemoryFullException e = assertThrows(SharedMemoryFullException.class, () -> TensorProducer.builder()
-                .directory(dir).source(source("3x64x64", 256)).build());
+        SharedMemoryFullException e = assertThrows(
+                SharedMemoryFullException.class,
+                () -> TensorProducer.builder()
+                        .directory(dir)
+                        .source(source("3x64x64", 256))
+                        .build());
         assertTrue(e.getMessage().contains("not enough shared memory in " + dir), e.getMessage());
         assertEquals(List.of(), leftovers());
     }
@@ -144,7 +170,9 @@ class SmallSharedMemoryTest {
         assertEquals(8L << 20, Files.size(file));
         assertTrue(before - SpaceReservationProbe.free(mount) >= 8L << 20, "the blocks are allocated, not sparse");
         Path second = Files.createFile(dir.resolve("second"));
-        assertThrows(SharedMemoryFullException.class, () -> io.tensorsocket.arena.SpaceReservation.reserve(second, 9L << 20));
+        assertThrows(
+                SharedMemoryFullException.class,
+                () -> io.tensorsocket.arena.SpaceReservation.reserve(second, 9L << 20));
         Files.delete(file);
         Files.delete(second);
         Files.delete(dir);
@@ -164,8 +192,10 @@ class SmallSharedMemoryTest {
             if (!System.getProperty("os.name").startsWith("Linux")) {
                 return "tmpfs needs Linux";
             }
-            Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=" + bytes + ",mode=0700", "tmpfs", dir.toString())
-                    .redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(
+                            "mount", "-t", "tmpfs", "-o", "size=" + bytes + ",mode=0700", "tmpfs", dir.toString())
+                    .redirectErrorStream(true)
+                    .start();
             String out = new String(p.getInputStream().readAllBytes());
             if (!p.waitFor(20, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 return "cannot mount a tmpfs here (" + out.strip() + ")";

@@ -1,10 +1,8 @@
 package io.tensorsocket;
 
-import io.tensorsocket.arena.BulkCopy;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.*;
 
+import io.tensorsocket.arena.BulkCopy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -12,8 +10,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Both ways into the arena: copying finished batches from any loader, and filling claimed slots in place. */
 @Timeout(60)
@@ -43,8 +42,13 @@ class SourceAdaptersTest {
     void anIterableLoaderIsCopiedInIncludingItsShortLastBatch() {
         int samples = 18;
         BatchSource source = BatchSource.fromIterable(e -> loader(samples, (int) e), samples);
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("it")).source(source).epochs(2).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("it"), ConsumerOptions.batchSize(5))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("it"))
+                        .source(source)
+                        .epochs(2)
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("it"), ConsumerOptions.batchSize(5))) {
             for (int e = 0; e < 2; e++) {
                 List<Long> ys = new ArrayList<>();
                 for (Batch b : c) {
@@ -86,11 +90,20 @@ class SourceAdaptersTest {
                 loaded.add(Batch.of("x", Tensor.of(DType.FLOAT32, full, data)));
             }
             BatchSource source = BatchSource.fromIterable(loaded, (long) batches * batch);
-            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("big")).source(source).build().start();
-                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("big"), ConsumerOptions.batchSize(batch))) {
+            try (TensorProducer p = TensorProducer.builder()
+                            .directory(tmp.resolve("big"))
+                            .source(source)
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(tmp.resolve("big"), ConsumerOptions.batchSize(batch))) {
                 int k = 0;
                 for (Batch b : c) {
-                    assertEquals(-1, b.tensor("x").data().mismatch(loaded.get(k).tensor("x").data()), "batch " + k);
+                    assertEquals(
+                            -1,
+                            b.tensor("x")
+                                    .data()
+                                    .mismatch(loaded.get(k).tensor("x").data()),
+                            "batch " + k);
                     k++;
                 }
                 assertEquals(batches, k);
@@ -102,8 +115,12 @@ class SourceAdaptersTest {
     void aSingleUseIteratorLosesNothingToLayoutDiscovery() {
         Iterator<Batch> once = loader(12, 0).iterator();
         BatchSource source = BatchSource.fromIterators(e -> once, 12);
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("once")).source(source).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("once"), ConsumerOptions.batchSize(12))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("once"))
+                        .source(source)
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("once"), ConsumerOptions.batchSize(12))) {
             Batch b = c.iterator().next();
             assertEquals(12, b.size());
             assertEquals(0, b.tensor("y").getLong(0));
@@ -115,15 +132,19 @@ class SourceAdaptersTest {
         List<Batch> bad = new ArrayList<>(loader(8, 0));
         bad.set(1, Batch.of("x", Tensor.ofFloats(new float[12], 4, 3), "y", Tensor.ofLongs(new long[4], 4)));
         ProvokedFailureLog.expect("producer 'bad' failed", () -> {
-            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("bad"))
-                    .source(BatchSource.fromIterable(bad, 8)).build().start();
-                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("bad"), ConsumerOptions.batchSize(4))) {
+            try (TensorProducer p = TensorProducer.builder()
+                            .directory(tmp.resolve("bad"))
+                            .source(BatchSource.fromIterable(bad, 8))
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(tmp.resolve("bad"), ConsumerOptions.batchSize(4))) {
                 ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
                     for (Batch b : c) {
                         b.size();
                     }
                 });
-                assertTrue(e.getMessage().contains("tensor 'x'") && e.getMessage().contains("per sample"), e.getMessage());
+                assertTrue(
+                        e.getMessage().contains("tensor 'x'") && e.getMessage().contains("per sample"), e.getMessage());
             }
         });
     }
@@ -153,10 +174,16 @@ class SourceAdaptersTest {
                 }
             }
         };
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("claims")).source(source).build().start();
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("claims"), ConsumerOptions.batchSize(12))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("claims"))
+                        .source(source)
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("claims"), ConsumerOptions.batchSize(12))) {
             Batch b = c.iterator().next();
-            assertArrayEquals(new long[]{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, b.tensor("v").toLongArray());
+            assertArrayEquals(
+                    new long[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+                    b.tensor("v").toLongArray());
         }
     }
 
@@ -164,11 +191,22 @@ class SourceAdaptersTest {
     void aShortBatchBeforeTheEndOfAnEpochIsALoaderError() throws Exception {
         List<Batch> batches = List.of(loader(3, 0).getFirst(), loader(4, 0).getFirst());
         ProvokedFailureLog.expect("producer 'short' failed", () -> {
-            try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("short"))
-                    .source(BatchSource.fromIterators(e -> List.of(loader(4, 0).getFirst(),
-                            Batch.of("x", Tensor.ofFloats(new float[4], 2, 2), "y", Tensor.ofLongs(new long[2], 2)),
-                            loader(4, 0).getFirst()).iterator(), 10)).build().start();
-                 TensorConsumer c = TensorConsumer.connect(tmp.resolve("short"), ConsumerOptions.batchSize(4))) {
+            try (TensorProducer p = TensorProducer.builder()
+                            .directory(tmp.resolve("short"))
+                            .source(BatchSource.fromIterators(
+                                    e -> List.of(
+                                                    loader(4, 0).getFirst(),
+                                                    Batch.of(
+                                                            "x",
+                                                            Tensor.ofFloats(new float[4], 2, 2),
+                                                            "y",
+                                                            Tensor.ofLongs(new long[2], 2)),
+                                                    loader(4, 0).getFirst())
+                                            .iterator(),
+                                    10))
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(tmp.resolve("short"), ConsumerOptions.batchSize(4))) {
                 ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> {
                     for (Batch b : c) {
                         b.size();

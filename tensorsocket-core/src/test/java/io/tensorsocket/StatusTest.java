@@ -1,17 +1,16 @@
 package io.tensorsocket;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The producer answers a status request on its control socket with what it and its consumers are doing. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -23,8 +22,14 @@ class StatusTest {
     void statusShowsEachConsumerItsPositionLagAndReportedWaitAndWork() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("samples=640,shape=4,dtype=float32,seed=1");
         Path dir = tmp.resolve("p");
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(new SyntheticSource(spec, 16)).epochs(0)
-                .minConsumers(2).startGrace(Duration.ZERO).slots(8).build()) { // no grace: its wait would outweigh the work
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(new SyntheticSource(spec, 16))
+                .epochs(0)
+                .minConsumers(2)
+                .startGrace(Duration.ZERO)
+                .slots(8)
+                .build()) { // no grace: its wait would outweigh the work
             ProducerStatus waiting = TensorProducer.queryStatus(dir, Duration.ofSeconds(5));
             assertEquals(ProducerStatus.State.WAITING_FOR_CONSUMERS, waiting.state());
             assertEquals(0, waiting.consumersAttached());
@@ -33,7 +38,7 @@ class StatusTest {
 
             p.start();
             try (TensorConsumer a = TensorConsumer.connect(dir, ConsumerOptions.batchSize(16));
-                 TensorConsumer b = TensorConsumer.connect(dir, ConsumerOptions.batchSize(40))) {
+                    TensorConsumer b = TensorConsumer.connect(dir, ConsumerOptions.batchSize(40))) {
                 Iterator<Batch> ia = a.iterator();
                 Iterator<Batch> ib = b.iterator();
                 for (int i = 0; i < 5; i++) {
@@ -47,8 +52,10 @@ class StatusTest {
                 assertTrue(ia.hasNext() && ib.hasNext());
                 ProducerStatus s = TensorProducer.queryStatus(dir, Duration.ofSeconds(5));
                 for (long deadline = System.nanoTime() + 10_000_000_000L; System.nanoTime() < deadline; ) {
-                    if (s.consumers().size() == 2 && s.consumers().get(0).position() == 64
-                            && s.consumers().get(1).position() == 32 && s.consumers().get(0).workNanos() > 0) {
+                    if (s.consumers().size() == 2
+                            && s.consumers().get(0).position() == 64
+                            && s.consumers().get(1).position() == 32
+                            && s.consumers().get(0).workNanos() > 0) {
                         break;
                     }
                     Thread.sleep(20);
@@ -79,6 +86,8 @@ class StatusTest {
 
     @Test
     void aMissingProducerIsReportedAsNotFound() {
-        assertThrows(ProducerNotFoundException.class, () -> TensorProducer.queryStatus(tmp.resolve("none"), Duration.ofSeconds(1)));
+        assertThrows(
+                ProducerNotFoundException.class,
+                () -> TensorProducer.queryStatus(tmp.resolve("none"), Duration.ofSeconds(1)));
     }
 }

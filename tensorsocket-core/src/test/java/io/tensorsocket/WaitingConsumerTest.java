@@ -1,21 +1,20 @@
 package io.tensorsocket;
 
-import io.tensorsocket.source.SyntheticSource;
-import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
-
-import java.nio.file.Path;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A consumer asleep in {@code next()}, handed its batches through a descriptor ring or over its socket: closing
@@ -29,9 +28,12 @@ class WaitingConsumerTest {
 
     /** A producer that waits for a second consumer that never comes, so the one consumer sleeps in {@code next()}. */
     private TensorProducer stalledProducer(String name) {
-        return TensorProducer.builder().directory(tmp.resolve(name))
+        return TensorProducer.builder()
+                .directory(tmp.resolve(name))
                 .source(new SyntheticSource(SyntheticSpec.parse("samples=64,shape=4,dtype=float32,seed=1"), 8))
-                .minConsumers(2).build().start();
+                .minConsumers(2)
+                .build()
+                .start();
     }
 
     /** Starts iterating {@code c} on another thread; returns what ended its wait. */
@@ -50,7 +52,8 @@ class WaitingConsumerTest {
     @ValueSource(booleans = {true, false})
     void closingAConsumerFromAnotherThreadEndsItsWaitAtOnce(boolean ring) throws Exception {
         try (TensorProducer p = stalledProducer("close")) {
-            TensorConsumer c = TensorConsumer.connect(tmp.resolve("close"), ConsumerOptions.batchSize(8).withRingHandoff(ring));
+            TensorConsumer c = TensorConsumer.connect(
+                    tmp.resolve("close"), ConsumerOptions.batchSize(8).withRingHandoff(ring));
             assertEquals(ring, c.ringHandoff());
             AtomicReference<Throwable> ended = new AtomicReference<>();
             Thread t = iterate(c, ended);
@@ -59,9 +62,13 @@ class WaitingConsumerTest {
             c.close();
             t.join(TimeUnit.SECONDS.toMillis(10));
             assertFalse(t.isAlive(), "next() still waits after its consumer was closed");
-            assertTrue(System.nanoTime() - closed < TimeUnit.SECONDS.toNanos(5), "the wait outlasted the close by seconds");
+            assertTrue(
+                    System.nanoTime() - closed < TimeUnit.SECONDS.toNanos(5),
+                    "the wait outlasted the close by seconds");
             assertNotNull(ended.get());
-            assertTrue(String.valueOf(ended.get().getMessage()).contains("closed"), ended.get().toString());
+            assertTrue(
+                    String.valueOf(ended.get().getMessage()).contains("closed"),
+                    ended.get().toString());
         }
     }
 
@@ -69,7 +76,8 @@ class WaitingConsumerTest {
     @ValueSource(booleans = {true, false})
     void aProducerClosedWhileTheConsumerSleepsIsReported(boolean ring) throws Exception {
         TensorProducer p = stalledProducer("gone");
-        try (TensorConsumer c = TensorConsumer.connect(tmp.resolve("gone"),
+        try (TensorConsumer c = TensorConsumer.connect(
+                tmp.resolve("gone"),
                 ConsumerOptions.batchSize(8).withRingHandoff(ring).withBatchTimeout(Duration.ofSeconds(30)))) {
             AtomicReference<Throwable> ended = new AtomicReference<>();
             Thread t = iterate(c, ended);

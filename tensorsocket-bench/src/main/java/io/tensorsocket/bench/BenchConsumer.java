@@ -3,7 +3,6 @@ package io.tensorsocket.bench;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -30,8 +29,12 @@ public final class BenchConsumer {
         Duration spin = Duration.ofNanos(args.length > 4 ? Long.parseLong(args[4]) * 1000 : 0);
         int warmup = args.length > 5 ? Integer.parseInt(args[5]) : 0;
         boolean ring = args.length <= 6 || args[6].equals("ring");
-        try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
-                .withConnectTimeout(Duration.ofSeconds(30)).withSpinWait(spin).withRingHandoff(ring))) {
+        try (TensorConsumer c = TensorConsumer.connect(
+                dir,
+                ConsumerOptions.batchSize(batchSize)
+                        .withConnectTimeout(Duration.ofSeconds(30))
+                        .withSpinWait(spin)
+                        .withRingHandoff(ring))) {
             long[] latencies = new long[(int) (c.size() * epochs)];
             // a stream of another source (a feeder's) carries no publication stamps: no latencies then
             boolean stamped = c.tensors().stream().anyMatch(t -> t.name().equals(ReplaySource.STAMP));
@@ -48,7 +51,8 @@ public final class BenchConsumer {
                         start = held; // the rate counts the batches after this one
                     }
                     if (seen++ >= warmup) {
-                        latencies[n++] = stamped ? held - b.tensor(ReplaySource.STAMP).getLong(0) : 0;
+                        latencies[n++] =
+                                stamped ? held - b.tensor(ReplaySource.STAMP).getLong(0) : 0;
                     }
                     MemorySegment data = b.tensor(ReplaySource.DATA).data();
                     bytes += seen > warmup + 1 ? data.byteSize() : 0;
@@ -58,9 +62,15 @@ public final class BenchConsumer {
             double seconds = (last - start) / 1e9;
             long[] sorted = Arrays.copyOf(latencies, n);
             Arrays.sort(sorted);
-            // the batch that starts the clock is not counted in the rate (without a warm-up it waited for everyone to join)
-            System.out.printf("RESULT batches=%d seconds=%.4f batches_per_s=%.2f gb_per_s=%.3f p50_us=%.1f p99_us=%.1f%n",
-                    n, seconds, (n - 1) / seconds, bytes / seconds / 1e9, sorted[n / 2] / 1e3,
+            // the batch that starts the clock is not counted in the rate (without a warm-up it waited for everyone to
+            // join)
+            System.out.printf(
+                    "RESULT batches=%d seconds=%.4f batches_per_s=%.2f gb_per_s=%.3f p50_us=%.1f p99_us=%.1f%n",
+                    n,
+                    seconds,
+                    (n - 1) / seconds,
+                    bytes / seconds / 1e9,
+                    sorted[n / 2] / 1e3,
                     sorted[Math.min(n - 1, (int) (n * 0.99))] / 1e3);
         }
     }
@@ -79,8 +89,7 @@ public final class BenchConsumer {
                     acc += data.get(ValueLayout.JAVA_BYTE, off);
                 }
             }
-            default -> {
-            }
+            default -> {}
         }
         return acc;
     }

@@ -9,7 +9,6 @@ import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.HugePageMapping;
 import io.tensorsocket.arena.SharedArena;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -64,22 +63,39 @@ public final class Harness {
         if (what.equals("producer-cpu")) {
             for (int k : ksGiven ? ks : List.of(1, 4, 16)) {
                 ProducerCpu c = producerCpu(k, 3000, ring);
-                System.out.printf(Locale.ROOT, "{\"metric\": \"producer_cpu_us_per_batch\", \"value\": %.1f, \"unit\": \"us\", "
-                        + "\"consumers\": %d, \"batches\": %d, \"path\": \"%s\", \"producer_thread_us\": %.1f, "
-                        + "\"release_reader_us\": %.1f}%n", c.cpuUsPerBatch(), k, c.batches(), ring ? "ring" : "socket",
-                        c.publishUsPerBatch(), c.readerUsPerBatch());
+                System.out.printf(
+                        Locale.ROOT,
+                        "{\"metric\": \"producer_cpu_us_per_batch\", \"value\": %.1f, \"unit\": \"us\", "
+                                + "\"consumers\": %d, \"batches\": %d, \"path\": \"%s\", \"producer_thread_us\": %.1f, "
+                                + "\"release_reader_us\": %.1f}%n",
+                        c.cpuUsPerBatch(),
+                        k,
+                        c.batches(),
+                        ring ? "ring" : "socket",
+                        c.publishUsPerBatch(),
+                        c.readerUsPerBatch());
             }
         }
         if (what.equals("fanout") || what.equals("all")) {
             CopyLimit limit = memcpy();
-            System.out.printf(Locale.ROOT, "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\", "
-                    + "\"small_pages_gb_per_s\": %.2f, \"huge_pages_gb_per_s\": %.2f, \"jdk_copy_gb_per_s\": %.2f, "
-                    + "\"c_library_copy_gb_per_s\": %.2f}%n", limit.gbPerS(), limit.smallPagesGbPerS(),
-                    limit.hugePagesGbPerS(), limit.jdkCopyGbPerS(), limit.cLibraryCopyGbPerS());
+            System.out.printf(
+                    Locale.ROOT,
+                    "{\"metric\": \"memcpy_gb_per_s\", \"value\": %.2f, \"unit\": \"GB/s\", "
+                            + "\"small_pages_gb_per_s\": %.2f, \"huge_pages_gb_per_s\": %.2f, \"jdk_copy_gb_per_s\": %.2f, "
+                            + "\"c_library_copy_gb_per_s\": %.2f}%n",
+                    limit.gbPerS(),
+                    limit.smallPagesGbPerS(),
+                    limit.hugePagesGbPerS(),
+                    limit.jdkCopyGbPerS(),
+                    limit.cLibraryCopyGbPerS());
             SlotCopy copy = slotCopy(100);
-            System.out.printf(Locale.ROOT, "{\"metric\": \"slot_copy_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s\", "
-                    + "\"best_batches_per_s\": %.2f, \"beside_busy_cpu_batches_per_s\": %.2f}%n", copy.meanPerS(),
-                    copy.bestPerS(), copy.besideBusyCpuPerS());
+            System.out.printf(
+                    Locale.ROOT,
+                    "{\"metric\": \"slot_copy_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s\", "
+                            + "\"best_batches_per_s\": %.2f, \"beside_busy_cpu_batches_per_s\": %.2f}%n",
+                    copy.meanPerS(),
+                    copy.bestPerS(),
+                    copy.besideBusyCpuPerS());
             for (int k : ks) {
                 fanout(k, touch);
             }
@@ -87,11 +103,11 @@ public final class Harness {
     }
 
     /** Publish-to-consumer latency of small batches. */
-    public record Handoff(double p50Us, double p99Us, long batches) {
-    }
+    public record Handoff(double p50Us, double p99Us, long batches) {}
 
     /** The fan-out's batch: 64 samples of 3×224×224 float32, 38.5 MB. */
     private static final long[] FANOUT_SAMPLE = {3, 224, 224};
+
     private static final int FANOUT_BATCH = 64;
     public static final long FANOUT_BATCH_BYTES = FANOUT_BATCH * Tensor.numel(FANOUT_SAMPLE) * DType.FLOAT32.byteSize();
 
@@ -100,17 +116,21 @@ public final class Harness {
      * slot (waiting for one to be released), copying the batch into it, publishing it (handing it to every consumer,
      * waking those asleep).
      */
-    public record Fanout(int consumers, double perConsumer, double aggregate, double claimMs, double copyMs,
-                         double publishMs) {
-    }
+    public record Fanout(
+            int consumers, double perConsumer, double aggregate, double claimMs, double copyMs, double publishMs) {}
 
     static void handoff(int batches) throws Exception {
         warmProducer(HANDOFF_WARMUP);
-        for (boolean ring : new boolean[]{true, false}) {
+        for (boolean ring : new boolean[] {true, false}) {
             Handoff r = handoff(batches, 0, ring);
-            System.out.printf(Locale.ROOT, "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
-                    + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d, \"path\": \"%s\"}%n", r.p50Us(), r.p99Us(),
-                    r.batches(), ring ? "ring" : "socket");
+            System.out.printf(
+                    Locale.ROOT,
+                    "{\"metric\": \"handoff_us\", \"p50\": %.1f, \"p99\": %.1f, \"unit\": \"us\", "
+                            + "\"batch\": \"64x3x32x32 float32\", \"batches\": %d, \"path\": \"%s\"}%n",
+                    r.p50Us(),
+                    r.p99Us(),
+                    r.batches(),
+                    ring ? "ring" : "socket");
         }
     }
 
@@ -148,9 +168,11 @@ public final class Harness {
      * As {@link #handoff(int, int, long, boolean)}, to a Python consumer ({@code python}: the client's
      * bench_consumer.py; {@link #pythonUnavailable()} says whether one can run) or a Java one.
      */
-    public static Handoff handoff(int warmup, int batches, long spinMicros, boolean ring, boolean python) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, warmup + batches, 1_000_000);
-        Map<String, Double> r = run(src, 1, 1, "none", spinMicros, warmup, ring, python).getFirst();
+    public static Handoff handoff(int warmup, int batches, long spinMicros, boolean ring, boolean python)
+            throws Exception {
+        ReplaySource src = new ReplaySource(new long[] {3, 32, 32}, DType.FLOAT32, 64, warmup + batches, 1_000_000);
+        Map<String, Double> r =
+                run(src, 1, 1, "none", spinMicros, warmup, ring, python).getFirst();
         return new Handoff(r.get("p50_us"), r.get("p99_us"), r.get("batches").longValue());
     }
 
@@ -158,9 +180,8 @@ public final class Harness {
      * CPU time the producer's JVM spent per published batch, serving {@code consumers} consumers: in all, and
      * of that on the producer thread (filling and publishing) and the thread reading consumers' releases.
      */
-    public record ProducerCpu(int consumers, long batches, double cpuUsPerBatch, double publishUsPerBatch,
-                              double readerUsPerBatch) {
-    }
+    public record ProducerCpu(
+            int consumers, long batches, double cpuUsPerBatch, double publishUsPerBatch, double readerUsPerBatch) {}
 
     /**
      * Publishes {@code batches} small batches (64×3×32×32 float32, paced at 5 000 batches/s) to {@code k}
@@ -171,18 +192,27 @@ public final class Harness {
      * or over the consumers' sockets.
      */
     public static ProducerCpu producerCpu(int k, int batches, boolean ring) throws Exception {
-        ReplaySource src = new ReplaySource(new long[]{3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
-        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        ReplaySource src =
+                new ReplaySource(new long[] {3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
+        var os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(1)
-                     .minConsumers(k).slots(8).build()) {
+                TensorProducer p = TensorProducer.builder()
+                        .directory(scratch.resolve("p"))
+                        .source(src)
+                        .epochs(1)
+                        .minConsumers(k)
+                        .slots(8)
+                        .build()) {
             Path dir = scratch.resolve("p");
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < k; i++) {
-                procs.add(startJvm(BenchConsumer.class, dir.toString(), "64", "1", "none", "0", "0", ring ? "ring" : "socket"));
+                procs.add(startJvm(
+                        BenchConsumer.class, dir.toString(), "64", "1", "none", "0", "0", ring ? "ring" : "socket"));
             }
-            while (p.batchesPublished() < HANDOFF_WARMUP) { // implies that everyone attached, as publishing waits for that
+            while (p.batchesPublished()
+                    < HANDOFF_WARMUP) { // implies that everyone attached, as publishing waits for that
                 Thread.sleep(1);
             }
             long cpu0 = os.getProcessCpuTime();
@@ -218,16 +248,27 @@ public final class Harness {
 
     /** The id of this JVM's live thread whose name starts with {@code prefix}. */
     private static long threadId(String prefix) {
-        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().startsWith(prefix)).findFirst()
-                .orElseThrow(() -> new IllegalStateException("no thread named " + prefix + "...")).threadId();
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith(prefix))
+                .findFirst()
+                .orElseThrow(() -> new IllegalStateException("no thread named " + prefix + "..."))
+                .threadId();
     }
 
     static void fanout(int k, String touch) throws Exception {
         Fanout f = fanout(k, touch, 100);
-        System.out.printf(Locale.ROOT, "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
-                + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\", "
-                + "\"producer_claim_ms\": %.3f, \"producer_copy_ms\": %.3f, \"producer_publish_ms\": %.3f}%n",
-                f.perConsumer(), k, f.aggregate(), touch, f.claimMs(), f.copyMs(), f.publishMs());
+        System.out.printf(
+                Locale.ROOT,
+                "{\"metric\": \"fanout_batches_per_s\", \"value\": %.2f, \"unit\": \"batches/s per consumer\", "
+                        + "\"consumers\": %d, \"aggregate\": %.2f, \"batch\": \"64x3x224x224 float32\", \"touch\": \"%s\", "
+                        + "\"producer_claim_ms\": %.3f, \"producer_copy_ms\": %.3f, \"producer_publish_ms\": %.3f}%n",
+                f.perConsumer(),
+                k,
+                f.aggregate(),
+                touch,
+                f.claimMs(),
+                f.copyMs(),
+                f.publishMs());
     }
 
     /**
@@ -243,7 +284,8 @@ public final class Harness {
         return new Fanout(k, min, sum, t.claimMs(), t.copyMs(), t.publishMs());
     }
 
-    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch) throws Exception {
+    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch)
+            throws Exception {
         return run(src, consumers, epochs, touch, 0, 0, true);
     }
 
@@ -252,29 +294,54 @@ public final class Harness {
         return PythonConsumer.unavailable();
     }
 
-    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
-                                                 int warmup, boolean ring) throws Exception {
+    private static List<Map<String, Double>> run(
+            ReplaySource src, int consumers, int epochs, String touch, long spinMicros, int warmup, boolean ring)
+            throws Exception {
         return run(src, consumers, epochs, touch, spinMicros, warmup, ring, false);
     }
 
-    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch, long spinMicros,
-                                                 int warmup, boolean ring, boolean python) throws Exception {
+    private static List<Map<String, Double>> run(
+            ReplaySource src,
+            int consumers,
+            int epochs,
+            String touch,
+            long spinMicros,
+            int warmup,
+            boolean ring,
+            boolean python)
+            throws Exception {
         List<Map<String, Double>> results = new ArrayList<>();
         try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(epochs)
-                     .minConsumers(consumers).slots(8).build()) {
+                TensorProducer p = TensorProducer.builder()
+                        .directory(scratch.resolve("p"))
+                        .source(src)
+                        .epochs(epochs)
+                        .minConsumers(consumers)
+                        .slots(8)
+                        .build()) {
             Path dir = scratch.resolve("p");
             p.start();
             List<Process> procs = new ArrayList<>();
             for (int i = 0; i < consumers; i++) {
-                procs.add(python ? PythonConsumer.start(dir, src.layout().batchSize(), epochs, warmup, spinMicros, ring)
-                        : startJvm(BenchConsumer.class, dir.toString(), Integer.toString(src.layout().batchSize()),
-                        Integer.toString(epochs), touch, Long.toString(spinMicros), Integer.toString(warmup),
-                        ring ? "ring" : "socket"));
+                procs.add(
+                        python
+                                ? PythonConsumer.start(dir, src.layout().batchSize(), epochs, warmup, spinMicros, ring)
+                                : startJvm(
+                                        BenchConsumer.class,
+                                        dir.toString(),
+                                        Integer.toString(src.layout().batchSize()),
+                                        Integer.toString(epochs),
+                                        touch,
+                                        Long.toString(spinMicros),
+                                        Integer.toString(warmup),
+                                        ring ? "ring" : "socket"));
             }
             for (Process proc : procs) {
                 String result = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
-                        .lines().filter(l -> l.startsWith("RESULT")).findFirst().orElseThrow();
+                        .lines()
+                        .filter(l -> l.startsWith("RESULT"))
+                        .findFirst()
+                        .orElseThrow();
                 if (!proc.waitFor(10, TimeUnit.MINUTES)) {
                     proc.destroyForcibly();
                 }
@@ -291,8 +358,14 @@ public final class Harness {
     }
 
     /** Resident memory of a consumer that read batches, beside one that connected and read nothing (kB). */
-    public record Rss(int batchSize, int batches, long baselineKb, long readerKb, long baselineAnonKb, long readerAnonKb,
-                      long readerShmemKb) {
+    public record Rss(
+            int batchSize,
+            int batches,
+            long baselineKb,
+            long readerKb,
+            long baselineAnonKb,
+            long readerAnonKb,
+            long readerShmemKb) {
         public double extraMb() {
             return (readerKb - baselineKb) / 1024.0;
         }
@@ -310,8 +383,13 @@ public final class Harness {
         int perEpoch = (int) ((long) consumerBatch * (batches + 4) / 64 + 16);
         ReplaySource src = new ReplaySource(FANOUT_SAMPLE, DType.FLOAT32, FANOUT_BATCH, perEpoch, 0);
         try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-             TensorProducer p = TensorProducer.builder().directory(scratch.resolve("p")).source(src).epochs(1).slots(8)
-                     .drainTimeout(Duration.ofMillis(100)).build()) {
+                TensorProducer p = TensorProducer.builder()
+                        .directory(scratch.resolve("p"))
+                        .source(src)
+                        .epochs(1)
+                        .slots(8)
+                        .drainTimeout(Duration.ofMillis(100))
+                        .build()) {
             Path dir = scratch.resolve("p");
             p.start();
             long[] base = rss(dir, consumerBatch, 0);
@@ -322,17 +400,26 @@ public final class Harness {
 
     /** Starts {@code main} in a JVM like this one (same java, class path and native access); stderr is shared. */
     static Process startJvm(Class<?> main, String... args) throws java.io.IOException {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--enable-native-access=ALL-UNNAMED", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
-                System.getProperty("java.class.path"), main.getName()));
+        List<String> cmd = new ArrayList<>(List.of(
+                ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-cp",
+                System.getProperty("java.class.path"),
+                main.getName()));
         cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        return new ProcessBuilder(cmd)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
     }
 
     private static long[] rss(Path dir, int batchSize, int batches) throws Exception {
-        Process proc = startJvm(RssConsumer.class, dir.toString(), Integer.toString(batchSize), Integer.toString(batches));
+        Process proc =
+                startJvm(RssConsumer.class, dir.toString(), Integer.toString(batchSize), Integer.toString(batches));
         String line = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))
-                .lines().filter(l -> l.startsWith("RSS")).findFirst()
+                .lines()
+                .filter(l -> l.startsWith("RSS"))
+                .findFirst()
                 .orElseThrow(() -> new IllegalStateException("the RSS probe consumer printed no result"));
         if (!proc.waitFor(2, TimeUnit.MINUTES)) {
             proc.destroyForcibly();
@@ -351,8 +438,7 @@ public final class Harness {
      * their mean rate (batches/s), the rate of the fastest one, and the mean rate of the same copies while another
      * thread computes without touching memory (on a machine of two CPUs, on the other one).
      */
-    public record SlotCopy(double meanPerS, double bestPerS, double besideBusyCpuPerS) {
-    }
+    public record SlotCopy(double meanPerS, double bestPerS, double besideBusyCpuPerS) {}
 
     /**
      * Copies one prepared fan-out batch into the 8 slots of a producer's arena, round robin, {@code copies}
@@ -365,11 +451,16 @@ public final class Harness {
      */
     public static SlotCopy slotCopy(int copies) throws IOException {
         int slots = 8;
-        ArenaLayout layout = ArenaLayout.of(new BatchLayout(List.of(new TensorSpec(ReplaySource.DATA, DType.FLOAT32,
-                FANOUT_SAMPLE)), FANOUT_BATCH), slots);
+        ArenaLayout layout = ArenaLayout.of(
+                new BatchLayout(List.of(new TensorSpec(ReplaySource.DATA, DType.FLOAT32, FANOUT_SAMPLE)), FANOUT_BATCH),
+                slots);
         try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
-             Arena a = Arena.ofConfined();
-             SharedArena arena = SharedArena.create(scratch.resolve("arena"), layout, 1, ProcessHandle.current().pid())) {
+                Arena a = Arena.ofConfined();
+                SharedArena arena = SharedArena.create(
+                        scratch.resolve("arena"),
+                        layout,
+                        1,
+                        ProcessHandle.current().pid())) {
             MemorySegment batch = HugePageMapping.anonymous(FANOUT_BATCH_BYTES, true, a); // as ReplaySource holds it
             batch.fill((byte) 1);
             for (int i = 0; i < slots; i++) { // a round to warm up, as the fan-out's consumers do
@@ -377,15 +468,19 @@ public final class Harness {
             }
             Copies alone = copies(batch, arena, slots, copies);
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
-            Thread busy = Thread.ofPlatform().daemon().name("tensorsocket-bench-busy-cpu").start(() -> {
-                long x = 1;
-                while (!stop.get()) {
-                    for (int i = 0; i < 100_000; i++) {
-                        x = x * 6364136223846793005L + 1442695040888963407L; // registers only, no memory traffic
-                    }
-                }
-                sink = x;
-            });
+            Thread busy = Thread.ofPlatform()
+                    .daemon()
+                    .name("tensorsocket-bench-busy-cpu")
+                    .start(() -> {
+                        long x = 1;
+                        while (!stop.get()) {
+                            for (int i = 0; i < 100_000; i++) {
+                                x = x * 6364136223846793005L
+                                        + 1442695040888963407L; // registers only, no memory traffic
+                            }
+                        }
+                        sink = x;
+                    });
             Copies besideBusy;
             try {
                 besideBusy = copies(batch, arena, slots, copies);
@@ -404,8 +499,7 @@ public final class Harness {
     private static volatile long sink;
 
     /** The mean rate of a run of copies and the rate of its fastest copy (batches/s). */
-    private record Copies(double meanPerS, double bestPerS) {
-    }
+    private record Copies(double meanPerS, double bestPerS) {}
 
     /** {@code copies} copies of {@code batch} into the slots, round robin. */
     private static Copies copies(MemorySegment batch, SharedArena arena, int slots, int copies) {

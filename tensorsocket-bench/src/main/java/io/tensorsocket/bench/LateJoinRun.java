@@ -8,7 +8,6 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,8 +31,15 @@ import java.util.concurrent.TimeUnit;
 public final class LateJoinRun {
 
     /** One run's figures. */
-    public record Result(String joins, String order, int consumers, long loaderSamples, long deliveredSamples,
-                         double seconds, long exactEpochs, long epochs) {
+    public record Result(
+            String joins,
+            String order,
+            int consumers,
+            long loaderSamples,
+            long deliveredSamples,
+            double seconds,
+            long exactEpochs,
+            long epochs) {
         /** Samples the loader produced per sample a consumer received. */
         public double loaderWorkPerDelivered() {
             return (double) loaderSamples / deliveredSamples;
@@ -45,8 +51,7 @@ public final class LateJoinRun {
         }
     }
 
-    private LateJoinRun() {
-    }
+    private LateJoinRun() {}
 
     /**
      * @param randomJoins  false: every consumer attached before the first batch; true: the first one, then each of the
@@ -58,13 +63,19 @@ public final class LateJoinRun {
         SyntheticSpec spec = SyntheticSpec.parse("samples=10000,shape=3x32x32,dtype=float32,seed=3");
         int batch = 64;
         Duration delay = Duration.ofMillis(2);
-        BatchSource source = producerOrder ? new SyntheticSource(spec, batch, delay) : SyntheticSource.seeded(spec, batch, delay);
+        BatchSource source =
+                producerOrder ? new SyntheticSource(spec, batch, delay) : SyntheticSource.seeded(spec, batch, delay);
         long epochNanos = spec.samples() / batch * delay.toNanos();
         Path dir = Files.createTempDirectory("tensorsocket-latejoin");
         SplittableRandom r = new SplittableRandom(seed);
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (TensorProducer p = TensorProducer.builder().directory(dir.resolve("p")).source(source).epochs(0)
-                .startGrace(Duration.ZERO).minConsumers(randomJoins ? 1 : consumers).build()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir.resolve("p"))
+                .source(source)
+                .epochs(0)
+                .startGrace(Duration.ZERO)
+                .minConsumers(randomJoins ? 1 : consumers)
+                .build()) {
             List<TensorConsumer> early = new ArrayList<>();
             for (int i = 0; i < (randomJoins ? 1 : consumers); i++) {
                 early.add(TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(batch)));
@@ -95,8 +106,15 @@ public final class LateJoinRun {
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
             long loader = p.status().samplesPublished();
-            return new Result(randomJoins ? "random" : "aligned", producerOrder ? "producer" : "seeded", consumers, loader,
-                    delivered, seconds, exact, (long) consumers * epochs);
+            return new Result(
+                    randomJoins ? "random" : "aligned",
+                    producerOrder ? "producer" : "seeded",
+                    consumers,
+                    loader,
+                    delivered,
+                    seconds,
+                    exact,
+                    (long) consumers * epochs);
         } finally {
             pool.shutdownNow();
         }

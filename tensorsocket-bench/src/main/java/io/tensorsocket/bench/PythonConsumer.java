@@ -15,8 +15,7 @@ import java.util.concurrent.TimeUnit;
 final class PythonConsumer {
     static final String SCRIPT = "clients/python/examples/bench_consumer.py";
 
-    private PythonConsumer() {
-    }
+    private PythonConsumer() {}
 
     /** Why no Python consumer can run here, or null if one can. */
     static String unavailable() {
@@ -26,7 +25,9 @@ final class PythonConsumer {
                     + " project's checkout)";
         }
         try {
-            Process p = new ProcessBuilder(python(), "-c", "import numpy").redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(python(), "-c", "import numpy")
+                    .redirectErrorStream(true)
+                    .start();
             if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 p.destroyForcibly();
                 return python() + " cannot import numpy (set TENSORSOCKET_PYTHON to a Python that has it)";
@@ -41,13 +42,20 @@ final class PythonConsumer {
     }
 
     /** Starts one consumer of the producer in {@code dir}; stdout carries its RESULT line, stderr is shared. */
-    static Process start(Path dir, int batchSize, int epochs, int warmup, long spinMicros, boolean ring) throws IOException {
+    static Process start(Path dir, int batchSize, int epochs, int warmup, long spinMicros, boolean ring)
+            throws IOException {
         Path root = client();
         if (root == null) {
             throw new IllegalStateException(unavailable());
         }
-        List<String> cmd = new ArrayList<>(List.of(python(), root.resolve(SCRIPT).toString(), dir.toString(),
-                Integer.toString(batchSize), Integer.toString(epochs), Integer.toString(warmup), Long.toString(spinMicros),
+        List<String> cmd = new ArrayList<>(List.of(
+                python(),
+                root.resolve(SCRIPT).toString(),
+                dir.toString(),
+                Integer.toString(batchSize),
+                Integer.toString(epochs),
+                Integer.toString(warmup),
+                Long.toString(spinMicros),
                 ring ? "ring" : "socket"));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().put("PYTHONPATH", root.resolve("clients/python").toString());
@@ -61,7 +69,11 @@ final class PythonConsumer {
 
     private static Path location() {
         try {
-            return Path.of(PythonConsumer.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            return Path.of(PythonConsumer.class
+                    .getProtectionDomain()
+                    .getCodeSource()
+                    .getLocation()
+                    .toURI());
         } catch (Exception e) {
             return Path.of("").toAbsolutePath();
         }

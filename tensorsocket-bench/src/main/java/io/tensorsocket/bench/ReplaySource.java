@@ -8,7 +8,6 @@ import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.HugePageMapping;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -36,12 +35,11 @@ final class ReplaySource implements BatchSource {
     private long publishNanos;
 
     /** Milliseconds per batch the producer's thread spent claiming, copying and publishing, from the second epoch on. */
-    record Timing(double claimMs, double copyMs, double publishMs) {
-    }
+    record Timing(double claimMs, double copyMs, double publishMs) {}
 
     ReplaySource(long[] sampleShape, DType dtype, int batchSize, long batchesPerEpoch, long pauseNanos) {
-        this.layout = new BatchLayout(List.of(new TensorSpec(DATA, dtype, sampleShape), TensorSpec.of(STAMP, DType.INT64)),
-                batchSize);
+        this.layout = new BatchLayout(
+                List.of(new TensorSpec(DATA, dtype, sampleShape), TensorSpec.of(STAMP, DType.INT64)), batchSize);
         this.batches = batchesPerEpoch;
         this.pauseNanos = pauseNanos;
         long bytes = layout.tensors().getFirst().sampleBytes() * batchSize;

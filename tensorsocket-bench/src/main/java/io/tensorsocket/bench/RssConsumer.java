@@ -3,7 +3,6 @@ package io.tensorsocket.bench;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -24,8 +23,8 @@ public final class RssConsumer {
         Path dir = Path.of(args[0]);
         int batchSize = Integer.parseInt(args[1]);
         int batches = Integer.parseInt(args[2]);
-        try (TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(batchSize)
-                .withConnectTimeout(Duration.ofSeconds(30)))) {
+        try (TensorConsumer c = TensorConsumer.connect(
+                dir, ConsumerOptions.batchSize(batchSize).withConnectTimeout(Duration.ofSeconds(30)))) {
             Iterator<Batch> it = c.iterator();
             long acc = 0;
             for (int i = 0; i < batches && it.hasNext(); i++) {
@@ -39,7 +38,8 @@ public final class RssConsumer {
             if (batches == 0) {
                 Thread.sleep(500);
             }
-            System.out.println("RSS kb=" + field("VmRSS") + " anon_kb=" + field("RssAnon") + " shmem_kb=" + field("RssShmem"));
+            System.out.println(
+                    "RSS kb=" + field("VmRSS") + " anon_kb=" + field("RssAnon") + " shmem_kb=" + field("RssShmem"));
             System.out.flush();
         }
     }

@@ -17,8 +17,10 @@ public final class ScratchDirectory implements AutoCloseable {
     private static final Set<Path> OPEN = ConcurrentHashMap.newKeySet();
 
     static {
-        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("tensorsocket-bench-cleanup")
-                .unstarted(() -> OPEN.forEach(ScratchDirectory::delete)));
+        Runtime.getRuntime()
+                .addShutdownHook(Thread.ofPlatform()
+                        .name("tensorsocket-bench-cleanup")
+                        .unstarted(() -> OPEN.forEach(ScratchDirectory::delete)));
     }
 
     private final Path path;

@@ -1,7 +1,6 @@
 package io.tensorsocket.bench;
 
 import io.tensorsocket.stream.EpochOrders;
-
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -20,11 +19,9 @@ import java.util.SplittableRandom;
 public final class ShuffleCost {
 
     /** Averages over trials and epochs. */
-    public record Cost(int consumers, double positionShift, double batchmatesAgain) {
-    }
+    public record Cost(int consumers, double positionShift, double batchmatesAgain) {}
 
-    private ShuffleCost() {
-    }
+    private ShuffleCost() {}
 
     /** {@code trials} runs of {@code epochs} epochs of {@code n} samples in batches of {@code batch}. */
     public static Cost measure(int n, int batch, int consumers, int trials, int epochs, long seed) {

@@ -3,7 +3,6 @@ package io.tensorsocket.bench;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
@@ -36,8 +35,11 @@ public final class WindowedConsumer {
         long counted = 0;
         double t0 = -1;
         long cpu0 = 0;
-        try (TensorConsumer c = TensorConsumer.connect(producer, ConsumerOptions.batchSize(batchSize)
-                .withConnectTimeout(Duration.ofSeconds(60)).withThreadConfinedBatches(true))) {
+        try (TensorConsumer c = TensorConsumer.connect(
+                producer,
+                ConsumerOptions.batchSize(batchSize)
+                        .withConnectTimeout(Duration.ofSeconds(60))
+                        .withThreadConfinedBatches(true))) {
             while (true) {
                 for (Batch b : c) {
                     MemorySegment data = b.tensor(0).data();
@@ -70,8 +72,13 @@ public final class WindowedConsumer {
                     }
                     counted++;
                     if (wall >= w[1]) {
-                        System.out.printf(Locale.ROOT, "{\"batches\": %d, \"seconds\": %.4f, \"cpu_s\": %.4f, \"sink\": %d}%n",
-                                counted, wall - t0, (cpuNanos() - cpu0) / 1e9, sink % 7);
+                        System.out.printf(
+                                Locale.ROOT,
+                                "{\"batches\": %d, \"seconds\": %.4f, \"cpu_s\": %.4f, \"sink\": %d}%n",
+                                counted,
+                                wall - t0,
+                                (cpuNanos() - cpu0) / 1e9,
+                                sink % 7);
                         System.out.flush();
                         return;
                     }
@@ -91,6 +98,7 @@ public final class WindowedConsumer {
     }
 
     private static long cpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 }

@@ -1,6 +1,5 @@
 package io.tensorsocket.cli;
 
-import javax.imageio.ImageIO;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
@@ -14,10 +13,13 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import javax.imageio.ImageIO;
 
 /** A grouped bar chart drawn with Java2D into a PNG: categories on x, one bar per series, values labelled. */
 final class BarChart {
-    private static final Color[] COLORS = {new Color(0x9E9E9E), new Color(0x1E88E5), new Color(0x43A047), new Color(0xFB8C00)};
+    private static final Color[] COLORS = {
+        new Color(0x9E9E9E), new Color(0x1E88E5), new Color(0x43A047), new Color(0xFB8C00)
+    };
 
     private final String title;
     private final String yLabel;
@@ -37,7 +39,8 @@ final class BarChart {
 
     BarChart series(String name, double[] v) {
         if (v.length != categories.size()) {
-            throw new IllegalArgumentException("series " + name + " has " + v.length + " values for " + categories.size() + " categories");
+            throw new IllegalArgumentException(
+                    "series " + name + " has " + v.length + " values for " + categories.size() + " categories");
         }
         series.add(name);
         values.add(v.clone());
@@ -131,7 +134,7 @@ final class BarChart {
         if (Double.isFinite(reference)) {
             int py = bottom - (int) Math.round((bottom - top) * reference / topValue);
             g.setColor(new Color(0xC62828));
-            g.setStroke(new BasicStroke(2, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10, new float[]{8, 6}, 0));
+            g.setStroke(new BasicStroke(2, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10, new float[] {8, 6}, 0));
             g.drawLine(left, py, right, py);
             g.drawString(referenceLabel, right - fm.stringWidth(referenceLabel), py - 6);
         }

@@ -4,9 +4,6 @@ import io.tensorsocket.bench.Harness;
 import io.tensorsocket.bench.LateJoinRun;
 import io.tensorsocket.bench.ShuffleCost;
 import io.tensorsocket.pipeline.Decoders;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,16 +13,22 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code tensorsocket bench}: the numbers that matter, measured side by side in one run. Prints a table,
  * one JSON object per metric per line on stdout, and writes a CSV and PNG charts.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
-        description = {"Measure hand-off latency, fan-out to 1..16 consumers beside memory bandwidth, the speedup of a"
-                + " shared JPEG pipeline over private ones for K = 2, 3, 4, the memory each consumer adds, and what exact"
-                + " late-join epochs cost in randomness against a fresh shuffle.",
-                "Prints a table and one JSON object per metric per line; writes CSV and PNG charts. --quick takes about a minute."})
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Measure hand-off latency, fan-out to 1..16 consumers beside memory bandwidth, the speedup of a"
+                    + " shared JPEG pipeline over private ones for K = 2, 3, 4, the memory each consumer adds, and what exact"
+                    + " late-join epochs cost in randomness against a fresh shuffle.",
+            "Prints a table and one JSON object per metric per line; writes CSV and PNG charts. --quick takes about a minute."
+        })
 final class BenchCommand implements Callable<Integer> {
     /** The spinning consumer polls longer than the producer's 1 ms pace, so it never sleeps between batches. */
     private static final long SPIN_MICROS = 2000;
@@ -33,13 +36,22 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--quick", description = "Shorter runs (about a minute); noisier.")
     boolean quick;
 
-    @Option(names = "--out", defaultValue = "bench-results", description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--out",
+            defaultValue = "bench-results",
+            description = "Folder for the CSV and charts (default ${DEFAULT-VALUE}).")
     Path out;
 
-    @Option(names = "--only", split = ",", description = "Run only these: handoff, fanout, speedup, rss, shuffle, latejoin.")
+    @Option(
+            names = "--only",
+            split = ",",
+            description = "Run only these: handoff, fanout, speedup, rss, shuffle, latejoin.")
     List<String> only;
 
-    @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--step-ms",
+            defaultValue = "40",
+            description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
     double stepMs;
 
     private final List<Map<String, Object>> metrics = new ArrayList<>();
@@ -62,8 +74,8 @@ final class BenchCommand implements Callable<Integer> {
                     System.err.println("SKIPPED the Python consumers' hand-off: " + noPython);
                 }
                 for (String consumer : noPython == null ? List.of("java", "python") : List.of("java")) {
-                    for (boolean ring : new boolean[]{true, false}) {
-                        for (long spin : new long[]{0, SPIN_MICROS}) {
+                    for (boolean ring : new boolean[] {true, false}) {
+                        for (long spin : new long[] {0, SPIN_MICROS}) {
                             if (consumer.equals("python") && !ring && spin > 0) {
                                 continue; // a Python consumer spins on its ring only
                             }
@@ -72,9 +84,24 @@ final class BenchCommand implements Callable<Integer> {
                                     + (spin > 0 ? ", spinning" : ""));
                             Harness.Handoff h = Harness.handoff(warmup, batches, spin, ring, consumer.equals("python"));
                             for (String stat : List.of("p50", "p99")) {
-                                metric("handoff_us", stat.equals("p50") ? h.p50Us() : h.p99Us(), "us", "stat", stat, "path",
-                                        path, "consumer", consumer, "batch", "64x3x32x32 float32", "batches", h.batches(),
-                                        "warmup", warmup, "spin_us", spin);
+                                metric(
+                                        "handoff_us",
+                                        stat.equals("p50") ? h.p50Us() : h.p99Us(),
+                                        "us",
+                                        "stat",
+                                        stat,
+                                        "path",
+                                        path,
+                                        "consumer",
+                                        consumer,
+                                        "batch",
+                                        "64x3x32x32 float32",
+                                        "batches",
+                                        h.batches(),
+                                        "warmup",
+                                        warmup,
+                                        "spin_us",
+                                        spin);
                             }
                         }
                     }
@@ -93,21 +120,61 @@ final class BenchCommand implements Callable<Integer> {
                 // the limit is the best this machine copied, before or after the runs (it varies from minute to minute)
                 Harness.CopyLimit limit = before.best(Harness.memcpy());
                 double memcpy = limit.gbPerS();
-                metric("memcpy_gb_per_s", memcpy, "GB/s", "what", "native-to-native copy of 64 MiB, best of 10 before and 10"
-                        + " after the fan-out runs, in 4 KiB and in 2 MiB pages, by the JDK's copy and by the C library's",
-                        "small_pages_gb_per_s", limit.smallPagesGbPerS(), "huge_pages_gb_per_s", limit.hugePagesGbPerS(),
-                        "jdk_copy_gb_per_s", limit.jdkCopyGbPerS(), "c_library_copy_gb_per_s", limit.cLibraryCopyGbPerS());
-                metric("slot_copy_batches_per_s", slotCopy.meanPerS(), "batches/s", "what", "mean of " + (quick ? 40 : 200)
-                        + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm arena, before the fan-out runs",
-                        "best_batches_per_s", slotCopy.bestPerS(), "of_limit", slotCopy.meanPerS() / (memcpy / batchGb),
-                        "beside_busy_cpu_batches_per_s", slotCopy.besideBusyCpuPerS(), "beside_busy_cpu_of_limit",
+                metric(
+                        "memcpy_gb_per_s",
+                        memcpy,
+                        "GB/s",
+                        "what",
+                        "native-to-native copy of 64 MiB, best of 10 before and 10"
+                                + " after the fan-out runs, in 4 KiB and in 2 MiB pages, by the JDK's copy and by the C library's",
+                        "small_pages_gb_per_s",
+                        limit.smallPagesGbPerS(),
+                        "huge_pages_gb_per_s",
+                        limit.hugePagesGbPerS(),
+                        "jdk_copy_gb_per_s",
+                        limit.jdkCopyGbPerS(),
+                        "c_library_copy_gb_per_s",
+                        limit.cLibraryCopyGbPerS());
+                metric(
+                        "slot_copy_batches_per_s",
+                        slotCopy.meanPerS(),
+                        "batches/s",
+                        "what",
+                        "mean of " + (quick ? 40 : 200)
+                                + " copies of one 64x3x224x224 float32 batch into 8 slots of a /dev/shm arena, before the fan-out runs",
+                        "best_batches_per_s",
+                        slotCopy.bestPerS(),
+                        "of_limit",
+                        slotCopy.meanPerS() / (memcpy / batchGb),
+                        "beside_busy_cpu_batches_per_s",
+                        slotCopy.besideBusyCpuPerS(),
+                        "beside_busy_cpu_of_limit",
                         slotCopy.besideBusyCpuPerS() / (memcpy / batchGb));
                 for (Harness.Fanout f : fs) {
-                    metric("fanout_batches_per_s", f.perConsumer(), "batches/s per consumer", "consumers", f.consumers(),
-                            "aggregate", f.aggregate(), "batch", "64x3x224x224 float32", "touch", "page",
-                            "memcpy_limit_batches_per_s", memcpy / batchGb, "of_limit", f.perConsumer() / (memcpy / batchGb),
-                            "of_slot_copy", f.perConsumer() / slotCopy.meanPerS(), "producer_claim_ms", f.claimMs(),
-                            "producer_copy_ms", f.copyMs(), "producer_publish_ms", f.publishMs());
+                    metric(
+                            "fanout_batches_per_s",
+                            f.perConsumer(),
+                            "batches/s per consumer",
+                            "consumers",
+                            f.consumers(),
+                            "aggregate",
+                            f.aggregate(),
+                            "batch",
+                            "64x3x224x224 float32",
+                            "touch",
+                            "page",
+                            "memcpy_limit_batches_per_s",
+                            memcpy / batchGb,
+                            "of_limit",
+                            f.perConsumer() / (memcpy / batchGb),
+                            "of_slot_copy",
+                            f.perConsumer() / slotCopy.meanPerS(),
+                            "producer_claim_ms",
+                            f.claimMs(),
+                            "producer_copy_ms",
+                            f.copyMs(),
+                            "producer_publish_ms",
+                            f.publishMs());
                 }
                 fanoutChart(fs, memcpy / batchGb);
             }
@@ -115,19 +182,50 @@ final class BenchCommand implements Callable<Integer> {
                 Path images = DemoImages.ensure(DemoImages.defaultFolder(), 500, 10);
                 List<double[]> rows = new ArrayList<>();
                 for (int k : List.of(2, 3, 4)) {
-                    TrainingComparison.Config c = new TrainingComparison.Config(images, k, 32, 32, stepMs, quick ? 3 : 15,
-                            quick ? 1 : 3, cpus, "auto", "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
-                            "float32", 42, null);
+                    TrainingComparison.Config c = new TrainingComparison.Config(
+                            images,
+                            k,
+                            32,
+                            32,
+                            stepMs,
+                            quick ? 3 : 15,
+                            quick ? 1 : 3,
+                            cpus,
+                            "auto",
+                            "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
+                            "float32",
+                            42,
+                            null);
                     progress.phase("speedup K=" + k + ": private pipelines");
                     TrainingComparison.ModeResult p = TrainingComparison.runPrivate(c);
                     progress.phase("speedup K=" + k + ": shared producer");
                     TrainingComparison.ModeResult s = TrainingComparison.runShared(c);
                     double speedup = s.aggregate() / p.aggregate();
-                    metric("shared_speedup", speedup, "x", "jobs", k, "private_samples_per_s", p.aggregate(),
-                            "shared_samples_per_s", s.aggregate(), "private_cpu_ms_per_sample", p.cpuMsPerSample(),
-                            "shared_cpu_ms_per_sample", s.cpuMsPerSample(), "step_ms", stepMs, "batch", 32,
-                            "decoder", Decoders.best().name(), "workers", cpus, "seconds", c.seconds());
-                    rows.add(new double[]{k, p.aggregate(), s.aggregate(), p.cpuMsPerSample(), s.cpuMsPerSample()});
+                    metric(
+                            "shared_speedup",
+                            speedup,
+                            "x",
+                            "jobs",
+                            k,
+                            "private_samples_per_s",
+                            p.aggregate(),
+                            "shared_samples_per_s",
+                            s.aggregate(),
+                            "private_cpu_ms_per_sample",
+                            p.cpuMsPerSample(),
+                            "shared_cpu_ms_per_sample",
+                            s.cpuMsPerSample(),
+                            "step_ms",
+                            stepMs,
+                            "batch",
+                            32,
+                            "decoder",
+                            Decoders.best().name(),
+                            "workers",
+                            cpus,
+                            "seconds",
+                            c.seconds());
+                    rows.add(new double[] {k, p.aggregate(), s.aggregate(), p.cpuMsPerSample(), s.cpuMsPerSample()});
                 }
                 speedupChart(rows);
             }
@@ -138,10 +236,30 @@ final class BenchCommand implements Callable<Integer> {
                 ShuffleCost.Cost fresh = ShuffleCost.measure(n, batch, 0, quick ? 2 : 8, 4, 21);
                 for (int k : List.of(0, 1, 2, 4, 8)) {
                     ShuffleCost.Cost c = k == 0 ? fresh : ShuffleCost.measure(n, batch, k, quick ? 2 : 8, 4, 21 + k);
-                    metric("shuffle_position_shift", c.positionShift(), "of an epoch", "consumers_joined_mid_epoch", k,
-                            "fresh_shuffle", fresh.positionShift(), "samples", n, "batch", batch);
-                    metric("shuffle_batchmates_again", c.batchmatesAgain(), "of pairs", "consumers_joined_mid_epoch", k,
-                            "fresh_shuffle", fresh.batchmatesAgain(), "samples", n, "batch", batch);
+                    metric(
+                            "shuffle_position_shift",
+                            c.positionShift(),
+                            "of an epoch",
+                            "consumers_joined_mid_epoch",
+                            k,
+                            "fresh_shuffle",
+                            fresh.positionShift(),
+                            "samples",
+                            n,
+                            "batch",
+                            batch);
+                    metric(
+                            "shuffle_batchmates_again",
+                            c.batchmatesAgain(),
+                            "of pairs",
+                            "consumers_joined_mid_epoch",
+                            k,
+                            "fresh_shuffle",
+                            fresh.batchmatesAgain(),
+                            "samples",
+                            n,
+                            "batch",
+                            batch);
                 }
             }
             if (wants("latejoin")) {
@@ -153,13 +271,42 @@ final class BenchCommand implements Callable<Integer> {
                         progress.phase("4 consumers, " + (random ? "joining at random times" : "aligned") + ", "
                                 + (producerOrder ? "exact" : "seeded") + " order");
                         LateJoinRun.Result res = LateJoinRun.run(4, epochs, random, producerOrder, 77);
-                        metric("latejoin_loader_work_per_delivered_sample", res.loaderWorkPerDelivered(), "samples",
-                                "joins", res.joins(), "order", res.order(), "consumers", res.consumers(),
-                                "epochs_each", epochs, "aligned_ideal", 1.0 / res.consumers());
-                        metric("latejoin_delivered_samples_per_s", res.deliveredPerSecond(), "samples/s", "joins",
-                                res.joins(), "order", res.order(), "consumers", res.consumers(), "loader_ms_per_batch", 2);
-                        metric("latejoin_exact_epochs", (double) res.exactEpochs() / res.epochs(), "of epochs", "joins",
-                                res.joins(), "order", res.order(), "epochs", res.epochs());
+                        metric(
+                                "latejoin_loader_work_per_delivered_sample",
+                                res.loaderWorkPerDelivered(),
+                                "samples",
+                                "joins",
+                                res.joins(),
+                                "order",
+                                res.order(),
+                                "consumers",
+                                res.consumers(),
+                                "epochs_each",
+                                epochs,
+                                "aligned_ideal",
+                                1.0 / res.consumers());
+                        metric(
+                                "latejoin_delivered_samples_per_s",
+                                res.deliveredPerSecond(),
+                                "samples/s",
+                                "joins",
+                                res.joins(),
+                                "order",
+                                res.order(),
+                                "consumers",
+                                res.consumers(),
+                                "loader_ms_per_batch",
+                                2);
+                        metric(
+                                "latejoin_exact_epochs",
+                                (double) res.exactEpochs() / res.epochs(),
+                                "of epochs",
+                                "joins",
+                                res.joins(),
+                                "order",
+                                res.order(),
+                                "epochs",
+                                res.epochs());
                     }
                 }
             }
@@ -167,16 +314,30 @@ final class BenchCommand implements Callable<Integer> {
                 for (int b : List.of(64, 100)) {
                     progress.phase("resident memory of a consumer, batch " + b);
                     Harness.Rss r = Harness.consumerRss(b, quick ? 20 : 50);
-                    metric("consumer_extra_rss_mb", r.extraMb(), "MiB", "consumer_batch", b, "producer_batch", 64,
-                            "batches_read", r.batches(), "private_anon_mb", r.extraAnonMb(),
-                            "shared_mapped_mb", r.readerShmemKb() / 1024.0, "baseline_rss_mb", r.baselineKb() / 1024.0);
+                    metric(
+                            "consumer_extra_rss_mb",
+                            r.extraMb(),
+                            "MiB",
+                            "consumer_batch",
+                            b,
+                            "producer_batch",
+                            64,
+                            "batches_read",
+                            r.batches(),
+                            "private_anon_mb",
+                            r.extraAnonMb(),
+                            "shared_mapped_mb",
+                            r.readerShmemKb() / 1024.0,
+                            "baseline_rss_mb",
+                            r.baselineKb() / 1024.0);
                 }
             }
         }
         printTable();
         writeCsv(out.resolve("bench.csv"));
-        System.out.println("# wrote " + out.resolve("bench.csv") + (Files.exists(out.resolve("fanout.png")) ? ", fanout.png" : "")
-                + (Files.exists(out.resolve("speedup.png")) ? ", speedup.png" : ""));
+        System.out.println(
+                "# wrote " + out.resolve("bench.csv") + (Files.exists(out.resolve("fanout.png")) ? ", fanout.png" : "")
+                        + (Files.exists(out.resolve("speedup.png")) ? ", speedup.png" : ""));
         return 0;
     }
 
@@ -205,10 +366,19 @@ final class BenchCommand implements Callable<Integer> {
             StringBuilder params = new StringBuilder();
             m.forEach((k, v) -> {
                 if (!k.equals("metric") && !k.equals("value") && !k.equals("unit")) {
-                    params.append(k).append('=').append(v instanceof Double d ? String.format(Locale.ROOT, "%.2f", d) : v).append(' ');
+                    params.append(k)
+                            .append('=')
+                            .append(v instanceof Double d ? String.format(Locale.ROOT, "%.2f", d) : v)
+                            .append(' ');
                 }
             });
-            System.out.printf(Locale.ROOT, "%-24s %12.2f  %-24s %s%n", m.get("metric"), (Double) m.get("value"), m.get("unit"), params);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-24s %12.2f  %-24s %s%n",
+                    m.get("metric"),
+                    (Double) m.get("value"),
+                    m.get("unit"),
+                    params);
         }
     }
 
@@ -218,21 +388,37 @@ final class BenchCommand implements Callable<Integer> {
             StringBuilder params = new StringBuilder();
             m.forEach((k, v) -> {
                 if (!k.equals("metric") && !k.equals("value") && !k.equals("unit")) {
-                    params.append(params.isEmpty() ? "" : ";").append(k).append('=').append(v);
+                    params.append(params.isEmpty() ? "" : ";")
+                            .append(k)
+                            .append('=')
+                            .append(v);
                 }
             });
-            s.append(m.get("metric")).append(',').append(String.format(Locale.ROOT, "%.4f", (Double) m.get("value"))).append(',')
-                    .append(m.get("unit")).append(",\"").append(params.toString().replace("\"", "'")).append("\"\n");
+            s.append(m.get("metric"))
+                    .append(',')
+                    .append(String.format(Locale.ROOT, "%.4f", (Double) m.get("value")))
+                    .append(',')
+                    .append(m.get("unit"))
+                    .append(",\"")
+                    .append(params.toString().replace("\"", "'"))
+                    .append("\"\n");
         }
         Files.writeString(file, s);
     }
 
     private void fanoutChart(List<Harness.Fanout> fs, double limit) throws IOException {
-        List<String> cats = fs.stream().map(f -> f.consumers() + (f.consumers() == 1 ? " consumer" : " consumers")).toList();
+        List<String> cats = fs.stream()
+                .map(f -> f.consumers() + (f.consumers() == 1 ? " consumer" : " consumers"))
+                .toList();
         new BarChart("Fan-out of 64x3x224x224 float32 batches (38.5 MB) to K consumer JVMs", "batches/s", cats)
-                .subtitle("aggregate over all consumers and per consumer; dashed: one memory copy per batch at the measured bandwidth")
-                .series("aggregate", fs.stream().mapToDouble(Harness.Fanout::aggregate).toArray())
-                .series("per consumer (slowest)", fs.stream().mapToDouble(Harness.Fanout::perConsumer).toArray())
+                .subtitle(
+                        "aggregate over all consumers and per consumer; dashed: one memory copy per batch at the measured bandwidth")
+                .series(
+                        "aggregate",
+                        fs.stream().mapToDouble(Harness.Fanout::aggregate).toArray())
+                .series(
+                        "per consumer (slowest)",
+                        fs.stream().mapToDouble(Harness.Fanout::perConsumer).toArray())
                 .reference(limit, String.format(Locale.ROOT, "memcpy limit %.0f batches/s", limit))
                 .write(out.resolve("fanout.png"));
     }
@@ -240,10 +426,21 @@ final class BenchCommand implements Callable<Integer> {
     private void speedupChart(List<double[]> rows) throws IOException {
         List<String> cats = rows.stream().map(r -> (int) r[0] + " jobs").toList();
         new BarChart("JPEG pipeline: K private pipelines vs one shared producer", "samples/s (all jobs)", cats)
-                .subtitle(String.format(Locale.ROOT, "batch 32, %.0f ms simulated step; speedup %s", stepMs,
-                        String.join(", ", rows.stream().map(r -> String.format(Locale.ROOT, "K=%d %.2fx", (int) r[0], r[2] / r[1])).toList())))
-                .series("private pipelines", rows.stream().mapToDouble(r -> r[1]).toArray())
-                .series("one shared producer", rows.stream().mapToDouble(r -> r[2]).toArray())
+                .subtitle(String.format(
+                        Locale.ROOT,
+                        "batch 32, %.0f ms simulated step; speedup %s",
+                        stepMs,
+                        String.join(
+                                ", ",
+                                rows.stream()
+                                        .map(r -> String.format(Locale.ROOT, "K=%d %.2fx", (int) r[0], r[2] / r[1]))
+                                        .toList())))
+                .series(
+                        "private pipelines",
+                        rows.stream().mapToDouble(r -> r[1]).toArray())
+                .series(
+                        "one shared producer",
+                        rows.stream().mapToDouble(r -> r[2]).toArray())
                 .write(out.resolve("speedup.png"));
     }
 }

@@ -2,21 +2,22 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.ProducerAlreadyRunningException;
 import io.tensorsocket.directory.ProducerDirectory;
-import picocli.CommandLine.Command;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
+import picocli.CommandLine.Command;
 
 /**
  * {@code tensorsocket clean}: removes what dead producers left behind. A directory is stale when no
  * process holds its lock; it is removed by taking that lock first, so a producer starting at the same
  * moment is never disturbed, and a live one is left alone.
  */
-@Command(name = "clean", mixinStandardHelpOptions = true,
+@Command(
+        name = "clean",
+        mixinStandardHelpOptions = true,
         description = "Remove the files of producers that are no longer running (live ones are left alone).")
 final class CleanCommand implements Callable<Integer> {
 
@@ -44,7 +45,8 @@ final class CleanCommand implements Callable<Integer> {
             String pid = StaleProducers.pid(d);
             try {
                 ProducerDirectory.claim(d).close();
-                System.out.println("removed " + d + " (its producer" + (pid.isEmpty() ? "" : ", pid " + pid) + ", is not running)");
+                System.out.println("removed " + d + " (its producer" + (pid.isEmpty() ? "" : ", pid " + pid)
+                        + ", is not running)");
                 removed++;
             } catch (ProducerAlreadyRunningException e) {
                 live++; // started in the meantime
@@ -52,8 +54,8 @@ final class CleanCommand implements Callable<Integer> {
                 System.out.println("could not remove " + d + ": " + e.getMessage());
             }
         }
-        System.out.println("removed " + removed + " stale producer director" + (removed == 1 ? "y" : "ies") + "; " + live
-                + " running producer" + (live == 1 ? "" : "s") + " left alone");
+        System.out.println("removed " + removed + " stale producer director" + (removed == 1 ? "y" : "ies") + "; "
+                + live + " running producer" + (live == 1 ? "" : "s") + " left alone");
         return 0;
     }
 }

@@ -1,7 +1,6 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.pipeline.SyntheticImages;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -13,8 +12,7 @@ final class DemoImages {
     static final int WIDTH = 500;
     static final int HEIGHT = 375;
 
-    private DemoImages() {
-    }
+    private DemoImages() {}
 
     /** {@code $XDG_CACHE_HOME/tensorsocket/demo-jpegs}, or {@code ~/.cache/...}, or the temp directory. */
     static Path defaultFolder() {

@@ -1,7 +1,6 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.TensorSocketException;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AccessDeniedException;
@@ -13,8 +12,7 @@ import java.nio.file.NotDirectoryException;
 
 /** Turns a failure into the one sentence the command line prints: never a Java class name. */
 final class ErrorMessages {
-    private ErrorMessages() {
-    }
+    private ErrorMessages() {}
 
     static String of(Throwable e) {
         return withLauncher(sentence(e));
@@ -33,20 +31,25 @@ final class ErrorMessages {
             return m;
         }
         // not where the message names a path already (".../bin/tensorsocket serve")
-        return m.replaceAll("(?<![/\\w.-])tensorsocket (?=(serve|clean|status|list)\\b)",
+        return m.replaceAll(
+                "(?<![/\\w.-])tensorsocket (?=(serve|clean|status|list)\\b)",
                 java.util.regex.Matcher.quoteReplacement(launcher + " "));
     }
 
     private static String sentence(Throwable e) {
-        if (e instanceof UncheckedIOException u && u.getCause() != null
+        if (e instanceof UncheckedIOException u
+                && u.getCause() != null
                 && (u.getMessage() == null || u.getMessage().equals(u.getCause().toString()))) {
             return sentence(u.getCause());
         }
         if (e instanceof FileSystemException f) {
             return file(f);
         }
-        if (e instanceof TensorSocketException || e instanceof IllegalArgumentException || e instanceof IllegalStateException
-                || e instanceof IOException || e instanceof UncheckedIOException) {
+        if (e instanceof TensorSocketException
+                || e instanceof IllegalArgumentException
+                || e instanceof IllegalStateException
+                || e instanceof IOException
+                || e instanceof UncheckedIOException) {
             String m = e.getMessage();
             if (m != null && !m.isBlank() && !m.equals(String.valueOf(e.getCause()))) {
                 return m;

@@ -1,7 +1,6 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.directory.ProducerDirectory;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -23,8 +22,7 @@ import java.util.stream.Stream;
  * when the wait began (when the feeder socket was made).
  */
 final class FeederWaits {
-    private FeederWaits() {
-    }
+    private FeederWaits() {}
 
     /** One producer waiting for its feeder since {@code since}. */
     record Waiting(Path dir, String pid, Instant since) {
@@ -35,19 +33,25 @@ final class FeederWaits {
         /** "waiting for a feeder since 10:16:15 (42 s)". */
         String state() {
             long s = Math.max(0, Duration.between(since, Instant.now()).toSeconds());
-            return "waiting for a feeder since " + LocalTime.ofInstant(since, ZoneId.systemDefault())
-                    .format(DateTimeFormatter.ofPattern("HH:mm:ss")) + " (" + s + " s)";
+            return "waiting for a feeder since "
+                    + LocalTime.ofInstant(since, ZoneId.systemDefault()).format(DateTimeFormatter.ofPattern("HH:mm:ss"))
+                    + " (" + s + " s)";
         }
     }
 
     /** The producer in {@code dir}, if it waits for its feeder. */
     static Optional<Waiting> of(Path dir) {
         Path feeder = dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE);
-        if (Files.exists(dir.resolve(ProducerDirectory.SOCKET_FILE)) || !Files.exists(feeder) || !ProducerDirectory.isLocked(dir)) {
+        if (Files.exists(dir.resolve(ProducerDirectory.SOCKET_FILE))
+                || !Files.exists(feeder)
+                || !ProducerDirectory.isLocked(dir)) {
             return Optional.empty();
         }
         try {
-            return Optional.of(new Waiting(dir, StaleProducers.pid(dir), Files.getLastModifiedTime(feeder).toInstant()));
+            return Optional.of(new Waiting(
+                    dir,
+                    StaleProducers.pid(dir),
+                    Files.getLastModifiedTime(feeder).toInstant()));
         } catch (IOException e) {
             return Optional.empty(); // it stopped waiting meanwhile
         }

@@ -40,29 +40,46 @@ import picocli.CommandLine.Option;
  * consumer threads) over real sockets and shared memory; each consumer reads one byte of every 4 KiB page of
  * every batch.
  */
-@Command(name = "bench-flight", mixinStandardHelpOptions = true,
+@Command(
+        name = "bench-flight",
+        mixinStandardHelpOptions = true,
         description = "Measure batches/s and GB/s to remote (Flight, loopback), relayed and shared-memory consumers.")
 final class FlightBenchCommand implements Callable<Integer> {
     private static final int BATCH = 64;
     private static final int WARM_BATCHES = 10;
 
-    @Option(names = "--sample-shape", defaultValue = "3x224x224",
-            description = "Shape of one float32 sample (default ${DEFAULT-VALUE}: batches of 38.5 MB; 3x32x32: 0.8 MB).")
+    @Option(
+            names = "--sample-shape",
+            defaultValue = "3x224x224",
+            description =
+                    "Shape of one float32 sample (default ${DEFAULT-VALUE}: batches of 38.5 MB; 3x32x32: 0.8 MB).")
     String sampleShape;
 
-    @Option(names = "--seconds", defaultValue = "8", description = "Measured seconds per case, after a warm-up: 10 batches per consumer, then at least 2 s and until the JIT is quiet, at most --max-warm-up (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--seconds",
+            defaultValue = "8",
+            description =
+                    "Measured seconds per case, after a warm-up: 10 batches per consumer, then at least 2 s and until the JIT is quiet, at most --max-warm-up (default ${DEFAULT-VALUE}).")
     double seconds;
 
     @Option(names = "--only", split = ",", description = "Cases: tcp, shm, flight, relay (default: all).")
     List<String> only;
 
-    @Option(names = "--max-warm-up", defaultValue = "60", description = "Seconds a case's warm-up may last at most, if the JIT does not go quiet sooner (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-warm-up",
+            defaultValue = "60",
+            description =
+                    "Seconds a case's warm-up may last at most, if the JIT does not go quiet sooner (default ${DEFAULT-VALUE}).")
     double maxWarmUpSeconds;
 
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--consumers", split = ",", defaultValue = "1,4", description = "Consumer counts of the shm and flight cases (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--consumers",
+            split = ",",
+            defaultValue = "1,4",
+            description = "Consumer counts of the shm and flight cases (default ${DEFAULT-VALUE}).")
     List<Integer> consumers;
 
     @Override
@@ -70,13 +87,14 @@ final class FlightBenchCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         shape = parseShape(sampleShape);
         if (!(maxWarmUpSeconds >= 0)) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
+            throw new picocli.CommandLine.ParameterException(
+                    spec.commandLine(), "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
         }
         double batchGb = batchBytes() / 1e9;
         double memcpy = Harness.memcpy().gbPerS();
-        System.out.println("# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch "
-                + BATCH + "x" + sampleShape + " float32 (" + String.format(Locale.ROOT, "%.2f", batchGb * 1e3) + " MB)");
+        System.out.println(
+                "# bench-flight on " + Runtime.getRuntime().availableProcessors() + " processors, batch " + BATCH + "x"
+                        + sampleShape + " float32 (" + String.format(Locale.ROOT, "%.2f", batchGb * 1e3) + " MB)");
         memcpyGbPerS = memcpy;
         row("memcpy", 0, memcpy / batchGb, memcpy / batchGb, memcpy, 1e3 / (memcpy / batchGb));
         if (wants("tcp")) {
@@ -107,10 +125,10 @@ final class FlightBenchCommand implements Callable<Integer> {
     private void tcpLimit() throws Exception {
         long bytes = batchBytes();
         try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
-                .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
-             java.nio.channels.SocketChannel out = java.nio.channels.SocketChannel.open(server.getLocalAddress());
-             java.nio.channels.SocketChannel in = server.accept();
-             Arena arena = Arena.ofShared()) {
+                        .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
+                java.nio.channels.SocketChannel out = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+                java.nio.channels.SocketChannel in = server.accept();
+                Arena arena = Arena.ofShared()) {
             java.nio.ByteBuffer src = arena.allocate(bytes, 64).fill((byte) 1).asByteBuffer();
             java.nio.ByteBuffer dst = arena.allocate(bytes, 64).fill((byte) 2).asByteBuffer();
             AtomicBoolean running = new AtomicBoolean(true);
@@ -174,15 +192,28 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     private void run(String kind, int k, Path base, boolean remote, boolean relay, double memcpy) throws Exception {
         Path dir = base.resolve(kind + k);
-        TensorProducer producer = TensorProducer.builder().directory(dir).source(new Replay(shape)).epochs(0)
-                .minConsumers(remote ? (relay ? 1 : k) : k).slots(8).build().start();
-        FlightServe flight = remote ? FlightServe.builder().directory("bench", dir).build().start() : null;
+        TensorProducer producer = TensorProducer.builder()
+                .directory(dir)
+                .source(new Replay(shape))
+                .epochs(0)
+                .minConsumers(remote ? (relay ? 1 : k) : k)
+                .slots(8)
+                .build()
+                .start();
+        FlightServe flight =
+                remote ? FlightServe.builder().directory("bench", dir).build().start() : null;
         TensorProducer relayProducer = null;
         Path relayDir = base.resolve(kind + k + "-relay");
         if (relay) {
-            relayProducer = TensorProducer.builder().directory(relayDir)
-                    .source(RelaySource.connect(flight.address().toString(), BATCH, RemoteOptions.defaults(), Duration.ofMinutes(1)))
-                    .epochs(0).minConsumers(k).slots(8).build().start();
+            relayProducer = TensorProducer.builder()
+                    .directory(relayDir)
+                    .source(RelaySource.connect(
+                            flight.address().toString(), BATCH, RemoteOptions.defaults(), Duration.ofMinutes(1)))
+                    .epochs(0)
+                    .minConsumers(k)
+                    .slots(8)
+                    .build()
+                    .start();
         }
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicLongArray counts = new AtomicLongArray(k);
@@ -242,7 +273,8 @@ final class FlightBenchCommand implements Callable<Integer> {
         }
         producer.close();
         if (!errors.isEmpty()) {
-            throw new IllegalStateException(kind + " with " + k + " consumers failed: " + errors.getFirst(), errors.getFirst());
+            throw new IllegalStateException(
+                    kind + " with " + k + " consumers failed: " + errors.getFirst(), errors.getFirst());
         }
         double slowest = Double.MAX_VALUE;
         double total = 0;
@@ -257,7 +289,8 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     /** CPU time of this whole process (every thread: producer, server, gRPC, consumers). */
     private static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        return ((com.sun.management.OperatingSystemMXBean)
+                        java.lang.management.ManagementFactory.getOperatingSystemMXBean())
                 .getProcessCpuTime();
     }
 
@@ -304,9 +337,14 @@ final class FlightBenchCommand implements Callable<Integer> {
     private double warmedSeconds;
 
     /** Prints one case; a remote case with its share of the TCP limit, a shared-memory one with its share of memcpy. */
-    private void row(String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
-        Json j = Json.object().put("case", kind).put("consumers", k).put("batches_per_s_per_consumer", perConsumer)
-                .put("batches_per_s_aggregate", aggregate).put("gb_per_s_per_consumer", gbPerConsumer)
+    private void row(
+            String kind, int k, double perConsumer, double aggregate, double gbPerConsumer, double cpuMsPerBatch) {
+        Json j = Json.object()
+                .put("case", kind)
+                .put("consumers", k)
+                .put("batches_per_s_per_consumer", perConsumer)
+                .put("batches_per_s_aggregate", aggregate)
+                .put("gb_per_s_per_consumer", gbPerConsumer)
                 .put("gb_per_s_aggregate", aggregate * batchBytes() / 1e9)
                 .put("cpu_ms_per_consumer_batch", cpuMsPerBatch);
         boolean remote = kind.equals("flight") || kind.equals("relay");
@@ -338,8 +376,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         try {
             return SyntheticSpec.parseShape(text);
         } catch (IllegalArgumentException e) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--sample-shape: " + e.getMessage());
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--sample-shape: " + e.getMessage());
         }
     }
 

@@ -8,7 +8,9 @@ import picocli.CommandLine.Option;
 /** {@code serve --flight HOST:PORT ...}: also serve the producer to other hosts over Arrow Flight. */
 final class FlightOptions {
 
-    @Option(names = "--flight", paramLabel = "HOST:PORT",
+    @Option(
+            names = "--flight",
+            paramLabel = "HOST:PORT",
             description = "Also serve remote consumers over Arrow Flight here (e.g. 127.0.0.1:8815; any address"
                     + " but loopback needs a token).")
     String flight;
@@ -19,7 +21,10 @@ final class FlightOptions {
     @Option(names = "--flight-token-file", paramLabel = "FILE", description = "Read the shared token from this file.")
     Path tokenFile;
 
-    @Option(names = "--flight-tls-cert", paramLabel = "PEM", description = "Serve TLS with this certificate chain (PEM).")
+    @Option(
+            names = "--flight-tls-cert",
+            paramLabel = "PEM",
+            description = "Serve TLS with this certificate chain (PEM).")
     Path tlsCert;
 
     @Option(names = "--flight-tls-key", paramLabel = "PEM", description = "The TLS private key (PEM, PKCS#8).")
@@ -42,12 +47,14 @@ final class FlightOptions {
         try {
             port = Integer.parseInt(flight.substring(colon + 1));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--flight port '" + flight.substring(colon + 1) + "' is not a number", e);
+            throw new IllegalArgumentException(
+                    "--flight port '" + flight.substring(colon + 1) + "' is not a number", e);
         }
         if ((tlsCert == null) != (tlsKey == null)) {
             throw new IllegalArgumentException("TLS needs both --flight-tls-cert and --flight-tls-key");
         }
-        FlightServe.Builder b = FlightServe.builder().producer(producer).host(host).port(port).token(token);
+        FlightServe.Builder b =
+                FlightServe.builder().producer(producer).host(host).port(port).token(token);
         if (tokenFile != null) {
             b.tokenFile(tokenFile);
         }

@@ -2,8 +2,7 @@ package io.tensorsocket.cli;
 
 /** What messages tell the user to type next. */
 final class Hints {
-    private Hints() {
-    }
+    private Hints() {}
 
     /**
      * The command the user started this program with: bin/tensorsocket passes the path it was called by in

@@ -3,7 +3,6 @@ package io.tensorsocket.cli;
 import io.tensorsocket.Batch;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.source.SyntheticSource;
-
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -6,12 +6,6 @@ import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Unmatched;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
@@ -24,6 +18,11 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import java.util.zip.CRC32C;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Unmatched;
 
 /**
  * {@code tensorsocket job}: one simulated training job, as the demo and the benchmark start it. It reads
@@ -33,7 +32,10 @@ import java.util.zip.CRC32C;
  * {@code --seconds} of measurement prints one JSON line: samples/s, CPU time, wait vs work, and whether
  * every sample arrived once and in order.
  */
-@Command(name = "job", hidden = true, mixinStandardHelpOptions = true,
+@Command(
+        name = "job",
+        hidden = true,
+        mixinStandardHelpOptions = true,
         description = "A simulated training job reading from a shared producer or from its own private pipeline.")
 final class JobCommand implements Callable<Integer> {
 
@@ -43,28 +45,42 @@ final class JobCommand implements Callable<Integer> {
     @Option(names = "--dir", description = "Read from the shared producer in this directory.")
     Path dir;
 
-    @Option(names = "--private", description = "Run a private pipeline in this process; the remaining options describe its source.")
+    @Option(
+            names = "--private",
+            description = "Run a private pipeline in this process; the remaining options describe its source.")
     boolean privatePipeline;
 
     @Option(names = "--batch-size", required = true, description = "Samples per training step.")
     int batchSize;
 
-    @Option(names = "--step-ms", defaultValue = "40", description = "Simulated accelerator time per batch (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--step-ms",
+            defaultValue = "40",
+            description = "Simulated accelerator time per batch (default ${DEFAULT-VALUE}).")
     double stepMs;
 
     @Option(names = "--seconds", defaultValue = "20", description = "Measured time (default ${DEFAULT-VALUE}).")
     double seconds;
 
-    @Option(names = "--warmup-s", defaultValue = "3", description = "Unmeasured time after the first batch (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--warmup-s",
+            defaultValue = "3",
+            description = "Unmeasured time after the first batch (default ${DEFAULT-VALUE}).")
     double warmupS;
 
     @Option(names = "--model", description = "Train a real DJL model instead of simulating the step.")
     String model;
 
-    @Option(names = "--classes", defaultValue = "10", description = "Classes of the real model (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--classes",
+            defaultValue = "10",
+            description = "Classes of the real model (default ${DEFAULT-VALUE}).")
     int classes;
 
-    @Option(names = "--lr", defaultValue = "0.001", description = "Learning rate of the real model (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--lr",
+            defaultValue = "0.001",
+            description = "Learning rate of the real model (default ${DEFAULT-VALUE}).")
     float lr;
 
     @Unmatched
@@ -88,7 +104,8 @@ final class JobCommand implements Callable<Integer> {
         }
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withConnectTimeout(Duration.ofSeconds(60));
         if (!privatePipeline) {
-            try (TensorConsumer c = name != null ? TensorConsumer.connect(name, opts) : TensorConsumer.connect(dir, opts)) {
+            try (TensorConsumer c =
+                    name != null ? TensorConsumer.connect(name, opts) : TensorConsumer.connect(dir, opts)) {
                 train(c, "shared");
             }
             return 0;
@@ -98,19 +115,26 @@ final class JobCommand implements Callable<Integer> {
         args.addAll(List.of("--batch-size", Integer.toString(batchSize)));
         new CommandLine(ps).parseArgs(args.toArray(String[]::new));
         Path shm = Path.of("/dev/shm");
-        Path tmp = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "tensorsocket-private-");
+        Path tmp = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "tensorsocket-private-");
         // A signal skips finally blocks: a shutdown hook removes the private arena however the job ends.
         Thread cleanup = new Thread(() -> delete(tmp), "tensorsocket-private-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
         BatchSource source = ps.source.build("private");
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("p")).source(source).epochs(0).slots(6)
-                .drainTimeout(Duration.ofSeconds(1)).build()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(tmp.resolve("p"))
+                .source(source)
+                .epochs(0)
+                .slots(6)
+                .drainTimeout(Duration.ofSeconds(1))
+                .build()) {
             Runtime.getRuntime().removeShutdownHook(cleanup);
-            cleanup = new Thread(() -> {
-                p.close();
-                delete(tmp);
-            }, "tensorsocket-private-cleanup");
+            cleanup = new Thread(
+                    () -> {
+                        p.close();
+                        delete(tmp);
+                    },
+                    "tensorsocket-private-cleanup");
             Runtime.getRuntime().addShutdownHook(cleanup);
             p.start();
             try (TensorConsumer c = TensorConsumer.connect(tmp.resolve("p"), opts)) {
@@ -138,8 +162,8 @@ final class JobCommand implements Callable<Integer> {
         if (model != null) {
             OptionalParts.requireDjl("demo --model");
         }
-        try (ModelStep step = model == null ? null : new ModelStep(model, classes, c.tensors().getFirst(), "label",
-                batchSize, lr)) {
+        try (ModelStep step =
+                model == null ? null : new ModelStep(model, classes, c.tensors().getFirst(), "label", batchSize, lr)) {
             run(c, mode, step);
         }
     }
@@ -212,11 +236,21 @@ final class JobCommand implements Callable<Integer> {
         }
         double window = (end - warmAt) / 1e9;
         long n = samples - warmSamples;
-        System.out.println(Json.object().put("event", "done").put("mode", mode).put("batch_size", batchSize)
-                .put("step", model != null ? "djl " + model : "simulated").put("step_ms", stepMs).put("samples", n).put("seconds", window).put("samples_per_s", n / window)
-                .put("cpu_s", (cpuNanos() - warmCpu) / 1e9).put("wait_s", (c.waitNanos() - warmWait) / 1e9)
-                .put("work_s", (c.workNanos() - warmWork) / 1e9).put("out_of_order", outOfOrder)
-                .put("first_samples_crc", Long.toHexString(crc.getValue())).put("hashed_samples", hashed)
+        System.out.println(Json.object()
+                .put("event", "done")
+                .put("mode", mode)
+                .put("batch_size", batchSize)
+                .put("step", model != null ? "djl " + model : "simulated")
+                .put("step_ms", stepMs)
+                .put("samples", n)
+                .put("seconds", window)
+                .put("samples_per_s", n / window)
+                .put("cpu_s", (cpuNanos() - warmCpu) / 1e9)
+                .put("wait_s", (c.waitNanos() - warmWait) / 1e9)
+                .put("work_s", (c.workNanos() - warmWork) / 1e9)
+                .put("out_of_order", outOfOrder)
+                .put("first_samples_crc", Long.toHexString(crc.getValue()))
+                .put("hashed_samples", hashed)
                 .put("pid", ProcessHandle.current().pid()));
         sink += touched;
         System.out.flush();
@@ -226,6 +260,10 @@ final class JobCommand implements Callable<Integer> {
         if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
             return os.getProcessCpuTime();
         }
-        return ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
+        return ProcessHandle.current()
+                .info()
+                .totalCpuDuration()
+                .map(Duration::toNanos)
+                .orElse(0L);
     }
 }

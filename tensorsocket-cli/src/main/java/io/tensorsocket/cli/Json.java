@@ -22,8 +22,7 @@ final class Json {
         return this;
     }
 
-    private record Raw(String json) {
-    }
+    private record Raw(String json) {}
 
     @Override
     public String toString() {

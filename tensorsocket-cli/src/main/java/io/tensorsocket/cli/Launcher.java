@@ -5,8 +5,7 @@ import java.util.List;
 
 /** Builds the command line that starts another {@code tensorsocket} JVM like this one. */
 final class Launcher {
-    private Launcher() {
-    }
+    private Launcher() {}
 
     static List<String> javaCommand(String... args) {
         return javaCommand(List.of(), args);

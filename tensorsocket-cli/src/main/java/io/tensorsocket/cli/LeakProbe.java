@@ -17,8 +17,7 @@ import java.util.stream.Stream;
 final class LeakProbe {
 
     /** What the producer held more than at its baseline, and each leak said in words. */
-    record Leaks(long fds, long threads, List<String> problems) {
-    }
+    record Leaks(long fds, long threads, List<String> problems) {}
 
     private final long pid;
     private final Path scratch;
@@ -77,12 +76,13 @@ final class LeakProbe {
     private static long nonCarrierThreads(long pid) {
         try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
             return s.filter(t -> {
-                try {
-                    return !Files.readString(t.resolve("comm")).startsWith("ForkJoinPool");
-                } catch (IOException e) {
-                    return false;
-                }
-            }).count();
+                        try {
+                            return !Files.readString(t.resolve("comm")).startsWith("ForkJoinPool");
+                        } catch (IOException e) {
+                            return false;
+                        }
+                    })
+                    .count();
         } catch (IOException e) {
             return -1;
         }
@@ -106,8 +106,11 @@ final class LeakProbe {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         Path dump = scratch.resolve("threads.json");
         try {
-            Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "Thread.dump_to_file", "-format=json",
-                    dump.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Process p = new ProcessBuilder(
+                            jcmd.toString(), Long.toString(pid), "Thread.dump_to_file", "-format=json", dump.toString())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0 || !Files.exists(dump)) {
                 return 0;
             }

@@ -3,13 +3,26 @@ package io.tensorsocket.cli;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-
 /** {@code tensorsocket}: serve a shared loader, consume from it, and try it out. */
-@Command(name = "tensorsocket", mixinStandardHelpOptions = true, versionProvider = VersionInfo.class,
+@Command(
+        name = "tensorsocket",
+        mixinStandardHelpOptions = true,
+        versionProvider = VersionInfo.class,
         description = "Share one data loader between many training processes on this host.",
-        subcommands = {ServeCommand.class, ConsumeCommand.class, TrainCommand.class, StatusCommand.class, ListCommand.class,
-                CleanCommand.class, DemoCommand.class, BenchCommand.class, FlightBenchCommand.class, SoakCommand.class, JobCommand.class,
-                CommandLine.HelpCommand.class})
+        subcommands = {
+            ServeCommand.class,
+            ConsumeCommand.class,
+            TrainCommand.class,
+            StatusCommand.class,
+            ListCommand.class,
+            CleanCommand.class,
+            DemoCommand.class,
+            BenchCommand.class,
+            FlightBenchCommand.class,
+            SoakCommand.class,
+            JobCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main {
 
     public static void main(String[] args) {
@@ -31,8 +44,13 @@ public final class Main {
             CommandLine cmd = e.getCommandLine();
             cmd.getErr().println("tensorsocket: error: " + e.getMessage());
             CommandLine.UnmatchedArgumentException.printSuggestions(e, cmd.getErr());
-            String sub = cmd.getCommandSpec().qualifiedName().replaceFirst("^\\S+", "").strip();
-            cmd.getErr().println("run '" + Hints.launcher() + (sub.isEmpty() ? "" : " " + sub) + " --help' for the options");
+            String sub = cmd.getCommandSpec()
+                    .qualifiedName()
+                    .replaceFirst("^\\S+", "")
+                    .strip();
+            cmd.getErr()
+                    .println(
+                            "run '" + Hints.launcher() + (sub.isEmpty() ? "" : " " + sub) + " --help' for the options");
             return 2;
         });
         return cli.execute(args);

@@ -29,16 +29,24 @@ final class ModelStep implements AutoCloseable {
         this.model = Model.newInstance(modelName);
         model.setBlock(Models.block(modelName, classes));
         this.trainer = model.newTrainer(new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                .optOptimizer(Optimizer.adam().optLearningRateTracker(Tracker.fixed(lr)).build()));
+                .optOptimizer(Optimizer.adam()
+                        .optLearningRateTracker(Tracker.fixed(lr))
+                        .build()));
         trainer.initialize(new Shape(input.batchShape(batchSize)));
     }
 
     /** One forward, backward and optimizer step on {@code batch}, reading its tensors in place. */
     void train(Batch batch) {
         NDManager sub = trainer.getManager().newSubManager();
-        try (ai.djl.training.dataset.Batch b = new ai.djl.training.dataset.Batch(sub,
-                new NDList(TensorArrays.view(sub, batch.tensor(input))), new NDList(TensorArrays.view(sub, batch.tensor(label))),
-                batch.size(), Batchifier.STACK, Batchifier.STACK, 0, 0)) {
+        try (ai.djl.training.dataset.Batch b = new ai.djl.training.dataset.Batch(
+                sub,
+                new NDList(TensorArrays.view(sub, batch.tensor(input))),
+                new NDList(TensorArrays.view(sub, batch.tensor(label))),
+                batch.size(),
+                Batchifier.STACK,
+                Batchifier.STACK,
+                0,
+                0)) {
             EasyTrain.trainBatch(trainer, b);
             trainer.step();
         }

@@ -11,8 +11,7 @@ import ai.djl.nn.pooling.Pool;
 
 /** The DJL models that {@code train} and the jobs of {@code demo --model} build, and the engine settings they run under. */
 final class Models {
-    private Models() {
-    }
+    private Models() {}
 
     /** Offline (the engine ships in the class path; never download one), {@code threads} PyTorch threads, one inter-op thread. */
     static void configureEngine(int threads) {
@@ -26,23 +25,38 @@ final class Models {
     /** The named model ({@link OptionalParts#MODELS}) with {@code classes} outputs. */
     static Block block(String model, int classes) {
         return switch (model) {
-            case "mlp" -> new SequentialBlock().add(Blocks.batchFlattenBlock())
-                    .add(Linear.builder().setUnits(256).build()).add(Activation::relu)
-                    .add(Linear.builder().setUnits(128).build()).add(Activation::relu)
-                    .add(Linear.builder().setUnits(classes).build());
-            case "cnn" -> new SequentialBlock()
-                    .add(Conv2d.builder().setKernelShape(new Shape(3, 3)).optPadding(new Shape(1, 1)).setFilters(32).build())
-                    .add(Activation::relu).add(Pool.maxPool2dBlock(new Shape(2, 2)))
-                    .add(Conv2d.builder().setKernelShape(new Shape(3, 3)).optPadding(new Shape(1, 1)).setFilters(64).build())
-                    .add(Activation::relu).add(Pool.maxPool2dBlock(new Shape(2, 2)))
-                    .add(Blocks.batchFlattenBlock())
-                    .add(Linear.builder().setUnits(128).build()).add(Activation::relu)
-                    .add(Linear.builder().setUnits(classes).build());
+            case "mlp" ->
+                new SequentialBlock()
+                        .add(Blocks.batchFlattenBlock())
+                        .add(Linear.builder().setUnits(256).build())
+                        .add(Activation::relu)
+                        .add(Linear.builder().setUnits(128).build())
+                        .add(Activation::relu)
+                        .add(Linear.builder().setUnits(classes).build());
+            case "cnn" ->
+                new SequentialBlock()
+                        .add(Conv2d.builder()
+                                .setKernelShape(new Shape(3, 3))
+                                .optPadding(new Shape(1, 1))
+                                .setFilters(32)
+                                .build())
+                        .add(Activation::relu)
+                        .add(Pool.maxPool2dBlock(new Shape(2, 2)))
+                        .add(Conv2d.builder()
+                                .setKernelShape(new Shape(3, 3))
+                                .optPadding(new Shape(1, 1))
+                                .setFilters(64)
+                                .build())
+                        .add(Activation::relu)
+                        .add(Pool.maxPool2dBlock(new Shape(2, 2)))
+                        .add(Blocks.batchFlattenBlock())
+                        .add(Linear.builder().setUnits(128).build())
+                        .add(Activation::relu)
+                        .add(Linear.builder().setUnits(classes).build());
             default -> {
                 OptionalParts.checkModel(model);
                 throw new AssertionError(model);
             }
         };
     }
-
 }

@@ -10,14 +10,16 @@ import java.util.List;
  */
 final class OptionalParts {
     /** The models {@code train} and {@code demo --model} can build. */
-    static final List<String> MODELS = java.util.Arrays.stream(TrainCommand.Architecture.values()).map(Enum::name).toList();
+    static final List<String> MODELS = java.util.Arrays.stream(TrainCommand.Architecture.values())
+            .map(Enum::name)
+            .toList();
 
-    private OptionalParts() {
-    }
+    private OptionalParts() {}
 
     /** Whether DJL, its PyTorch engine and this project's DJL module are on the class path. */
     static boolean hasDjl() {
-        for (String c : List.of("ai.djl.Model", "ai.djl.pytorch.engine.PtEngine", "io.tensorsocket.djl.SharedDataset")) {
+        for (String c :
+                List.of("ai.djl.Model", "ai.djl.pytorch.engine.PtEngine", "io.tensorsocket.djl.SharedDataset")) {
             try {
                 Class.forName(c, false, OptionalParts.class.getClassLoader());
             } catch (ClassNotFoundException | LinkageError e) {

@@ -32,7 +32,8 @@ final class ProgressBar implements AutoCloseable {
         this.totalSeconds = totalSeconds;
         this.tty = tty;
         this.plainEveryS = plainEveryS;
-        this.painter = Thread.ofPlatform().daemon().name("tensorsocket-progress").start(this::paint);
+        this.painter =
+                Thread.ofPlatform().daemon().name("tensorsocket-progress").start(this::paint);
     }
 
     void phase(String text) {
@@ -72,9 +73,17 @@ final class ProgressBar implements AutoCloseable {
                     return;
                 }
                 if (tty) {
-                    String line = String.format(Locale.ROOT, "\r%s %3d%% %5.1f s  %s", Terminal.bar(e / totalSeconds, 30),
-                            percent(e), e, phase);
-                    err.print(line.length() > WIDTH ? line.substring(0, WIDTH) : line + " ".repeat(WIDTH - line.length()));
+                    String line = String.format(
+                            Locale.ROOT,
+                            "\r%s %3d%% %5.1f s  %s",
+                            Terminal.bar(e / totalSeconds, 30),
+                            percent(e),
+                            e,
+                            phase);
+                    err.print(
+                            line.length() > WIDTH
+                                    ? line.substring(0, WIDTH)
+                                    : line + " ".repeat(WIDTH - line.length()));
                     drawn = true;
                     err.flush();
                 } else if (e - Math.max(lastPlain, phaseStarted) >= plainEveryS && !phase.isEmpty()) {

@@ -13,8 +13,7 @@ import java.util.Locale;
 /** What the commands ask of a remote producer; its own class so that local consumers never load Arrow. */
 final class RemoteAccess {
 
-    private RemoteAccess() {
-    }
+    private RemoteAccess() {}
 
     /** Whether {@code name} is a {@code grpc://} or {@code grpc+tls://} address (checked without loading Arrow). */
     static boolean isRemote(String name) {

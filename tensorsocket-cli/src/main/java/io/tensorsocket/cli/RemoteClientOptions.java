@@ -9,22 +9,34 @@ import picocli.CommandLine.Option;
 /** How a command reaches a producer on another host ({@code grpc://} or {@code grpc+tls://} names). */
 final class RemoteClientOptions {
 
-    @Option(names = "--token", paramLabel = "TOKEN", description = "Shared token of a remote (grpc://) producer's server.")
+    @Option(
+            names = "--token",
+            paramLabel = "TOKEN",
+            description = "Shared token of a remote (grpc://) producer's server.")
     String token;
 
     @Option(names = "--token-file", paramLabel = "FILE", description = "Read the shared token from this file.")
     Path tokenFile;
 
-    @Option(names = "--trust", paramLabel = "PEM", description = "Trust this certificate for grpc+tls:// (default: the system's).")
+    @Option(
+            names = "--trust",
+            paramLabel = "PEM",
+            description = "Trust this certificate for grpc+tls:// (default: the system's).")
     Path trust;
 
-    @Option(names = "--silence-timeout-s", defaultValue = "2",
-            description = "A remote server silent this long while a batch is awaited has vanished (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--silence-timeout-s",
+            defaultValue = "2",
+            description =
+                    "A remote server silent this long while a batch is awaited has vanished (default ${DEFAULT-VALUE}).")
     double silenceTimeoutS;
 
     RemoteOptions build(long epochs) throws IOException {
-        RemoteOptions o = RemoteOptions.defaults().withEpochs(epochs).withSilenceTimeout(ServeCommand.seconds(silenceTimeoutS));
-        String t = token != null ? token : tokenFile != null ? Files.readString(tokenFile).strip() : null;
+        RemoteOptions o =
+                RemoteOptions.defaults().withEpochs(epochs).withSilenceTimeout(ServeCommand.seconds(silenceTimeoutS));
+        String t = token != null
+                ? token
+                : tokenFile != null ? Files.readString(tokenFile).strip() : null;
         if (t != null) {
             o = o.withToken(t);
         }

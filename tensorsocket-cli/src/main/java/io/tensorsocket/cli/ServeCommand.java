@@ -4,17 +4,18 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.flight.FlightServe;
 import io.tensorsocket.metrics.MetricsEndpoint;
-import picocli.CommandLine.ArgGroup;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code tensorsocket serve}: runs a producer until its epochs are done. */
-@Command(name = "serve", mixinStandardHelpOptions = true,
+@Command(
+        name = "serve",
+        mixinStandardHelpOptions = true,
         description = "Run a producer: load each batch once into shared memory and serve it to every consumer.")
 final class ServeCommand implements Callable<Integer> {
 
@@ -24,6 +25,7 @@ final class ServeCommand implements Callable<Integer> {
     static final class Target {
         @Option(names = "--name", description = "Producer name; consumers connect by it.")
         String name;
+
         @Option(names = "--dir", description = "Explicit producer directory instead of a name.")
         Path dir;
     }
@@ -34,70 +36,104 @@ final class ServeCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--epochs", defaultValue = "1", description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--epochs",
+            defaultValue = "1",
+            description = "Epochs to serve; 0 serves until stopped (default ${DEFAULT-VALUE}).")
     long epochs;
 
-    @Option(names = "--arena-mb", description = "Arena size in MiB (default: 8 to 64 batches, within half of the free shared memory).")
+    @Option(
+            names = "--arena-mb",
+            description = "Arena size in MiB (default: 8 to 64 batches, within half of the free shared memory).")
     Long arenaMb;
 
     @Option(names = "--slots", description = "Number of batch slots in the arena (instead of --arena-mb).")
     Integer slots;
 
-    @Option(names = "--hello-timeout-s", defaultValue = "5",
+    @Option(
+            names = "--hello-timeout-s",
+            defaultValue = "5",
             description = "Drop a connection that has not said HELLO after this long (default ${DEFAULT-VALUE}).")
     double helloTimeoutS;
 
-    @Option(names = "--rubber-band", defaultValue = "2",
+    @Option(
+            names = "--rubber-band",
+            defaultValue = "2",
             description = "Batches kept so late joiners can start at the epoch start (default ${DEFAULT-VALUE}).")
     int rubberBand;
 
     /** A feeder's claims ahead: its claims' round trips to the producer run while it copies earlier batches. */
     static final int EXTERNAL_CLAIMS_AHEAD = 4;
 
-    @Option(names = "--claims-ahead", paramLabel = "N",
-            description = "Slots the source may fill before it publishes the first of them (default 2; 4 with --external,"
-                    + " so that a feeder's claims travel while it copies); each leaves one slot fewer to consumers' batches.")
+    @Option(
+            names = "--claims-ahead",
+            paramLabel = "N",
+            description =
+                    "Slots the source may fill before it publishes the first of them (default 2; 4 with --external,"
+                            + " so that a feeder's claims travel while it copies); each leaves one slot fewer to consumers' batches.")
     Integer claimsAhead;
 
-    @Option(names = "--stall-timeout-s", defaultValue = "30",
+    @Option(
+            names = "--stall-timeout-s",
+            defaultValue = "30",
             description = "Evict a consumer that holds everyone up this long (default ${DEFAULT-VALUE}).")
     double stallTimeoutS;
 
-    @Option(names = "--idle-timeout-s", paramLabel = "SECONDS",
+    @Option(
+            names = "--idle-timeout-s",
+            paramLabel = "SECONDS",
             description = "Stop when no consumer is attached for this long (default 600; with --epochs 0 none:"
                     + " it serves until stopped unless this is given).")
     Double idleTimeoutS;
 
-    @Option(names = "--start-grace-ms", defaultValue = "2000", paramLabel = "MS",
+    @Option(
+            names = "--start-grace-ms",
+            defaultValue = "2000",
+            paramLabel = "MS",
             description = "After the first consumer attaches, wait this long for others before the first batch, so"
                     + " jobs launched together all start at the epoch start (default ${DEFAULT-VALUE}; 0 = off).")
     long startGraceMs;
 
-    @Option(names = "--share-key", hidden = true,
+    @Option(
+            names = "--share-key",
+            hidden = true,
             description = "Set by TensorConsumer.connectOrServe (train --share): the arguments it started this producer"
                     + " with, which later callers compare with theirs.")
     String shareKey;
 
-    @Option(names = "--job-timeout-s", defaultValue = "30", paramLabel = "SECONDS",
+    @Option(
+            names = "--job-timeout-s",
+            defaultValue = "30",
+            paramLabel = "SECONDS",
             description = "How long the ranks of a data-parallel job (consume --job) that joined wait for the others"
                     + " before the job fails, naming the missing ranks (default ${DEFAULT-VALUE}).")
     double jobTimeoutS;
 
-    @Option(names = "--min-consumers", defaultValue = "1",
+    @Option(
+            names = "--min-consumers",
+            defaultValue = "1",
             description = "Wait for this many consumers before the first batch (default ${DEFAULT-VALUE}).")
     int minConsumers;
 
-    @Option(names = "--rings", defaultValue = "16", paramLabel = "N",
+    @Option(
+            names = "--rings",
+            defaultValue = "16",
+            paramLabel = "N",
             description = "Hand batches to up to N consumers at once through descriptor rings in shared memory;"
                     + " others, and all with 0, through their sockets (default ${DEFAULT-VALUE}).")
     int rings;
 
-    @Option(names = "--group", paramLabel = "GROUP",
+    @Option(
+            names = "--group",
+            paramLabel = "GROUP",
             description = "Also let members of this group connect (default: only this user).")
     String group;
 
-    @Option(names = "--metrics", paramLabel = "[HOST:]PORT",
-            description = "Serve Prometheus/OpenMetrics metrics at http://HOST:PORT/metrics (a bare port binds loopback).")
+    @Option(
+            names = "--metrics",
+            paramLabel = "[HOST:]PORT",
+            description =
+                    "Serve Prometheus/OpenMetrics metrics at http://HOST:PORT/metrics (a bare port binds loopback).")
     String metrics;
 
     @picocli.CommandLine.Mixin
@@ -108,13 +144,22 @@ final class ServeCommand implements Callable<Integer> {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
         if (source.batchSize == null && !source.kind.external) {
             // Required except with --external: reported as picocli reports any missing option.
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "Missing required option: '--batch-size=<batchSize>'");
+            throw new picocli.CommandLine.ParameterException(
+                    spec.commandLine(), "Missing required option: '--batch-size=<batchSize>'");
         }
-        BatchSource src = source.build(target.name != null ? target.name : target.dir.getFileName().toString());
-        TensorProducer.Builder b = TensorProducer.builder().source(src).epochs(epochs).rubberBand(rubberBand)
-                .stallTimeout(seconds(stallTimeoutS)).minConsumers(minConsumers).jobTimeout(seconds(jobTimeoutS)).shareKey(shareKey)
-                .startGrace(java.time.Duration.ofMillis(startGraceMs)).helloTimeout(seconds(helloTimeoutS)).rings(rings);
+        BatchSource src = source.build(
+                target.name != null ? target.name : target.dir.getFileName().toString());
+        TensorProducer.Builder b = TensorProducer.builder()
+                .source(src)
+                .epochs(epochs)
+                .rubberBand(rubberBand)
+                .stallTimeout(seconds(stallTimeoutS))
+                .minConsumers(minConsumers)
+                .jobTimeout(seconds(jobTimeoutS))
+                .shareKey(shareKey)
+                .startGrace(java.time.Duration.ofMillis(startGraceMs))
+                .helloTimeout(seconds(helloTimeoutS))
+                .rings(rings);
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));
         }
@@ -137,23 +182,28 @@ final class ServeCommand implements Callable<Integer> {
         }
         // SIGTERM or Ctrl-C at any time, also while the producer still waits for its source (an external
         // producer's feeder), leaves no directory behind.
-        java.util.concurrent.atomic.AtomicReference<TensorProducer> built = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<TensorProducer> built =
+                new java.util.concurrent.atomic.AtomicReference<>();
         java.util.concurrent.CountDownLatch constructed = new java.util.concurrent.CountDownLatch(1);
         Thread main = Thread.currentThread();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            if (built.get() == null) {
-                main.interrupt(); // ends the wait for the source; the half-built producer removes its directory
-                try {
-                    constructed.await(5, java.util.concurrent.TimeUnit.SECONDS);
-                } catch (InterruptedException ignored) {
-                    // the JVM is going down
-                }
-            }
-            TensorProducer p = built.get();
-            if (p != null) {
-                p.close();
-            }
-        }, "tensorsocket-serve-shutdown"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            if (built.get() == null) {
+                                main.interrupt(); // ends the wait for the source; the half-built producer removes
+                                // its directory
+                                try {
+                                    constructed.await(5, java.util.concurrent.TimeUnit.SECONDS);
+                                } catch (InterruptedException ignored) {
+                                    // the JVM is going down
+                                }
+                            }
+                            TensorProducer p = built.get();
+                            if (p != null) {
+                                p.close();
+                            }
+                        },
+                        "tensorsocket-serve-shutdown"));
         TensorProducer producer;
         try {
             producer = b.build();
@@ -162,10 +212,13 @@ final class ServeCommand implements Callable<Integer> {
             constructed.countDown();
         }
         try (TensorProducer p = producer;
-             MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress);
-             FlightServe remote = flight.start(p)) {
-            Json ready = Json.object().put("event", "ready").put("name", p.name())
-                    .put("dir", p.directory().toString()).put("pid", ProcessHandle.current().pid());
+                MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress);
+                FlightServe remote = flight.start(p)) {
+            Json ready = Json.object()
+                    .put("event", "ready")
+                    .put("name", p.name())
+                    .put("dir", p.directory().toString())
+                    .put("pid", ProcessHandle.current().pid());
             if (endpoint != null) {
                 ready.put("metrics", endpoint.url());
             }

@@ -19,6 +19,7 @@ final class SoakChild {
     final List<String> lines = new CopyOnWriteArrayList<>();
     /** Progress lines: arrival time and cumulative samples. */
     final List<long[]> progress = new CopyOnWriteArrayList<>();
+
     final Thread reader;
     volatile boolean stopped;
     boolean expectedDeath;
@@ -45,10 +46,13 @@ final class SoakChild {
     }
 
     private void read() {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+                new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             for (String l; (l = r.readLine()) != null; ) {
                 if (l.startsWith("{\"event\": \"progress\"")) {
-                    progress.add(new long[]{System.nanoTime(), Long.parseLong(JsonLine.parse(l).get("samples"))});
+                    progress.add(new long[] {
+                        System.nanoTime(), Long.parseLong(JsonLine.parse(l).get("samples"))
+                    });
                 } else {
                     lines.add(l);
                 }
@@ -101,7 +105,8 @@ final class SoakChild {
     }
 
     boolean finishedEpochs() {
-        return epochs > 0 && lines.stream().filter(l -> l.startsWith("{\"epoch\"")).count() >= epochs;
+        return epochs > 0
+                && lines.stream().filter(l -> l.startsWith("{\"epoch\"")).count() >= epochs;
     }
 
     long exitedAt() {
@@ -110,7 +115,9 @@ final class SoakChild {
     }
 
     synchronized void signal(String signal) throws IOException, InterruptedException {
-        new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start()
+        new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+                .inheritIO()
+                .start()
                 .waitFor(10, TimeUnit.SECONDS);
     }
 
@@ -128,7 +135,11 @@ final class SoakChild {
     }
 
     String errorLine() {
-        return stderrText().lines().filter(l -> l.startsWith("tensorsocket:")).reduce((a, b) -> b).orElse("");
+        return stderrText()
+                .lines()
+                .filter(l -> l.startsWith("tensorsocket:"))
+                .reduce((a, b) -> b)
+                .orElse("");
     }
 
     void deleteFiles() {

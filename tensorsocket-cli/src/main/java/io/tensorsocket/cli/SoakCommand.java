@@ -1,8 +1,5 @@
 package io.tensorsocket.cli;
 
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +10,8 @@ import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code tensorsocket soak}: one producer process and a changing population of consumer processes, for a
@@ -22,8 +21,11 @@ import java.util.stream.Stream;
  * that the producer leaks no file descriptor, thread or file. Prints one summary JSON line; exits 1 if
  * anything was lost or leaked.
  */
-@Command(name = "soak", mixinStandardHelpOptions = true,
-        description = "Fault-injection soak: random joins, leaves, kills, stalls and producer restarts; prints a summary.")
+@Command(
+        name = "soak",
+        mixinStandardHelpOptions = true,
+        description =
+                "Fault-injection soak: random joins, leaves, kills, stalls and producer restarts; prints a summary.")
 final class SoakCommand implements Callable<Integer> {
 
     @Option(names = "--minutes", defaultValue = "3", description = "How long to run (default ${DEFAULT-VALUE}).")
@@ -32,15 +34,24 @@ final class SoakCommand implements Callable<Integer> {
     @Option(names = "--seed", description = "Random seed (default: random; printed in the summary).")
     Long seed;
 
-    @Option(names = "--max-consumers", defaultValue = "4", description = "Consumers alive at most (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-consumers",
+            defaultValue = "4",
+            description = "Consumers alive at most (default ${DEFAULT-VALUE}).")
     int maxConsumers;
 
-    @Option(names = "--producer-restarts", defaultValue = "2",
-            description = "Times the producer is SIGKILLed and restarted under the same name (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--producer-restarts",
+            defaultValue = "2",
+            description =
+                    "Times the producer is SIGKILLed and restarted under the same name (default ${DEFAULT-VALUE}).")
     int producerRestarts;
 
-    @Option(names = "--stall-timeout-s", defaultValue = "2",
-            description = "The producer's stall timeout: the documented bound for a stalled peer (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--stall-timeout-s",
+            defaultValue = "2",
+            description =
+                    "The producer's stall timeout: the documented bound for a stalled peer (default ${DEFAULT-VALUE}).")
     double stallTimeoutS;
 
     private static final String NAME = "soak";
@@ -63,8 +74,8 @@ final class SoakCommand implements Callable<Integer> {
         long s = seed != null ? seed : new Random().nextLong();
         random = new Random(s);
         Path shm = Path.of("/dev/shm");
-        base = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "tensorsocket-soak-");
+        base = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "tensorsocket-soak-");
         t0 = System.nanoTime();
         long end = t0 + (long) (minutes * 60e9);
         try {
@@ -94,12 +105,13 @@ final class SoakCommand implements Callable<Integer> {
                 baseline = startProducer();
                 continue;
             }
-            List<SoakChild> running = consumers.stream().filter(c -> c.isAlive() && !c.stopped).toList();
+            List<SoakChild> running =
+                    consumers.stream().filter(c -> c.isAlive() && !c.stopped).toList();
             switch (schedule.next(running.size(), consumers.size())) {
                 case JOIN -> join();
                 case KILL -> kill(running.get(random.nextInt(running.size())));
                 case STALL -> stall(running.get(random.nextInt(running.size())));
-                case WAIT -> { } // let them run
+                case WAIT -> {} // let them run
             }
             sleepMs(schedule.pauseMs());
         }
@@ -135,7 +147,8 @@ final class SoakCommand implements Callable<Integer> {
         }
         try (Stream<Path> left = Files.walk(base)) {
             Path producers = base.resolve("producers");
-            List<Path> files = left.filter(p -> !p.equals(base) && !p.equals(producers)).toList();
+            List<Path> files =
+                    left.filter(p -> !p.equals(base) && !p.equals(producers)).toList();
             verdict.filesLeft = files.size();
             if (!files.isEmpty()) {
                 verdict.failures.add("files left behind: " + files);
@@ -147,10 +160,26 @@ final class SoakCommand implements Callable<Integer> {
 
     /** Starts the producer, runs one warm-up consumer through an epoch, and records its descriptors and threads. */
     private LeakProbe startProducer() throws Exception {
-        producer = SoakChild.start(base, null, "serve", "--name", NAME, "--synthetic",
-                "samples=" + SAMPLES + ",shape=3x8x8,dtype=float32,seed=" + random.nextInt(1000), "--batch-size",
-                Integer.toString(LOADER_BATCH), "--epochs", "0", "--rubber-band", "24", "--stall-timeout-s",
-                Double.toString(stallTimeoutS), "--idle-timeout-s", "600", "--hello-timeout-s", "5");
+        producer = SoakChild.start(
+                base,
+                null,
+                "serve",
+                "--name",
+                NAME,
+                "--synthetic",
+                "samples=" + SAMPLES + ",shape=3x8x8,dtype=float32,seed=" + random.nextInt(1000),
+                "--batch-size",
+                Integer.toString(LOADER_BATCH),
+                "--epochs",
+                "0",
+                "--rubber-band",
+                "24",
+                "--stall-timeout-s",
+                Double.toString(stallTimeoutS),
+                "--idle-timeout-s",
+                "600",
+                "--hello-timeout-s",
+                "5");
         if (producer.awaitLine(l -> l.contains("\"ready\""), 30_000) == null) {
             throw new IllegalStateException("the producer did not start: " + producer.stderrText());
         }
@@ -201,9 +230,18 @@ final class SoakCommand implements Callable<Integer> {
     // ------------------------------------------------------------------------------------------ consumers
 
     private SoakChild startConsumer(int batchSize, int epochs) throws IOException {
-        List<String> args = new ArrayList<>(List.of("consume", "--name", NAME, "--batch-size", Integer.toString(batchSize),
-                "--progress-ms", "50", "--step-ms", batchSize == 1 ? "0" : Double.toString(0.5 + random.nextInt(4) * 0.5),
-                "--batch-timeout-s", "60"));
+        List<String> args = new ArrayList<>(List.of(
+                "consume",
+                "--name",
+                NAME,
+                "--batch-size",
+                Integer.toString(batchSize),
+                "--progress-ms",
+                "50",
+                "--step-ms",
+                batchSize == 1 ? "0" : Double.toString(0.5 + random.nextInt(4) * 0.5),
+                "--batch-timeout-s",
+                "60"));
         if (epochs > 0) {
             args.addAll(List.of("--epochs", Integer.toString(epochs)));
         }
@@ -221,8 +259,9 @@ final class SoakCommand implements Callable<Integer> {
     }
 
     private void kill(SoakChild victim) throws InterruptedException {
-        List<SoakChild> survivors = consumers.stream().filter(c -> c != victim && c.isAlive() && !c.stopped
-                && c.progressCount() > 0).toList();
+        List<SoakChild> survivors = consumers.stream()
+                .filter(c -> c != victim && c.isAlive() && !c.stopped && c.progressCount() > 0)
+                .toList();
         long[] before = survivors.stream().mapToLong(SoakChild::samples).toArray();
         long killedAt = System.nanoTime();
         victim.expectedDeath = true;
@@ -248,7 +287,8 @@ final class SoakCommand implements Callable<Integer> {
                 verdict.worstResumeAfterKillMs = Math.max(verdict.worstResumeAfterKillMs, ms);
             }
             if (ms > bound) {
-                verdict.failures.add("consumer " + s.id + " made no progress for " + ms + " ms after consumer " + victim.id + " was killed");
+                verdict.failures.add("consumer " + s.id + " made no progress for " + ms + " ms after consumer "
+                        + victim.id + " was killed");
             }
         }
     }

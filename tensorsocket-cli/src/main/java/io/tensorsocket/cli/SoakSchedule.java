@@ -9,7 +9,12 @@ import java.util.Random;
  */
 final class SoakSchedule {
 
-    enum Action { JOIN, KILL, STALL, WAIT }
+    enum Action {
+        JOIN,
+        KILL,
+        STALL,
+        WAIT
+    }
 
     private final Random random;
     private final long[] restartAt;

@@ -33,7 +33,12 @@ final class SoakVerdict {
     long filesLeft;
 
     boolean ok() {
-        return failures.isEmpty() && samplesLost == 0 && defects == 0 && fdLeak == 0 && threadLeak == 0 && filesLeft == 0;
+        return failures.isEmpty()
+                && samplesLost == 0
+                && defects == 0
+                && fdLeak == 0
+                && threadLeak == 0
+                && filesLeft == 0;
     }
 
     /** Judges consumer {@code c}, which has exited, by what it reported and how it ended. */
@@ -48,7 +53,8 @@ final class SoakVerdict {
             // An epoch from an epoch start, or an exact one from mid-epoch, is one pass; a rolling epoch spans two
             // producer epochs, each in its own shuffled order: repeats are expected there.
             boolean fromStart = !"rolling".equals(e.get("start"));
-            long bad = (fromStart ? Long.parseLong(e.get("duplicates")) : 0) + Long.parseLong(e.get("corrupt"))
+            long bad = (fromStart ? Long.parseLong(e.get("duplicates")) : 0)
+                    + Long.parseLong(e.get("corrupt"))
                     + Long.parseLong(e.get("out_of_order"));
             defects += bad;
             if (bad != 0) {
@@ -74,7 +80,9 @@ final class SoakVerdict {
         if (c.expectProducerGone) {
             if (code != 0 && err.contains("lost the connection to producer")) {
                 toldProducerGone++;
-            } else if (code != 0 && c.progressCount() == 0 && c.lines.isEmpty()
+            } else if (code != 0
+                    && c.progressCount() == 0
+                    && c.lines.isEmpty()
                     && (err.contains("is not running") || err.contains("no producer") || err.contains("went away"))) {
                 refusedWhileDown++;
             } else if (code != 0 || !c.finishedEpochs()) {
@@ -87,22 +95,39 @@ final class SoakVerdict {
         } else if (err.contains("stall timeout")) {
             evictions++;
         } else {
-            failures.add("consumer " + c.id + " (batch " + c.batchSize + ") failed unexpectedly: exit " + code + ", " + err);
+            failures.add(
+                    "consumer " + c.id + " (batch " + c.batchSize + ") failed unexpectedly: exit " + code + ", " + err);
         }
     }
 
     /** The summary line: one JSON object. */
     String summary(long seed, double seconds, long stallTimeoutMs) {
-        return Json.object().put("event", "soak").put("ok", ok()).put("seed", seed)
-                .put("seconds", seconds).put("joins", joins).put("clean_leaves", cleanLeaves)
-                .put("kills", kills).put("stalls", stalls).put("evictions", evictions).put("producer_restarts", restarts)
+        return Json.object()
+                .put("event", "soak")
+                .put("ok", ok())
+                .put("seed", seed)
+                .put("seconds", seconds)
+                .put("joins", joins)
+                .put("clean_leaves", cleanLeaves)
+                .put("kills", kills)
+                .put("stalls", stalls)
+                .put("evictions", evictions)
+                .put("producer_restarts", restarts)
                 .put("consumers_told_producer_gone", toldProducerGone)
-                .put("consumers_refused_while_down", refusedWhileDown).put("epochs_verified", epochsVerified)
-                .put("epoch_start_epochs", epochStartEpochs).put("rolling_epochs", rollingEpochs)
-                .put("samples_verified", samplesVerified).put("samples_lost", samplesLost).put("defects", defects)
+                .put("consumers_refused_while_down", refusedWhileDown)
+                .put("epochs_verified", epochsVerified)
+                .put("epoch_start_epochs", epochStartEpochs)
+                .put("rolling_epochs", rollingEpochs)
+                .put("samples_verified", samplesVerified)
+                .put("samples_lost", samplesLost)
+                .put("defects", defects)
                 .put("worst_resume_after_kill_ms", worstResumeAfterKillMs)
                 .put("worst_exit_after_producer_kill_ms", worstExitAfterProducerKillMs)
-                .put("stall_timeout_ms", stallTimeoutMs).put("fd_leak", fdLeak).put("thread_leak", threadLeak)
-                .put("files_left", filesLeft).put("failures", String.join("; ", failures)).toString();
+                .put("stall_timeout_ms", stallTimeoutMs)
+                .put("fd_leak", fdLeak)
+                .put("thread_leak", threadLeak)
+                .put("files_left", filesLeft)
+                .put("failures", String.join("; ", failures))
+                .toString();
     }
 }

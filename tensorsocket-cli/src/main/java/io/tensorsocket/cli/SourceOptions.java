@@ -1,9 +1,9 @@
 package io.tensorsocket.cli;
 
-import io.tensorsocket.flight.RelaySource;
-import io.tensorsocket.flight.RemoteOptions;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.external.ExternalSource;
+import io.tensorsocket.flight.RelaySource;
+import io.tensorsocket.flight.RemoteOptions;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
@@ -14,13 +14,10 @@ import io.tensorsocket.pipeline.OutputFormat;
 import io.tensorsocket.pipeline.TransformPipeline;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import picocli.CommandLine.ArgGroup;
-import picocli.CommandLine.Option;
-
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Option;
 
 /** What a producer serves, as {@code serve} and the private mode of {@code job} read it from the command line. */
 final class SourceOptions {
@@ -29,74 +26,110 @@ final class SourceOptions {
     Kind kind;
 
     static final class Kind {
-        @Option(names = "--synthetic", paramLabel = "SPEC",
+        @Option(
+                names = "--synthetic",
+                paramLabel = "SPEC",
                 description = "Generated data: samples=S,shape=3x32x32,dtype=float32,seed=K[,classes=C][,order=O];"
                         + " order=producer (the default) keeps every epoch of a consumer joining mid-epoch one pass over"
                         + " the data, order=seeded gives every epoch a fresh shuffle and such consumers roll")
         String synthetic;
 
-        @Option(names = "--images", paramLabel = "DIR",
+        @Option(
+                names = "--images",
+                paramLabel = "DIR",
                 description = "A folder of JPEG/PNG images, one sub-folder per class (torchvision ImageFolder layout).")
         Path images;
 
-        @Option(names = "--idx", paramLabel = "DIR", description = "A folder of MNIST-format IDX files (e.g. Fashion-MNIST).")
+        @Option(
+                names = "--idx",
+                paramLabel = "DIR",
+                description = "A folder of MNIST-format IDX files (e.g. Fashion-MNIST).")
         Path idx;
 
-        @Option(names = "--from", paramLabel = "URI",
+        @Option(
+                names = "--from",
+                paramLabel = "URI",
                 description = "Relay a remote producer (grpc://HOST:PORT/NAME or grpc+tls://...) into this one.")
         String from;
 
-        @Option(names = "--external",
-                description = "Batches come from one feeder process (e.g. a PyTorch DataLoader through the Python client's"
-                        + " TensorProducer or `python3 -m tensorsocket_client feed`), which declares their layout.")
+        @Option(
+                names = "--external",
+                description =
+                        "Batches come from one feeder process (e.g. a PyTorch DataLoader through the Python client's"
+                                + " TensorProducer or `python3 -m tensorsocket_client feed`), which declares their layout.")
         boolean external;
     }
 
     @Option(names = "--batch-size", description = "The loader's batch size (required, except with --external).")
     Integer batchSize;
 
-    @Option(names = "--feeder-wait-s", defaultValue = "600",
+    @Option(
+            names = "--feeder-wait-s",
+            defaultValue = "600",
             description = "With --external: how long to wait for the feeder to connect (default ${DEFAULT-VALUE}).")
     double feederWaitS;
 
-    @Option(names = "--feeder-pid", paramLabel = "PID",
-            description = "With --external: the producer was started for the feeder process PID and stops with it (when"
-                    + " it exits, or its declaration is refused, before the stream began) instead of waiting for another.")
+    @Option(
+            names = "--feeder-pid",
+            paramLabel = "PID",
+            description =
+                    "With --external: the producer was started for the feeder process PID and stops with it (when"
+                            + " it exits, or its declaration is refused, before the stream began) instead of waiting for another.")
     Long feederPid;
 
-    @Option(names = "--feeder-timeout-s", defaultValue = "120",
-            description = "With --external: fail the stream when the feeder is silent this long (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--feeder-timeout-s",
+            defaultValue = "120",
+            description =
+                    "With --external: fail the stream when the feeder is silent this long (default ${DEFAULT-VALUE}).")
     double feederTimeoutS;
 
-    @Option(names = "--transform", paramLabel = "LIST",
+    @Option(
+            names = "--transform",
+            paramLabel = "LIST",
             defaultValue = "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
             description = "Image transforms, torchvision style (default: ${DEFAULT-VALUE}).")
     String transform;
 
-    @Option(names = "--output", defaultValue = "float32",
+    @Option(
+            names = "--output",
+            defaultValue = "float32",
             description = "Image tensor: float32 (CHW) or uint8 (HWC) (default ${DEFAULT-VALUE}).")
     String output;
 
-    @Option(names = "--decoder", defaultValue = "auto",
+    @Option(
+            names = "--decoder",
+            defaultValue = "auto",
             description = "JPEG decoder: auto, turbojpeg or imageio (default ${DEFAULT-VALUE}).")
     String decoder;
 
-    @Option(names = "--mean", paramLabel = "M",
-            description = "IDX float32 images: subtract this after scaling pixels to [0, 1], like torchvision's Normalize"
-                    + " (default 0; Fashion-MNIST's training set: 0.2860). Consumers read it from the producer.")
+    @Option(
+            names = "--mean",
+            paramLabel = "M",
+            description =
+                    "IDX float32 images: subtract this after scaling pixels to [0, 1], like torchvision's Normalize"
+                            + " (default 0; Fashion-MNIST's training set: 0.2860). Consumers read it from the producer.")
     Float mean;
 
-    @Option(names = "--std", paramLabel = "S",
+    @Option(
+            names = "--std",
+            paramLabel = "S",
             description = "IDX float32 images: then divide by this (default 1; Fashion-MNIST's training set: 0.3530).")
     Float std;
 
     @Option(names = "--workers", description = "Decode threads (default: one per processor for images, 1 for IDX).")
     Integer workers;
 
-    @Option(names = "--seed", defaultValue = "0", description = "Seed of shuffling and augmentation (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--seed",
+            defaultValue = "0",
+            description = "Seed of shuffling and augmentation (default ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--split", defaultValue = "train", description = "IDX split: train or test (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--split",
+            defaultValue = "train",
+            description = "IDX split: train or test (default ${DEFAULT-VALUE}).")
     String split;
 
     @Option(names = "--no-shuffle", description = "Visit samples in file order every epoch.")
@@ -105,13 +138,18 @@ final class SourceOptions {
     @Option(names = "--loader-drop-last", description = "The loader leaves out each epoch's last partial batch.")
     boolean loaderDropLast;
 
-    @Option(names = "--loader-delay-ms", defaultValue = "0",
-            description = "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--loader-delay-ms",
+            defaultValue = "0",
+            description =
+                    "Extra time the synthetic loader spends per batch, standing in for decoding (default ${DEFAULT-VALUE}).")
     double loaderDelayMs;
 
-    @Option(names = "--preload", description = "Synthetic data: generate every sample into memory before serving, so a"
-            + " batch costs one copy per sample (the data plane alone, as from a data set already in memory; takes"
-            + " samples x sample bytes of memory).")
+    @Option(
+            names = "--preload",
+            description = "Synthetic data: generate every sample into memory before serving, so a"
+                    + " batch costs one copy per sample (the data plane alone, as from a data set already in memory; takes"
+                    + " samples x sample bytes of memory).")
     boolean preload;
 
     @picocli.CommandLine.ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
@@ -121,10 +159,16 @@ final class SourceOptions {
         @Option(names = "--from-token", paramLabel = "TOKEN", description = "Shared token of the --from server.")
         String token;
 
-        @Option(names = "--from-token-file", paramLabel = "FILE", description = "Read the --from server's token from this file.")
+        @Option(
+                names = "--from-token-file",
+                paramLabel = "FILE",
+                description = "Read the --from server's token from this file.")
         Path tokenFile;
 
-        @Option(names = "--from-trust", paramLabel = "PEM", description = "Trust this certificate for a grpc+tls:// --from.")
+        @Option(
+                names = "--from-trust",
+                paramLabel = "PEM",
+                description = "Trust this certificate for a grpc+tls:// --from.")
         Path trust;
     }
 
@@ -137,7 +181,9 @@ final class SourceOptions {
             bytes = Long.MAX_VALUE;
         }
         long total = java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-                instanceof com.sun.management.OperatingSystemMXBean os ? os.getTotalMemorySize() : Long.MAX_VALUE;
+                        instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getTotalMemorySize()
+                : Long.MAX_VALUE;
         if (bytes > total / 2) {
             throw new IllegalArgumentException("--preload of " + spec.samples() + " samples of " + spec.sampleBytes()
                     + " bytes needs " + bytes / (1 << 20) + " MiB, more than half of this machine's "
@@ -152,24 +198,28 @@ final class SourceOptions {
     BatchSource build(String producer) throws Exception {
         if (kind.external) {
             if (batchSize != null) {
-                throw new IllegalArgumentException("--external takes its batch size from the feeder's declaration; leave"
-                        + " out --batch-size");
+                throw new IllegalArgumentException(
+                        "--external takes its batch size from the feeder's declaration; leave" + " out --batch-size");
             }
             ProcessHandle owner = null;
             if (feederPid != null) {
-                owner = ProcessHandle.of(feederPid).orElseThrow(() -> new IllegalArgumentException("--feeder-pid "
-                        + feederPid + ": no such process (the feeder that was to feed this producer has exited)"));
+                owner = ProcessHandle.of(feederPid)
+                        .orElseThrow(() -> new IllegalArgumentException("--feeder-pid " + feederPid
+                                + ": no such process (the feeder that was to feed this producer has exited)"));
             }
-            return new ExternalSource(producer, ServeCommand.seconds(feederWaitS), ServeCommand.seconds(feederTimeoutS),
-                    owner);
+            return new ExternalSource(
+                    producer, ServeCommand.seconds(feederWaitS), ServeCommand.seconds(feederTimeoutS), owner);
         }
         if (batchSize == null) {
             throw new IllegalArgumentException("give the loader's batch size with --batch-size");
         }
         if (kind.from != null) {
             RemoteOptions o = RemoteOptions.defaults();
-            String t = relay.token != null ? relay.token
-                    : relay.tokenFile != null ? java.nio.file.Files.readString(relay.tokenFile).strip() : null;
+            String t = relay.token != null
+                    ? relay.token
+                    : relay.tokenFile != null
+                            ? java.nio.file.Files.readString(relay.tokenFile).strip()
+                            : null;
             if (t != null) {
                 o = o.withToken(t);
             }
@@ -186,8 +236,8 @@ final class SourceOptions {
                     + " Normalize(mean=(r, g, b), std=(r, g, b)) in --transform");
         }
         if (preload && kind.synthetic == null) {
-            throw new IllegalArgumentException("--preload applies to --synthetic sources; other sources load what they"
-                    + " serve themselves");
+            throw new IllegalArgumentException(
+                    "--preload applies to --synthetic sources; other sources load what they" + " serve themselves");
         }
         if (kind.synthetic != null) {
             Duration delay = Duration.ofNanos((long) (loaderDelayMs * 1e6));
@@ -202,15 +252,21 @@ final class SourceOptions {
         if (kind.images != null) {
             ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))
                     .transforms(TransformPipeline.parse(transform, OutputFormat.parse(output)))
-                    .decoder(Decoders.named(decoder)).batchSize(batchSize).seed(seed).shuffle(!noShuffle)
+                    .decoder(Decoders.named(decoder))
+                    .batchSize(batchSize)
+                    .seed(seed)
+                    .shuffle(!noShuffle)
                     .dropLast(loaderDropLast);
             if (workers != null) {
                 b.workers(workers);
             }
             return b.build();
         }
-        IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split)).batchSize(batchSize).seed(seed)
-                .shuffle(!noShuffle).dropLast(loaderDropLast);
+        IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split))
+                .batchSize(batchSize)
+                .seed(seed)
+                .shuffle(!noShuffle)
+                .dropLast(loaderDropLast);
         if (output.trim().toLowerCase(java.util.Locale.ROOT).startsWith("uint8")) {
             if (mean != null || std != null) {
                 throw new IllegalArgumentException("--mean and --std apply to float32 images; --output uint8 serves the"
@@ -235,7 +291,8 @@ final class SourceOptions {
         ImageFolder f = ImageFolder.scan(root);
         if (f.classes().size() == 1) {
             String only = f.classes().getFirst();
-            throw new IllegalArgumentException(root + " has a single class sub-folder ('" + only + "'); --images expects one"
+            throw new IllegalArgumentException(root + " has a single class sub-folder ('" + only
+                    + "'); --images expects one"
                     + " sub-folder per class, " + root + "/<class>/<image>.jpg, with two classes at least; if '" + only
                     + "' holds the class folders, pass " + root.resolve(only));
         }

@@ -1,7 +1,6 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.directory.ProducerDirectory;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -18,8 +17,7 @@ import java.util.stream.Stream;
  * held; a directory alone says nothing.
  */
 final class StaleProducers {
-    private StaleProducers() {
-    }
+    private StaleProducers() {}
 
     /** One stale directory, with the pid its producer wrote into the lock file (empty if none) and its bytes. */
     record Stale(Path dir, String pid, long bytes) {
@@ -30,7 +28,8 @@ final class StaleProducers {
 
     /** Whether {@code d} holds any file a producer leaves behind. */
     static boolean isProducerDirectory(Path d) {
-        return Files.exists(d.resolve(ProducerDirectory.LOCK_FILE)) || Files.exists(d.resolve(ProducerDirectory.SOCKET_FILE))
+        return Files.exists(d.resolve(ProducerDirectory.LOCK_FILE))
+                || Files.exists(d.resolve(ProducerDirectory.SOCKET_FILE))
                 || Files.exists(d.resolve(ProducerDirectory.ARENA_FILE));
     }
 
@@ -55,7 +54,8 @@ final class StaleProducers {
 
     static String pid(Path d) {
         try {
-            return Files.readString(d.resolve(ProducerDirectory.LOCK_FILE), StandardCharsets.US_ASCII).trim();
+            return Files.readString(d.resolve(ProducerDirectory.LOCK_FILE), StandardCharsets.US_ASCII)
+                    .trim();
         } catch (IOException e) {
             return "";
         }
@@ -63,13 +63,15 @@ final class StaleProducers {
 
     private static long bytes(Path d) {
         try (Stream<Path> s = Files.list(d)) {
-            return s.filter(Files::isRegularFile).mapToLong(f -> {
-                try {
-                    return Files.size(f);
-                } catch (IOException e) {
-                    return 0; // removed meanwhile
-                }
-            }).sum();
+            return s.filter(Files::isRegularFile)
+                    .mapToLong(f -> {
+                        try {
+                            return Files.size(f);
+                        } catch (IOException e) {
+                            return 0; // removed meanwhile
+                        }
+                    })
+                    .sum();
         } catch (IOException e) {
             return 0;
         }

@@ -1,29 +1,35 @@
 package io.tensorsocket.cli;
 
-import io.tensorsocket.TensorProducer;
 import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.TensorProducer;
 import io.tensorsocket.directory.ProducerDirectory;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
-
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /**
  * {@code tensorsocket status NAME}: what a running producer and each of its consumers are doing, asked
  * on the producer's control socket. Refreshes in place on a terminal; {@code --once} prints one snapshot,
  * {@code --json} one JSON object per snapshot.
  */
-@Command(name = "status", mixinStandardHelpOptions = true,
-        description = "Show a running producer and its consumers (refreshing; --once for one snapshot, --json for scripts).")
+@Command(
+        name = "status",
+        mixinStandardHelpOptions = true,
+        description =
+                "Show a running producer and its consumers (refreshing; --once for one snapshot, --json for scripts).")
 final class StatusCommand implements Callable<Integer> {
 
-    @Parameters(index = "0", arity = "0..1", paramLabel = "NAME",
-            description = "Producer name, or grpc://HOST:PORT/NAME (grpc+tls://...) for one served over Flight on another host.")
+    @Parameters(
+            index = "0",
+            arity = "0..1",
+            paramLabel = "NAME",
+            description =
+                    "Producer name, or grpc://HOST:PORT/NAME (grpc+tls://...) for one served over Flight on another host.")
     String name;
 
     @Option(names = "--dir", description = "Producer directory instead of a name.")
@@ -35,10 +41,16 @@ final class StatusCommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object per snapshot (with --once: exactly one line).")
     boolean json;
 
-    @Option(names = "--interval-s", defaultValue = "1", description = "Seconds between refreshes (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--interval-s",
+            defaultValue = "1",
+            description = "Seconds between refreshes (default ${DEFAULT-VALUE}).")
     double intervalS;
 
-    @Option(names = "--timeout-s", defaultValue = "5", description = "Wait this long for the producer's answer (default ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--timeout-s",
+            defaultValue = "5",
+            description = "Wait this long for the producer's answer (default ${DEFAULT-VALUE}).")
     double timeoutS;
 
     @picocli.CommandLine.Mixin
@@ -47,22 +59,32 @@ final class StatusCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if ((name == null) == (dir == null)) {
-            throw new IllegalArgumentException("give a producer NAME or --dir DIR; running: " + ProducerDirectory.liveProducers());
+            throw new IllegalArgumentException(
+                    "give a producer NAME or --dir DIR; running: " + ProducerDirectory.liveProducers());
         }
         boolean isRemote = name != null && RemoteAccess.isRemote(name);
         Path d = dir != null ? dir : isRemote ? null : ProducerDirectory.forName(name);
         boolean tty = Terminal.isInteractive();
         PrintStream out = System.out;
         while (true) {
-            java.util.Optional<FeederWaits.Waiting> waiting = d == null ? java.util.Optional.empty() : FeederWaits.of(d);
+            java.util.Optional<FeederWaits.Waiting> waiting =
+                    d == null ? java.util.Optional.empty() : FeederWaits.of(d);
             if (waiting.isPresent()) {
                 FeederWaits.Waiting w = waiting.get();
-                out.println(json ? Json.object().put("name", w.name()).put("pid", w.pid()).put("state", "waiting for feeder")
-                        .put("since", w.since().toString()).toString()
-                        : "producer " + w.name() + "  pid " + (w.pid().isEmpty() ? "?" : w.pid()) + "  " + w.state()
-                        + "\nit serves batches from an external loader that has not declared them yet; start its feeder:"
-                        + " tensorsocket_client.TensorProducer(\"" + w.name() + "\", loader) in Python, or python3 -m"
-                        + " tensorsocket_client feed --name " + w.name() + " ...");
+                out.println(
+                        json
+                                ? Json.object()
+                                        .put("name", w.name())
+                                        .put("pid", w.pid())
+                                        .put("state", "waiting for feeder")
+                                        .put("since", w.since().toString())
+                                        .toString()
+                                : "producer " + w.name() + "  pid " + (w.pid().isEmpty() ? "?" : w.pid()) + "  "
+                                        + w.state()
+                                        + "\nit serves batches from an external loader that has not declared them yet; start its feeder:"
+                                        + " tensorsocket_client.TensorProducer(\"" + w.name()
+                                        + "\", loader) in Python, or python3 -m"
+                                        + " tensorsocket_client feed --name " + w.name() + " ...");
                 out.flush();
                 if (once) {
                     return 0;
@@ -70,7 +92,8 @@ final class StatusCommand implements Callable<Integer> {
                 Thread.sleep((long) (intervalS * 1000));
                 continue;
             }
-            ProducerStatus s = isRemote ? RemoteAccess.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
+            ProducerStatus s = isRemote
+                    ? RemoteAccess.status(name, remote.build(0), ServeCommand.seconds(timeoutS))
                     : TensorProducer.queryStatus(d, ServeCommand.seconds(timeoutS));
             if (json) {
                 out.println(toJson(s));
@@ -94,40 +117,103 @@ final class StatusCommand implements Callable<Integer> {
 
     static String render(ProducerStatus s) {
         StringBuilder b = new StringBuilder();
-        b.append(String.format(Locale.ROOT, "producer %s  pid %d  %s  up %s%n", s.name(), s.producerPid(), s.state().label(),
+        b.append(String.format(
+                Locale.ROOT,
+                "producer %s  pid %d  %s  up %s%n",
+                s.name(),
+                s.producerPid(),
+                s.state().label(),
                 duration(s.uptimeNanos())));
-        b.append("source   ").append(Terminal.wrap(s.source(), 100, "         ", 6)).append('\n');
+        b.append("source   ")
+                .append(Terminal.wrap(s.source(), 100, "         ", 6))
+                .append('\n');
         // Epochs counted from 1 here, as train prints them ("epoch 3 of 4" is the third); --json keeps the
         // protocol's numbers, counted from 0.
         String epochs = s.epochs() == 0 ? "unbounded" : Long.toString(s.epochs());
         long shown = s.epochs() == 0 ? s.epoch() + 1 : Math.min(s.epoch() + 1, s.epochs());
-        b.append(String.format(Locale.ROOT, "epoch    %d of %s  %s %d/%d samples%n", shown, epochs,
-                Terminal.bar(s.epochProgress(), 30), s.sample(), s.samplesPerEpoch()));
-        b.append(String.format(Locale.ROOT, "loader   %.1f samples/s, %d batches of %d published (%d samples)%n",
-                s.samplesPerSecond(), s.batchesPublished(), s.producerBatchSize(), s.samplesPublished()));
-        b.append(String.format(Locale.ROOT, "arena    %d slots x %s = %s, %d in use %s; rubber band %d batches (%d retained)%n",
-                s.slotCount(), bytes(s.slotBytes()), bytes(s.slotBytes() * s.slotCount()), s.slotsInUse(),
-                Terminal.bar((double) s.slotsInUse() / s.slotCount(), 12), s.rubberBand(), s.windowBatches()));
-        b.append(String.format(Locale.ROOT, "consumers %d attached%s, %d evicted since start; one joining mid-epoch starts %s%n",
-                s.consumersAttached(), s.consumers().size() < s.consumersAttached() ? " (" + s.consumers().size() + " listed)" : "",
-                s.evictions(), s.midEpoch() == io.tensorsocket.StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
+        b.append(String.format(
+                Locale.ROOT,
+                "epoch    %d of %s  %s %d/%d samples%n",
+                shown,
+                epochs,
+                Terminal.bar(s.epochProgress(), 30),
+                s.sample(),
+                s.samplesPerEpoch()));
+        b.append(String.format(
+                Locale.ROOT,
+                "loader   %.1f samples/s, %d batches of %d published (%d samples)%n",
+                s.samplesPerSecond(),
+                s.batchesPublished(),
+                s.producerBatchSize(),
+                s.samplesPublished()));
+        b.append(String.format(
+                Locale.ROOT,
+                "arena    %d slots x %s = %s, %d in use %s; rubber band %d batches (%d retained)%n",
+                s.slotCount(),
+                bytes(s.slotBytes()),
+                bytes(s.slotBytes() * s.slotCount()),
+                s.slotsInUse(),
+                Terminal.bar((double) s.slotsInUse() / s.slotCount(), 12),
+                s.rubberBand(),
+                s.windowBatches()));
+        b.append(String.format(
+                Locale.ROOT,
+                "consumers %d attached%s, %d evicted since start; one joining mid-epoch starts %s%n",
+                s.consumersAttached(),
+                s.consumers().size() < s.consumersAttached()
+                        ? " (" + s.consumers().size() + " listed)"
+                        : "",
+                s.evictions(),
+                s.midEpoch() == io.tensorsocket.StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
         if (!s.consumers().isEmpty()) {
             boolean jobs = s.consumers().stream().anyMatch(ProducerStatus.Consumer::inJob);
-            b.append(String.format(Locale.ROOT, "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%s%n", "id", "pid",
-                    "user", "batch", "epoch", "position", "lag", "held", "samples/s", "wait", "work", "start", "handoff",
-                    jobs ? String.format(Locale.ROOT, "%-16s ", "job/rank") : "", "client"));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "  %4s %8s %-10s %6s %6s %12s %9s %5s %10s %7s %7s %8s %-7s %s%s%n",
+                    "id",
+                    "pid",
+                    "user",
+                    "batch",
+                    "epoch",
+                    "position",
+                    "lag",
+                    "held",
+                    "samples/s",
+                    "wait",
+                    "work",
+                    "start",
+                    "handoff",
+                    jobs ? String.format(Locale.ROOT, "%-16s ", "job/rank") : "",
+                    "client"));
             for (ProducerStatus.Consumer c : s.consumers()) {
                 double wf = c.waitFraction();
-                String rank = !jobs ? "" : String.format(Locale.ROOT, "%-16s ", c.inJob() ? c.job() + " " + c.rank() + "/"
-                        + c.worldSize() : "-");
-                b.append(String.format(Locale.ROOT, "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%s%n", c.id(), c.pid(),
-                        c.user().length() > 10 ? c.user().substring(0, 10) : c.user(), c.batchSize(), c.epoch() + 1, c.position(),
-                        c.lagSamples(), c.batchesHeld(), c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
+                String rank = !jobs
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                "%-16s ",
+                                c.inJob() ? c.job() + " " + c.rank() + "/" + c.worldSize() : "-");
+                b.append(String.format(
+                        Locale.ROOT,
+                        "  %4d %8d %-10s %6d %6d %12d %9d %5d %10s %7s %7s %8s %-7s %s%s%n",
+                        c.id(),
+                        c.pid(),
+                        c.user().length() > 10 ? c.user().substring(0, 10) : c.user(),
+                        c.batchSize(),
+                        c.epoch() + 1,
+                        c.position(),
+                        c.lagSamples(),
+                        c.batchesHeld(),
+                        c.reported() ? String.format(Locale.ROOT, "%.1f", c.samplesPerSecond()) : "-",
                         Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * wf),
-                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)), c.startMode().label(),
-                        c.handoff(), rank, client(c.client())));
+                        Double.isNaN(wf) ? "-" : String.format(Locale.ROOT, "%.0f%%", 100 * (1 - wf)),
+                        c.startMode().label(),
+                        c.handoff(),
+                        rank,
+                        client(c.client())));
             }
-            b.append("  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
+            b.append(
+                    "  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
             if (jobs) {
                 b.append("  job/rank: a data-parallel job's ranks share each epoch (rank/world size)\n");
             }
@@ -151,26 +237,56 @@ final class StatusCommand implements Callable<Integer> {
             if (consumers.length() > 1) {
                 consumers.append(", ");
             }
-            consumers.append(Json.object().put("id", c.id()).put("pid", c.pid()).put("user", c.user())
-                    .put("batch_size", c.batchSize()).put("drop_last", c.dropLast()).put("start", c.startMode().label())
-                    .put("epoch", c.epoch()).put("position", c.position()).put("lag_samples", c.lagSamples())
-                    .put("batches_held", c.batchesHeld()).put("batches_sent", c.batchesSent()).put("reported", c.reported())
-                    .put("samples", c.samplesConsumed()).put("samples_per_s", c.samplesPerSecond())
-                    .put("wait_s", c.waitNanos() / 1e9).put("work_s", c.workNanos() / 1e9)
-                    .put("connected_s", c.connectedNanos() / 1e9).put("client", c.client()).put("handoff", c.handoff())
-                    .put("job", c.inJob() ? c.job() : null).put("rank", c.rank()).put("world_size", c.worldSize()));
+            consumers.append(Json.object()
+                    .put("id", c.id())
+                    .put("pid", c.pid())
+                    .put("user", c.user())
+                    .put("batch_size", c.batchSize())
+                    .put("drop_last", c.dropLast())
+                    .put("start", c.startMode().label())
+                    .put("epoch", c.epoch())
+                    .put("position", c.position())
+                    .put("lag_samples", c.lagSamples())
+                    .put("batches_held", c.batchesHeld())
+                    .put("batches_sent", c.batchesSent())
+                    .put("reported", c.reported())
+                    .put("samples", c.samplesConsumed())
+                    .put("samples_per_s", c.samplesPerSecond())
+                    .put("wait_s", c.waitNanos() / 1e9)
+                    .put("work_s", c.workNanos() / 1e9)
+                    .put("connected_s", c.connectedNanos() / 1e9)
+                    .put("client", c.client())
+                    .put("handoff", c.handoff())
+                    .put("job", c.inJob() ? c.job() : null)
+                    .put("rank", c.rank())
+                    .put("world_size", c.worldSize()));
         }
         consumers.append(']');
-        return Json.object().put("name", s.name()).put("pid", s.producerPid()).put("state", s.state().label())
-                .put("source", s.source()).put("batch_size", s.producerBatchSize()).put("samples_per_epoch", s.samplesPerEpoch())
-                .put("epochs", s.epochs()).put("epoch", s.epoch()).put("sample", s.sample())
-                .put("batches_published", s.batchesPublished()).put("samples_published", s.samplesPublished())
-                .put("samples_per_s", s.samplesPerSecond()).put("slots", s.slotCount()).put("slot_bytes", s.slotBytes())
-                .put("arena_bytes", s.slotBytes() * s.slotCount()).put("slots_in_use", s.slotsInUse())
-                .put("rubber_band", s.rubberBand()).put("window_batches", s.windowBatches())
-                .put("uptime_s", s.uptimeNanos() / 1e9).put("consumers_attached", s.consumersAttached())
-                .put("evictions", s.evictions()).put("mid_epoch", s.midEpoch().label())
-                .putRaw("consumers", consumers.toString()).toString();
+        return Json.object()
+                .put("name", s.name())
+                .put("pid", s.producerPid())
+                .put("state", s.state().label())
+                .put("source", s.source())
+                .put("batch_size", s.producerBatchSize())
+                .put("samples_per_epoch", s.samplesPerEpoch())
+                .put("epochs", s.epochs())
+                .put("epoch", s.epoch())
+                .put("sample", s.sample())
+                .put("batches_published", s.batchesPublished())
+                .put("samples_published", s.samplesPublished())
+                .put("samples_per_s", s.samplesPerSecond())
+                .put("slots", s.slotCount())
+                .put("slot_bytes", s.slotBytes())
+                .put("arena_bytes", s.slotBytes() * s.slotCount())
+                .put("slots_in_use", s.slotsInUse())
+                .put("rubber_band", s.rubberBand())
+                .put("window_batches", s.windowBatches())
+                .put("uptime_s", s.uptimeNanos() / 1e9)
+                .put("consumers_attached", s.consumersAttached())
+                .put("evictions", s.evictions())
+                .put("mid_epoch", s.midEpoch().label())
+                .putRaw("consumers", consumers.toString())
+                .toString();
     }
 
     static String bytes(long n) {
@@ -185,8 +301,9 @@ final class StatusCommand implements Callable<Integer> {
 
     static String duration(long nanos) {
         long s = nanos / 1_000_000_000L;
-        return s >= 3600 ? String.format("%dh%02dm", s / 3600, s / 60 % 60) : s >= 60 ? String.format("%dm%02ds", s / 60, s % 60)
-                : s + "s";
+        return s >= 3600
+                ? String.format("%dh%02dm", s / 3600, s / 60 % 60)
+                : s >= 60 ? String.format("%dm%02ds", s / 60, s % 60) : s + "s";
     }
 
     static ProducerStatus tryQuery(Path dir) {

@@ -4,8 +4,7 @@ package io.tensorsocket.cli;
 final class Terminal {
     static final String HOME_AND_CLEAR = "\033[H\033[2J";
 
-    private Terminal() {
-    }
+    private Terminal() {}
 
     /** True when stdout and stderr are a terminal (not a pipe or file), so redrawing in place is safe. */
     static boolean isInteractive() {

@@ -24,18 +24,48 @@ import java.util.stream.Stream;
 final class TrainingComparison {
 
     /** What to run. */
-    record Config(Path images, int jobs, int batchSize, int loaderBatchSize, double stepMs, double seconds, double warmupS,
-                  int workers, String decoder, String transform, String output, long seed, String model) {
+    record Config(
+            Path images,
+            int jobs,
+            int batchSize,
+            int loaderBatchSize,
+            double stepMs,
+            double seconds,
+            double warmupS,
+            int workers,
+            String decoder,
+            String transform,
+            String output,
+            long seed,
+            String model) {
         List<String> sourceArgs() {
-            return List.of("--images", images.toString(), "--workers", Integer.toString(workers), "--decoder", decoder,
-                    "--transform", transform, "--output", output, "--seed", Long.toString(seed));
+            return List.of(
+                    "--images",
+                    images.toString(),
+                    "--workers",
+                    Integer.toString(workers),
+                    "--decoder",
+                    decoder,
+                    "--transform",
+                    transform,
+                    "--output",
+                    output,
+                    "--seed",
+                    Long.toString(seed));
         }
     }
 
     /** One job's measured window. */
-    record JobResult(int job, double samplesPerS, long samples, double seconds, double cpuS, double waitS, double workS,
-                     long outOfOrder, String crc) {
-    }
+    record JobResult(
+            int job,
+            double samplesPerS,
+            long samples,
+            double seconds,
+            double cpuS,
+            double waitS,
+            double workS,
+            long outOfOrder,
+            String crc) {}
 
     /** One mode: its jobs, the producer's CPU (0 in private mode), totals. */
     record ModeResult(String mode, List<JobResult> jobs, double producerCpuS) {
@@ -73,8 +103,7 @@ final class TrainingComparison {
 
     private static final List<String> QUIET = List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
 
-    private TrainingComparison() {
-    }
+    private TrainingComparison() {}
 
     static ModeResult runPrivate(Config c) throws Exception {
         List<Job> jobs = new ArrayList<>();
@@ -93,15 +122,24 @@ final class TrainingComparison {
 
     static ModeResult runShared(Config c) throws Exception {
         Path shm = Path.of("/dev/shm");
-        Path tmp = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "tensorsocket-demo-");
+        Path tmp = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "tensorsocket-demo-");
         Path dir = tmp.resolve("shared");
         List<Job> jobs = new ArrayList<>();
         Job producer = null;
         try {
-            List<String> serve = new ArrayList<>(List.of("serve", "--dir", dir.toString(), "--batch-size",
-                    Integer.toString(c.loaderBatchSize()), "--epochs", "0", "--min-consumers", Integer.toString(c.jobs()),
-                    "--idle-timeout-s", "60"));
+            List<String> serve = new ArrayList<>(List.of(
+                    "serve",
+                    "--dir",
+                    dir.toString(),
+                    "--batch-size",
+                    Integer.toString(c.loaderBatchSize()),
+                    "--epochs",
+                    "0",
+                    "--min-consumers",
+                    Integer.toString(c.jobs()),
+                    "--idle-timeout-s",
+                    "60"));
             serve.addAll(c.sourceArgs());
             producer = Job.start(0, serve);
             producer.await(l -> l.contains("\"ready\""), Duration.ofSeconds(60), "the shared producer to start");
@@ -123,8 +161,16 @@ final class TrainingComparison {
     }
 
     private static List<String> jobArgs(Config c) {
-        List<String> args = new ArrayList<>(List.of("job", "--batch-size", Integer.toString(c.batchSize()), "--step-ms",
-                Double.toString(c.stepMs()), "--seconds", Double.toString(c.seconds()), "--warmup-s", Double.toString(c.warmupS())));
+        List<String> args = new ArrayList<>(List.of(
+                "job",
+                "--batch-size",
+                Integer.toString(c.batchSize()),
+                "--step-ms",
+                Double.toString(c.stepMs()),
+                "--seconds",
+                Double.toString(c.seconds()),
+                "--warmup-s",
+                Double.toString(c.warmupS())));
         if (c.model() != null) {
             args.addAll(List.of("--model", c.model()));
         }
@@ -142,10 +188,18 @@ final class TrainingComparison {
         }
         List<JobResult> out = new ArrayList<>();
         for (Job j : jobs) {
-            Map<String, String> f = JsonLine.parse(j.await(l -> l.contains("\"done\""), limit, "job " + j.index + " to finish"));
-            out.add(new JobResult(j.index, Double.parseDouble(f.get("samples_per_s")), Long.parseLong(f.get("samples")),
-                    Double.parseDouble(f.get("seconds")), Double.parseDouble(f.get("cpu_s")), Double.parseDouble(f.get("wait_s")),
-                    Double.parseDouble(f.get("work_s")), Long.parseLong(f.get("out_of_order")), f.get("first_samples_crc")));
+            Map<String, String> f =
+                    JsonLine.parse(j.await(l -> l.contains("\"done\""), limit, "job " + j.index + " to finish"));
+            out.add(new JobResult(
+                    j.index,
+                    Double.parseDouble(f.get("samples_per_s")),
+                    Long.parseLong(f.get("samples")),
+                    Double.parseDouble(f.get("seconds")),
+                    Double.parseDouble(f.get("cpu_s")),
+                    Double.parseDouble(f.get("wait_s")),
+                    Double.parseDouble(f.get("work_s")),
+                    Long.parseLong(f.get("out_of_order")),
+                    f.get("first_samples_crc")));
         }
         if (producer != null) {
             producer.cpuAtEnd = producer.cpuNanos();
@@ -167,7 +221,8 @@ final class TrainingComparison {
             this.process = process;
             this.stderr = stderr;
             Thread.ofPlatform().daemon().start(() -> {
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                try (BufferedReader r =
+                        new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
                     for (String l; (l = r.readLine()) != null; ) {
                         lines.add(l);
                     }
@@ -180,7 +235,8 @@ final class TrainingComparison {
         static Job start(int index, List<String> args) throws IOException {
             Path err = Files.createTempFile("tensorsocket-job-", ".err");
             Process p = new ProcessBuilder(Launcher.javaCommand(QUIET, args.toArray(String[]::new)))
-                    .redirectError(err.toFile()).start();
+                    .redirectError(err.toFile())
+                    .start();
             return new Job(index, p, err);
         }
 
@@ -200,17 +256,21 @@ final class TrainingComparison {
                             return l;
                         }
                     }
-                    throw new IllegalStateException("while waiting for " + what + ", process exited with " + process.exitValue()
-                            + ": " + lastError());
+                    throw new IllegalStateException("while waiting for " + what + ", process exited with "
+                            + process.exitValue() + ": " + lastError());
                 }
                 Thread.sleep(50);
             }
-            throw new IllegalStateException("timed out after " + timeout.toSeconds() + " s waiting for " + what + "; " + lastError());
+            throw new IllegalStateException(
+                    "timed out after " + timeout.toSeconds() + " s waiting for " + what + "; " + lastError());
         }
 
         String lastError() {
             try {
-                return Files.readAllLines(stderr).stream().filter(l -> !l.isBlank()).reduce((a, b) -> b).orElse("(no error output)");
+                return Files.readAllLines(stderr).stream()
+                        .filter(l -> !l.isBlank())
+                        .reduce((a, b) -> b)
+                        .orElse("(no error output)");
             } catch (IOException e) {
                 return "(no error output)";
             }

@@ -1,10 +1,9 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.arena.BulkCopy;
-import picocli.CommandLine;
-
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import picocli.CommandLine;
 
 /**
  * What {@code tensorsocket --version} prints: this version, the Java runtime it runs on and why that one,
@@ -21,20 +20,21 @@ final class VersionInfo implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
         String chosen = System.getProperty(RUNTIME_PROPERTY);
-        return new String[]{
-                "tensorsocket " + VERSION,
-                "runtime: Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ") at "
-                        + System.getProperty("java.home") + (chosen == null ? "" : ", " + chosen),
-                "train and demo --model (DJL with PyTorch): " + (OptionalParts.hasDjl() ? "installed" : "not installed"),
-                "large copies: " + largeCopies(System.getenv("GLIBC_TUNABLES"))};
+        return new String[] {
+            "tensorsocket " + VERSION,
+            "runtime: Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ") at "
+                    + System.getProperty("java.home") + (chosen == null ? "" : ", " + chosen),
+            "train and demo --model (DJL with PyTorch): " + (OptionalParts.hasDjl() ? "installed" : "not installed"),
+            "large copies: " + largeCopies(System.getenv("GLIBC_TUNABLES"))
+        };
     }
 
     static String largeCopies(String tunables) {
         if (!BulkCopy.usesCLibrary()) {
             return "the JDK's copy (this platform's C library has no memmove the JVM can call)";
         }
-        Matcher m = Pattern.compile("(?:^|:)glibc\\.cpu\\.x86_non_temporal_threshold=(\\w+)").matcher(
-                tunables == null ? "" : tunables);
+        Matcher m = Pattern.compile("(?:^|:)glibc\\.cpu\\.x86_non_temporal_threshold=(\\w+)")
+                .matcher(tunables == null ? "" : tunables);
         return "the C library's memmove, past the cache from "
                 + (m.find() ? m.group(1) + " bytes (GLIBC_TUNABLES)" : "the size the C library chose");
     }

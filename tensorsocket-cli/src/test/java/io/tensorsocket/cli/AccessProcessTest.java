@@ -1,7 +1,10 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -17,12 +20,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * Who may connect: only the producer's user by default, members of one named group on request, and
@@ -37,7 +36,9 @@ class AccessProcessTest extends ProcessTestBase {
     }
 
     private static String group(Path p) throws IOException {
-        return Files.readAttributes(p, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS).group().getName();
+        return Files.readAttributes(p, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+                .group()
+                .getName();
     }
 
     @Test
@@ -64,8 +65,16 @@ class AccessProcessTest extends ProcessTestBase {
         for (Path p : List.of(dir, dir.resolve("control.sock"), dir.resolve("arena"))) {
             assertEquals(g, group(p), p.toString());
         }
-        Proc unknown = start("serve", "--name", "nogroup-here", "--synthetic", SPEC, "--batch-size", "10",
-                "--group", "no-such-group-xyz");
+        Proc unknown = start(
+                "serve",
+                "--name",
+                "nogroup-here",
+                "--synthetic",
+                SPEC,
+                "--batch-size",
+                "10",
+                "--group",
+                "no-such-group-xyz");
         assertEquals(1, unknown.exitCode(Duration.ofSeconds(30)));
         assertTrue(unknown.errorLine().contains("no group named 'no-such-group-xyz'"), unknown.errorLine());
     }
@@ -84,7 +93,9 @@ class AccessProcessTest extends ProcessTestBase {
         serve("next-door", SPEC, 10, 0, "--group", "nogroup");
         Proc again = asNobody("consume", "--dir", dir.toString(), "--batch-size", "10");
         assertEquals(1, again.exitCode(Duration.ofSeconds(30)), again.stderr());
-        assertTrue(again.errorLine().contains("belongs to user 'root'") && again.errorLine().contains("not shared"),
+        assertTrue(
+                again.errorLine().contains("belongs to user 'root'")
+                        && again.errorLine().contains("not shared"),
                 again.errorLine());
         assertNobodyCannotRead(dir.resolve("arena"));
     }
@@ -104,7 +115,9 @@ class AccessProcessTest extends ProcessTestBase {
         serve("theirs", SPEC, 10, 0, "--group", "root");
         Proc outsider = asNobody("consume", "--dir", base.resolve("theirs").toString(), "--batch-size", "7");
         assertEquals(1, outsider.exitCode(Duration.ofSeconds(30)), outsider.stderr());
-        assertTrue(outsider.errorLine().contains("shared with group 'root', which 'nobody' is not in"), outsider.errorLine());
+        assertTrue(
+                outsider.errorLine().contains("shared with group 'root', which 'nobody' is not in"),
+                outsider.errorLine());
         assertNobodyCannotRead(base.resolve("theirs").resolve("arena"));
     }
 
@@ -118,14 +131,20 @@ class AccessProcessTest extends ProcessTestBase {
         assertExactEpoch(member.json().getFirst(), 500, "epoch_start");
 
         serve("py-theirs", SPEC, 10, 0, "--group", "root");
-        Proc outsider = pythonAsNobody("consume", "--dir", base.resolve("py-theirs").toString(), "--batch-size", "7");
+        Proc outsider =
+                pythonAsNobody("consume", "--dir", base.resolve("py-theirs").toString(), "--batch-size", "7");
         assertEquals(1, outsider.exitCode(Duration.ofSeconds(30)), outsider.stderr());
-        assertTrue(outsider.errorLine().contains("shared with group 'root', which 'nobody' is not in"), outsider.errorLine());
+        assertTrue(
+                outsider.errorLine().contains("shared with group 'root', which 'nobody' is not in"),
+                outsider.errorLine());
 
         serve("py-mine", SPEC, 10, 0);
-        Proc stranger = pythonAsNobody("consume", "--dir", base.resolve("py-mine").toString(), "--batch-size", "7");
+        Proc stranger =
+                pythonAsNobody("consume", "--dir", base.resolve("py-mine").toString(), "--batch-size", "7");
         assertEquals(1, stranger.exitCode(Duration.ofSeconds(30)), stranger.stderr());
-        assertTrue(stranger.errorLine().contains("belongs to user 'root'") && stranger.errorLine().contains("not shared"),
+        assertTrue(
+                stranger.errorLine().contains("belongs to user 'root'")
+                        && stranger.errorLine().contains("not shared"),
                 stranger.errorLine());
     }
 
@@ -143,7 +162,8 @@ class AccessProcessTest extends ProcessTestBase {
             for (long inode : sockets) {
                 assertFalse(inet.contains(inode), "process " + pid + " holds an IP socket, inode " + inode);
             }
-            assertTrue(sockets.stream().anyMatch(unix::contains), "process " + pid + " talks over a Unix-domain socket");
+            assertTrue(
+                    sockets.stream().anyMatch(unix::contains), "process " + pid + " talks over a Unix-domain socket");
         }
     }
 
@@ -186,20 +206,29 @@ class AccessProcessTest extends ProcessTestBase {
 
     private static void assumeSecondUser() throws Exception {
         assumeTrue("root".equals(System.getProperty("user.name")), "needs root to act as a second user");
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs /usr/bin/setpriv (apt-get install util-linux)");
+        assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs /usr/bin/setpriv (apt-get install util-linux)");
         Process p = new ProcessBuilder("id", "-u", "nobody").start();
-        assumeTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "needs a user called nobody (useradd --system nobody)");
+        assumeTrue(
+                p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0,
+                "needs a user called nobody (useradd --system nobody)");
     }
 
     private static List<String> nobody(String... command) {
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"));
+        List<String> cmd =
+                new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"));
         cmd.addAll(List.of(command));
         return cmd;
     }
 
     private Proc asNobody(String... args) throws IOException {
-        List<String> cmd = nobody(ProcessHandle.current().info().command().orElseThrow(), "-XX:-UsePerfData",
-                "--enable-native-access=ALL-UNNAMED", "-cp", classPathNobodyCanRead(), Main.class.getName());
+        List<String> cmd = nobody(
+                ProcessHandle.current().info().command().orElseThrow(),
+                "-XX:-UsePerfData",
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                classPathNobodyCanRead(),
+                Main.class.getName());
         cmd.addAll(List.of(args));
         return startCommand(cmd);
     }
@@ -208,12 +237,15 @@ class AccessProcessTest extends ProcessTestBase {
     private Proc pythonAsNobody(String... args) throws IOException {
         List<String> cmd = nobody(PYTHON, "-u", "-m", "tensorsocket_client");
         cmd.addAll(List.of(args));
-        return startCommand(cmd, java.util.Map.of("PYTHONPATH", pythonClient().toString(), "PYTHONDONTWRITEBYTECODE", "1"));
+        return startCommand(
+                cmd, java.util.Map.of("PYTHONPATH", pythonClient().toString(), "PYTHONDONTWRITEBYTECODE", "1"));
     }
 
     private static void assertNobodyCannotRead(Path file) throws Exception {
-        Process cat = new ProcessBuilder(nobody("/bin/cat", file.toString())).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                .redirectErrorStream(true).start();
+        Process cat = new ProcessBuilder(nobody("/bin/cat", file.toString()))
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .redirectErrorStream(true)
+                .start();
         assertTrue(cat.waitFor(10, TimeUnit.SECONDS));
         assertNotEquals(0, cat.exitValue(), "nobody read " + file);
     }
@@ -246,7 +278,8 @@ class AccessProcessTest extends ProcessTestBase {
             readableClassPath = dir;
         }
         try (Stream<Path> s = Files.list(readableClassPath)) {
-            return String.join(java.io.File.pathSeparator, s.sorted().map(Path::toString).toList());
+            return String.join(
+                    java.io.File.pathSeparator, s.sorted().map(Path::toString).toList());
         }
     }
 

@@ -1,9 +1,13 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
-import org.junit.jupiter.api.Test;
-
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -16,12 +20,7 @@ import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.Test;
 
 /** Every bad input is a specific, actionable error, and the producer keeps serving everyone else. */
 class BadInputProcessTest extends ProcessTestBase {
@@ -33,7 +32,8 @@ class BadInputProcessTest extends ProcessTestBase {
 
     @Test
     void unknownNameSaysSoAndHowToStartOne() throws Exception {
-        assertFailsWith(consume("nobody-serves-this", 8, "--connect-timeout-s", "1"), "no producer named 'nobody-serves-this'");
+        assertFailsWith(
+                consume("nobody-serves-this", 8, "--connect-timeout-s", "1"), "no producer named 'nobody-serves-this'");
     }
 
     @Test
@@ -45,7 +45,8 @@ class BadInputProcessTest extends ProcessTestBase {
     void directoryOwnedBySomeoneElseIsRefused() throws Exception {
         assumeTrue("root".equals(System.getProperty("user.name")), "needs root to hand a directory to another user");
         Path foreign = Files.createDirectory(base.resolve("foreign"));
-        UserPrincipal nobody = foreign.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
+        UserPrincipal nobody =
+                foreign.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
         Files.setOwner(foreign, nobody);
         assertFailsWith(consume("foreign", 8), "belongs to user 'nobody'");
         Proc serve = start("serve", "--name", "foreign", "--synthetic", "samples=10", "--batch-size", "2");
@@ -66,8 +67,16 @@ class BadInputProcessTest extends ProcessTestBase {
 
     @Test
     void arenaTooSmallForOneBatchIsRefusedAtStart() throws Exception {
-        Proc serve = start("serve", "--name", "tiny", "--synthetic", "samples=100,shape=3x224x224", "--batch-size", "64",
-                "--arena-mb", "64");
+        Proc serve = start(
+                "serve",
+                "--name",
+                "tiny",
+                "--synthetic",
+                "samples=100,shape=3x224x224",
+                "--batch-size",
+                "64",
+                "--arena-mb",
+                "64");
         assertFailsWith(serve, "give it at least");
     }
 
@@ -75,8 +84,15 @@ class BadInputProcessTest extends ProcessTestBase {
     void garbageAndForeignVersionsOnTheSocketAreAnsweredAndDoNotDisturbOthers() throws Exception {
         // Three producer epochs for the honest consumer's two: on a loaded machine the rogue HELLO below may attach
         // before the honest JVM does, which then joins mid-epoch (exact) and needs part of a third epoch.
-        serve("rogue", "samples=6000,shape=8,dtype=float32,seed=9", 10, 3, "--min-consumers", "1",
-                "--hello-timeout-s", "1");
+        serve(
+                "rogue",
+                "samples=6000,shape=8,dtype=float32,seed=9",
+                10,
+                3,
+                "--min-consumers",
+                "1",
+                "--hello-timeout-s",
+                "1");
         Proc honest = consume("rogue", 16, "--step-ms", "5", "--epochs", "2");
         Path socket = base.resolve("rogue").resolve("control.sock");
 
@@ -101,7 +117,12 @@ class BadInputProcessTest extends ProcessTestBase {
         // A frame header claiming a 1 GiB payload: refused without reading it.
         try (SocketChannel ch = connect(socket)) {
             ByteBuffer b = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
-            b.putInt(WireFormat.MAGIC).putShort((short) WireFormat.VERSION).put((byte) 1).put((byte) 0).putInt(1 << 30).flip();
+            b.putInt(WireFormat.MAGIC)
+                    .putShort((short) WireFormat.VERSION)
+                    .put((byte) 1)
+                    .put((byte) 0)
+                    .putInt(1 << 30)
+                    .flip();
             ch.write(b);
             Message.Error e = readError(ch);
             assertTrue(e.message().contains("limit"), e.message());
@@ -138,20 +159,33 @@ class BadInputProcessTest extends ProcessTestBase {
     @Test
     void hundredsOfMutatedTruncatedAndOversizedFramesLeaveHonestConsumersExact() throws Exception {
         // The decoders alone are fuzzed in WireFormatFuzzTest; this feeds the same kinds of frames to a live producer.
-        Proc producer = serve("fuzzed", "samples=4000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
-                "--hello-timeout-s", "1");
+        Proc producer = serve(
+                "fuzzed",
+                "samples=4000,shape=8,dtype=float32,seed=4",
+                10,
+                2,
+                "--min-consumers",
+                "2",
+                "--hello-timeout-s",
+                "1");
         Proc a = consume("fuzzed", 16, "--step-ms", "2");
         Proc b = consume("fuzzed", 7, "--step-ms", "1");
         // Both honest consumers are in before any rogue HELLO could count towards --min-consumers.
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < 2 && System.nanoTime() < deadline) {
+        while (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() < 2
+                && System.nanoTime() < deadline) {
             Thread.sleep(20);
         }
         Path socket = base.resolve("fuzzed").resolve("control.sock");
         Random random = new Random(5);
-        List<Message> valid = List.of(new Message.Hello(8, false, 1, "rogue"), new Message.Release(3), new Message.Bye(),
-                new Message.EpochEnd(0, 1, 1), new Message.Error(Message.ErrorCode.INTERNAL, "rogue"),
-                new Message.BatchReady(0, 0, 0, 0, 0, 1), new Message.EndOfStream(1));
+        List<Message> valid = List.of(
+                new Message.Hello(8, false, 1, "rogue"),
+                new Message.Release(3),
+                new Message.Bye(),
+                new Message.EpochEnd(0, 1, 1),
+                new Message.Error(Message.ErrorCode.INTERNAL, "rogue"),
+                new Message.BatchReady(0, 0, 0, 0, 0, 1),
+                new Message.EndOfStream(1));
         int answered = 0;
         for (int i = 0; i < 300; i++) {
             ByteBuffer frame = WireFormat.encode(valid.get(random.nextInt(valid.size())));
@@ -160,8 +194,15 @@ class BadInputProcessTest extends ProcessTestBase {
             switch (i % 4) {
                 case 0 -> bytes[random.nextInt(bytes.length)] = (byte) random.nextInt(256); // mutated
                 case 1 -> bytes = java.util.Arrays.copyOf(bytes, random.nextInt(bytes.length)); // truncated
-                case 2 -> ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).putInt(8, WireFormat.MAX_PAYLOAD + 1
-                        + random.nextInt(Integer.MAX_VALUE - WireFormat.MAX_PAYLOAD - 1)); // oversized
+                case 2 ->
+                    ByteBuffer.wrap(bytes)
+                            .order(ByteOrder.LITTLE_ENDIAN)
+                            .putInt(
+                                    8,
+                                    WireFormat.MAX_PAYLOAD
+                                            + 1
+                                            + random.nextInt(
+                                                    Integer.MAX_VALUE - WireFormat.MAX_PAYLOAD - 1)); // oversized
                 default -> {
                     bytes = new byte[1 + random.nextInt(300)]; // random
                     random.nextBytes(bytes);
@@ -215,16 +256,24 @@ class BadInputProcessTest extends ProcessTestBase {
     private static void assertUsageError(Proc p, String expected, String help) throws InterruptedException {
         assertEquals(2, p.exitCode(Duration.ofSeconds(30)), p.stderr());
         List<String> lines = p.stderr().strip().lines().toList();
-        assertTrue(lines.getFirst().startsWith("tensorsocket: error: ") && lines.getFirst().contains(expected), p.stderr());
+        assertTrue(
+                lines.getFirst().startsWith("tensorsocket: error: ")
+                        && lines.getFirst().contains(expected),
+                p.stderr());
         assertEquals("run 'tensorsocket " + help + " --help' for the options", lines.getLast(), p.stderr());
         assertTrue(lines.size() <= 3, "a usage error prints the error and a hint, not the usage: " + p.stderr());
     }
 
     @Test
     void aMissingOptionPrintsTheErrorAndWhereTheHelpIs() throws Exception {
-        assertUsageError(start("serve", "--name", "x", "--synthetic", "samples=10"),
-                "Missing required option: '--batch-size=<batchSize>'", "serve");
-        assertUsageError(start("consume", "--name", "x", "--batch-size", "8", "--bogus"), "Unknown option: '--bogus'", "consume");
+        assertUsageError(
+                start("serve", "--name", "x", "--synthetic", "samples=10"),
+                "Missing required option: '--batch-size=<batchSize>'",
+                "serve");
+        assertUsageError(
+                start("consume", "--name", "x", "--batch-size", "8", "--bogus"),
+                "Unknown option: '--bogus'",
+                "consume");
     }
 
     @Test
@@ -236,7 +285,8 @@ class BadInputProcessTest extends ProcessTestBase {
 
     @Test
     void fileErrorsAreSentencesWithoutJavaClassNames() throws Exception {
-        Proc idx = start("serve", "--name", "x", "--idx", base.resolve("missing").toString(), "--batch-size", "8");
+        Proc idx =
+                start("serve", "--name", "x", "--idx", base.resolve("missing").toString(), "--batch-size", "8");
         assertFailsWith(idx, base.resolve("missing").resolve("train-images-idx3-ubyte") + "[.gz]: ");
         Path file = Files.writeString(base.resolve("file.txt"), "x");
         Proc images = start("serve", "--name", "x", "--images", file.toString(), "--batch-size", "8");
@@ -251,7 +301,9 @@ class BadInputProcessTest extends ProcessTestBase {
         Path one = DemoImages.ensure(base.resolve("one"), 3, 1);
         Proc single = start("serve", "--name", "x", "--images", one.toString(), "--batch-size", "2");
         assertFailsWith(single, one + " has a single class sub-folder ('");
-        assertTrue(single.errorLine().contains("--images expects one sub-folder per class, " + one + "/<class>/<image>.jpg"),
+        assertTrue(
+                single.errorLine()
+                        .contains("--images expects one sub-folder per class, " + one + "/<class>/<image>.jpg"),
                 single.errorLine());
         Path flat = base.resolve("flat");
         DemoImages.ensure(flat, 2, 1);
@@ -261,28 +313,50 @@ class BadInputProcessTest extends ProcessTestBase {
             }
         }
         Proc loose = start("serve", "--name", "x", "--images", flat.toString(), "--batch-size", "2");
-        assertFailsWith(loose, flat + " holds 2 image(s) directly, not in class sub-folders; arrange them as " + flat
-                + "/<class>/<image>.jpg");
+        assertFailsWith(
+                loose,
+                flat + " holds 2 image(s) directly, not in class sub-folders; arrange them as " + flat
+                        + "/<class>/<image>.jpg");
     }
 
     @Test
     void aSyntheticShapeWithADimensionBelowOneIsRefused() throws Exception {
-        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10,shape=3x0", "--batch-size", "2"),
+        assertFailsWith(
+                start("serve", "--name", "x", "--synthetic", "samples=10,shape=3x0", "--batch-size", "2"),
                 "a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '3x0'");
     }
 
     @Test
     void normalisationOptionsOutsideIdxAreRefused() throws Exception {
-        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=10", "--batch-size", "2", "--mean", "0.5"),
+        assertFailsWith(
+                start("serve", "--name", "x", "--synthetic", "samples=10", "--batch-size", "2", "--mean", "0.5"),
                 "--mean and --std apply to --idx sources");
     }
 
     @Test
     void aPreloadOfAnythingButSyntheticDataOrOfMoreThanHalfTheMemoryIsRefused() throws Exception {
         Path images = Files.createDirectories(base.resolve("preload-images/cat"));
-        assertFailsWith(start("serve", "--name", "x", "--images", images.getParent().toString(), "--batch-size", "2",
-                "--preload"), "--preload applies to --synthetic sources");
-        assertFailsWith(start("serve", "--name", "x", "--synthetic", "samples=100000000,shape=3x224x224",
-                "--batch-size", "2", "--preload"), "--preload of 100000000 samples of 602112 bytes needs");
+        assertFailsWith(
+                start(
+                        "serve",
+                        "--name",
+                        "x",
+                        "--images",
+                        images.getParent().toString(),
+                        "--batch-size",
+                        "2",
+                        "--preload"),
+                "--preload applies to --synthetic sources");
+        assertFailsWith(
+                start(
+                        "serve",
+                        "--name",
+                        "x",
+                        "--synthetic",
+                        "samples=100000000,shape=3x224x224",
+                        "--batch-size",
+                        "2",
+                        "--preload"),
+                "--preload of 100000000 samples of 602112 bytes needs");
     }
 }

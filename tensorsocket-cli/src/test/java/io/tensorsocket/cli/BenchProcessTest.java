@@ -24,14 +24,24 @@ class BenchProcessTest extends ProcessTestBase {
     @Test
     void benchHandoffPrintsRingAndSocketLatenciesOfJavaAndPythonConsumers() throws Exception {
         assumePython("numpy");
-        Proc p = start("bench", "--quick", "--only", "handoff", "--out", base.resolve("out").toString());
+        Proc p = start(
+                "bench",
+                "--quick",
+                "--only",
+                "handoff",
+                "--out",
+                base.resolve("out").toString());
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
-        List<Map<String, String>> lines = p.json().stream().filter(l -> "handoff_us".equals(l.get("metric"))).toList();
+        List<Map<String, String>> lines = p.json().stream()
+                .filter(l -> "handoff_us".equals(l.get("metric")))
+                .toList();
         // p50 and p99, sleeping and spinning; a Python consumer spins on its ring only
-        for (String[] c : new String[][]{{"java", "ring", "4"}, {"java", "socket", "4"}, {"python", "ring", "4"},
-                {"python", "socket", "2"}}) {
+        for (String[] c : new String[][] {
+            {"java", "ring", "4"}, {"java", "socket", "4"}, {"python", "ring", "4"}, {"python", "socket", "2"}
+        }) {
             List<Map<String, String>> of = lines.stream()
-                    .filter(l -> c[0].equals(l.get("consumer")) && c[1].equals(l.get("path"))).toList();
+                    .filter(l -> c[0].equals(l.get("consumer")) && c[1].equals(l.get("path")))
+                    .toList();
             assertEquals(Integer.parseInt(c[2]), of.size(), String.join("/", c) + ": " + lines);
             for (Map<String, String> l : of) {
                 assertTrue(value(l, "value") > 0, l.toString());
@@ -69,20 +79,35 @@ class BenchProcessTest extends ProcessTestBase {
 
     @Test
     void benchFanoutPrintsEachConsumerCountBesideTheMemcpyLimitAndTheSlotCopy() throws Exception {
-        Proc p = start("bench", "--quick", "--only", "fanout", "--out", base.resolve("out").toString());
+        Proc p = start(
+                "bench",
+                "--quick",
+                "--only",
+                "fanout",
+                "--out",
+                base.resolve("out").toString());
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         Map<String, Map<String, String>> first = new java.util.LinkedHashMap<>();
         p.json().forEach(l -> first.putIfAbsent(l.get("metric"), l));
         Map<String, String> copy = first.get("memcpy_gb_per_s");
         double memcpy = value(copy, "value");
         // the limit is the faster of the two page sizes, each measured
-        assertEquals(Math.max(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")), memcpy, 0.01,
+        assertEquals(
+                Math.max(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")),
+                memcpy,
+                0.01,
                 copy.toString());
-        assertTrue(Math.min(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")) > 0, copy.toString());
+        assertTrue(
+                Math.min(value(copy, "small_pages_gb_per_s"), value(copy, "huge_pages_gb_per_s")) > 0, copy.toString());
         // and the faster of the two copies, the JDK's and the C library's that producers use, each measured
-        assertEquals(Math.max(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")), memcpy, 0.01,
+        assertEquals(
+                Math.max(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")),
+                memcpy,
+                0.01,
                 copy.toString());
-        assertTrue(Math.min(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")) > 0, copy.toString());
+        assertTrue(
+                Math.min(value(copy, "jdk_copy_gb_per_s"), value(copy, "c_library_copy_gb_per_s")) > 0,
+                copy.toString());
         Map<String, String> slotCopy = first.get("slot_copy_batches_per_s");
         double limit = memcpy / (Harness.FANOUT_BATCH_BYTES / 1e9);
         assertEquals(value(slotCopy, "value") / limit, value(slotCopy, "of_limit"), 0.01, slotCopy.toString());
@@ -90,11 +115,17 @@ class BenchProcessTest extends ProcessTestBase {
         assertTrue(value(slotCopy, "best_batches_per_s") >= value(slotCopy, "value"), slotCopy.toString());
         // the same copies beside a thread that keeps another CPU busy, with their share of the limit
         assertTrue(value(slotCopy, "beside_busy_cpu_batches_per_s") > 0, slotCopy.toString());
-        assertEquals(value(slotCopy, "beside_busy_cpu_batches_per_s") / limit, value(slotCopy, "beside_busy_cpu_of_limit"),
-                0.01, slotCopy.toString());
+        assertEquals(
+                value(slotCopy, "beside_busy_cpu_batches_per_s") / limit,
+                value(slotCopy, "beside_busy_cpu_of_limit"),
+                0.01,
+                slotCopy.toString());
         List<Map<String, String>> fanout = p.json().stream()
-                .filter(l -> "fanout_batches_per_s".equals(l.get("metric"))).toList();
-        assertEquals(List.of("1", "2", "4", "8", "16"), fanout.stream().map(l -> l.get("consumers")).toList(),
+                .filter(l -> "fanout_batches_per_s".equals(l.get("metric")))
+                .toList();
+        assertEquals(
+                List.of("1", "2", "4", "8", "16"),
+                fanout.stream().map(l -> l.get("consumers")).toList(),
                 fanout.toString());
         for (Map<String, String> l : fanout) {
             assertTrue(value(l, "value") > 0, l.toString());
@@ -110,17 +141,26 @@ class BenchProcessTest extends ProcessTestBase {
 
     @Test
     void benchShuffleAndLateJoinPrintTheirFiguresBesideTheirReferences() throws Exception {
-        Proc p = start("bench", "--quick", "--only", "shuffle,latejoin", "--out", base.resolve("out").toString());
+        Proc p = start(
+                "bench",
+                "--quick",
+                "--only",
+                "shuffle,latejoin",
+                "--out",
+                base.resolve("out").toString());
         assertEquals(0, p.exitCode(Duration.ofSeconds(180)), p.stderr());
         List<Map<String, String>> shift = p.json().stream()
-                .filter(l -> "shuffle_position_shift".equals(l.get("metric"))).toList();
+                .filter(l -> "shuffle_position_shift".equals(l.get("metric")))
+                .toList();
         assertEquals(5, shift.size(), p.json().toString()); // K = 0, 1, 2, 4, 8
-        assertEquals(1.0 / 3, value(shift.getFirst(), "value"), 0.01, "a fresh shuffle moves a sample a third of an epoch");
+        assertEquals(
+                1.0 / 3, value(shift.getFirst(), "value"), 0.01, "a fresh shuffle moves a sample a third of an epoch");
         for (Map<String, String> l : shift) {
             assertTrue(value(l, "value") <= value(l, "fresh_shuffle") + 1e-9, l.toString());
         }
         List<Map<String, String>> exact = p.json().stream()
-                .filter(l -> "latejoin_exact_epochs".equals(l.get("metric"))).toList();
+                .filter(l -> "latejoin_exact_epochs".equals(l.get("metric")))
+                .toList();
         assertEquals(4, exact.size(), p.json().toString()); // aligned and random joins, either order
         for (Map<String, String> l : exact) {
             if ("producer".equals(l.get("order")) || "aligned".equals(l.get("joins"))) {
@@ -131,8 +171,11 @@ class BenchProcessTest extends ProcessTestBase {
 
     /** The harness as the README runs it: {@code java ... io.tensorsocket.bench.Harness producer-cpu|fanout ...}. */
     private Proc harness(String... args) throws Exception {
-        List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+        List<String> cmd = new java.util.ArrayList<>(List.of(
+                ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                System.getProperty("java.class.path"),
                 "io.tensorsocket.bench.Harness"));
         cmd.addAll(List.of(args));
         return startCommand(cmd);
@@ -156,7 +199,9 @@ class BenchProcessTest extends ProcessTestBase {
         Proc fanout = harness("fanout", "1");
         assertEquals(0, fanout.exitCode(Duration.ofSeconds(120)), fanout.stderr());
         List<String> metrics = fanout.json().stream().map(l -> l.get("metric")).toList();
-        assertEquals(List.of("memcpy_gb_per_s", "slot_copy_batches_per_s", "fanout_batches_per_s"), metrics,
+        assertEquals(
+                List.of("memcpy_gb_per_s", "slot_copy_batches_per_s", "fanout_batches_per_s"),
+                metrics,
                 fanout.json().toString());
         for (Map<String, String> l : fanout.json()) {
             assertTrue(value(l, "value") > 0, fanout.json().toString());
@@ -167,12 +212,24 @@ class BenchProcessTest extends ProcessTestBase {
     void benchFlightPrintsEveryCaseAndRefusesABadShape() throws Exception {
         // small batches: the cases' machinery is the same, and they warm up in a fraction of the time
         // and warm-ups of at most 3 s: the JIT takes twenty seconds to go quiet on small batches
-        Proc p = start("bench-flight", "--seconds", "1", "--only", "tcp,flight,relay", "--sample-shape", "1x28x28",
-                "--max-warm-up", "3");
+        Proc p = start(
+                "bench-flight",
+                "--seconds",
+                "1",
+                "--only",
+                "tcp,flight,relay",
+                "--sample-shape",
+                "1x28x28",
+                "--max-warm-up",
+                "3");
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
-        assertTrue(p.lines().getFirst().contains("batch 64x1x28x28 float32 (0.20 MB)"), p.lines().toString());
+        assertTrue(
+                p.lines().getFirst().contains("batch 64x1x28x28 float32 (0.20 MB)"),
+                p.lines().toString());
         List<Map<String, String>> lines = p.json();
-        List<String> cases = lines.stream().map(l -> l.get("case") + "/" + l.get("consumers")).toList();
+        List<String> cases = lines.stream()
+                .map(l -> l.get("case") + "/" + l.get("consumers"))
+                .toList();
         assertEquals(List.of("memcpy/0", "tcp/1", "flight/1", "flight/4", "relay/4"), cases, lines.toString());
         for (Map<String, String> l : lines) {
             assertTrue(value(l, "gb_per_s_per_consumer") > 0, l.toString());
@@ -184,7 +241,10 @@ class BenchProcessTest extends ProcessTestBase {
             if (l.get("case").equals("flight") || l.get("case").equals("relay")) {
                 // each remote case beside the limit of the same run: its share of the plain TCP pair
                 double share = value(l, "of_tcp_limit");
-                assertEquals(value(l, "gb_per_s_per_consumer") / value(lines.get(1), "gb_per_s_per_consumer"), share, 1e-3,
+                assertEquals(
+                        value(l, "gb_per_s_per_consumer") / value(lines.get(1), "gb_per_s_per_consumer"),
+                        share,
+                        1e-3,
                         l.toString());
             }
         }
@@ -193,25 +253,44 @@ class BenchProcessTest extends ProcessTestBase {
         assertTrue(negative.stderr().contains("--max-warm-up takes seconds, 0 or more, not -1.0"), negative.stderr());
         Proc bad = start("bench-flight", "--sample-shape", "3x0x2");
         assertEquals(2, bad.exitCode(Duration.ofSeconds(30)), bad.stderr());
-        assertTrue(bad.stderr().contains("--sample-shape: a shape is its dimensions, each at least 1, joined by x, such as"
-                + " 3x32x32, not '3x0x2'"), bad.stderr());
+        assertTrue(
+                bad.stderr()
+                        .contains("--sample-shape: a shape is its dimensions, each at least 1, joined by x, such as"
+                                + " 3x32x32, not '3x0x2'"),
+                bad.stderr());
     }
 
     @Test
     void benchFeederPrintsEachSourceBesideTheBareCopyOfTheSameRun() throws Exception {
         assumePython("numpy", "torch");
         // the launcher and class path of this build: a clean build runs its tests before it packages the jar
-        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_feeder.py").toString(), "--batches", "4",
-                "--consumers", "1", "--shapes", "3x32x32", "--launcher", launcherScript().toString(),
-                "--classpath", System.getProperty("java.class.path"));
+        Proc p = startPython(
+                Map.of(),
+                pythonClient().resolve("examples/bench_feeder.py").toString(),
+                "--batches",
+                "4",
+                "--consumers",
+                "1",
+                "--shapes",
+                "3x32x32",
+                "--launcher",
+                launcherScript().toString(),
+                "--classpath",
+                System.getProperty("java.class.path"));
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         List<Map<String, String>> lines = p.json();
-        assertEquals(List.of("java", "python"), lines.stream().map(l -> l.get("source")).toList(), lines.toString());
+        assertEquals(
+                List.of("java", "python"),
+                lines.stream().map(l -> l.get("source")).toList(),
+                lines.toString());
         for (Map<String, String> l : lines) {
             assertEquals("java", l.get("consumer"), l.toString());
             assertTrue(value(l, "value") > 0, l.toString());
             // rounded to 0.1 batches/s and to 0.001 of the copy: the printed share is the printed rate over the copy's
-            assertEquals(value(l, "value") / value(l, "bare_copy_batches_per_s"), value(l, "of_bare_copy"), 0.002,
+            assertEquals(
+                    value(l, "value") / value(l, "bare_copy_batches_per_s"),
+                    value(l, "of_bare_copy"),
+                    0.002,
                     l.toString());
         }
     }
@@ -219,8 +298,17 @@ class BenchProcessTest extends ProcessTestBase {
     @Test
     void benchCopyOutPrintsAPythonConsumersRateBesideItsCopiesAlone() throws Exception {
         assumePython("numpy");
-        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_copy_out.py").toString(), "--batches", "10",
-                "--shape", "3x32x32", "--runs", "2", "--launcher", launcherScript().toString());
+        Proc p = startPython(
+                Map.of(),
+                pythonClient().resolve("examples/bench_copy_out.py").toString(),
+                "--batches",
+                "10",
+                "--shape",
+                "3x32x32",
+                "--runs",
+                "2",
+                "--launcher",
+                launcherScript().toString());
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
         List<Map<String, String>> lines = p.json();
         assertEquals(2, lines.size(), lines.toString());
@@ -238,14 +326,33 @@ class BenchProcessTest extends ProcessTestBase {
     void benchRemoteMeasuresPythonAndJavaRemoteConsumersAndSaysWhenThePeerIsMissing() throws Exception {
         assumePython("numpy", "pyarrow.flight");
         // Debian's python3 has no tensorflow: the peer's rows are skipped, saying so; this project's rows run
-        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_remote.py").toString(), "--seconds", "1",
-                "--warm-seconds", "1", "--consumers", "1", "--shapes", "1x28x28", "--java-consumers", "--peer-python",
-                PYTHON, "--launcher", launcherScript().toString(), "--classpath", System.getProperty("java.class.path"));
+        Proc p = startPython(
+                Map.of(),
+                pythonClient().resolve("examples/bench_remote.py").toString(),
+                "--seconds",
+                "1",
+                "--warm-seconds",
+                "1",
+                "--consumers",
+                "1",
+                "--shapes",
+                "1x28x28",
+                "--java-consumers",
+                "--peer-python",
+                PYTHON,
+                "--launcher",
+                launcherScript().toString(),
+                "--classpath",
+                System.getProperty("java.class.path"));
         assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
-        assertTrue(p.stderr().contains("SKIPPED the tf.data service rows: " + PYTHON + " cannot import tensorflow"),
+        assertTrue(
+                p.stderr().contains("SKIPPED the tf.data service rows: " + PYTHON + " cannot import tensorflow"),
                 p.stderr());
         List<Map<String, String>> lines = p.json();
-        assertEquals(List.of("python", "java"), lines.stream().map(l -> l.get("trainers")).toList(), lines.toString());
+        assertEquals(
+                List.of("python", "java"),
+                lines.stream().map(l -> l.get("trainers")).toList(),
+                lines.toString());
         for (Map<String, String> l : lines) {
             assertEquals("tensorsocket flight", l.get("side"), l.toString());
             assertEquals("64x1x28x28", l.get("shape"), l.toString());
@@ -263,11 +370,24 @@ class BenchProcessTest extends ProcessTestBase {
         Path launcher = base.resolve("broken-launcher");
         Files.writeString(launcher, "#!/bin/sh\necho 'tensorsocket: needs Java 25' >&2\nexit 2\n");
         launcher.toFile().setExecutable(true);
-        Proc p = startPython(Map.of(), pythonClient().resolve("examples/bench_remote.py").toString(), "--seconds", "1",
-                "--warm-seconds", "1", "--consumers", "1", "--shapes", "1x28x28", "--peer-python", PYTHON,
-                "--launcher", launcher.toString());
+        Proc p = startPython(
+                Map.of(),
+                pythonClient().resolve("examples/bench_remote.py").toString(),
+                "--seconds",
+                "1",
+                "--warm-seconds",
+                "1",
+                "--consumers",
+                "1",
+                "--shapes",
+                "1x28x28",
+                "--peer-python",
+                PYTHON,
+                "--launcher",
+                launcher.toString());
         assertEquals(1, p.exitCode(Duration.ofSeconds(120)), p.stderr());
-        assertTrue(p.stderr().contains("the server exited (code 2) before listening:\ntensorsocket: needs Java 25"),
+        assertTrue(
+                p.stderr().contains("the server exited (code 2) before listening:\ntensorsocket: needs Java 25"),
                 p.stderr());
     }
 }

@@ -1,16 +1,15 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
 
 /**
  * docs/reference/cli.md is the help of every command, rendered from the picocli definitions: the reference cannot
@@ -40,13 +39,19 @@ class CliReferenceTest {
             }
         });
         for (CommandLine c : commands) {
-            md.append("* [`").append(c.getCommandSpec().qualifiedName()).append("`](#")
-                    .append(c.getCommandSpec().qualifiedName().replace(' ', '-')).append(")\n");
+            md.append("* [`")
+                    .append(c.getCommandSpec().qualifiedName())
+                    .append("`](#")
+                    .append(c.getCommandSpec().qualifiedName().replace(' ', '-'))
+                    .append(")\n");
         }
         for (CommandLine c : commands) {
             c.getCommandSpec().usageMessage().autoWidth(false).width(WIDTH);
-            md.append("\n## ").append(c.getCommandSpec().qualifiedName()).append("\n\n```\n")
-                    .append(c.getUsageMessage(CommandLine.Help.Ansi.OFF).stripTrailing()).append("\n```\n");
+            md.append("\n## ")
+                    .append(c.getCommandSpec().qualifiedName())
+                    .append("\n\n```\n")
+                    .append(c.getUsageMessage(CommandLine.Help.Ansi.OFF).stripTrailing())
+                    .append("\n```\n");
         }
         return md.toString();
     }
@@ -68,7 +73,10 @@ class CliReferenceTest {
             Files.writeString(file, rendered, StandardCharsets.UTF_8);
         }
         assertTrue(Files.exists(file), file + " is missing; write it with -Dtensorsocket.writeVectors=true");
-        assertEquals(rendered, Files.readString(file, StandardCharsets.UTF_8), file + " is not the commands' help;"
-                + " rewrite it with ./mvnw -pl tensorsocket-cli test -Dtest=CliReferenceTest -Dtensorsocket.writeVectors=true");
+        assertEquals(
+                rendered,
+                Files.readString(file, StandardCharsets.UTF_8),
+                file + " is not the commands' help;"
+                        + " rewrite it with ./mvnw -pl tensorsocket-cli test -Dtest=CliReferenceTest -Dtensorsocket.writeVectors=true");
     }
 }

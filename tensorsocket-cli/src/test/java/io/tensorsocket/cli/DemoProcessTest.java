@@ -1,11 +1,10 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.time.Duration;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /** The demo end to end on a tiny image folder: both modes run, the table, chart and checks come out. */
 class DemoProcessTest extends ProcessTestBase {
@@ -14,12 +13,28 @@ class DemoProcessTest extends ProcessTestBase {
     void demoRunsPrivateThenSharedAndChecksTheBytes() throws Exception {
         var images = DemoImages.ensure(base.resolve("images"), 24, 3);
         var chart = base.resolve("demo.png");
-        Proc demo = start("demo", "--jobs", "2", "--seconds", "1.5", "--warmup-s", "0.5", "--images", images.toString(),
-                "--batch-size", "8", "--step-ms", "5", "--transform", "RandomResizedCrop(64), RandomHorizontalFlip(0.5)",
-                "--chart", chart.toString());
+        Proc demo = start(
+                "demo",
+                "--jobs",
+                "2",
+                "--seconds",
+                "1.5",
+                "--warmup-s",
+                "0.5",
+                "--images",
+                images.toString(),
+                "--batch-size",
+                "8",
+                "--step-ms",
+                "5",
+                "--transform",
+                "RandomResizedCrop(64), RandomHorizontalFlip(0.5)",
+                "--chart",
+                chart.toString());
         assertEquals(0, demo.exitCode(Duration.ofSeconds(100)), demo.lines() + demo.stderr());
         String out = String.join("\n", demo.lines());
-        assertTrue(out.contains("private  all") && out.contains("shared   all") && out.contains("shared vs private"), out);
+        assertTrue(
+                out.contains("private  all") && out.contains("shared   all") && out.contains("shared vs private"), out);
         assertTrue(out.contains("checked: every job got every sample once and in order"), out);
         assertTrue(Files.size(chart) > 1000);
         assertFalse(demo.stderr().contains("\r"), "no carriage-return redraws when stderr is not a terminal");
@@ -28,9 +43,24 @@ class DemoProcessTest extends ProcessTestBase {
     @Test
     void jobsCanTrainARealDjlModelInsteadOfSimulatingTheStep() throws Exception {
         var images = DemoImages.ensure(base.resolve("images"), 24, 3);
-        Proc demo = start("demo", "--jobs", "2", "--seconds", "1.5", "--warmup-s", "0.5", "--images", images.toString(),
-                "--batch-size", "8", "--model", "mlp", "--transform", "RandomResizedCrop(32), RandomHorizontalFlip(0.5)",
-                "--chart", base.resolve("model.png").toString());
+        Proc demo = start(
+                "demo",
+                "--jobs",
+                "2",
+                "--seconds",
+                "1.5",
+                "--warmup-s",
+                "0.5",
+                "--images",
+                images.toString(),
+                "--batch-size",
+                "8",
+                "--model",
+                "mlp",
+                "--transform",
+                "RandomResizedCrop(32), RandomHorizontalFlip(0.5)",
+                "--chart",
+                base.resolve("model.png").toString());
         assertEquals(0, demo.exitCode(Duration.ofSeconds(120)), demo.lines() + demo.stderr());
         String out = String.join("\n", demo.lines());
         assertTrue(out.contains("a real DJL mlp training step"), out);

@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,9 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Consumers in their own JVMs (and a Python one) joining a running producer at random moments, each with its own
@@ -29,8 +28,15 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         // 100 batches of at least 4 ms per epoch, a 2-batch rubber band: nearly every join is mid-epoch. The anchor
         // reads until the end, so the stream never rests at an epoch start for want of consumers (on a loaded
         // machine the next JVM may take longer to start than a short reader takes to finish).
-        Proc producer = serve("exact", "samples=2000,shape=4,dtype=float32,seed=5", 20, 0, "--loader-delay-ms", "4",
-                "--rubber-band", "2");
+        Proc producer = serve(
+                "exact",
+                "samples=2000,shape=4,dtype=float32,seed=5",
+                20,
+                0,
+                "--loader-delay-ms",
+                "4",
+                "--rubber-band",
+                "2");
         Proc anchor = consume("exact", 20);
         awaitJoined(producer, 1);
         List<Proc> readers = new ArrayList<>();
@@ -76,10 +82,23 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         SplittableRandom r = new SplittableRandom(seed);
         // A plain DataLoader(dataset, shuffle=True, num_workers=2): the feeder loads the producer's order with it.
         // Six slots: a paused consumer holds the stream within 300 samples of where it stopped.
-        Proc feeder = startPython(Map.of("OMP_NUM_THREADS", "1"),
-                pythonClient().resolve("tests/scripts/feed_case.py").toString(), "torchmap", "mapstyle", "--workers", "2",
-                "--epochs", "20", "--sample-ms", "0.3", "--opt", "rubber_band=0", "--opt", "start_grace=0",
-                "--opt", "slots=6");
+        Proc feeder = startPython(
+                Map.of("OMP_NUM_THREADS", "1"),
+                pythonClient().resolve("tests/scripts/feed_case.py").toString(),
+                "torchmap",
+                "mapstyle",
+                "--workers",
+                "2",
+                "--epochs",
+                "20",
+                "--sample-ms",
+                "0.3",
+                "--opt",
+                "rubber_band=0",
+                "--opt",
+                "start_grace=0",
+                "--opt",
+                "slots=6");
         List<Path> idFiles = new ArrayList<>();
         List<Proc> readers = new ArrayList<>();
         Proc first = reader("torchmap", 32, idFiles, "--progress-ms", "20");
@@ -100,7 +119,8 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         readers.add(pythonConsume("torchmap", 17));
         for (Proc c : readers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(120)), "seed " + seed + ": " + c.stderr());
-            List<Map<String, String>> epochs = c.json().stream().filter(e -> e.containsKey("epoch")).toList();
+            List<Map<String, String>> epochs =
+                    c.json().stream().filter(e -> e.containsKey("epoch")).toList();
             assertTrue(epochs.size() >= 2, "seed " + seed + ": " + epochs);
             for (Map<String, String> e : epochs) {
                 if ("true".equals(e.get("complete"))) {
@@ -109,8 +129,10 @@ class ExactEpochsProcessTest extends ProcessTestBase {
                 assertEquals("producer", e.get("order"), e.toString());
             }
             if (c == midEpoch) {
-                assertEquals("exact", epochs.getFirst().get("start"), "joined while the stream was mid-epoch: "
-                        + feeder.stderr());
+                assertEquals(
+                        "exact",
+                        epochs.getFirst().get("start"),
+                        "joined while the stream was mid-epoch: " + feeder.stderr());
             }
         }
         assertEquals(0, feeder.exitCode(Duration.ofSeconds(60)), feeder.stderr());
@@ -133,7 +155,8 @@ class ExactEpochsProcessTest extends ProcessTestBase {
                 for (int i = 1; i < v.length; i++) {
                     Long id = Long.valueOf(v[i]);
                     Long other = stream.putIfAbsent(pos + i - 1, id);
-                    assertTrue(other == null || other.equals(id),
+                    assertTrue(
+                            other == null || other.equals(id),
                             "seed " + seed + ": consumers saw different samples at stream position " + (pos + i - 1));
                 }
             }

@@ -1,13 +1,12 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** Several consumer JVMs, each at its own batch size, receive every sample exactly once over two epochs. */
 class ExactlyOnceProcessTest extends ProcessTestBase {
@@ -31,7 +30,9 @@ class ExactlyOnceProcessTest extends ProcessTestBase {
                 assertExactEpoch(epochs.get(e), 1003, "epoch_start");
                 assertEquals(Integer.toString(e), epochs.get(e).get("epoch"));
                 assertEquals(handoffs[i], epochs.get(e).get("handoff"));
-                assertEquals(Long.toString((1003 + sizes[i] - 1) / sizes[i]), epochs.get(e).get("batches"));
+                assertEquals(
+                        Long.toString((1003 + sizes[i] - 1) / sizes[i]),
+                        epochs.get(e).get("batches"));
             }
         }
     }

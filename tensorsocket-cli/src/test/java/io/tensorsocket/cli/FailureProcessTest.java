@@ -1,5 +1,10 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
@@ -12,17 +17,10 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-
 import java.nio.file.Path;
-import java.util.Iterator;
-
 import java.time.Duration;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.Iterator;
+import org.junit.jupiter.api.Test;
 
 /** The producer dies, is replaced, or is refused: consumers get a specific error quickly, never a hang. */
 class FailureProcessTest extends ProcessTestBase {
@@ -32,12 +30,12 @@ class FailureProcessTest extends ProcessTestBase {
         Proc producer = serve("dies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
         Proc a = consume("dies", 10, "--step-ms", "2", "--progress-ms", "100");
         Proc b = consume("dies", 45, "--step-ms", "2", "--progress-ms", "100");
-        for (Proc c : new Proc[]{a, b}) { // both are iterating (a JVM's start takes seconds on a loaded machine)
+        for (Proc c : new Proc[] {a, b}) { // both are iterating (a JVM's start takes seconds on a loaded machine)
             c.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
         }
         long killedAt = System.nanoTime();
         producer.kill();
-        for (Proc c : new Proc[]{a, b}) {
+        for (Proc c : new Proc[] {a, b}) {
             assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
             assertTrue(c.errorLine().contains("lost the connection to producer 'dies'"), c.errorLine());
         }
@@ -99,7 +97,8 @@ class FailureProcessTest extends ProcessTestBase {
                     @Override
                     public SlotWriter claim() {
                         if (++n[0] == 30) {
-                            throw new java.io.UncheckedIOException(new java.io.IOException("disk on fire (a failure this test provokes on purpose)"));
+                            throw new java.io.UncheckedIOException(
+                                    new java.io.IOException("disk on fire (a failure this test provokes on purpose)"));
                         }
                         return sink.claim();
                     }
@@ -112,16 +111,23 @@ class FailureProcessTest extends ProcessTestBase {
             }
         };
         Path dir = base.resolve("failing");
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(failing).minConsumers(2).build()) {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(failing)
+                .minConsumers(2)
+                .build()) {
             p.start();
             Proc a = start("consume", "--dir", dir.toString(), "--batch-size", "10");
             Proc b = start("consume", "--dir", dir.toString(), "--batch-size", "7");
-            for (Proc c : new Proc[]{a, b}) {
+            for (Proc c : new Proc[] {a, b}) {
                 assertEquals(1, c.exitCode(Duration.ofSeconds(30)));
-                assertTrue(c.errorLine().contains("failed in epoch 0") && c.errorLine().contains("disk on fire"),
+                assertTrue(
+                        c.errorLine().contains("failed in epoch 0")
+                                && c.errorLine().contains("disk on fire"),
                         c.errorLine());
             }
-            ProducerFailedException e = assertThrows(ProducerFailedException.class, () -> p.await(Duration.ofSeconds(10)));
+            ProducerFailedException e =
+                    assertThrows(ProducerFailedException.class, () -> p.await(Duration.ofSeconds(10)));
             assertTrue(e.getMessage().contains("disk on fire"));
         }
     }
@@ -130,7 +136,8 @@ class FailureProcessTest extends ProcessTestBase {
     void restartedProducerReclaimsTheStaleDirectoryAndServesNewConsumers() throws Exception {
         Proc first = serve("phoenix", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         first.kill();
-        assertTrue(java.nio.file.Files.exists(base.resolve("phoenix").resolve("control.sock")), "a SIGKILL leaves files");
+        assertTrue(
+                java.nio.file.Files.exists(base.resolve("phoenix").resolve("control.sock")), "a SIGKILL leaves files");
         Proc stale = consume("phoenix", 10, "--connect-timeout-s", "2");
         assertNotEquals(0, stale.exitCode(Duration.ofSeconds(30)));
         assertTrue(stale.errorLine().contains("is not running"), stale.errorLine());

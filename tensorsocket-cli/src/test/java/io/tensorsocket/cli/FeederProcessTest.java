@@ -1,7 +1,8 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,10 +10,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** A Python feeder (a torch DataLoader, or the synthetic feed command) filling an external Java producer. */
 @Timeout(180)
@@ -31,8 +30,16 @@ class FeederProcessTest extends ProcessTestBase {
     }
 
     private Proc feedTorch(String name, String spec, int batchSize, int epochs, String... extra) throws Exception {
-        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("examples/feed_torch.py").toString(), "--name", name,
-                "--synthetic", spec, "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
+        List<String> args = new ArrayList<>(List.of(
+                pythonClient().resolve("examples/feed_torch.py").toString(),
+                "--name",
+                name,
+                "--synthetic",
+                spec,
+                "--batch-size",
+                Integer.toString(batchSize),
+                "--epochs",
+                Integer.toString(epochs)));
         args.addAll(List.of(extra));
         return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
     }
@@ -66,10 +73,23 @@ class FeederProcessTest extends ProcessTestBase {
         assumePython("numpy");
         int samples = 2000;
         Proc producer = serveExternal("synfeed");
-        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "synfeed", "--synthetic",
-                "samples=" + samples + ",shape=16,dtype=int32,seed=4", "--batch-size", "50", "--epochs", "5", "--no-start");
+        Proc feeder = startPython(
+                Map.of(),
+                "-m",
+                "tensorsocket_client",
+                "feed",
+                "--name",
+                "synfeed",
+                "--synthetic",
+                "samples=" + samples + ",shape=16,dtype=int32,seed=4",
+                "--batch-size",
+                "50",
+                "--epochs",
+                "5",
+                "--no-start");
         producer.awaitReady();
-        Proc first = consume("synfeed", 64, "--step-ms", "100"); // about 3 s per epoch: the late one comes during epoch 1
+        Proc first =
+                consume("synfeed", 64, "--step-ms", "100"); // about 3 s per epoch: the late one comes during epoch 1
         first.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60));
         Proc late = pythonConsume("synfeed", 30);
         for (Proc c : List.of(first, late)) {
@@ -92,8 +112,20 @@ class FeederProcessTest extends ProcessTestBase {
     void aFeederKilledMidEpochFailsEveryConsumerWithItsPid() throws Exception {
         assumePython("numpy");
         Proc producer = serveExternal("killfeed", "--min-consumers", "2");
-        Proc feeder = startPython(Map.of(), "-m", "tensorsocket_client", "feed", "--name", "killfeed", "--synthetic",
-                "samples=100000,shape=64,dtype=float32,seed=4", "--batch-size", "20", "--epochs", "2", "--no-start");
+        Proc feeder = startPython(
+                Map.of(),
+                "-m",
+                "tensorsocket_client",
+                "feed",
+                "--name",
+                "killfeed",
+                "--synthetic",
+                "samples=100000,shape=64,dtype=float32,seed=4",
+                "--batch-size",
+                "20",
+                "--epochs",
+                "2",
+                "--no-start");
         producer.awaitReady();
         Proc java = consume("killfeed", 32, "--step-ms", "2");
         Proc python = pythonConsume("killfeed", 25, "--step-ms", "2");
@@ -134,8 +166,18 @@ class FeederProcessTest extends ProcessTestBase {
     void aSecondFeederIsRefused() throws Exception {
         assumePython("numpy");
         Proc producer = serveExternal("twofeed");
-        String[] feed = {"-m", "tensorsocket_client", "feed", "--name", "twofeed", "--synthetic",
-                "samples=1000,shape=4,dtype=float32,seed=1", "--batch-size", "10", "--no-start"};
+        String[] feed = {
+            "-m",
+            "tensorsocket_client",
+            "feed",
+            "--name",
+            "twofeed",
+            "--synthetic",
+            "samples=1000,shape=4,dtype=float32,seed=1",
+            "--batch-size",
+            "10",
+            "--no-start"
+        };
         startPython(Map.of(), feed);
         producer.awaitReady();
         Proc second = startPython(Map.of(), feed);
@@ -147,7 +189,8 @@ class FeederProcessTest extends ProcessTestBase {
     void aPlainTorchTrainingLoopReadsTwoEpochsThroughTheDataLoaderWrapper() throws Exception {
         assumePython("numpy", "torch");
         serve("torchloop", "samples=1000,shape=3x4,dtype=float32,seed=8", 64, 2);
-        String loop = String.join("\n",
+        String loop = String.join(
+                "\n",
                 "import sys, numpy as np",
                 "from tensorsocket_client.torch_data import loader",
                 "from tensorsocket_client.synthetic import SyntheticSpec",
@@ -175,18 +218,28 @@ class FeederProcessTest extends ProcessTestBase {
         // An isolated build gets only what pyproject.toml declares: without wheel there, an older setuptools
         // fails with "invalid command 'bdist_wheel'". The local index stands in for PyPI (offline here).
         Path index = Path.of("/opt/pypi/simple");
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(index.resolve("setuptools"))
-                && Files.isDirectory(index.resolve("wheel")), "SKIPPED: no local package index at " + index);
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                Files.isDirectory(index.resolve("setuptools")) && Files.isDirectory(index.resolve("wheel")),
+                "SKIPPED: no local package index at " + index);
         assumePython("venv", "ensurepip", "pip");
         Path copy = copyOfTheClient();
         Path venv = base.resolve("isolated");
-        for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", venv.toString()),
-                List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--disable-pip-version-check", "--index-url",
-                        index.toUri().toString(), copy.toString()))) {
+        for (List<String> cmd : List.of(
+                List.of(PYTHON, "-m", "venv", venv.toString()),
+                List.of(
+                        venv.resolve("bin/pip").toString(),
+                        "install",
+                        "-q",
+                        "--disable-pip-version-check",
+                        "--index-url",
+                        index.toUri().toString(),
+                        copy.toString()))) {
             Proc step = startCommand(cmd);
             assertEquals(0, step.exitCode(Duration.ofSeconds(180)), cmd + ": " + step.stderr());
         }
-        Proc imported = startCommand(List.of(venv.resolve("bin/python").toString(), "-c",
+        Proc imported = startCommand(List.of(
+                venv.resolve("bin/python").toString(),
+                "-c",
                 "import tensorsocket_client, numpy; print(tensorsocket_client.__version__)"));
         assertEquals(0, imported.exitCode(Duration.ofSeconds(60)), imported.stderr());
     }
@@ -218,21 +271,38 @@ class FeederProcessTest extends ProcessTestBase {
         assumePython("numpy", "setuptools", "venv", "ensurepip", "pip");
         Path copy = copyOfTheClient();
         Path venv = base.resolve("venv");
-        for (List<String> cmd : List.of(List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
-                List.of(venv.resolve("bin/pip").toString(), "install", "-q", "--no-index", "--no-build-isolation",
+        for (List<String> cmd : List.of(
+                List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
+                List.of(
+                        venv.resolve("bin/pip").toString(),
+                        "install",
+                        "-q",
+                        "--no-index",
+                        "--no-build-isolation",
                         copy.toString()))) {
             Proc step = startCommand(cmd);
             assertEquals(0, step.exitCode(Duration.ofSeconds(120)), cmd + ": " + step.stderr());
         }
         Proc producer = serveExternal("venvfeed");
-        Proc feeder = startCommand(List.of(venv.resolve("bin/python").toString(), "-m", "tensorsocket_client", "feed",
-                "--name", "venvfeed", "--synthetic", "samples=500,shape=8,dtype=uint8,seed=3", "--batch-size", "32",
+        Proc feeder = startCommand(List.of(
+                venv.resolve("bin/python").toString(),
+                "-m",
+                "tensorsocket_client",
+                "feed",
+                "--name",
+                "venvfeed",
+                "--synthetic",
+                "samples=500,shape=8,dtype=uint8,seed=3",
+                "--batch-size",
+                "32",
                 "--no-start"));
         producer.awaitReady();
         Proc c = consume("venvfeed", 32);
         assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
         assertExactEpoch(c.json().getFirst(), 500, "epoch_start");
         assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
-        assertTrue(feeder.lines().toString().contains("\"event\": \"fed\""), feeder.lines().toString());
+        assertTrue(
+                feeder.lines().toString().contains("\"event\": \"fed\""),
+                feeder.lines().toString());
     }
 }

@@ -25,14 +25,18 @@ class FlightNetnsProcessTest extends ProcessTestBase {
     private boolean created;
 
     private static boolean run(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        Process p = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
         return p.waitFor(20, TimeUnit.SECONDS) && p.exitValue() == 0;
     }
 
     private void setUpNamespace() throws Exception {
         boolean ok = run("ip", "netns", "add", ns);
         created = ok;
-        ok = ok && run("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
+        ok = ok
+                && run("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
                 && run("ip", "link", "set", nsIf, "netns", ns)
                 && run("ip", "addr", "add", "10.213.77.1/24", "dev", hostIf)
                 && run("ip", "link", "set", hostIf, "up")
@@ -58,8 +62,20 @@ class FlightNetnsProcessTest extends ProcessTestBase {
     void aConsumerInAnotherNamespaceGetsExactEpochsWithTheTokenAndIsRefusedWithout() throws Exception {
         setUpNamespace();
         List<String> serve = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        serve.addAll(Launcher.javaCommand("serve", "--name", "far", "--synthetic", "samples=600,shape=3x4x4,dtype=float32,seed=13",
-                "--batch-size", "32", "--epochs", "2", "--flight", "10.213.77.2:8815", "--flight-token", "n3tns"));
+        serve.addAll(Launcher.javaCommand(
+                "serve",
+                "--name",
+                "far",
+                "--synthetic",
+                "samples=600,shape=3x4x4,dtype=float32,seed=13",
+                "--batch-size",
+                "32",
+                "--epochs",
+                "2",
+                "--flight",
+                "10.213.77.2:8815",
+                "--flight-token",
+                "n3tns"));
         Proc producer = startCommand(serve).awaitReady();
         String uri = "grpc://10.213.77.2:8815/far";
         Proc refused = consume(uri, 25);
@@ -78,9 +94,22 @@ class FlightNetnsProcessTest extends ProcessTestBase {
     void statusOverFlightShowsTheRemoteConsumerWithItsHost() throws Exception {
         setUpNamespace();
         List<String> serve = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        serve.addAll(Launcher.javaCommand("serve", "--name", "far", "--synthetic", "samples=20000,shape=4,dtype=float32,seed=3",
-                "--batch-size", "32", "--epochs", "0", "--loader-delay-ms", "20", "--flight", "10.213.77.2:8815",
-                "--flight-token", "n3tns"));
+        serve.addAll(Launcher.javaCommand(
+                "serve",
+                "--name",
+                "far",
+                "--synthetic",
+                "samples=20000,shape=4,dtype=float32,seed=3",
+                "--batch-size",
+                "32",
+                "--epochs",
+                "0",
+                "--loader-delay-ms",
+                "20",
+                "--flight",
+                "10.213.77.2:8815",
+                "--flight-token",
+                "n3tns"));
         Proc producer = startCommand(serve).awaitReady();
         String uri = "grpc://10.213.77.2:8815/far";
         Proc remote = consume(uri, 25, "--token", "n3tns", "--epochs", "1");
@@ -91,7 +120,8 @@ class FlightNetnsProcessTest extends ProcessTestBase {
         // the serving side counts the remote consumer as one attached consumer, shown with its host
         Proc status = start("status", uri, "--once", "--json", "--token", "n3tns");
         assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr() + "\nserver: " + producer.stderr());
-        List<Map<String, String>> consumers = StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
+        List<Map<String, String>> consumers =
+                StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
         assertEquals(1, consumers.size(), consumers.toString());
         assertTrue(consumers.getFirst().get("client").matches("flight 10\\.213\\.77\\.1:\\d+"), consumers.toString());
         assertEquals(0, remote.exitCode(Duration.ofSeconds(90)), remote.stderr());
@@ -109,12 +139,36 @@ class FlightNetnsProcessTest extends ProcessTestBase {
     @Test
     void aCutLinkToARemoteConsumerHoldsTheLocalConsumersUpForSecondsNotTheStallTimeout() throws Exception {
         setUpNamespace();
-        start("serve", "--name", "near", "--synthetic", "samples=2000,shape=3x32x32,dtype=float32,seed=5",
-                "--batch-size", "32", "--epochs", "0", "--stall-timeout-s", "12", "--start-grace-ms", "0",
-                "--flight", "10.213.77.1:8816", "--flight-token", "n3tns").awaitReady();
+        start(
+                        "serve",
+                        "--name",
+                        "near",
+                        "--synthetic",
+                        "samples=2000,shape=3x32x32,dtype=float32,seed=5",
+                        "--batch-size",
+                        "32",
+                        "--epochs",
+                        "0",
+                        "--stall-timeout-s",
+                        "12",
+                        "--start-grace-ms",
+                        "0",
+                        "--flight",
+                        "10.213.77.1:8816",
+                        "--flight-token",
+                        "n3tns")
+                .awaitReady();
         List<String> remoteCmd = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        remoteCmd.addAll(Launcher.javaCommand("consume", "--name", "grpc://10.213.77.1:8816/near", "--batch-size", "40",
-                "--token", "n3tns", "--step-ms", "2"));
+        remoteCmd.addAll(Launcher.javaCommand(
+                "consume",
+                "--name",
+                "grpc://10.213.77.1:8816/near",
+                "--batch-size",
+                "40",
+                "--token",
+                "n3tns",
+                "--step-ms",
+                "2"));
         Proc remote = startCommand(remoteCmd);
         remote.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
         Proc local = consume("near", 40, "--epochs", "40", "--step-ms", "3", "--wait-for-epoch-start");
@@ -131,6 +185,8 @@ class FlightNetnsProcessTest extends ProcessTestBase {
             longest = Math.max(longest, Long.parseLong(e.get("longest_wait_ms")));
         }
         System.out.println("local consumer's longest wait for a batch across the cut: " + longest + " ms");
-        assertTrue(longest < 6000, "the local consumer waited " + longest + " ms for one batch (the stall timeout is 12 s)");
+        assertTrue(
+                longest < 6000,
+                "the local consumer waited " + longest + " ms for one batch (the stall timeout is 12 s)");
     }
 }

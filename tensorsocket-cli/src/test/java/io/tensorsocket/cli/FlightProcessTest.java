@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -18,7 +17,6 @@ import org.junit.jupiter.api.Test;
 /** Remote consumers and relays over Arrow Flight on loopback, with real producer and consumer JVMs. */
 class FlightProcessTest extends ProcessTestBase {
 
-
     private static void assertExact(Proc c, int epochs, long samples) throws InterruptedException {
         assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());
         assertEquals(epochs, c.json().size(), c.json().toString());
@@ -30,8 +28,15 @@ class FlightProcessTest extends ProcessTestBase {
     @Test
     void remoteAndLocalConsumersOfMixedBatchSizesGetExactEpochs() throws Exception {
         int port = freePort();
-        serve("mix", "samples=1000,shape=3x5x7,dtype=float32,seed=11", 64, 2, "--min-consumers", "4",
-                "--flight", "127.0.0.1:" + port);
+        serve(
+                "mix",
+                "samples=1000,shape=3x5x7,dtype=float32,seed=11",
+                64,
+                2,
+                "--min-consumers",
+                "4",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc local = consume("mix", 7);
         Proc remote13 = consume(uri(port, "mix"), 13);
         Proc remote64 = consume(uri(port, "mix"), 64);
@@ -60,8 +65,17 @@ class FlightProcessTest extends ProcessTestBase {
         // arrives later than that (a loaded machine) starts at the next epoch's start instead: either way
         // it starts at an epoch start and every epoch it sees is exact, up to the producer's last.
         int port = freePort();
-        Proc producer = serve("late", "samples=200,shape=4,dtype=float32,seed=1", 10, 2, "--loader-delay-ms", "400",
-                "--rubber-band", "20", "--flight", "127.0.0.1:" + port);
+        Proc producer = serve(
+                "late",
+                "samples=200,shape=4,dtype=float32,seed=1",
+                10,
+                2,
+                "--loader-delay-ms",
+                "400",
+                "--rubber-band",
+                "20",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc first = consume("late", 10);
         awaitJoined(producer, 1);
         Thread.sleep(1000);
@@ -79,15 +93,26 @@ class FlightProcessTest extends ProcessTestBase {
     @Test
     void killedRemoteConsumerDoesNotStallTheLocalOnes() throws Exception {
         int port = freePort();
-        Proc producer = serve("rkill", "samples=3000,shape=8,dtype=float32,seed=3", 20, 2, "--min-consumers", "2",
-                "--stall-timeout-s", "60", "--flight", "127.0.0.1:" + port);
+        Proc producer = serve(
+                "rkill",
+                "samples=3000,shape=8,dtype=float32,seed=3",
+                20,
+                2,
+                "--min-consumers",
+                "2",
+                "--stall-timeout-s",
+                "60",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc local = consume("rkill", 20, "--step-ms", "2");
         Proc remote = consume(uri(port, "rkill"), 20, "--step-ms", "20", "--progress-ms", "100");
         remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
         long killed = System.nanoTime();
         remote.kill();
         assertExact(local, 2, 3000);
-        assertTrue(System.nanoTime() - killed < Duration.ofSeconds(30).toNanos(), "the local consumer waited for the stall timeout");
+        assertTrue(
+                System.nanoTime() - killed < Duration.ofSeconds(30).toNanos(),
+                "the local consumer waited for the stall timeout");
         producer.awaitLine(l -> l.contains("finished"), Duration.ofSeconds(30));
         assertTrue(producer.stderr().contains("left"), producer.stderr());
     }
@@ -95,8 +120,15 @@ class FlightProcessTest extends ProcessTestBase {
     @Test
     void remoteConsumerFailsWithinSecondsWhenTheServerIsKilled() throws Exception {
         int port = freePort();
-        Proc producer = serve("skill", "samples=100000,shape=8,dtype=float32,seed=4", 10, 0,
-                "--loader-delay-ms", "20", "--flight", "127.0.0.1:" + port);
+        Proc producer = serve(
+                "skill",
+                "samples=100000,shape=8,dtype=float32,seed=4",
+                10,
+                0,
+                "--loader-delay-ms",
+                "20",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc remote = consume(uri(port, "skill"), 10, "--progress-ms", "100");
         remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
         long killed = System.nanoTime();
@@ -111,8 +143,15 @@ class FlightProcessTest extends ProcessTestBase {
     @Test
     void aMissingOrWrongTokenIsRefusedWithAClearMessage() throws Exception {
         int port = freePort();
-        serve("tok", "samples=100,shape=4,dtype=float32,seed=6", 10, 1, "--flight", "127.0.0.1:" + port,
-                "--flight-token", "s3cret");
+        serve(
+                "tok",
+                "samples=100,shape=4,dtype=float32,seed=6",
+                10,
+                1,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--flight-token",
+                "s3cret");
         Proc none = consume(uri(port, "tok"), 10);
         assertEquals(1, none.exitCode(Duration.ofSeconds(30)), none.stderr());
         assertTrue(none.errorLine().contains("needs a token"), none.stderr());
@@ -125,8 +164,16 @@ class FlightProcessTest extends ProcessTestBase {
 
     @Test
     void aNonLoopbackAddressWithoutATokenIsRefused() throws Exception {
-        Proc p = start("serve", "--name", "open", "--synthetic", "samples=10,shape=1,dtype=float32,seed=1",
-                "--batch-size", "5", "--flight", "0.0.0.0:" + freePort());
+        Proc p = start(
+                "serve",
+                "--name",
+                "open",
+                "--synthetic",
+                "samples=10,shape=1,dtype=float32,seed=1",
+                "--batch-size",
+                "5",
+                "--flight",
+                "0.0.0.0:" + freePort());
         assertNotEquals(0, p.exitCode(Duration.ofSeconds(30)));
         assertTrue(p.errorLine().contains("needs a shared token"), p.stderr());
     }
@@ -171,8 +218,15 @@ class FlightProcessTest extends ProcessTestBase {
     @Test
     void statusShowsARemoteConsumerWithItsHostOnTheServingHostAndOverFlight() throws Exception {
         int port = freePort();
-        serve("stat", "samples=100000,shape=8,dtype=float32,seed=2", 10, 0, "--flight", "127.0.0.1:" + port,
-                "--flight-token", "s3cret");
+        serve(
+                "stat",
+                "samples=100000,shape=8,dtype=float32,seed=2",
+                10,
+                0,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--flight-token",
+                "s3cret");
         consume("stat", 10, "--step-ms", "20");
         Proc remote = consume(uri(port, "stat"), 10, "--step-ms", "20", "--progress-ms", "100", "--token", "s3cret");
         remote.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30));
@@ -181,15 +235,19 @@ class FlightProcessTest extends ProcessTestBase {
         Proc text = start("status", uri(port, "stat"), "--once", "--token", "s3cret");
         for (Proc s : List.of(local, overFlight)) {
             assertEquals(0, s.exitCode(Duration.ofSeconds(30)), s.stderr());
-            List<Map<String, String>> consumers = StatusListCleanProcessTest.consumerObjects(s.lines().getFirst());
+            List<Map<String, String>> consumers =
+                    StatusListCleanProcessTest.consumerObjects(s.lines().getFirst());
             assertEquals(2, consumers.size(), consumers.toString());
-            List<String> clients = consumers.stream().map(c -> c.get("client")).sorted().toList();
+            List<String> clients =
+                    consumers.stream().map(c -> c.get("client")).sorted().toList();
             assertTrue(clients.get(0).startsWith("/") || clients.get(0).contains("java"), clients.toString());
             assertTrue(clients.get(1).matches("flight 127\\.0\\.0\\.1:\\d+"), clients.toString());
         }
         assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
         assertTrue(String.join("\n", text.lines()).contains("producer stat"), String.join("\n", text.lines()));
-        assertTrue(String.join("\n", text.lines()).matches("(?s).*flight 127\\.0\\.0\\.1:\\d+.*"), String.join("\n", text.lines()));
+        assertTrue(
+                String.join("\n", text.lines()).matches("(?s).*flight 127\\.0\\.0\\.1:\\d+.*"),
+                String.join("\n", text.lines()));
         Proc refused = start("status", uri(port, "stat"), "--once");
         assertEquals(1, refused.exitCode(Duration.ofSeconds(30)), refused.stderr());
         assertTrue(refused.errorLine().contains("needs a token"), refused.stderr());
@@ -199,8 +257,19 @@ class FlightProcessTest extends ProcessTestBase {
     void aRelaysLocalConsumersGetExactEpochs() throws Exception {
         int port = freePort();
         serve("upstream", "samples=900,shape=2x3,dtype=float32,seed=9", 50, 2, "--flight", "127.0.0.1:" + port);
-        Proc relay = start("serve", "--name", "relay", "--from", uri(port, "upstream"), "--batch-size", "32",
-                "--epochs", "2", "--min-consumers", "2").awaitReady();
+        Proc relay = start(
+                        "serve",
+                        "--name",
+                        "relay",
+                        "--from",
+                        uri(port, "upstream"),
+                        "--batch-size",
+                        "32",
+                        "--epochs",
+                        "2",
+                        "--min-consumers",
+                        "2")
+                .awaitReady();
         Proc a = consume("relay", 10);
         Proc b = consume("relay", 32);
         assertExact(a, 2, 900);

@@ -4,9 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -26,8 +23,15 @@ class FlightPythonProcessTest extends ProcessTestBase {
     @Test
     void pythonAndJavaRemoteConsumersSideBySideGetExactEpochs() throws Exception {
         int port = freePort();
-        serve("pyf", "samples=1000,shape=3x5x7,dtype=float32,seed=11", 64, 2, "--min-consumers", "3",
-                "--flight", "127.0.0.1:" + port);
+        serve(
+                "pyf",
+                "samples=1000,shape=3x5x7,dtype=float32,seed=11",
+                64,
+                2,
+                "--min-consumers",
+                "3",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc python13 = pythonConsume(uri(port, "pyf"), 13);
         Proc python1000 = pythonConsume(uri(port, "pyf"), 1000);
         Proc java7 = consume(uri(port, "pyf"), 7);
@@ -40,7 +44,8 @@ class FlightPythonProcessTest extends ProcessTestBase {
         }
         assertEquals("77", python13.json().getFirst().get("batches"));
         // the same JSON lines as the Java consumer's, field for field
-        assertEquals(java7.json().getFirst().keySet(), python13.json().getFirst().keySet());
+        assertEquals(
+                java7.json().getFirst().keySet(), python13.json().getFirst().keySet());
     }
 
     @Test
@@ -58,16 +63,30 @@ class FlightPythonProcessTest extends ProcessTestBase {
     @Test
     void aWrongTokenAndAWrongNameAreClearErrors() throws Exception {
         int port = freePort();
-        serve("pyt", "samples=100,shape=4,dtype=float32,seed=6", 10, 1, "--flight", "127.0.0.1:" + port,
-                "--flight-token", "s3cret");
+        serve(
+                "pyt",
+                "samples=100,shape=4,dtype=float32,seed=6",
+                10,
+                1,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--flight-token",
+                "s3cret");
         Proc none = pythonConsume(uri(port, "pyt"), 10);
         assertEquals(1, none.exitCode(Duration.ofSeconds(30)), none.stderr());
         assertTrue(none.errorLine().contains("needs a token"), none.stderr());
         Proc name = pythonConsume(uri(port, "other"), 10, "--token", "s3cret");
         assertEquals(1, name.exitCode(Duration.ofSeconds(30)), name.stderr());
         assertTrue(name.errorLine().contains("serves producer 'pyt', not 'other'"), name.stderr());
-        Proc right = startPython(Map.of("TENSORSOCKET_TOKEN", "s3cret"), "-m", "tensorsocket_client", "consume",
-                "--name", uri(port, "pyt"), "--batch-size", "10");
+        Proc right = startPython(
+                Map.of("TENSORSOCKET_TOKEN", "s3cret"),
+                "-m",
+                "tensorsocket_client",
+                "consume",
+                "--name",
+                uri(port, "pyt"),
+                "--batch-size",
+                "10");
         assertEquals(0, right.exitCode(Duration.ofSeconds(60)), right.stderr());
         assertExactEpoch(right.json().getFirst(), 100, "epoch_start");
     }
@@ -75,8 +94,15 @@ class FlightPythonProcessTest extends ProcessTestBase {
     @Test
     void aKilledServerFailsThePythonConsumerWithinSeconds() throws Exception {
         int port = freePort();
-        Proc producer = serve("pyk", "samples=100000,shape=8,dtype=float32,seed=4", 10, 0,
-                "--loader-delay-ms", "20", "--flight", "127.0.0.1:" + port);
+        Proc producer = serve(
+                "pyk",
+                "samples=100000,shape=8,dtype=float32,seed=4",
+                10,
+                0,
+                "--loader-delay-ms",
+                "20",
+                "--flight",
+                "127.0.0.1:" + port);
         Proc remote = pythonConsume(uri(port, "pyk"), 10);
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!producer.stderr().contains(" joined at ") && System.nanoTime() < deadline) {

@@ -1,14 +1,13 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
-
-import java.time.Duration;
-import java.util.Map;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
 
 /**
  * The arena's page size through the CLI, as the README describes it: a producer serves from an arena in 2 MiB
@@ -27,15 +26,28 @@ class HugePagesProcessTest extends ProcessTestBase {
         consumer.awaitLine(l -> l.contains("\"unique\": 1280") && l.contains("\"corrupt\": 0"), Duration.ofSeconds(60));
         assertEquals(0, consumer.exitCode(Duration.ofSeconds(60)), consumer.stderr());
         assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
-        assumeFalse(producer.stderr().contains("(64 samples each) in 4 KiB pages"),
+        assumeFalse(
+                producer.stderr().contains("(64 samples each) in 4 KiB pages"),
                 "this kernel kept 4 KiB pages (MADV_COLLAPSE needs Linux 6.1 and shared-memory huge pages not denied)");
         assertTrue(producer.stderr().contains("(64 samples each) in 2 MiB pages"), producer.stderr());
     }
 
     @Test
     void withTheVariableAtZeroTheArenaKeepsFourKiBPages() throws Exception {
-        Proc producer = startCommand(Launcher.javaCommand("serve", "--name", "small", "--synthetic", DATA,
-                "--batch-size", "64", "--epochs", "1", "--start-grace-ms", "0"), Map.of("TENSORSOCKET_HUGE_PAGES", "0"));
+        Proc producer = startCommand(
+                Launcher.javaCommand(
+                        "serve",
+                        "--name",
+                        "small",
+                        "--synthetic",
+                        DATA,
+                        "--batch-size",
+                        "64",
+                        "--epochs",
+                        "1",
+                        "--start-grace-ms",
+                        "0"),
+                Map.of("TENSORSOCKET_HUGE_PAGES", "0"));
         producer.awaitReady();
         Proc consumer = consume("small", 64);
         consumer.awaitLine(l -> l.contains("\"unique\": 1280") && l.contains("\"corrupt\": 0"), Duration.ofSeconds(60));

@@ -1,26 +1,31 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** Consumers that arrive late, die, or stall, while the others carry on exactly. */
 class JoinAndLeaveProcessTest extends ProcessTestBase {
-
 
     @Test
     void lateJoinerInsideTheRubberBandStartsAtTheEpochStart() throws Exception {
         // A slow loader (150 ms per batch) and a 16-batch rubber band: the epoch's first batch stays
         // retained for 2.4 s, longer than the second JVM takes to start.
-        Proc producer = serve("band", "samples=200,shape=4,dtype=float32,seed=1", 10, 2, "--loader-delay-ms", "150",
-                "--rubber-band", "16");
+        Proc producer = serve(
+                "band",
+                "samples=200,shape=4,dtype=float32,seed=1",
+                10,
+                2,
+                "--loader-delay-ms",
+                "150",
+                "--rubber-band",
+                "16");
         Proc first = consume("band", 10);
         awaitJoined(producer, 1);
         Proc late = consume("band", 7);
@@ -38,8 +43,15 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
     void lateJoinerOutsideTheWindowOfASeededSourceRollsAndItsLastEpochIsCutShort() throws Exception {
         // 80 batches of 50 ms per epoch and a 2-batch window: a consumer arriving a second later starts mid-epoch;
         // order=seeded keeps the source's own order, so it rolls (ExactEpochsProcessTest: the default, exact).
-        Proc producer = serve("roll", "samples=800,shape=4,dtype=float32,seed=2,order=seeded", 10, 2, "--loader-delay-ms", "50",
-                "--rubber-band", "2");
+        Proc producer = serve(
+                "roll",
+                "samples=800,shape=4,dtype=float32,seed=2,order=seeded",
+                10,
+                2,
+                "--loader-delay-ms",
+                "50",
+                "--rubber-band",
+                "2");
         Proc first = consume("roll", 10);
         awaitJoined(producer, 1);
         Thread.sleep(800);
@@ -68,8 +80,15 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
     @Test
     void killedConsumerReleasesEverythingAtOnceAndTheOthersFinishExactly() throws Exception {
         // The stall timeout is a minute: the survivors must not wait for it.
-        Proc producer = serve("kill", "samples=3000,shape=8,dtype=float32,seed=3", 20, 2, "--min-consumers", "3",
-                "--stall-timeout-s", "60");
+        Proc producer = serve(
+                "kill",
+                "samples=3000,shape=8,dtype=float32,seed=3",
+                20,
+                2,
+                "--min-consumers",
+                "3",
+                "--stall-timeout-s",
+                "60");
         Proc a = consume("kill", 20, "--step-ms", "8");
         Proc b = consume("kill", 50, "--step-ms", "8");
         Proc victim = consume("kill", 30, "--step-ms", "8");
@@ -89,14 +108,24 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
             }
         }
         // The producer notices on whichever side comes first: reading the closed socket, or writing a batch to it.
-        assertTrue(producer.stderr().contains("left (disconnected)") || producer.stderr().contains("left (connection closed)")
-                || producer.stderr().contains("left (connection lost)"), producer.stderr());
+        assertTrue(
+                producer.stderr().contains("left (disconnected)")
+                        || producer.stderr().contains("left (connection closed)")
+                        || producer.stderr().contains("left (connection lost)"),
+                producer.stderr());
     }
 
     @Test
     void stalledConsumerIsEvictedAndTheOthersContinue() throws Exception {
-        Proc producer = serve("stall", "samples=2000,shape=8,dtype=float32,seed=4", 10, 2, "--min-consumers", "2",
-                "--stall-timeout-s", "1");
+        Proc producer = serve(
+                "stall",
+                "samples=2000,shape=8,dtype=float32,seed=4",
+                10,
+                2,
+                "--min-consumers",
+                "2",
+                "--stall-timeout-s",
+                "1");
         Proc healthy = consume("stall", 10, "--step-ms", "1");
         Proc stalled = consume("stall", 10, "--step-ms", "1", "--progress-ms", "1");
         awaitJoined(producer, 2);
@@ -121,7 +150,8 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
         Path maps = Path.of("/proc/" + p.pid() + "/maps");
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
-            if (!java.nio.file.Files.exists(maps) || java.nio.file.Files.readString(maps).contains(arena.toString())) {
+            if (!java.nio.file.Files.exists(maps)
+                    || java.nio.file.Files.readString(maps).contains(arena.toString())) {
                 return; // no /proc to look at: go ahead
             }
             Thread.sleep(20);

@@ -1,11 +1,10 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@code tensorsocket --version} says from which size large copies into slots go past the cache: the threshold a
@@ -17,8 +16,11 @@ class LargeCopiesProcessTest extends ProcessTestBase {
 
     @Test
     void versionNamesTheThresholdGlibcTunablesSets() throws Exception {
-        Proc p = startCommand(Launcher.javaCommand("--version"),
-                Map.of("GLIBC_TUNABLES", "glibc.cpu.x86_rep_movsb_threshold=4096:glibc.cpu.x86_non_temporal_threshold=12345678"));
+        Proc p = startCommand(
+                Launcher.javaCommand("--version"),
+                Map.of(
+                        "GLIBC_TUNABLES",
+                        "glibc.cpu.x86_rep_movsb_threshold=4096:glibc.cpu.x86_non_temporal_threshold=12345678"));
         p.awaitLine(l -> l.equals(LINE + "12345678 bytes (GLIBC_TUNABLES)"), Duration.ofSeconds(60));
         assertEquals(0, p.exitCode(Duration.ofSeconds(30)), p.stderr());
     }

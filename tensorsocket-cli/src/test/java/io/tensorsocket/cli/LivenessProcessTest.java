@@ -1,14 +1,13 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Liveness with real processes: a stopped producer (SIGSTOP) is reported by Java and Python consumers alike
@@ -16,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * for each batch, but is alive, never is.
  */
 class LivenessProcessTest extends ProcessTestBase {
-
 
     @Test
     void aStoppedProducerIsReportedAsNotRespondingWithItsPid() throws Exception {
@@ -34,10 +32,14 @@ class LivenessProcessTest extends ProcessTestBase {
                 assertNotEquals(0, c.exitCode(Duration.ofSeconds(30)), c.stderr());
                 double seconds = (System.nanoTime() - stopped) / 1e9;
                 String err = c.errorLine();
-                System.out.printf("%s consumer noticed the stopped producer after %.1f s: %s%n",
+                System.out.printf(
+                        "%s consumer noticed the stopped producer after %.1f s: %s%n",
                         c == java ? "java" : "python", seconds, err);
-                assertTrue(err.contains("is not responding") && err.contains("pid " + producer.pid())
-                        && err.contains("SIGSTOP"), err);
+                assertTrue(
+                        err.contains("is not responding")
+                                && err.contains("pid " + producer.pid())
+                                && err.contains("SIGSTOP"),
+                        err);
                 assertTrue(seconds < 3 + 2 + 1, "noticed after " + seconds + " s with a liveness of 3 s");
             }
         } finally {
@@ -49,8 +51,15 @@ class LivenessProcessTest extends ProcessTestBase {
     void aSlowLoaderIsNotMistakenForAHang() throws Exception {
         ProcessTestBase.assumePython("numpy");
         // one batch every 15 s, consumers that accept 3 s of silence: only heartbeats keep them
-        Proc producer = serve("slow", "samples=20,shape=4,dtype=float32,seed=6", 10, 1, "--loader-delay-ms", "15000",
-                "--min-consumers", "2");
+        Proc producer = serve(
+                "slow",
+                "samples=20,shape=4,dtype=float32,seed=6",
+                10,
+                1,
+                "--loader-delay-ms",
+                "15000",
+                "--min-consumers",
+                "2");
         Proc java = consume("slow", 10, "--liveness-s", "3");
         Proc python = pythonConsume("slow", 10, "--liveness-s", "3");
         for (Proc c : List.of(java, python)) {

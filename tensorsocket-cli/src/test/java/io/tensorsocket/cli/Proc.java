@@ -1,5 +1,7 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.fail;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -14,8 +16,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
-import static org.junit.jupiter.api.Assertions.fail;
-
 /** A real {@code tensorsocket} JVM started by a test: its stdout lines, its stderr, and signals. */
 final class Proc implements AutoCloseable {
     private final Process process;
@@ -27,7 +27,8 @@ final class Proc implements AutoCloseable {
         this.process = process;
         this.stderr = stderr;
         this.reader = Thread.ofPlatform().daemon().start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String l; (l = r.readLine()) != null; ) {
                     lines.add(l);
                 }
@@ -49,7 +50,9 @@ final class Proc implements AutoCloseable {
     static Proc startCommand(Path base, List<String> command, Map<String, String> env) throws IOException {
         Path err = Files.createTempFile("tensorsocket-test-", ".err");
         // Started in / so that a process under another user id never depends on a private working directory.
-        ProcessBuilder pb = new ProcessBuilder(command).redirectError(err.toFile()).directory(Path.of("/").toFile());
+        ProcessBuilder pb = new ProcessBuilder(command)
+                .redirectError(err.toFile())
+                .directory(Path.of("/").toFile());
         pb.environment().put("TENSORSOCKET_BASE", base.toString());
         pb.environment().putAll(env);
         return new Proc(pb.start(), err);
@@ -86,7 +89,8 @@ final class Proc implements AutoCloseable {
     int exitCode(Duration timeout) throws InterruptedException {
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             process.destroyForcibly();
-            fail("process " + process.pid() + " still running after " + timeout + "; stdout " + lines + "; stderr: " + stderr());
+            fail("process " + process.pid() + " still running after " + timeout + "; stdout " + lines + "; stderr: "
+                    + stderr());
         }
         reader.join(5000);
         return process.exitValue();
@@ -117,11 +121,16 @@ final class Proc implements AutoCloseable {
 
     /** Last line of stderr that is not a log line: the one-line error message. */
     String errorLine() {
-        return stderr().lines().filter(l -> l.startsWith("tensorsocket:")).reduce((a, b) -> b).orElse("");
+        return stderr().lines()
+                .filter(l -> l.startsWith("tensorsocket:"))
+                .reduce((a, b) -> b)
+                .orElse("");
     }
 
     void signal(String signal) throws IOException, InterruptedException {
-        Process k = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+        Process k = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+                .inheritIO()
+                .start();
         k.waitFor(10, TimeUnit.SECONDS);
     }
 

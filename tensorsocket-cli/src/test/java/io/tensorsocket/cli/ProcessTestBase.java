@@ -1,9 +1,7 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -13,9 +11,10 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Shared set-up of the multi-process tests: a private producer base under /dev/shm and cleanup of every JVM.
@@ -31,8 +30,8 @@ abstract class ProcessTestBase {
     @BeforeEach
     void createBase() throws IOException {
         Path shm = Path.of("/dev/shm");
-        base = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "tensorsocket-test-");
+        base = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "tensorsocket-test-");
     }
 
     @AfterEach
@@ -90,8 +89,16 @@ abstract class ProcessTestBase {
     }
 
     protected Proc serve(String name, String synthetic, int batchSize, int epochs, String... extra) throws Exception {
-        List<String> args = new ArrayList<>(List.of("serve", "--name", name, "--synthetic", synthetic,
-                "--batch-size", Integer.toString(batchSize), "--epochs", Integer.toString(epochs)));
+        List<String> args = new ArrayList<>(List.of(
+                "serve",
+                "--name",
+                name,
+                "--synthetic",
+                synthetic,
+                "--batch-size",
+                Integer.toString(batchSize),
+                "--epochs",
+                Integer.toString(epochs)));
         args.addAll(List.of(extra));
         if (!args.contains("--start-grace-ms")) {
             // Tests start their consumers themselves and wait for what they assume; the default grace would only
@@ -102,7 +109,8 @@ abstract class ProcessTestBase {
     }
 
     protected Proc consume(String name, int batchSize, String... extra) throws IOException {
-        List<String> args = new ArrayList<>(List.of("consume", "--name", name, "--batch-size", Integer.toString(batchSize)));
+        List<String> args =
+                new ArrayList<>(List.of("consume", "--name", name, "--batch-size", Integer.toString(batchSize)));
         args.addAll(List.of(extra));
         return start(args.toArray(String[]::new));
     }
@@ -124,11 +132,15 @@ abstract class ProcessTestBase {
         boolean ok = Files.isExecutable(Path.of(PYTHON));
         if (ok) {
             Process p = new ProcessBuilder(PYTHON, "-c", "import " + String.join(", ", modules))
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
         }
-        org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with " + String.join(", ", modules)
-                + " (apt-get install python3-numpy python3-torch)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                ok,
+                "needs " + PYTHON + " with " + String.join(", ", modules)
+                        + " (apt-get install python3-numpy python3-torch)");
     }
 
     /** Whether Debian's python3 with numpy is there; a test that only adds Python consumers goes on without them. */
@@ -157,13 +169,17 @@ abstract class ProcessTestBase {
     static void assumePyarrow() throws IOException, InterruptedException {
         boolean ok = Files.isExecutable(Path.of(PYTHON));
         if (ok) {
-            Process p = new ProcessBuilder(PYTHON, "-c", "import numpy, pyarrow.flight").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Process p = new ProcessBuilder(PYTHON, "-c", "import numpy, pyarrow.flight")
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
         }
-        org.junit.jupiter.api.Assumptions.assumeTrue(ok, "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
-                + " Python client's optional dependency for grpc:// producers: " + PYTHON
-                + " -m pip install --break-system-packages pyarrow, or the wheel in /opt/pypi/files)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                ok,
+                "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
+                        + " Python client's optional dependency for grpc:// producers: " + PYTHON
+                        + " -m pip install --break-system-packages pyarrow, or the wheel in /opt/pypi/files)");
     }
 
     private static Path launcherScript;
@@ -207,8 +223,8 @@ abstract class ProcessTestBase {
 
     /** {@code python3 -m tensorsocket_client consume --name N --batch-size b extra...}. */
     protected Proc pythonConsume(String name, int batchSize, String... extra) throws IOException {
-        List<String> args = new ArrayList<>(List.of("-m", "tensorsocket_client", "consume", "--name", name,
-                "--batch-size", Integer.toString(batchSize)));
+        List<String> args = new ArrayList<>(List.of(
+                "-m", "tensorsocket_client", "consume", "--name", name, "--batch-size", Integer.toString(batchSize)));
         args.addAll(List.of(extra));
         return startPython(Map.of(), args.toArray(String[]::new));
     }

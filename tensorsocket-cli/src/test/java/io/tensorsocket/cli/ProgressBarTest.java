@@ -1,14 +1,13 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 class ProgressBarTest {
 
@@ -30,7 +29,11 @@ class ProgressBarTest {
         String out = run(false);
         List<String> lines = out.lines().toList();
         assertTrue(lines.getFirst().endsWith("] private: 2 jobs"), out);
-        assertTrue(lines.size() >= 3 && lines.get(1).contains("private: 2 jobs: ") && lines.get(1).endsWith("% done"), out);
+        assertTrue(
+                lines.size() >= 3
+                        && lines.get(1).contains("private: 2 jobs: ")
+                        && lines.get(1).endsWith("% done"),
+                out);
         assertFalse(out.contains("\r") || out.contains("\033"), out);
     }
 

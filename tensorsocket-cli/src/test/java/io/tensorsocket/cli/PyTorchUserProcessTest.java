@@ -1,7 +1,9 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,11 +11,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * A PyTorch user's first hour, as they launch things: a torch {@code DataLoader} fed through the Python
@@ -26,7 +25,8 @@ class PyTorchUserProcessTest extends ProcessTestBase {
     private static final String SPEC = "samples=1000,shape=3x4x4,dtype=float32,seed=5";
 
     private Proc feedCase(String name, String kase, String... extra) throws Exception {
-        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("tests/scripts/feed_case.py").toString(), name, kase));
+        List<String> args = new ArrayList<>(
+                List.of(pythonClient().resolve("tests/scripts/feed_case.py").toString(), name, kase));
         args.addAll(List.of(extra));
         return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
     }
@@ -45,7 +45,9 @@ class PyTorchUserProcessTest extends ProcessTestBase {
             if (found == 1) {
                 return;
             }
-            assertTrue(System.nanoTime() < deadline + Duration.ofSeconds(5).toNanos(), "a producer process is left: " + ps.lines());
+            assertTrue(
+                    System.nanoTime() < deadline + Duration.ofSeconds(5).toNanos(),
+                    "a producer process is left: " + ps.lines());
             Thread.sleep(100);
         }
     }
@@ -82,18 +84,27 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         for (Proc c : early) { // the notice comes after 3 s of waiting (later after a slow start on a loaded machine)
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             while (!(c.stderr().contains("waiting for producer 'late' to appear")
-                    || c.stderr().contains("waiting for server grpc://")) && System.nanoTime() < deadline) {
+                            || c.stderr().contains("waiting for server grpc://"))
+                    && System.nanoTime() < deadline) {
                 assertTrue(c.isAlive(), c.stderr());
                 Thread.sleep(50);
             }
             assertTrue(c.isAlive(), c.stderr());
         }
-        serve("late", "samples=600,shape=8,dtype=float32,seed=2", 20, 1, "--flight", "127.0.0.1:" + port,
-                "--min-consumers", Integer.toString(early.size())); // the remote one is its server's local consumer
+        serve(
+                "late",
+                "samples=600,shape=8,dtype=float32,seed=2",
+                20,
+                1,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--min-consumers",
+                Integer.toString(early.size())); // the remote one is its server's local consumer
         for (Proc c : early) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
             assertExactEpoch(c.json().getFirst(), 600, "epoch_start");
-            long notices = c.stderr().lines().filter(l -> l.contains("to appear")).count();
+            long notices =
+                    c.stderr().lines().filter(l -> l.contains("to appear")).count();
             assertEquals(1, notices, c.stderr());
         }
     }
@@ -111,7 +122,8 @@ class PyTorchUserProcessTest extends ProcessTestBase {
             Proc py = pythonConsume("nobody-here", 8, "--connect-timeout-s", "2");
             assertEquals(1, py.exitCode(Duration.ofSeconds(30)));
             assertTrue(py.errorLine().contains("no producer named 'nobody-here' appeared within 2 s"), py.errorLine());
-            assertTrue(py.errorLine().contains("a feeder (tensorsocket_client.TensorProducer('nobody-here', loader)"),
+            assertTrue(
+                    py.errorLine().contains("a feeder (tensorsocket_client.TensorProducer('nobody-here', loader)"),
                     py.errorLine());
         }
     }
@@ -119,16 +131,25 @@ class PyTorchUserProcessTest extends ProcessTestBase {
     @Test
     void aLoaderThatRaisesReachesEveryConsumerWithItsTypeMessageAndPlace() throws Exception {
         assumePython("numpy", "torch");
-        record Case(String name, String kase, String workers, List<String> expected, String... extra) {
-        }
+        record Case(String name, String kase, String workers, List<String> expected, String... extra) {}
         for (Case k : List.of(
-                new Case("raise-worker", "getitem", "2", List.of("ValueError: cannot decode sample 417: truncated file",
-                        "in __getitem__")),
+                new Case(
+                        "raise-worker",
+                        "getitem",
+                        "2",
+                        List.of("ValueError: cannot decode sample 417: truncated file", "in __getitem__")),
                 // the same dataset fed by index (a plain DataLoader(shuffle=True)): the same message and place
-                new Case("raise-by-index", "getitem", "2", List.of("ValueError: cannot decode sample 417: truncated file",
-                        "in __getitem__"), "--by-index"),
-                new Case("raise-here", "getitem", "0", List.of("ValueError: cannot decode sample 417: truncated file",
-                        "sample index 417")),
+                new Case(
+                        "raise-by-index",
+                        "getitem",
+                        "2",
+                        List.of("ValueError: cannot decode sample 417: truncated file", "in __getitem__"),
+                        "--by-index"),
+                new Case(
+                        "raise-here",
+                        "getitem",
+                        "0",
+                        List.of("ValueError: cannot decode sample 417: truncated file", "sample index 417")),
                 new Case("sizes", "sizes", "0", List.of("RuntimeError: stack expects each tensor to be equal size")))) {
             List<String> args = new ArrayList<>(List.of("--workers", k.workers()));
             args.addAll(List.of(k.extra()));
@@ -156,15 +177,21 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         Proc strings = feedCase("strings", "strings");
         Proc waiting = pythonConsume("strings", 32);
         assertNotEquals(0, strings.exitCode(Duration.ofSeconds(60)));
-        assertTrue(strings.stderr().contains("TypeError: tensor 'path' of the loader's batch holds strings"), strings.stderr());
+        assertTrue(
+                strings.stderr().contains("TypeError: tensor 'path' of the loader's batch holds strings"),
+                strings.stderr());
         assertTrue(strings.stderr().contains("names=(...)"), strings.stderr());
         // The producer it started heard why and stopped (its log shares the feeder's stderr, and may end after
         // the feeder did); a consumer that waited for it is told.
         assertNothingLeft("strings", 15);
-        assertTrue(strings.stderr().contains("stops with it: the feeder failed before it declared its batches"), strings.stderr());
+        assertTrue(
+                strings.stderr().contains("stops with it: the feeder failed before it declared its batches"),
+                strings.stderr());
         assertEquals(1, waiting.exitCode(Duration.ofSeconds(30)), waiting.stderr());
-        assertTrue(waiting.errorLine().contains("went away before it served anything") || waiting.errorLine().contains(
-                "no producer named 'strings' appeared"), waiting.errorLine());
+        assertTrue(
+                waiting.errorLine().contains("went away before it served anything")
+                        || waiting.errorLine().contains("no producer named 'strings' appeared"),
+                waiting.errorLine());
 
         // A loader that cannot load its first sample.
         Proc first = feedCase("first", "first");
@@ -193,15 +220,26 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         }
         Proc list = start("list");
         assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
-        assertTrue(list.lines().stream().anyMatch(l -> l.startsWith("lonely") && l.contains(Long.toString(producer.pid()))
-                && l.contains("waiting for a feeder since")), list.lines().toString());
+        assertTrue(
+                list.lines().stream()
+                        .anyMatch(l -> l.startsWith("lonely")
+                                && l.contains(Long.toString(producer.pid()))
+                                && l.contains("waiting for a feeder since")),
+                list.lines().toString());
         Proc status = start("status", "lonely", "--once");
         assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
-        assertTrue(status.lines().getFirst().contains("waiting for a feeder since"), status.lines().toString());
-        assertTrue(String.join("\n", status.lines()).contains("TensorProducer(\"lonely\", loader)"), status.lines().toString());
+        assertTrue(
+                status.lines().getFirst().contains("waiting for a feeder since"),
+                status.lines().toString());
+        assertTrue(
+                String.join("\n", status.lines()).contains("TensorProducer(\"lonely\", loader)"),
+                status.lines().toString());
         Proc json = start("status", "lonely", "--once", "--json");
         assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
-        assertEquals("waiting for feeder", json.json().getFirst().get("state"), json.lines().toString());
+        assertEquals(
+                "waiting for feeder",
+                json.json().getFirst().get("state"),
+                json.lines().toString());
         producer.signal("TERM");
         assertNotEquals(0, producer.exitCode(Duration.ofSeconds(30)));
         assertFalse(Files.exists(base.resolve("lonely")), "SIGTERM while waiting for the feeder left the directory");
@@ -214,7 +252,7 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         List<Proc> consumers = List.of(pythonConsume("ctrlc", 32), consume("ctrlc", 64));
         awaitDirectory("ctrlc");
         awaitJoined(feeder, 2); // the producer logs to its feeder's stderr
-        Thread.sleep(1000);     // into epoch 0, which takes 5 s
+        Thread.sleep(1000); // into epoch 0, which takes 5 s
         feeder.signal("INT");
         assertNotEquals(0, feeder.exitCode(Duration.ofSeconds(30)));
         assertTrue(feeder.stderr().contains("KeyboardInterrupt"), feeder.stderr());
@@ -225,7 +263,9 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         }
         // The producer's log (the feeder's stderr) has its one line, and no Java stack trace.
         assertTrue(feeder.stderr().contains("producer 'ctrlc' stopped"), feeder.stderr());
-        assertFalse(feeder.stderr().contains("\tat io.") || feeder.stderr().contains("Exception in thread"), feeder.stderr());
+        assertFalse(
+                feeder.stderr().contains("\tat io.") || feeder.stderr().contains("Exception in thread"),
+                feeder.stderr());
         assertNothingLeft("ctrlc", 30);
     }
 
@@ -238,8 +278,11 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         awaitJoined(first, 1); // the first feeder's epoch takes 5 s from here
         Proc second = feedCase("twice", "ok");
         assertNotEquals(0, second.exitCode(Duration.ofSeconds(60)));
-        assertTrue(second.stderr().contains("FeederError: producer 'twice' already has a feeder (pid " + first.pid()), second.stderr());
-        assertFalse(second.stderr().contains("BrokenPipeError") || second.stderr().contains("ConnectionResetError"),
+        assertTrue(
+                second.stderr().contains("FeederError: producer 'twice' already has a feeder (pid " + first.pid()),
+                second.stderr());
+        assertFalse(
+                second.stderr().contains("BrokenPipeError") || second.stderr().contains("ConnectionResetError"),
                 second.stderr());
         assertEquals(0, consumer.exitCode(Duration.ofSeconds(60)), consumer.stderr());
         consumer.json().forEach(e -> assertExactEpoch(e, 1000, "epoch_start"));
@@ -251,10 +294,20 @@ class PyTorchUserProcessTest extends ProcessTestBase {
     void theReferenceApiWorksAsItsUsersWriteIt() throws Exception {
         assumePython("numpy", "torch");
         // for epoch in range(3): for _ in producer: pass; producer.join(); producer options from Python
-        Proc feeder = feedCase("reference", "passes", "--epochs", "3", "--opt", "rubber_band=5", "--opt", "slots=12",
-                "--opt", "min_consumers=2");
+        Proc feeder = feedCase(
+                "reference",
+                "passes",
+                "--epochs",
+                "3",
+                "--opt",
+                "rubber_band=5",
+                "--opt",
+                "slots=12",
+                "--opt",
+                "min_consumers=2");
         String trainer = pythonClient().resolve("tests/scripts/train_case.py").toString();
-        List<Proc> trainers = List.of(startPython(Map.of("OMP_NUM_THREADS", "1"), trainer, "reference", "64", "3"),
+        List<Proc> trainers = List.of(
+                startPython(Map.of("OMP_NUM_THREADS", "1"), trainer, "reference", "64", "3"),
                 startPython(Map.of("OMP_NUM_THREADS", "1"), trainer, "reference", "100", "3"));
         awaitDirectory("reference");
         Proc status = start("status", "reference", "--once", "--json");
@@ -276,7 +329,9 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         }
         // join() returned once the producer had served its consumers and exited: status 0
         assertEquals(0, feeder.exitCode(Duration.ofSeconds(60)), feeder.stderr());
-        assertTrue(feeder.lines().contains("{\"event\": \"joined\", \"status\": 0}"), feeder.lines().toString());
+        assertTrue(
+                feeder.lines().contains("{\"event\": \"joined\", \"status\": 0}"),
+                feeder.lines().toString());
         assertNothingLeft("reference", 10);
     }
 
@@ -286,20 +341,34 @@ class PyTorchUserProcessTest extends ProcessTestBase {
         Path home = Files.createTempDirectory("tensorsocket-bench-home-");
         try {
             // The README's command, shortened: 2 jobs, 1 s each, 20 JPEGs. Its numbers are the README's business.
-            Proc bench = startPython(Map.of("HOME", home.toString()),
-                    pythonClient().resolve("examples/sweep_bench.py").toString(), "--jobs", "2", "--seconds", "1",
-                    "--count", "20");
+            Proc bench = startPython(
+                    Map.of("HOME", home.toString()),
+                    pythonClient().resolve("examples/sweep_bench.py").toString(),
+                    "--jobs",
+                    "2",
+                    "--seconds",
+                    "1",
+                    "--count",
+                    "20");
             assertEquals(0, bench.exitCode(Duration.ofSeconds(180)), bench.stderr());
-            assertTrue(bench.lines().stream().anyMatch(l -> l.startsWith("shared vs private: ")), bench.lines().toString());
+            assertTrue(
+                    bench.lines().stream().anyMatch(l -> l.startsWith("shared vs private: ")),
+                    bench.lines().toString());
             Map<String, String> result = bench.json().getLast();
-            assertTrue(Double.parseDouble(result.get("private")) > 0 && Double.parseDouble(result.get("shared")) > 0,
+            assertTrue(
+                    Double.parseDouble(result.get("private")) > 0 && Double.parseDouble(result.get("shared")) > 0,
                     result.toString());
-            assertTrue(bench.lines().stream().filter(l -> l.matches("(private|shared) +all .*")).count() == 2,
+            assertTrue(
+                    bench.lines().stream()
+                                    .filter(l -> l.matches("(private|shared) +all .*"))
+                                    .count()
+                            == 2,
                     bench.lines().toString());
             assertNothingLeft("sweep-bench", 30);
         } finally {
             try (var files = Files.walk(home)) {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+                files.sorted(java.util.Comparator.reverseOrder())
+                        .forEach(f -> f.toFile().delete());
             }
         }
     }

@@ -1,12 +1,11 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * The Python client under a torch 2.x wheel with numpy 2, as processes: a DataLoader fed through the feeder, read by
@@ -22,18 +21,29 @@ class PythonClientTest extends ProcessTestBase {
 
     @Test
     void aTorch2DataLoaderFeedsTrainersUnderNumpy2() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(TORCH2 != null && java.nio.file.Files.isExecutable(java.nio.file.Path.of(TORCH2)),
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                TORCH2 != null && java.nio.file.Files.isExecutable(java.nio.file.Path.of(TORCH2)),
                 "SKIPPED: no torch 2.x interpreter (set TENSORSOCKET_TORCH2_PYTHON, as .ci/run does)");
-        Proc versions = startPython(TORCH2, Map.of(), "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)");
+        Proc versions =
+                startPython(TORCH2, Map.of(), "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)");
         assertEquals(0, versions.exitCode(Duration.ofSeconds(60)), versions.stderr());
         System.out.println("torch, numpy: " + versions.lines());
-        assertTrue(versions.lines().getFirst().startsWith("2.") && versions.lines().getFirst().split(" ")[1].startsWith("2."),
+        assertTrue(
+                versions.lines().getFirst().startsWith("2.")
+                        && versions.lines().getFirst().split(" ")[1].startsWith("2."),
                 versions.lines().toString());
         // A torch 2 DataLoader fed through the feeder, read by trainers that unpack their batches.
-        Proc feeder = startPython(TORCH2, Map.of("OMP_NUM_THREADS", "1"),
-                pythonClient().resolve("tests/scripts/feed_case.py").toString(), "torch2", "ok", "--workers", "2");
+        Proc feeder = startPython(
+                TORCH2,
+                Map.of("OMP_NUM_THREADS", "1"),
+                pythonClient().resolve("tests/scripts/feed_case.py").toString(),
+                "torch2",
+                "ok",
+                "--workers",
+                "2");
         String trainer = pythonClient().resolve("tests/scripts/train_case.py").toString();
-        for (Proc t : java.util.List.of(startPython(TORCH2, Map.of(), trainer, "torch2", "64", "2"),
+        for (Proc t : java.util.List.of(
+                startPython(TORCH2, Map.of(), trainer, "torch2", "64", "2"),
                 startPython(TORCH2, Map.of(), trainer, "torch2", "100", "2"))) {
             assertEquals(0, t.exitCode(Duration.ofSeconds(90)), t.stderr());
             assertEquals(2, t.json().size(), t.lines().toString());

@@ -1,22 +1,21 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Python consumer processes (clients/python) next to Java ones, on one Java producer. */
 class PythonProcessTest extends ProcessTestBase {
@@ -26,8 +25,8 @@ class PythonProcessTest extends ProcessTestBase {
         assumePython("numpy");
         int samples = 3000;
         serve("mixed", "samples=" + samples + ",shape=4x6,dtype=bfloat16,seed=21", 32, 2, "--min-consumers", "4");
-        List<Proc> consumers = List.of(consume("mixed", 32), consume("mixed", 50), pythonConsume("mixed", 17),
-                pythonConsume("mixed", 100));
+        List<Proc> consumers = List.of(
+                consume("mixed", 32), consume("mixed", 50), pythonConsume("mixed", 17), pythonConsume("mixed", 100));
         Proc dropping = null;
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
@@ -50,10 +49,20 @@ class PythonProcessTest extends ProcessTestBase {
     void pythonConsumersReadTheirRingsOrPastTheRingsTheirSocketsAndGetEveryByte() throws Exception {
         assumePython("numpy");
         int samples = 2000;
-        serve("pyring", "samples=" + samples + ",shape=3x5,dtype=float32,seed=9", 25, 2, "--min-consumers", "4",
-                "--rings", "2");
-        List<Proc> consumers = List.of(pythonConsume("pyring", 30), pythonConsume("pyring", 64, "--spin-us", "500"),
-                pythonConsume("pyring", 40, "--handoff", "socket"), pythonConsume("pyring", 7));
+        serve(
+                "pyring",
+                "samples=" + samples + ",shape=3x5,dtype=float32,seed=9",
+                25,
+                2,
+                "--min-consumers",
+                "4",
+                "--rings",
+                "2");
+        List<Proc> consumers = List.of(
+                pythonConsume("pyring", 30),
+                pythonConsume("pyring", 64, "--spin-us", "500"),
+                pythonConsume("pyring", 40, "--handoff", "socket"),
+                pythonConsume("pyring", 7));
         Map<String, Integer> handoffs = new java.util.TreeMap<>();
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
@@ -77,7 +86,7 @@ class PythonProcessTest extends ProcessTestBase {
         victim.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60)); // now it holds batches of epoch 1
         assertTrue(victim.isAlive(), victim.stderr());
         victim.kill();
-        for (Proc c : new Proc[]{a, b}) {
+        for (Proc c : new Proc[] {a, b}) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
             List<Map<String, String>> epochs = c.json();
             assertEquals(3, epochs.size(), c.lines().toString());
@@ -95,8 +104,10 @@ class PythonProcessTest extends ProcessTestBase {
         while (System.nanoTime() < deadline) {
             Proc status = start("status", "pystatus", "--once", "--json");
             assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
-            var consumers = StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
-            if (consumers.size() == 1 && consumers.getFirst().get("reported").equals("true")
+            var consumers =
+                    StatusListCleanProcessTest.consumerObjects(status.lines().getFirst());
+            if (consumers.size() == 1
+                    && consumers.getFirst().get("reported").equals("true")
                     && Double.parseDouble(consumers.getFirst().get("work_s")) > 0) {
                 consumer = consumers.getFirst();
                 break;
@@ -119,7 +130,8 @@ class PythonProcessTest extends ProcessTestBase {
         producer.kill();
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
         double seconds = (System.nanoTime() - killedAt) / 1e9;
-        assertTrue(c.errorLine().startsWith("tensorsocket: error: lost the connection to producer 'pydies'"), c.stderr());
+        assertTrue(
+                c.errorLine().startsWith("tensorsocket: error: lost the connection to producer 'pydies'"), c.stderr());
         assertTrue(c.errorLine().contains("exited or was killed"), c.errorLine());
         assertEquals(1, c.stderr().strip().lines().count(), c.stderr());
         assertTrue(seconds < 1.5, "the Python consumer took " + seconds + " s to fail");
@@ -129,16 +141,30 @@ class PythonProcessTest extends ProcessTestBase {
     @Timeout(240)
     void aPyTorchTrainingLoopLearnsFashionMnistFromTheJavaProducer() throws Exception {
         Path fashion = TrainProcessTest.FASHION;
-        assumeTrue(Files.isDirectory(fashion), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        assumeTrue(
+                Files.isDirectory(fashion),
+                "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
         assumePython("numpy", "torch");
         Path dir = base.resolve("fmnist-py");
-        IdxSource source = IdxSource.builder(IdxDataset.open(fashion, "train")).floats(0.2860f, 0.3530f).batchSize(100)
-                .seed(7).build();
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(1).build()) {
+        IdxSource source = IdxSource.builder(IdxDataset.open(fashion, "train"))
+                .floats(0.2860f, 0.3530f)
+                .batchSize(100)
+                .seed(7)
+                .build();
+        try (TensorProducer p =
+                TensorProducer.builder().directory(dir).source(source).epochs(1).build()) {
             p.start();
-            Proc train = startPython(Map.of("OMP_NUM_THREADS", "1"),
-                    pythonClient().resolve("examples/train_mlp.py").toString(), "--dir", dir.toString(),
-                    "--batch-size", "128", "--lr", "0.002", "--test-idx", fashion.toString());
+            Proc train = startPython(
+                    Map.of("OMP_NUM_THREADS", "1"),
+                    pythonClient().resolve("examples/train_mlp.py").toString(),
+                    "--dir",
+                    dir.toString(),
+                    "--batch-size",
+                    "128",
+                    "--lr",
+                    "0.002",
+                    "--test-idx",
+                    fashion.toString());
             assertEquals(0, train.exitCode(Duration.ofSeconds(200)), train.stderr());
             Map<String, String> epoch = train.json().getFirst();
             System.out.println("python trainer: " + train.lines().getFirst());
@@ -161,13 +187,21 @@ class PythonProcessTest extends ProcessTestBase {
     @Timeout(240)
     void theExampleTrainsOnWhatServeIdxServesAndTestsLikeIt() throws Exception {
         Path fashion = TrainProcessTest.FASHION;
-        assumeTrue(Files.isDirectory(fashion), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        assumeTrue(
+                Files.isDirectory(fashion),
+                "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
         assumePython("numpy", "torch");
         start("serve", "--name", "fm-cli", "--idx", fashion.toString(), "--batch-size", "128", "--epochs", "2")
                 .awaitReady();
-        Proc train = startPython(Map.of("OMP_NUM_THREADS", "1"),
-                pythonClient().resolve("examples/train_mlp.py").toString(), "--name", "fm-cli", "--epochs", "2",
-                "--test-idx", fashion.toString());
+        Proc train = startPython(
+                Map.of("OMP_NUM_THREADS", "1"),
+                pythonClient().resolve("examples/train_mlp.py").toString(),
+                "--name",
+                "fm-cli",
+                "--epochs",
+                "2",
+                "--test-idx",
+                fashion.toString());
         assertEquals(0, train.exitCode(Duration.ofSeconds(200)), train.stderr());
         List<Map<String, String>> epochs = train.json();
         System.out.println("python trainer on serve --idx: " + train.lines());

@@ -1,6 +1,8 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,10 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * The ranks of data-parallel jobs, each in its own process (Java and Python in one job), launched in the same second
@@ -27,12 +26,14 @@ class RanksProcessTest extends ProcessTestBase {
 
     @Test
     void aJobOfFourRanksInJavaAndPythonAndTwoPlainConsumersAllGetExactEpochs() throws Exception {
-        Proc producer = serve("ddp", "samples=" + SAMPLES + ",shape=3,dtype=float32,seed=9", 20, 0, "--loader-delay-ms", "1");
+        Proc producer =
+                serve("ddp", "samples=" + SAMPLES + ",shape=3,dtype=float32,seed=9", 20, 0, "--loader-delay-ms", "1");
         List<Path> idFiles = new ArrayList<>();
         rankFiles.clear();
         List<Proc> ranks = new ArrayList<>();
         boolean python = pythonAvailable();
-        // All launched at once, as torchrun and a sweep would: the job's ranks in any order, plain consumers among them.
+        // All launched at once, as torchrun and a sweep would: the job's ranks in any order, plain consumers among
+        // them.
         ranks.add(javaRank(3, 16, idFiles));
         Proc plain = reader(32, idFiles);
         ranks.add(python ? pythonRank(1, 10, idFiles) : javaRank(1, 10, idFiles));
@@ -66,8 +67,17 @@ class RanksProcessTest extends ProcessTestBase {
         Proc plain = consume("kill", 40);
         List<Proc> ranks = new ArrayList<>();
         for (int r = 0; r < 3; r++) {
-            ranks.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "3",
-                    "--progress-ms", "100"));
+            ranks.add(consume(
+                    "kill",
+                    16,
+                    "--job",
+                    "j",
+                    "--rank",
+                    Integer.toString(r),
+                    "--world-size",
+                    "3",
+                    "--progress-ms",
+                    "100"));
         }
         ranks.get(1).awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(60));
         // status shows each rank of the job
@@ -86,8 +96,11 @@ class RanksProcessTest extends ProcessTestBase {
         for (int r : new int[] {0, 2}) {
             Proc p = ranks.get(r);
             assertNotEquals(0, p.exitCode(Duration.ofSeconds(30)), p.stderr());
-            assertTrue(p.stderr().contains("rank 1 of job 'j' (pid " + killedPid + ") left producer 'kill' without saying"
-                    + " goodbye"), p.stderr());
+            assertTrue(
+                    p.stderr()
+                            .contains("rank 1 of job 'j' (pid " + killedPid + ") left producer 'kill' without saying"
+                                    + " goodbye"),
+                    p.stderr());
             assertTrue(p.stderr().contains("restart all of its ranks"), p.stderr());
         }
         // The plain consumer reads on: two more epochs after the job failed, each exact.
@@ -111,8 +124,19 @@ class RanksProcessTest extends ProcessTestBase {
             Path f = base.resolve("again-" + r);
             ids.add(f);
             rankFiles.add(f);
-            again.add(consume("kill", 16, "--job", "j", "--rank", Integer.toString(r), "--world-size", "2", "--epochs", "2",
-                    "--ids-out", f.toString()));
+            again.add(consume(
+                    "kill",
+                    16,
+                    "--job",
+                    "j",
+                    "--rank",
+                    Integer.toString(r),
+                    "--world-size",
+                    "2",
+                    "--epochs",
+                    "2",
+                    "--ids-out",
+                    f.toString()));
         }
         for (Proc p : again) {
             assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
@@ -128,14 +152,29 @@ class RanksProcessTest extends ProcessTestBase {
         // Debian's torch 1.13 cannot run torchrun under Python 3.11 (its redirect setting is lost); the torch 2.x
         // interpreter .ci/run installs can.
         String torch2 = System.getenv("TENSORSOCKET_TORCH2_PYTHON");
-        org.junit.jupiter.api.Assumptions.assumeTrue(torch2 != null && Files.isExecutable(Path.of(torch2)),
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                torch2 != null && Files.isExecutable(Path.of(torch2)),
                 "SKIPPED: no torch 2.x interpreter for torchrun (set TENSORSOCKET_TORCH2_PYTHON, as .ci/run does)");
         Proc producer = serve("torchrun", "samples=1000,shape=8,dtype=float32,seed=4", 20, 0, "--loader-delay-ms", "1");
         Proc plain = consume("torchrun", 50, "--epochs", "3");
         // torchrun starts one process per rank with RANK and WORLD_SIZE set; the script names only the job.
-        Proc job = startPython(torch2, Map.of("OMP_NUM_THREADS", "1"), "-m", "torch.distributed.run", "--standalone",
-                "--nproc_per_node", "2", pythonClient().resolve("tests/scripts/ddp_train.py").toString(),
-                "--name", "torchrun", "--job", "ddp", "--epochs", "2", "--batch-size", "25");
+        Proc job = startPython(
+                torch2,
+                Map.of("OMP_NUM_THREADS", "1"),
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node",
+                "2",
+                pythonClient().resolve("tests/scripts/ddp_train.py").toString(),
+                "--name",
+                "torchrun",
+                "--job",
+                "ddp",
+                "--epochs",
+                "2",
+                "--batch-size",
+                "25");
         assertEquals(0, job.exitCode(Duration.ofSeconds(180)), job.stderr());
         List<Map<String, String>> epochs = job.json();
         assertEquals(2, epochs.size(), job.lines().toString());
@@ -153,8 +192,15 @@ class RanksProcessTest extends ProcessTestBase {
 
     @Test
     void ranksThatDisagreeRepeatComeLateOrNeverComeAreToldWhatToDo() throws Exception {
-        Proc producer = serve("bad", "samples=400,shape=2,dtype=float32,seed=1", 10, 0, "--loader-delay-ms", "2",
-                "--job-timeout-s", "8");
+        Proc producer = serve(
+                "bad",
+                "samples=400,shape=2,dtype=float32,seed=1",
+                10,
+                0,
+                "--loader-delay-ms",
+                "2",
+                "--job-timeout-s",
+                "8");
         Proc anchor = consume("bad", 10);
         awaitJoined(producer, 1);
 
@@ -164,12 +210,15 @@ class RanksProcessTest extends ProcessTestBase {
         Proc wrongWorld = consume("bad", 8, "--job", "a", "--rank", "1", "--world-size", "3");
         Proc twice = consume("bad", 8, "--job", "a", "--rank", "0", "--world-size", "2");
         assertEquals(1, wrongWorld.exitCode(Duration.ofSeconds(30)), wrongWorld.stderr());
-        assertTrue(wrongWorld.stderr().contains("says the job has 3 ranks, but its ranks 0 say 2"), wrongWorld.stderr());
+        assertTrue(
+                wrongWorld.stderr().contains("says the job has 3 ranks, but its ranks 0 say 2"), wrongWorld.stderr());
         assertEquals(1, twice.exitCode(Duration.ofSeconds(30)), twice.stderr());
         assertTrue(twice.stderr().contains("rank 0 of job 'a' joined already"), twice.stderr());
         // Rank 1 never comes: rank 0 is told which rank is missing once the job timeout passes.
         assertEquals(1, waiting.exitCode(Duration.ofSeconds(30)), waiting.stderr());
-        assertTrue(waiting.stderr().contains("job 'a' on producer 'bad' did not form: rank 1 of 2 did not join within 8 s"),
+        assertTrue(
+                waiting.stderr()
+                        .contains("job 'a' on producer 'bad' did not form: rank 1 of 2 did not join within 8 s"),
                 waiting.stderr());
 
         // A job that runs refuses a rank that comes late (a restarted one).
@@ -189,12 +238,24 @@ class RanksProcessTest extends ProcessTestBase {
         Proc outside = consume("bad", 8, "--job", "c", "--rank", "4", "--world-size", "4");
         assertEquals(1, outside.exitCode(Duration.ofSeconds(30)), outside.stderr());
         assertTrue(outside.stderr().contains("rank 4 of a world of 4 is invalid"), outside.stderr());
-        Proc noRank = startCommand(List.of(launcherScript().toString(), "consume", "--name", "bad", "--batch-size", "8",
-                "--job", "c"), Map.of("RANK", "", "WORLD_SIZE", ""));
+        Proc noRank = startCommand(
+                List.of(launcherScript().toString(), "consume", "--name", "bad", "--batch-size", "8", "--job", "c"),
+                Map.of("RANK", "", "WORLD_SIZE", ""));
         assertEquals(1, noRank.exitCode(Duration.ofSeconds(30)), noRank.stderr());
         assertTrue(noRank.stderr().contains("--job needs --rank (or RANK in the environment"), noRank.stderr());
-        Proc fromEnv = startCommand(List.of(launcherScript().toString(), "consume", "--name", "bad", "--batch-size", "8",
-                "--job", "d", "--epochs", "1"), Map.of("RANK", "0", "WORLD_SIZE", "1"));
+        Proc fromEnv = startCommand(
+                List.of(
+                        launcherScript().toString(),
+                        "consume",
+                        "--name",
+                        "bad",
+                        "--batch-size",
+                        "8",
+                        "--job",
+                        "d",
+                        "--epochs",
+                        "1"),
+                Map.of("RANK", "0", "WORLD_SIZE", "1"));
         assertEquals(0, fromEnv.exitCode(Duration.ofSeconds(60)), fromEnv.stderr());
         assertEquals("0", fromEnv.json().getFirst().get("rank"));
         anchor.kill();
@@ -227,7 +288,9 @@ class RanksProcessTest extends ProcessTestBase {
             long offset = (p - first) % n;
             assertEquals(offset >= n - pad ? 2 : 1, seenByRanks.getOrDefault(p, 0), "ranks' views of position " + p);
         }
-        assertEquals(epochs * (n + pad), seenByRanks.values().stream().mapToInt(Integer::intValue).sum());
+        assertEquals(
+                epochs * (n + pad),
+                seenByRanks.values().stream().mapToInt(Integer::intValue).sum());
     }
 
     private static void awaitLog(Proc producer, String text) throws InterruptedException {
@@ -252,8 +315,19 @@ class RanksProcessTest extends ProcessTestBase {
         Path ids = base.resolve("ids-" + idFiles.size());
         idFiles.add(ids);
         rankFiles.add(ids);
-        return consume("ddp", batchSize, "--ids-out", ids.toString(), "--epochs", "3", "--job", "ddp-job", "--rank",
-                Integer.toString(rank), "--world-size", "4");
+        return consume(
+                "ddp",
+                batchSize,
+                "--ids-out",
+                ids.toString(),
+                "--epochs",
+                "3",
+                "--job",
+                "ddp-job",
+                "--rank",
+                Integer.toString(rank),
+                "--world-size",
+                "4");
     }
 
     private Proc pythonRank(int rank, int batchSize, List<Path> idFiles) throws Exception {
@@ -261,8 +335,20 @@ class RanksProcessTest extends ProcessTestBase {
         idFiles.add(ids);
         rankFiles.add(ids);
         // torchrun's way: RANK and WORLD_SIZE in the environment
-        return startPython(Map.of("RANK", Integer.toString(rank), "WORLD_SIZE", "4"), "-m", "tensorsocket_client",
-                "consume", "--name", "ddp", "--batch-size", Integer.toString(batchSize), "--ids-out", ids.toString(),
-                "--epochs", "3", "--job", "ddp-job");
+        return startPython(
+                Map.of("RANK", Integer.toString(rank), "WORLD_SIZE", "4"),
+                "-m",
+                "tensorsocket_client",
+                "consume",
+                "--name",
+                "ddp",
+                "--batch-size",
+                Integer.toString(batchSize),
+                "--ids-out",
+                ids.toString(),
+                "--epochs",
+                "3",
+                "--job",
+                "ddp-job");
     }
 }

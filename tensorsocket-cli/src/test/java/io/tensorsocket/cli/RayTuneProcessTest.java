@@ -1,7 +1,7 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,9 +11,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 
 /**
  * The Tune example, run by the real engine: an ASHA sweep of 4 trials (one a Lightning {@code Trainer.fit}) on one
@@ -25,12 +24,22 @@ class RayTuneProcessTest extends ProcessTestBase {
     private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
 
     private Proc sweep(String... args) throws Exception {
-        Assumptions.assumeTrue(RAY != null && Files.isExecutable(Path.of(RAY)),
+        Assumptions.assumeTrue(
+                RAY != null && Files.isExecutable(Path.of(RAY)),
                 "SKIPPED: no Python with ray[tune] and lightning (set TENSORSOCKET_RAY_PYTHON, as .ci/run does)");
-        List<String> all = new java.util.ArrayList<>(List.of(pythonClient().resolve("examples/tune_sweep.py").toString()));
+        List<String> all = new java.util.ArrayList<>(
+                List.of(pythonClient().resolve("examples/tune_sweep.py").toString()));
         all.addAll(List.of(args));
-        return startPython(RAY, Map.of("OMP_NUM_THREADS", "1", "RAY_USAGE_STATS_ENABLED", "0",
-                "TENSORSOCKET_LAUNCHER", launcherScript().toString()), all.toArray(String[]::new));
+        return startPython(
+                RAY,
+                Map.of(
+                        "OMP_NUM_THREADS",
+                        "1",
+                        "RAY_USAGE_STATS_ENABLED",
+                        "0",
+                        "TENSORSOCKET_LAUNCHER",
+                        launcherScript().toString()),
+                all.toArray(String[]::new));
     }
 
     /** The trial epochs the sweep printed, checked exact; returns them. */
@@ -60,7 +69,10 @@ class RayTuneProcessTest extends ProcessTestBase {
         assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
         assertTrue(epochs.stream().anyMatch(e -> e.get("kind").equals("lightning")), epochs.toString());
         try (var left = Files.list(base)) {
-            assertEquals(List.of(), left.filter(f -> !f.getFileName().toString().startsWith(".")).toList(),
+            assertEquals(
+                    List.of(),
+                    left.filter(f -> !f.getFileName().toString().startsWith("."))
+                            .toList(),
                     "the producer's directory outlived the sweep");
         }
     }
@@ -77,10 +89,17 @@ class RayTuneProcessTest extends ProcessTestBase {
         Map<String, String> summary = p.json().getLast();
         assertTrue(summary.get("upstream").startsWith("grpc://127.0.0.1:"), summary.toString());
         // each node's relay is one remote consumer of the upstream, whichever trials ran there
-        long nodes = p.json().stream().filter(e -> e.containsKey("node")).map(e -> e.get("node")).distinct().count();
+        long nodes = p.json().stream()
+                .filter(e -> e.containsKey("node"))
+                .map(e -> e.get("node"))
+                .distinct()
+                .count();
         assertEquals(Long.toString(nodes), summary.get("network_streams"), summary.toString());
         try (var left = Files.list(base)) {
-            assertEquals(List.of(), left.filter(f -> !f.getFileName().toString().startsWith(".")).toList(),
+            assertEquals(
+                    List.of(),
+                    left.filter(f -> !f.getFileName().toString().startsWith("."))
+                            .toList(),
                     "a relay's or the upstream's directory outlived the sweep");
         }
     }

@@ -1,5 +1,7 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerGoneException;
@@ -10,8 +12,6 @@ import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import org.junit.jupiter.api.Test;
-
 import java.io.ByteArrayOutputStream;
 import java.io.ObjectOutputStream;
 import java.net.StandardProtocolFamily;
@@ -35,8 +35,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * One regression test per known defect of the reference implementation (TensorSocket 0.0.4, Python),
@@ -47,8 +46,10 @@ class ReferenceDefectsTest extends ProcessTestBase {
     private static final String SPEC = "samples=105,shape=3x2,dtype=float32,seed=5";
 
     private TensorProducer.Builder producer(String name, String spec, int batch, long epochs) {
-        return TensorProducer.builder().directory(base.resolve(name))
-                .source(new SyntheticSource(SyntheticSpec.parse(spec), batch)).epochs(epochs);
+        return TensorProducer.builder()
+                .directory(base.resolve(name))
+                .source(new SyntheticSource(SyntheticSpec.parse(spec), batch))
+                .epochs(epochs);
     }
 
     private TensorConsumer connect(String name, int batch) {
@@ -77,7 +78,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
 
     @Test // 1: a consumer's epoch never ends; iteration runs on across epochs and the epoch counter never moves
     void defect01_iterationEndsAtTheEndOfAnEpochAndTheEpochCounterMoves() {
-        try (TensorProducer p = producer("d1", SPEC, 10, 3).build(); TensorConsumer c = connect("d1", 10)) {
+        try (TensorProducer p = producer("d1", SPEC, 10, 3).build();
+                TensorConsumer c = connect("d1", 10)) {
             p.start();
             for (int e = 0; e < 3; e++) {
                 long samples = 0;
@@ -96,9 +98,10 @@ class ReferenceDefectsTest extends ProcessTestBase {
     @Test // 2: len(consumer) is inverted (dataset batches x consumer batch size / loader batch size)
     void defect02_sizeIsTheNumberOfBatchesAtTheConsumersBatchSize() {
         try (TensorProducer p = producer("d2", SPEC, 10, 1).build();
-             TensorConsumer small = connect("d2", 7);
-             TensorConsumer large = connect("d2", 30);
-             TensorConsumer dropping = TensorConsumer.connect(base.resolve("d2"), ConsumerOptions.batchSize(30).withDropLast(true))) {
+                TensorConsumer small = connect("d2", 7);
+                TensorConsumer large = connect("d2", 30);
+                TensorConsumer dropping = TensorConsumer.connect(
+                        base.resolve("d2"), ConsumerOptions.batchSize(30).withDropLast(true))) {
             p.start();
             assertEquals(15, small.size()); // ceil(105 / 7); the inverted formula gives 11 * 7 / 10 = 7
             assertEquals(4, large.size()); // ceil(105 / 30); inverted: 11 * 30 / 10 = 33
@@ -118,7 +121,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
         // The producer runs ahead (64 slots) while the consumer dawdles at every epoch's end, so the
         // receiver thread holds next-epoch descriptors while the iterating thread finishes the epoch.
         String spec = "samples=203,shape=4,dtype=float32,seed=3";
-        try (TensorProducer p = producer("d3", spec, 8, 4).build(); TensorConsumer c = connect("d3", 5)) {
+        try (TensorProducer p = producer("d3", spec, 8, 4).build();
+                TensorConsumer c = connect("d3", 5)) {
             p.start();
             try (SyntheticVerifier v = new SyntheticVerifier(SyntheticSpec.parse(spec))) {
                 for (int e = 0; e < 4; e++) {
@@ -139,7 +143,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
 
     @Test // 4: a rubber band smaller than the collation window means nothing is ever sent
     void defect04_aRubberBandOfZeroStillServesEveryBatch() {
-        try (TensorProducer p = producer("d4", SPEC, 10, 2).rubberBand(0).build(); TensorConsumer c = connect("d4", 4)) {
+        try (TensorProducer p = producer("d4", SPEC, 10, 2).rubberBand(0).build();
+                TensorConsumer c = connect("d4", 4)) {
             p.start();
             assertExact(readEpochs(c, SPEC, 2), 105);
         }
@@ -147,7 +152,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
 
     @Test // 5: a consumer batch larger than the producer's window is never served; the producer livelocks
     void defect05_aConsumerBatchManyTimesTheLoadersIsServed() {
-        try (TensorProducer p = producer("d5", SPEC, 10, 2).slots(8).build(); TensorConsumer c = connect("d5", 51)) {
+        try (TensorProducer p = producer("d5", SPEC, 10, 2).slots(8).build();
+                TensorConsumer c = connect("d5", 51)) {
             p.start();
             assertExact(readEpochs(c, SPEC, 2), 105); // (8 - 2 - 1) * 10 + 1 = 51, the largest allowed
         }
@@ -155,8 +161,9 @@ class ReferenceDefectsTest extends ProcessTestBase {
 
     @Test // 6: a consumer batch size that does not divide the loader's silently skips samples
     void defect06_aNonDividingBatchSizeSkipsNothing() {
-        try (TensorProducer p = producer("d6", SPEC, 10, 2).build(); TensorConsumer c = connect("d6", 7);
-             TensorConsumer d = connect("d6", 13)) {
+        try (TensorProducer p = producer("d6", SPEC, 10, 2).build();
+                TensorConsumer c = connect("d6", 7);
+                TensorConsumer d = connect("d6", 13)) {
             p.start();
             assertExact(readEpochs(c, SPEC, 2), 105);
             assertExact(readEpochs(d, SPEC, 2), 105);
@@ -165,7 +172,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
 
     @Test // 7: the tail of every epoch (a remainder of loader batches) is loaded but never sent
     void defect07_theTailOfEveryEpochIsSent() {
-        try (TensorProducer p = producer("d7", SPEC, 10, 2).build(); TensorConsumer c = connect("d7", 10)) {
+        try (TensorProducer p = producer("d7", SPEC, 10, 2).build();
+                TensorConsumer c = connect("d7", 10)) {
             p.start();
             for (int e = 0; e < 2; e++) {
                 Batch last = null;
@@ -185,8 +193,10 @@ class ReferenceDefectsTest extends ProcessTestBase {
     void defect08_shortLastBatchesInEverySlotDoNotBreakTheArena() {
         // 5 slots, 11 batches per epoch: the short batch lands in a different slot each epoch; consumers
         // take views of it, gather across it and read it as a batch of its own.
-        try (TensorProducer p = producer("d8", SPEC, 10, 5).slots(5).rubberBand(1).build();
-             TensorConsumer view = connect("d8", 5); TensorConsumer gather = connect("d8", 8)) {
+        try (TensorProducer p =
+                        producer("d8", SPEC, 10, 5).slots(5).rubberBand(1).build();
+                TensorConsumer view = connect("d8", 5);
+                TensorConsumer gather = connect("d8", 8)) {
             p.start();
             ExecutorService pool = Executors.newFixedThreadPool(2);
             Future<List<SyntheticVerifier.EpochCounts>> a = pool.submit(() -> readEpochs(view, SPEC, 5));
@@ -202,8 +212,13 @@ class ReferenceDefectsTest extends ProcessTestBase {
     @Test // 9: a pool slot is overwritten while a consumer still holds or reads that batch
     void defect09_aHeldBatchIsNeverOverwritten() throws Exception {
         String spec = "samples=1000,shape=16,dtype=float32,seed=9";
-        try (TensorProducer p = producer("d9", spec, 10, 1).slots(5).rubberBand(0).stallTimeout(Duration.ofSeconds(30)).build();
-             TensorConsumer holder = connect("d9", 10); TensorConsumer runner = connect("d9", 10)) {
+        try (TensorProducer p = producer("d9", spec, 10, 1)
+                        .slots(5)
+                        .rubberBand(0)
+                        .stallTimeout(Duration.ofSeconds(30))
+                        .build();
+                TensorConsumer holder = connect("d9", 10);
+                TensorConsumer runner = connect("d9", 10)) {
             p.start();
             Batch held = holder.iterator().next();
             float[] before = held.tensor("data").toFloatArray();
@@ -262,7 +277,11 @@ class ReferenceDefectsTest extends ProcessTestBase {
                     }
                 }
                 assertInstanceOf(Message.Welcome.class, got.getFirst());
-                assertEquals(11, got.stream().filter(m -> m instanceof Message.BatchReady).count());
+                assertEquals(
+                        11,
+                        got.stream()
+                                .filter(m -> m instanceof Message.BatchReady)
+                                .count());
                 assertEquals(1 + 11 + 1 + 1, got.size(), got.toString());
                 mc.send(new Message.Bye());
             }
@@ -307,10 +326,11 @@ class ReferenceDefectsTest extends ProcessTestBase {
     void defect12_aConsumerSilentForSecondsIsNeitherDroppedNorRestartedAndNobodysEpochIsCut() throws Exception {
         String spec = "samples=300,shape=4,dtype=float32,seed=12";
         try (TensorProducer p = producer("d12", spec, 10, 1).minConsumers(2).build();
-             TensorConsumer slow = connect("d12", 10); TensorConsumer other = connect("d12", 10)) {
+                TensorConsumer slow = connect("d12", 10);
+                TensorConsumer other = connect("d12", 10)) {
             p.start();
-            Future<List<SyntheticVerifier.EpochCounts>> o = Executors.newSingleThreadExecutor()
-                    .submit(() -> readEpochs(other, spec, 1));
+            Future<List<SyntheticVerifier.EpochCounts>> o =
+                    Executors.newSingleThreadExecutor().submit(() -> readEpochs(other, spec, 1));
             try (SyntheticVerifier v = new SyntheticVerifier(SyntheticSpec.parse(spec))) {
                 int n = 0;
                 for (Batch b : slow) {
@@ -326,14 +346,17 @@ class ReferenceDefectsTest extends ProcessTestBase {
         }
     }
 
-    @Test // 13: shared state mutated while iterated; a late ack from a dropped consumer crashes the producer; acks carry no id
+    @Test // 13: shared state mutated while iterated; a late ack from a dropped consumer crashes the producer; acks
+    // carry no id
     void defect13_churnAndLateOrForeignAcknowledgementsDoNotDisturbTheProducer() throws Exception {
         String spec = "samples=3000,shape=4,dtype=float32,seed=13";
-        try (TensorProducer p = producer("d13", spec, 10, 1).stallTimeout(Duration.ofMillis(500)).build();
-             TensorConsumer honest = connect("d13", 7)) {
+        try (TensorProducer p = producer("d13", spec, 10, 1)
+                        .stallTimeout(Duration.ofMillis(500))
+                        .build();
+                TensorConsumer honest = connect("d13", 7)) {
             p.start();
-            Future<List<SyntheticVerifier.EpochCounts>> h = Executors.newSingleThreadExecutor()
-                    .submit(() -> readEpochs(honest, spec, 1));
+            Future<List<SyntheticVerifier.EpochCounts>> h =
+                    Executors.newSingleThreadExecutor().submit(() -> readEpochs(honest, spec, 1));
             // Churn: consumers join and leave from 8 threads while batches are being published.
             ExecutorService churn = Executors.newFixedThreadPool(8);
             CountDownLatch go = new CountDownLatch(1);
@@ -399,7 +422,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
             assertTrue(e.getMessage().contains("lost the connection to producer"), e.getMessage());
         }
         // In-process: producer and consumers closed from many threads at once; every descriptor comes back.
-        try (TensorProducer warm = producer("d14w", SPEC, 10, 0).build().start(); TensorConsumer c = connect("d14w", 5)) {
+        try (TensorProducer warm = producer("d14w", SPEC, 10, 0).build().start();
+                TensorConsumer c = connect("d14w", 5)) {
             c.iterator().next(); // the JDK opens its pollers and the like once, on first use
         }
         Thread.sleep(200);
@@ -448,13 +472,17 @@ class ReferenceDefectsTest extends ProcessTestBase {
         }
     }
 
-    @Test // 15: TCP ports on every interface; consumers unpickle whatever arrives; producers collide; logging reconfigured
+    @Test // 15: TCP ports on every interface; consumers unpickle whatever arrives; producers collide; logging
+    // reconfigured
     void defect15_noPortsNoDeserialisationNoCollisionsNoLoggingChanges() throws Exception {
         Properties props = (Properties) System.getProperties().clone();
         var rootHandlers = List.of(java.util.logging.Logger.getLogger("").getHandlers());
-        try (TensorProducer a = producer("d15a", "samples=50,shape=4,dtype=float32,seed=1", 10, 1).build();
-             TensorProducer b = producer("d15b", "samples=70,shape=4,dtype=float32,seed=2", 10, 1).build();
-             TensorConsumer ca = connect("d15a", 10); TensorConsumer cb = connect("d15b", 10)) {
+        try (TensorProducer a = producer("d15a", "samples=50,shape=4,dtype=float32,seed=1", 10, 1)
+                        .build();
+                TensorProducer b = producer("d15b", "samples=70,shape=4,dtype=float32,seed=2", 10, 1)
+                        .build();
+                TensorConsumer ca = connect("d15a", 10);
+                TensorConsumer cb = connect("d15b", 10)) {
             a.start();
             b.start();
             // Two producers on one host, each found by its own name, each serving its own data.
@@ -464,14 +492,16 @@ class ReferenceDefectsTest extends ProcessTestBase {
             Set<Long> inet = new HashSet<>();
             for (String t : List.of("tcp", "tcp6", "udp", "udp6")) {
                 List<String> lines = Files.readAllLines(Path.of("/proc/net", t));
-                lines.subList(1, lines.size()).forEach(l -> inet.add(Long.parseLong(l.trim().split("\\s+")[9])));
+                lines.subList(1, lines.size())
+                        .forEach(l -> inet.add(Long.parseLong(l.trim().split("\\s+")[9])));
             }
             try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
                 for (Path fd : fds.toList()) {
                     try {
                         String target = Files.readSymbolicLink(fd).toString();
                         if (target.startsWith("socket:[")) {
-                            assertFalse(inet.contains(Long.parseLong(target.substring(8, target.length() - 1))), target);
+                            assertFalse(
+                                    inet.contains(Long.parseLong(target.substring(8, target.length() - 1))), target);
                         }
                     } catch (java.io.IOException ignored) {
                         // closed meanwhile
@@ -492,7 +522,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
             }
         }
         // The library left logging and system properties as it found them.
-        assertEquals(rootHandlers, List.of(java.util.logging.Logger.getLogger("").getHandlers()));
+        assertEquals(
+                rootHandlers, List.of(java.util.logging.Logger.getLogger("").getHandlers()));
         assertEquals(props, System.getProperties());
     }
 }

@@ -39,7 +39,8 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     @Test
     void relaysStartedAtRandomTimesAndRestartedUnderLoadServeTheUpstreamsEpochsExactly() throws Exception {
         Random random = new Random(SEED);
-        System.out.println("RemoteFaultsProcessTest seed " + SEED + " (-Dtensorsocket.trial.seed=" + SEED + " repeats it)");
+        System.out.println(
+                "RemoteFaultsProcessTest seed " + SEED + " (-Dtensorsocket.trial.seed=" + SEED + " repeats it)");
         int port = freePort();
         Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--loader-delay-ms", "1");
         // a local consumer keeps the upstream's epochs going, and must not notice anything of what follows
@@ -65,7 +66,9 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         Proc afterRestart = consume("r", 64, "--epochs", "2");
         assertEquals(0, afterRestart.exitCode(Duration.ofSeconds(90)), afterRestart.stderr());
         assertExactEpochs(afterRestart, "epoch_start");
-        assertTrue(Long.parseLong(afterRestart.json().getFirst().get("epoch")) > joinedAt, afterRestart.json().toString());
+        assertTrue(
+                Long.parseLong(afterRestart.json().getFirst().get("epoch")) > joinedAt,
+                afterRestart.json().toString());
         assertEquals(0, local.exitCode(Duration.ofSeconds(120)), local.stderr());
         assertExactEpochs(local, "epoch_start");
         assertTrue(again.isAlive(), again.stderr());
@@ -78,12 +81,30 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         // window and two arenas of 8 slots), so that most joins find the upstream's next order not drawn yet.
         long samples = 30_000;
         int port = freePort();
-        Proc up = serve("up", "samples=30000,shape=3x32x32,dtype=float32,seed=23", 100, 0, "--flight", "127.0.0.1:" + port,
-                "--slots", "8");
+        Proc up = serve(
+                "up",
+                "samples=30000,shape=3x32x32,dtype=float32,seed=23",
+                100,
+                0,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--slots",
+                "8");
         Proc anchor = consume("up", 64, "--step-ms", "1");
         awaitJoined(up, 1);
-        Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0",
-                "--slots", "8").awaitReady();
+        Proc relay = start(
+                        "serve",
+                        "--name",
+                        "r",
+                        "--from",
+                        uri(port, "up"),
+                        "--batch-size",
+                        "50",
+                        "--epochs",
+                        "0",
+                        "--slots",
+                        "8")
+                .awaitReady();
         Proc first = consume("r", 37, "--step-ms", "1");
         awaitJoined(relay, 1);
         List<Proc> joiners = new java.util.ArrayList<>();
@@ -185,7 +206,8 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "6");
         Proc java = consume(uri(port, "up"), 40, "--epochs", "4", "--step-ms", "5", "--wait-for-epoch-start");
         Proc python = pythonAvailable() && pyarrowAvailable()
-                ? pythonConsume(uri(port, "up"), 40, "--epochs", "4", "--step-ms", "5", "--wait-for-epoch-start") : null;
+                ? pythonConsume(uri(port, "up"), 40, "--epochs", "4", "--step-ms", "5", "--wait-for-epoch-start")
+                : null;
         List<Proc> remotes = python == null ? List.of(java) : List.of(java, python);
         for (Proc r : remotes) {
             r.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
@@ -240,8 +262,12 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         // the producer's own words: which batch it held too long, and what to do; not a vanished server
         assertTrue(error.contains("held batch") && error.contains("stall timeout"), error);
         assertFalse(error.contains("went silent"), error);
-        assertTrue(java.util.regex.Pattern.compile("evicting remote consumer \\d+ \\(flight 127\\.0\\.0\\.1:\\d+, batch size 40\\)")
-                .matcher(up.stderr()).find(), up.stderr());
+        assertTrue(
+                java.util.regex.Pattern.compile(
+                                "evicting remote consumer \\d+ \\(flight 127\\.0\\.0\\.1:\\d+, batch size 40\\)")
+                        .matcher(up.stderr())
+                        .find(),
+                up.stderr());
     }
 
     @Test

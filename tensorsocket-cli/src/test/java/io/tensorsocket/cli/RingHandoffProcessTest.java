@@ -1,16 +1,15 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Descriptor rings with real processes, where there are fewer rings than consumers: the consumer without
@@ -38,8 +37,8 @@ class RingHandoffProcessTest extends ProcessTestBase {
 
     @Test
     void anEvictedConsumerWhoseRingWentToANewerOneStopsWithItsEviction() throws Exception {
-        Proc producer = serve("reuse", "samples=3000,shape=8,dtype=float32,seed=9", 10, 0, "--rings", "1",
-                "--stall-timeout-s", "1");
+        Proc producer = serve(
+                "reuse", "samples=3000,shape=8,dtype=float32,seed=9", 10, 0, "--rings", "1", "--stall-timeout-s", "1");
         Proc evicted = consume("reuse", 10, "--step-ms", "1", "--progress-ms", "1");
         evicted.awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(30)); // it streams through the ring
         evicted.signal("STOP");

@@ -1,19 +1,17 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Sweeps as sweep engines run them: the same script per trial, with one line that shares the loader. Trials launched
@@ -26,7 +24,8 @@ class ShareProcessTest extends ProcessTestBase {
     private static final String SLOW = "{\"sample_ms\": 0.05}";
 
     private Proc trial(String name, String... extra) throws Exception {
-        List<String> args = new ArrayList<>(List.of(pythonClient().resolve("tests/scripts/share_trial.py").toString(), name));
+        List<String> args = new ArrayList<>(
+                List.of(pythonClient().resolve("tests/scripts/share_trial.py").toString(), name));
         args.addAll(List.of(extra));
         return startPython(Map.of("OMP_NUM_THREADS", "1"), args.toArray(String[]::new));
     }
@@ -49,8 +48,18 @@ class ShareProcessTest extends ProcessTestBase {
         // Four trials in the same second, as a sweep engine launches them; slow steps keep the producer busy.
         List<Proc> first = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            first.add(trial("sweep", "--epochs", "3", "--batch-size", Integer.toString(20 + 7 * i), "--linger", "4",
-                    "--step-ms", "3", "--kwargs", SLOW));
+            first.add(trial(
+                    "sweep",
+                    "--epochs",
+                    "3",
+                    "--batch-size",
+                    Integer.toString(20 + 7 * i),
+                    "--linger",
+                    "4",
+                    "--step-ms",
+                    "3",
+                    "--kwargs",
+                    SLOW));
         }
         first.get(0).awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(120));
         // A late trial, and one SIGKILLed while it reads (an early-stopped trial's fate): neither disturbs the share.
@@ -65,7 +74,8 @@ class ShareProcessTest extends ProcessTestBase {
             producers.add(lines.getFirst().get("producer_pid"));
             for (Map<String, String> e : lines.subList(1, lines.size())) {
                 assertEquals("true", e.get("exact"), e.toString());
-                assertTrue(e.get("start").equals("epoch_start") || e.get("start").equals("exact"), e.toString());
+                assertTrue(
+                        e.get("start").equals("epoch_start") || e.get("start").equals("exact"), e.toString());
             }
         }
         assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
@@ -79,7 +89,8 @@ class ShareProcessTest extends ProcessTestBase {
         while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
             Thread.sleep(100);
         }
-        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the producer outlived its linger");
+        assertFalse(
+                ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the producer outlived its linger");
         assertFalse(Files.exists(base.resolve("sweep")), "its directory stayed");
         String log = Files.readString(base.resolve(".sweep.share.log"));
         assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
@@ -92,14 +103,21 @@ class ShareProcessTest extends ProcessTestBase {
         running.awaitLine(l -> l.contains("\"attached\""), Duration.ofSeconds(120));
         Proc differs = trial("other", "--epochs", "1", "--kwargs", "{\"batch_size\": 64}");
         assertEquals(1, differs.exitCode(Duration.ofSeconds(120)), differs.stderr());
-        assertTrue(differs.stderr().contains("ShareMismatch: producer 'other' on this host serves another loader than"
-                + " this trial asks for (share_loaders:synthetic): its arguments differ: batch_size not given there"
-                + " (here 64)"), differs.stderr());
+        assertTrue(
+                differs.stderr()
+                        .contains("ShareMismatch: producer 'other' on this host serves another loader than"
+                                + " this trial asks for (share_loaders:synthetic): its arguments differ: batch_size not given there"
+                                + " (here 64)"),
+                differs.stderr());
         Proc broken = trial("broken", "--factory", "share_loaders:broken");
         assertEquals(1, broken.exitCode(Duration.ofSeconds(120)), broken.stderr());
-        assertTrue(broken.stderr().contains("ShareFailed: the producer started for share 'broken'"
-                + " (share_loaders:broken) exited with status 1 before it served"), broken.stderr());
-        assertTrue(broken.stderr().contains("RuntimeError: the data set's root /data/cifar does not exist"),
+        assertTrue(
+                broken.stderr()
+                        .contains("ShareFailed: the producer started for share 'broken'"
+                                + " (share_loaders:broken) exited with status 1 before it served"),
+                broken.stderr());
+        assertTrue(
+                broken.stderr().contains("RuntimeError: the data set's root /data/cifar does not exist"),
                 broken.stderr());
         Proc lambda = startPython(Map.of(), "-c", "import tensorsocket_client as t; t.share('x', lambda: None, 8)");
         assertEquals(1, lambda.exitCode(Duration.ofSeconds(60)), lambda.stderr());
@@ -113,8 +131,8 @@ class ShareProcessTest extends ProcessTestBase {
         List<Proc> consumers = new ArrayList<>();
         Proc anchor = javaShare("--batch-size", "20", "--share", serveArgs, "--linger-s", "3");
         for (int b : new int[] {32, 45, 64}) {
-            consumers.add(javaShare("--batch-size", Integer.toString(b), "--epochs", "2", "--share", serveArgs,
-                    "--linger-s", "3"));
+            consumers.add(javaShare(
+                    "--batch-size", Integer.toString(b), "--epochs", "2", "--share", serveArgs, "--linger-s", "3"));
         }
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
@@ -122,12 +140,22 @@ class ShareProcessTest extends ProcessTestBase {
                 assertExactEpoch(e, 2000);
             }
         }
-        Proc other = javaShare("--batch-size", "32", "--epochs", "1", "--share", serveArgs.replace("seed=3", "seed=4"),
-                "--linger-s", "3");
+        Proc other = javaShare(
+                "--batch-size",
+                "32",
+                "--epochs",
+                "1",
+                "--share",
+                serveArgs.replace("seed=3", "seed=4"),
+                "--linger-s",
+                "3");
         assertEquals(1, other.exitCode(Duration.ofSeconds(120)), other.stderr());
-        assertTrue(other.stderr().contains("producer 'jshare' on this host serves another source than this caller asks"
-                + " for: it was started with serve " + serveArgs + ", this caller asks for serve "
-                + serveArgs.replace("seed=3", "seed=4")), other.stderr());
+        assertTrue(
+                other.stderr()
+                        .contains("producer 'jshare' on this host serves another source than this caller asks"
+                                + " for: it was started with serve " + serveArgs + ", this caller asks for serve "
+                                + serveArgs.replace("seed=3", "seed=4")),
+                other.stderr());
         assertTrue(anchor.isAlive(), anchor.stderr());
         anchor.kill();
         String log = Files.readString(base.resolve(".jshare.share.log"));
@@ -143,7 +171,8 @@ class ShareProcessTest extends ProcessTestBase {
     private Proc javaShare(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(launcherScript().toString(), "consume", "--name", "jshare"));
         cmd.addAll(List.of(args));
-        return startCommand(cmd, Map.of("TENSORSOCKET_LAUNCHER", launcherScript().toString()));
+        return startCommand(
+                cmd, Map.of("TENSORSOCKET_LAUNCHER", launcherScript().toString()));
     }
 
     private static <T> List<T> concat(List<T> a, List<T> b) {

@@ -26,7 +26,10 @@ public final class SkipReasons implements TestExecutionListener {
     }
 
     private static String name(TestIdentifier test) {
-        return test.getSource().filter(MethodSource.class::isInstance).map(MethodSource.class::cast)
-                .map(m -> m.getJavaClass().getSimpleName() + "." + m.getMethodName()).orElse(test.getDisplayName());
+        return test.getSource()
+                .filter(MethodSource.class::isInstance)
+                .map(MethodSource.class::cast)
+                .map(m -> m.getJavaClass().getSimpleName() + "." + m.getMethodName())
+                .orElse(test.getDisplayName());
     }
 }

@@ -1,14 +1,13 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /** status, list and clean against real producer and consumer JVMs. */
 class StatusListCleanProcessTest extends ProcessTestBase {
@@ -27,8 +26,10 @@ class StatusListCleanProcessTest extends ProcessTestBase {
             String line = status.lines().getFirst();
             top = JsonLine.parse(line.substring(0, line.indexOf("\"consumers\": [")));
             consumers = consumerObjects(line);
-            if (consumers.size() == 2 && consumers.stream().allMatch(c -> c.get("reported").equals("true")
-                    && Double.parseDouble(c.get("work_s")) > 0)) {
+            if (consumers.size() == 2
+                    && consumers.stream()
+                            .allMatch(
+                                    c -> c.get("reported").equals("true") && Double.parseDouble(c.get("work_s")) > 0)) {
                 break;
             }
             Thread.sleep(300);
@@ -40,9 +41,15 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertEquals("16", top.get("batch_size"));
         assertEquals("exact", top.get("mid_epoch"), "a synthetic producer chooses the order: " + top);
         assertEquals(2, consumers.size(), consumers.toString());
-        assertEquals(List.of("16", "40"), consumers.stream().map(c -> c.get("batch_size")).sorted().toList());
-        assertEquals(List.of("16 ring", "40 socket"), consumers.stream().map(c -> c.get("batch_size") + " " + c.get("handoff"))
-                .sorted().toList());
+        assertEquals(
+                List.of("16", "40"),
+                consumers.stream().map(c -> c.get("batch_size")).sorted().toList());
+        assertEquals(
+                List.of("16 ring", "40 socket"),
+                consumers.stream()
+                        .map(c -> c.get("batch_size") + " " + c.get("handoff"))
+                        .sorted()
+                        .toList());
         for (Map<String, String> c : consumers) {
             assertEquals(System.getProperty("user.name"), c.get("user"));
             assertEquals("true", c.get("reported"), c.toString());
@@ -59,7 +66,9 @@ class StatusListCleanProcessTest extends ProcessTestBase {
 
         Proc list = start("list");
         assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
-        assertTrue(list.lines().stream().anyMatch(l -> l.startsWith("st ") && l.contains("serving")), list.lines().toString());
+        assertTrue(
+                list.lines().stream().anyMatch(l -> l.startsWith("st ") && l.contains("serving")),
+                list.lines().toString());
     }
 
     @Test
@@ -79,8 +88,12 @@ class StatusListCleanProcessTest extends ProcessTestBase {
 
         Proc list = start("list");
         assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
-        assertTrue(list.lines().stream().anyMatch(l -> l.startsWith("alive ")), list.lines().toString());
-        assertTrue(list.lines().stream().noneMatch(l -> l.startsWith("dead ")), list.lines().toString());
+        assertTrue(
+                list.lines().stream().anyMatch(l -> l.startsWith("alive ")),
+                list.lines().toString());
+        assertTrue(
+                list.lines().stream().noneMatch(l -> l.startsWith("dead ")),
+                list.lines().toString());
     }
 
     @Test
@@ -93,7 +106,9 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertTrue(out.startsWith("no producers running in " + base), out);
         // 16 MiB of arena (16.8 MB) and the consumers' descriptor rings (0.5 MB here)
         assertTrue(out.contains("1 stale producer directory (its producer died without cleaning up) holds 17."), out);
-        assertTrue(list.lines().stream().anyMatch(l -> l.matches("  gone +" + dead.pid() + " +17\\.\\d MB  " + base.resolve("gone"))),
+        assertTrue(
+                list.lines().stream()
+                        .anyMatch(l -> l.matches("  gone +" + dead.pid() + " +17\\.\\d MB  " + base.resolve("gone"))),
                 out);
         assertTrue(out.endsWith("free them with: tensorsocket clean"), out);
 
@@ -116,14 +131,22 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         String error = c.errorLine();
         assertTrue(error.contains("running: ['up']"), error);
         // the launcher as the user can type it: here the test's, which is not on PATH
-        assertTrue(error.endsWith("Left over by producers that died (not running): down; free them with: "
-                + launcherScript() + " clean"), error);
+        assertTrue(
+                error.endsWith("Left over by producers that died (not running): down; free them with: "
+                        + launcherScript() + " clean"),
+                error);
     }
 
     @Test
     void aConsumersSamplesPerSecondInStatusAgreesWithWhatItMeasuresAndEpochsCountFromOne() throws Exception {
         // 20 ms per batch of 32: about 1500 samples/s each, for about 6 s of the 10000-sample epoch
-        serve("rate", "samples=10000,shape=8,dtype=float32,seed=3", 50, 1, "--min-consumers", pythonAvailable() ? "2" : "1");
+        serve(
+                "rate",
+                "samples=10000,shape=8,dtype=float32,seed=3",
+                50,
+                1,
+                "--min-consumers",
+                pythonAvailable() ? "2" : "1");
         List<Proc> consumers = new ArrayList<>(List.of(consume("rate", 32, "--step-ms", "20")));
         if (pythonAvailable()) {
             consumers.add(pythonConsume("rate", 32, "--step-ms", "20"));
@@ -140,13 +163,19 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
         }
-        List<Double> measured = consumers.stream().map(c -> Double.parseDouble(c.json().getFirst().get("samples_per_s")))
-                .sorted().toList();
-        List<Double> reported = shown.stream().map(c -> Double.parseDouble(c.get("samples_per_s"))).sorted().toList();
+        List<Double> measured = consumers.stream()
+                .map(c -> Double.parseDouble(c.json().getFirst().get("samples_per_s")))
+                .sorted()
+                .toList();
+        List<Double> reported = shown.stream()
+                .map(c -> Double.parseDouble(c.get("samples_per_s")))
+                .sorted()
+                .toList();
         for (int i = 0; i < measured.size(); i++) {
             double ratio = reported.get(i) / measured.get(i);
-            assertTrue(ratio > 0.7 && ratio < 1.4, "status showed " + reported + " samples/s where the consumers measured "
-                    + measured);
+            assertTrue(
+                    ratio > 0.7 && ratio < 1.4,
+                    "status showed " + reported + " samples/s where the consumers measured " + measured);
         }
     }
 

@@ -1,16 +1,15 @@
 package io.tensorsocket.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Joining a sweep, with real processes: the start grace lets jobs launched together all start at the epoch
@@ -18,7 +17,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * rolls; and a producer that serves until stopped has no idle timeout unless given one.
  */
 class SweepStartProcessTest extends ProcessTestBase {
-
 
     @Test
     void twoConsumersStartedHalfASecondApartBothGetWholeEpochs() throws Exception {
@@ -41,8 +39,15 @@ class SweepStartProcessTest extends ProcessTestBase {
     void aLateConsumerMayWaitForTheNextEpochStartInsteadOfStartingMidEpoch() throws Exception {
         boolean python = pythonAvailable();
         int port = freePort();
-        Proc producer = serve("late", "samples=3000,shape=8,dtype=float32,seed=9", 10, 4, "--start-grace-ms", "0",
-                "--flight", "127.0.0.1:" + port);
+        Proc producer = serve(
+                "late",
+                "samples=3000,shape=8,dtype=float32,seed=9",
+                10,
+                4,
+                "--start-grace-ms",
+                "0",
+                "--flight",
+                "127.0.0.1:" + port);
         // 6 s for its epoch, which keeps the producer in epoch 0 (or 1) while the late ones start
         Proc first = consume("late", 10, "--step-ms", "20", "--epochs", "1");
         awaitJoined(producer, 1);
@@ -60,7 +65,9 @@ class SweepStartProcessTest extends ProcessTestBase {
             assertEquals(0, c.exitCode(Duration.ofSeconds(90)), c.stderr());
             Map<String, String> epoch = c.json().getFirst();
             assertExactEpoch(epoch, 3000, "epoch_start"); // every sample's bytes checked against the generator
-            assertTrue(Long.parseLong(epoch.get("start_epoch")) >= 1, "a later epoch than the one it arrived in: " + epoch);
+            assertTrue(
+                    Long.parseLong(epoch.get("start_epoch")) >= 1,
+                    "a later epoch than the one it arrived in: " + epoch);
             assertEquals(epoch.get("start_epoch"), epoch.get("epoch"), epoch.toString());
         }
         assertEquals(0, midEpoch.exitCode(Duration.ofSeconds(90)), midEpoch.stderr());
@@ -76,11 +83,15 @@ class SweepStartProcessTest extends ProcessTestBase {
         Proc forever = serve("forever", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         Proc bounded = serve("bounded", "samples=100,shape=4,dtype=float32,seed=1", 10, 0, "--idle-timeout-s", "1");
         assertNotEquals(0, bounded.exitCode(Duration.ofSeconds(30)), bounded.stderr());
-        assertEquals("tensorsocket: error: producer 'bounded' stopped: no consumer attached within 1 s (the idle timeout,"
-                + " --idle-timeout-s); raise it to wait longer", bounded.errorLine());
+        assertEquals(
+                "tensorsocket: error: producer 'bounded' stopped: no consumer attached within 1 s (the idle timeout,"
+                        + " --idle-timeout-s); raise it to wait longer",
+                bounded.errorLine());
         Thread.sleep(1000);
         assertTrue(forever.isAlive(), "an --epochs 0 producer without consumers keeps waiting: " + forever.stderr());
-        assertTrue(forever.stderr().contains("waits for 1 consumer(s) before it starts (until stopped)"), forever.stderr());
+        assertTrue(
+                forever.stderr().contains("waits for 1 consumer(s) before it starts (until stopped)"),
+                forever.stderr());
         assertFalse(forever.stderr().contains("stopped:"), forever.stderr());
     }
 }

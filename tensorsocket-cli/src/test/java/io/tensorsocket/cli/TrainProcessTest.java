@@ -1,21 +1,20 @@
 package io.tensorsocket.cli;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Two DJL trainers with different learning rates and batch sizes learn Fashion-MNIST from one shared loader. */
 @Timeout(300)
@@ -24,17 +23,47 @@ class TrainProcessTest extends ProcessTestBase {
 
     @Test
     void twoTrainersShareOneFashionMnistLoaderAndBothLearnIt() throws Exception {
-        assumeTrue(Files.isDirectory(FASHION), "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
+        assumeTrue(
+                Files.isDirectory(FASHION),
+                "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)");
         Path dir = base.resolve("fmnist");
-        IdxSource source = IdxSource.builder(IdxDataset.open(FASHION, "train")).floats(0.2860f, 0.3530f).batchSize(100)
-                .seed(7).build();
-        try (TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(1).minConsumers(2).build()) {
+        IdxSource source = IdxSource.builder(IdxDataset.open(FASHION, "train"))
+                .floats(0.2860f, 0.3530f)
+                .batchSize(100)
+                .seed(7)
+                .build();
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(source)
+                .epochs(1)
+                .minConsumers(2)
+                .build()) {
             p.start();
-            Proc slow = start("train", "--dir", dir.toString(), "--model", "mlp", "--lr", "0.001", "--batch-size", "64",
-                    "--test-idx", FASHION.toString());
-            Proc fast = start("train", "--dir", dir.toString(), "--model", "mlp", "--lr", "0.002", "--batch-size", "128",
-                    "--test-idx", FASHION.toString());
-            for (Proc t : new Proc[]{slow, fast}) {
+            Proc slow = start(
+                    "train",
+                    "--dir",
+                    dir.toString(),
+                    "--model",
+                    "mlp",
+                    "--lr",
+                    "0.001",
+                    "--batch-size",
+                    "64",
+                    "--test-idx",
+                    FASHION.toString());
+            Proc fast = start(
+                    "train",
+                    "--dir",
+                    dir.toString(),
+                    "--model",
+                    "mlp",
+                    "--lr",
+                    "0.002",
+                    "--batch-size",
+                    "128",
+                    "--test-idx",
+                    FASHION.toString());
+            for (Proc t : new Proc[] {slow, fast}) {
                 assertEquals(0, t.exitCode(Duration.ofSeconds(240)), t.stderr());
                 Map<String, String> epoch = t.json().getFirst();
                 System.out.println("trainer: " + t.lines().getFirst());
@@ -54,8 +83,15 @@ class TrainProcessTest extends ProcessTestBase {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        serve("trainr", "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10", 64, 1, "--flight", "127.0.0.1:" + port);
-        Proc t = start("train", "--name", "grpc://127.0.0.1:" + port + "/trainr", "--data", "data", "--batch-size", "32");
+        serve(
+                "trainr",
+                "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10",
+                64,
+                1,
+                "--flight",
+                "127.0.0.1:" + port);
+        Proc t = start(
+                "train", "--name", "grpc://127.0.0.1:" + port + "/trainr", "--data", "data", "--batch-size", "32");
         assertEquals(0, t.exitCode(Duration.ofSeconds(120)), t.stderr());
         List<Map<String, String>> epochs = t.json();
         assertEquals(1, epochs.size(), t.lines().toString());

@@ -6,7 +6,6 @@ import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
-
 import java.util.ArrayList;
 import java.util.List;
 
@@ -14,10 +13,11 @@ import java.util.List;
  * The code of the README's "Use it from your project", verbatim between the markers, so that the build
  * compiles it and {@link ReadmeExampleTest} runs it: a README snippet that stops compiling fails the build.
  */
+// The README's code as a reader would write it: laid out by hand, exempt from the formatter.
 final class ReadmeExample {
-    private ReadmeExample() {
-    }
+    private ReadmeExample() {}
 
+    // spotless:off
     // README producer begins
     /** Serves 1000 samples of 4 floats and a label, in batches of 100, for 2 epochs. */
     static TensorProducer startProducer(String name) {
@@ -58,4 +58,5 @@ final class ReadmeExample {
         return labels;
     }
     // README consumer ends
+    // spotless:on
 }

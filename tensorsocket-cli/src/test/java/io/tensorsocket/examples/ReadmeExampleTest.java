@@ -1,16 +1,15 @@
 package io.tensorsocket.examples;
 
-import io.tensorsocket.TensorProducer;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tensorsocket.TensorProducer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class ReadmeExampleTest {
 
@@ -33,11 +32,14 @@ class ReadmeExampleTest {
         String text = Files.readString(readme);
         for (String part : List.of("producer", "consumer")) {
             String begin = "// README " + part + " begins\n";
-            String code = source.substring(source.indexOf(begin) + begin.length(), source.indexOf("    // README " + part + " ends"));
-            String unindented = code.lines().map(l -> l.startsWith("    ") ? l.substring(4) : l)
+            String code = source.substring(
+                    source.indexOf(begin) + begin.length(), source.indexOf("    // README " + part + " ends"));
+            String unindented = code.lines()
+                    .map(l -> l.startsWith("    ") ? l.substring(4) : l)
                     .reduce("", (a, b) -> a + b + "\n");
-            assertTrue(text.contains(unindented), "README.md must show the " + part + " of ReadmeExample.java as is:\n"
-                    + unindented);
+            assertTrue(
+                    text.contains(unindented),
+                    "README.md must show the " + part + " of ReadmeExample.java as is:\n" + unindented);
         }
     }
 }

@@ -2,7 +2,6 @@ package io.tensorsocket.arena;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.TensorSpec;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -113,7 +112,10 @@ public record ArenaLayout(BatchLayout batch, int slotCount, long slotBytes, long
         arena.set(ValueLayout.JAVA_LONG_UNALIGNED, SESSION_OFFSET, sessionId);
         arena.set(ValueLayout.JAVA_LONG_UNALIGNED, PID_OFFSET, pid);
         arena.set(ValueLayout.JAVA_INT_UNALIGNED, SLOT_COUNT_OFFSET, slotCount);
-        arena.set(ValueLayout.JAVA_INT_UNALIGNED, TENSOR_COUNT_OFFSET, batch.tensors().size());
+        arena.set(
+                ValueLayout.JAVA_INT_UNALIGNED,
+                TENSOR_COUNT_OFFSET,
+                batch.tensors().size());
         arena.set(ValueLayout.JAVA_LONG_UNALIGNED, SLOT_BYTES_OFFSET, slotBytes);
         arena.set(ValueLayout.JAVA_INT_UNALIGNED, BATCH_SIZE_OFFSET, batch.batchSize());
     }
@@ -140,7 +142,8 @@ public record ArenaLayout(BatchLayout batch, int slotCount, long slotBytes, long
         if (arena.get(ValueLayout.JAVA_INT_UNALIGNED, SLOT_COUNT_OFFSET) != slotCount
                 || arena.get(ValueLayout.JAVA_LONG_UNALIGNED, SLOT_BYTES_OFFSET) != slotBytes
                 || arena.get(ValueLayout.JAVA_INT_UNALIGNED, BATCH_SIZE_OFFSET) != batch.batchSize()
-                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, TENSOR_COUNT_OFFSET) != batch.tensors().size()) {
+                || arena.get(ValueLayout.JAVA_INT_UNALIGNED, TENSOR_COUNT_OFFSET)
+                        != batch.tensors().size()) {
             return "the arena's slot geometry differs from what the producer announced";
         }
         if (arena.byteSize() < fileBytes()) {

@@ -20,8 +20,7 @@ public final class BulkCopy {
     /** Copies from this many bytes on go to the C library (below it the call's overhead is not worth it). */
     public static final long NATIVE_FROM = 1L << 20;
 
-    private BulkCopy() {
-    }
+    private BulkCopy() {}
 
     /** Whether large native copies go to the C library's {@code memmove} on this platform. */
     public static boolean usesCLibrary() {

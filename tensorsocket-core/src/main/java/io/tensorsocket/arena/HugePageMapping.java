@@ -1,14 +1,13 @@
 package io.tensorsocket.arena;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Maps arena files at addresses aligned to 2 MiB, and backs them by 2 MiB pages unless asked not to
@@ -55,17 +54,21 @@ public final class HugePageMapping {
     private static final long MAP_FAILED = -1L;
     /** The flag values above are Linux's (the same on x86_64 and aarch64). */
     private static final boolean LINUX = System.getProperty("os.name", "").equals("Linux");
+
     private static final Set<String> DECLINED = Set.of("0", "false", "no", "off");
 
-    private HugePageMapping() {
-    }
+    private HugePageMapping() {}
 
     /**
      * Whether this platform's C library gives what aligned mappings need; where it does, every arena is mapped
      * aligned, which costs nothing and lets the kernel map an arena's 2 MiB pages whole.
      */
     public static boolean available() {
-        return LINUX && Libc.MMAP != null && Libc.MUNMAP != null && Libc.MADVISE != null && Libc.OPEN != null
+        return LINUX
+                && Libc.MMAP != null
+                && Libc.MUNMAP != null
+                && Libc.MADVISE != null
+                && Libc.OPEN != null
                 && Libc.CLOSE != null;
     }
 
@@ -75,7 +78,9 @@ public final class HugePageMapping {
      * cannot map aligned ({@link #available()}).
      */
     public static boolean requested() {
-        return available() && !DECLINED.contains(String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")).toLowerCase(Locale.ROOT));
+        return available()
+                && !DECLINED.contains(
+                        String.valueOf(System.getenv("TENSORSOCKET_HUGE_PAGES")).toLowerCase(Locale.ROOT));
     }
 
     /**
@@ -87,7 +92,9 @@ public final class HugePageMapping {
     static MemorySegment mapFile(Path file, long bytes, boolean writable, Arena scope) throws IOException {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment errno = Libc.captureState(a);
-            int fd = (int) Libc.OPEN.invokeExact(errno, a.allocateFrom(file.toAbsolutePath().toString()),
+            int fd = (int) Libc.OPEN.invokeExact(
+                    errno,
+                    a.allocateFrom(file.toAbsolutePath().toString()),
                     (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
             if (fd < 0) {
                 throw new IOException("could not open " + file + " (errno " + Libc.errno(errno) + ")");
@@ -98,8 +105,14 @@ public final class HugePageMapping {
                     throw new IOException("could not reserve " + (bytes + HUGE_PAGE) + " bytes of address space for "
                             + file + " (errno " + Libc.errno(errno) + ")");
                 }
-                long mapped = (long) Libc.MMAP.invokeExact(errno, start, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-                        MAP_SHARED | MAP_FIXED, fd, 0L);
+                long mapped = (long) Libc.MMAP.invokeExact(
+                        errno,
+                        start,
+                        bytes,
+                        writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                        MAP_SHARED | MAP_FIXED,
+                        fd,
+                        0L);
                 if (mapped != start) {
                     int err = Libc.errno(errno);
                     unmap(start, pagesEnd(start, bytes) - start);
@@ -128,10 +141,12 @@ public final class HugePageMapping {
             MemorySegment errno = Libc.captureState(a);
             long start = reserveAligned(errno, bytes, PROT_READ | PROT_WRITE, 0);
             if (start == MAP_FAILED) {
-                throw new OutOfMemoryError("could not map " + (bytes + HUGE_PAGE) + " bytes (errno " + Libc.errno(errno) + ")");
+                throw new OutOfMemoryError(
+                        "could not map " + (bytes + HUGE_PAGE) + " bytes (errno " + Libc.errno(errno) + ")");
             }
             if (hugePages) {
-                int ignored = (int) Libc.MADVISE.invokeExact(errno, start, pagesEnd(start, bytes) - start, MADV_HUGEPAGE);
+                int ignored =
+                        (int) Libc.MADVISE.invokeExact(errno, start, pagesEnd(start, bytes) - start, MADV_HUGEPAGE);
             }
             return segment(start, bytes, scope);
         } catch (RuntimeException | Error e) {
@@ -148,7 +163,8 @@ public final class HugePageMapping {
      */
     private static long reserveAligned(MemorySegment errno, long bytes, int prot, int flags) throws Throwable {
         long reserved = bytes + HUGE_PAGE;
-        long base = (long) Libc.MMAP.invokeExact(errno, 0L, reserved, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0L);
+        long base =
+                (long) Libc.MMAP.invokeExact(errno, 0L, reserved, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0L);
         if (base == MAP_FAILED) {
             return MAP_FAILED;
         }
@@ -191,7 +207,8 @@ public final class HugePageMapping {
             MemorySegment errno = Libc.captureState(a);
             int r = (int) Libc.MADVISE.invokeExact(errno, start, end - start, MADV_COLLAPSE);
             if (r != 0) {
-                log.debug("the arena keeps 4 KiB pages: madvise(MADV_COLLAPSE) failed with errno {}", Libc.errno(errno));
+                log.debug(
+                        "the arena keeps 4 KiB pages: madvise(MADV_COLLAPSE) failed with errno {}", Libc.errno(errno));
             }
             return r == 0;
         } catch (Throwable t) {

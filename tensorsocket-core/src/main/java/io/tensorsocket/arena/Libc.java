@@ -35,17 +35,21 @@ final class Libc {
     /** int madvise(void *addr, size_t length, int advice), errno captured. */
     static final MethodHandle MADVISE = bind("madvise", FunctionDescriptor.of(INT, LONG, LONG, INT), true);
     /** void *memmove(void *dest, const void *src, size_t n). */
-    static final MethodHandle MEMMOVE = bind("memmove",
-            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, LONG), false);
+    static final MethodHandle MEMMOVE = bind(
+            "memmove",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, LONG),
+            false);
 
-    private Libc() {
-    }
+    private Libc() {}
 
     private static MethodHandle bind(String name, FunctionDescriptor descriptor, boolean errno) {
         try {
-            return LINKER.defaultLookup().find(name).map(f -> errno
-                    ? LINKER.downcallHandle(f, descriptor, Linker.Option.captureCallState("errno"))
-                    : LINKER.downcallHandle(f, descriptor)).orElse(null);
+            return LINKER.defaultLookup()
+                    .find(name)
+                    .map(f -> errno
+                            ? LINKER.downcallHandle(f, descriptor, Linker.Option.captureCallState("errno"))
+                            : LINKER.downcallHandle(f, descriptor))
+                    .orElse(null);
         } catch (RuntimeException | LinkageError e) {
             return null;
         }

@@ -1,7 +1,6 @@
 package io.tensorsocket.arena;
 
 import io.tensorsocket.ProtocolException;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -94,10 +93,12 @@ public final class SharedArena implements AutoCloseable {
                 throw new ProtocolException("arena " + file + " is " + size + " bytes but the producer announced "
                         + layout.fileBytes() + "; is another producer using this directory?");
             }
-            MemorySegment seg = map(ch, file, layout.fileBytes(), false, aligned, scope).asReadOnly();
+            MemorySegment seg =
+                    map(ch, file, layout.fileBytes(), false, aligned, scope).asReadOnly();
             String problem = layout.verifyHeader(seg, sessionId);
             if (problem != null) {
-                throw new ProtocolException("arena " + file + " does not match the producer's announcement: " + problem);
+                throw new ProtocolException(
+                        "arena " + file + " does not match the producer's announcement: " + problem);
             }
             pretouch(seg);
             return new SharedArena(layout, scope, seg, false);
@@ -107,9 +108,10 @@ public final class SharedArena implements AutoCloseable {
         }
     }
 
-    private static MemorySegment map(FileChannel ch, Path file, long bytes, boolean writable, boolean aligned,
-                                     Arena scope) throws IOException {
-        return aligned ? HugePageMapping.mapFile(file, bytes, writable, scope)
+    private static MemorySegment map(
+            FileChannel ch, Path file, long bytes, boolean writable, boolean aligned, Arena scope) throws IOException {
+        return aligned
+                ? HugePageMapping.mapFile(file, bytes, writable, scope)
                 : ch.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY, 0, bytes, scope);
     }
 

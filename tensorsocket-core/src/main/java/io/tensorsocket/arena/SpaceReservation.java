@@ -1,7 +1,6 @@
 package io.tensorsocket.arena;
 
 import io.tensorsocket.SharedMemoryFullException;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
@@ -23,8 +22,8 @@ public final class SpaceReservation {
     private static final int ENOSPC = 28;
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
-    private SpaceReservation() {
-    }
+
+    private SpaceReservation() {}
 
     /** Bytes the file system holding {@code dir} (or its nearest existing ancestor) can still give this user. */
     public static long usableBytes(Path dir) throws IOException {
@@ -83,7 +82,8 @@ public final class SpaceReservation {
     /** Allocates {@code length} bytes at the start of every whole {@code stride} of the first {@code bytes}. */
     private static void allocate(Path file, long bytes, long stride, long length) throws IOException {
         int err = Libc.FALLOCATE != null && Libc.OPEN != null && Libc.CLOSE != null
-                ? fallocate(file, bytes, stride, length) : writeZeros(file, bytes);
+                ? fallocate(file, bytes, stride, length)
+                : writeZeros(file, bytes);
         Path dir = file.toAbsolutePath().getParent();
         if (err == ENOSPC) {
             throw new SharedMemoryFullException(dir, bytes, usableBytes(dir));
@@ -95,8 +95,8 @@ public final class SpaceReservation {
 
     private static int fallocate(Path file, long bytes, long stride, long length) throws IOException {
         try (Arena a = Arena.ofConfined()) {
-            int fd = (int) Libc.OPEN.invokeExact(Libc.captureState(a), a.allocateFrom(file.toAbsolutePath().toString()),
-                    O_RDWR | O_CLOEXEC);
+            int fd = (int) Libc.OPEN.invokeExact(
+                    Libc.captureState(a), a.allocateFrom(file.toAbsolutePath().toString()), O_RDWR | O_CLOEXEC);
             if (fd < 0) {
                 throw new IOException("could not open " + file + " to reserve its space");
             }

@@ -59,14 +59,22 @@ final class BatchAssembly implements AutoCloseable {
             } else {
                 MemorySegment into = gatherBuffer(t);
                 for (ConsumerStream.Piece p : plan.pieces()) {
-                    MemorySegment.copy(slots.region(p.slot(), t), p.offset() * sb, into, p.destOffset() * sb,
-                            p.samples() * sb);
+                    MemorySegment.copy(
+                            slots.region(p.slot(), t), p.offset() * sb, into, p.destOffset() * sb, p.samples() * sb);
                 }
                 views.add(into.asSlice(0, n * sb));
             }
         }
-        return Batch.lent(specs, views, n, plan.epoch(), plan.index(), plan.sampleStart(),
-                "batch " + plan.index() + " of epoch " + plan.epoch(), onClose, confined);
+        return Batch.lent(
+                specs,
+                views,
+                n,
+                plan.epoch(),
+                plan.index(),
+                plan.sampleStart(),
+                "batch " + plan.index() + " of epoch " + plan.epoch(),
+                onClose,
+                confined);
     }
 
     private MemorySegment gatherBuffer(int t) {

@@ -4,10 +4,9 @@ import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-
+import io.tensorsocket.rings.DescriptorRings;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -51,6 +50,7 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile Inbox inbox;
     /** Nothing more can be read: the peer closed the connection, or a failure was seen. */
     private volatile boolean ended;
+
     private volatile TensorSocketException failure;
     private volatile boolean streamEnded;
     private volatile boolean closing;
@@ -61,6 +61,7 @@ public final class ConsumerLink implements AutoCloseable {
     private volatile long spinNanos;
     /** With a ring: the socket ended without an ERROR, which is a failure unless the ring holds the END. */
     private volatile boolean peerClosed;
+
     private volatile IOException closeCause;
 
     /**
@@ -286,7 +287,8 @@ public final class ConsumerLink implements AutoCloseable {
     /** The failure to throw when reading the socket failed with {@code e}. */
     RuntimeException readFailed(IOException e) {
         check();
-        return closing ? new IllegalStateException("this consumer of producer '" + producer + "' is closed")
+        return closing
+                ? new IllegalStateException("this consumer of producer '" + producer + "' is closed")
                 : failures.lostConnection(e);
     }
 

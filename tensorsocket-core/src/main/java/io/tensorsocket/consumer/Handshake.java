@@ -6,12 +6,12 @@ import io.tensorsocket.JobRank;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.rings.Futex;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.SocketChannel;
@@ -27,11 +27,9 @@ import java.nio.file.Path;
 public final class Handshake {
 
     /** A joined producer: the link to it, what it announced, and its arena mapped read-only. */
-    public record Session(ConsumerLink link, Message.Welcome welcome, SharedArena arena) {
-    }
+    public record Session(ConsumerLink link, Message.Welcome welcome, SharedArena arena) {}
 
-    private Handshake() {
-    }
+    private Handshake() {}
 
     /** Joins the producer called {@code name} whose directory is {@code dir}. */
     public static Session join(Path dir, String name, ConsumerOptions options) {
@@ -42,30 +40,49 @@ public final class Handshake {
         SharedArena arena = null;
         JobRank rank = options.jobRank();
         try {
-            mc.send(new Message.Hello(options.batchSize(), options.dropLast(), ProcessHandle.current().pid(),
-                    options.client() != null ? options.client() : ProcessHandle.current().info().command().orElse("java"),
-                    options.startPolicy(), options.ringHandoff() && Futex.supported(),
-                    rank == null ? "" : rank.job(), rank == null ? 0 : rank.rank(), rank == null ? 1 : rank.worldSize()));
-            // A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
-            Message first = link.take(options.connectTimeout().toNanos(), rank == null ? "the answer to HELLO"
-                    : "the answer to HELLO (the producer admits " + rank + " once all its ranks have joined)");
+            mc.send(new Message.Hello(
+                    options.batchSize(),
+                    options.dropLast(),
+                    ProcessHandle.current().pid(),
+                    options.client() != null
+                            ? options.client()
+                            : ProcessHandle.current().info().command().orElse("java"),
+                    options.startPolicy(),
+                    options.ringHandoff() && Futex.supported(),
+                    rank == null ? "" : rank.job(),
+                    rank == null ? 0 : rank.rank(),
+                    rank == null ? 1 : rank.worldSize()));
+            // A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats
+            // meanwhile).
+            Message first = link.take(
+                    options.connectTimeout().toNanos(),
+                    rank == null
+                            ? "the answer to HELLO"
+                            : "the answer to HELLO (the producer admits " + rank + " once all its ranks have joined)");
             if (!(first instanceof Message.Welcome w)) {
-                throw new ProtocolException("producer '" + name + "' answered HELLO with " + first.getClass().getSimpleName());
+                throw new ProtocolException("producer '" + name + "' answered HELLO with "
+                        + first.getClass().getSimpleName());
             }
             link.producerPid(w.producerPid());
             ArenaLayout layout = announcedLayout(name, w);
             Path arenaPath = dir.resolve(ProducerDirectory.ARENA_FILE);
-            if (!Path.of(w.arenaPath()).toAbsolutePath().normalize().equals(arenaPath.toAbsolutePath().normalize())) {
-                throw new ProtocolException("producer '" + name + "' announced arena " + w.arenaPath() + " outside its directory " + dir);
+            if (!Path.of(w.arenaPath())
+                    .toAbsolutePath()
+                    .normalize()
+                    .equals(arenaPath.toAbsolutePath().normalize())) {
+                throw new ProtocolException(
+                        "producer '" + name + "' announced arena " + w.arenaPath() + " outside its directory " + dir);
             }
             if (layout.slotBytes() != w.slotBytes()) {
-                throw new ProtocolException("producer '" + name + "' announced " + w.slotBytes() + "-byte slots where its layout needs "
-                        + layout.slotBytes());
+                throw new ProtocolException("producer '" + name + "' announced " + w.slotBytes()
+                        + "-byte slots where its layout needs " + layout.slotBytes());
             }
             arena = SharedArena.openReadOnly(arenaPath, layout, w.sessionId());
             if (w.ring() != Message.Welcome.NO_RING) {
-                link.handOffThrough(DescriptorRings.open(dir.resolve(ProducerDirectory.RINGS_FILE), w.sessionId()),
-                        w.ring(), w.consumerId());
+                link.handOffThrough(
+                        DescriptorRings.open(dir.resolve(ProducerDirectory.RINGS_FILE), w.sessionId()),
+                        w.ring(),
+                        w.consumerId());
             }
             return new Session(link, w, arena);
         } catch (IOException e) {
@@ -97,8 +114,8 @@ public final class Handshake {
             layout.fileBytes(); // overflows for geometry no address space holds
             return layout;
         } catch (IllegalArgumentException | ArithmeticException e) {
-            throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount() + " slots of "
-                    + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
+            throw new ProtocolException("producer '" + name + "' announced an impossible arena (" + w.slotCount()
+                    + " slots of " + w.producerBatchSize() + " samples of " + w.tensors() + "): " + e.getMessage());
         }
     }
 }

@@ -11,7 +11,6 @@ import io.tensorsocket.RequestRejectedException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
-
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 
@@ -32,15 +31,19 @@ final class LinkFailures {
     }
 
     ProducerGoneException lostConnection(IOException cause) {
-        return new ProducerGoneException("lost the connection to producer '" + producer + "'"
-                + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
-                + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again", cause);
+        return new ProducerGoneException(
+                "lost the connection to producer '" + producer + "'"
+                        + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + ": it exited or was killed"
+                        + (cause != null ? " (" + cause.getMessage() + ")" : "") + "; restart it and connect again",
+                cause);
     }
 
     ConsumerEvictedException detached(String detail) {
-        return new ConsumerEvictedException("producer '" + producer + "'" + (producerPid > 0 ? " (pid " + producerPid + ")" : "")
-                + " let this consumer go without saying why (" + detail + "); it evicts a consumer that holds a batch"
-                + " longer than its stall timeout: read faster or ask for a longer --stall-timeout-s, and connect again");
+        return new ConsumerEvictedException(
+                "producer '" + producer + "'" + (producerPid > 0 ? " (pid " + producerPid + ")" : "")
+                        + " let this consumer go without saying why (" + detail
+                        + "); it evicts a consumer that holds a batch"
+                        + " longer than its stall timeout: read faster or ask for a longer --stall-timeout-s, and connect again");
     }
 
     ProducerNotRespondingException notResponding(long silenceNanos, String awaited) {
@@ -48,7 +51,8 @@ final class LinkFailures {
                 + (producerPid > 0 ? " (pid " + producerPid + ")" : "") + " is not responding: nothing arrived from it,"
                 + " not even its once-a-second heartbeat, for " + TimeUnit.NANOSECONDS.toMillis(silenceNanos)
                 + " ms while this consumer waited for " + awaited + ". Its process is alive but stopped (SIGSTOP,"
-                + " Ctrl-Z, a debugger) or deadlocked; resume it (kill -CONT " + (producerPid > 0 ? producerPid : "<pid>")
+                + " Ctrl-Z, a debugger) or deadlocked; resume it (kill -CONT "
+                + (producerPid > 0 ? producerPid : "<pid>")
                 + ") or restart it. A slow loader does not cause this; raise the consumer's liveness timeout"
                 + " (--liveness-s) if the producer's machine is badly overloaded");
     }

@@ -1,7 +1,6 @@
 package io.tensorsocket.consumer;
 
 import io.tensorsocket.rings.Futex;
-
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
@@ -41,7 +40,10 @@ final class LinkWatchdog implements AutoCloseable {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
-        this.thread = Thread.ofPlatform().daemon().name("tensorsocket-consumer-watchdog").start(this::watch);
+        this.thread = Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-consumer-watchdog")
+                .start(this::watch);
     }
 
     /** Reads the socket whenever no iterator waits on it, until the connection ends. */
@@ -50,7 +52,8 @@ final class LinkWatchdog implements AutoCloseable {
             while (!link.closing() && !link.ended()) {
                 boolean ringMode = link.ring() != null;
                 long sinceIterator = System.nanoTime() - iteratorLeft;
-                if (!ringMode && (iteratorWaiting || sinceIterator < PARK_NANOS) || !link.reader().tryLock()) {
+                if (!ringMode && (iteratorWaiting || sinceIterator < PARK_NANOS)
+                        || !link.reader().tryLock()) {
                     LockSupport.parkNanos(this, Math.max(1_000_000L, PARK_NANOS - sinceIterator));
                     continue;
                 }

@@ -38,6 +38,7 @@ public final class LocalEngine implements ConsumerEngine {
     private final ReleaseSchedule schedule = new ReleaseSchedule();
     /** Guards the stream against a batch's release from another thread. */
     private final ReentrantLock lock = new ReentrantLock();
+
     private boolean closed;
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
@@ -57,11 +58,16 @@ public final class LocalEngine implements ConsumerEngine {
         this.link = session.link();
         this.welcome = session.welcome();
         this.arena = session.arena();
-        this.stream = new ConsumerStream(new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
-                welcome.slotCount(), options.batchSize(), options.dropLast(), welcome.startEpoch(), welcome.startSample(),
+        this.stream = new ConsumerStream(
+                new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
+                welcome.slotCount(),
+                options.batchSize(),
+                options.dropLast(),
+                welcome.startEpoch(),
+                welcome.startSample(),
                 shareOf(options.jobRank()));
-        this.assembly = new BatchAssembly(welcome.tensors(), options.batchSize(), arena::region,
-                options.threadConfinedBatches());
+        this.assembly = new BatchAssembly(
+                welcome.tensors(), options.batchSize(), arena::region, options.threadConfinedBatches());
     }
 
     @Override
@@ -273,7 +279,8 @@ public final class LocalEngine implements ConsumerEngine {
         switch (m) {
             case Message.BatchReady r -> {
                 try {
-                    stream.accept(new BatchPosition(r.seq(), r.epoch(), r.index(), r.sampleStart(), r.samples()), r.slot());
+                    stream.accept(
+                            new BatchPosition(r.seq(), r.epoch(), r.index(), r.sampleStart(), r.samples()), r.slot());
                 } catch (IllegalArgumentException e) {
                     throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
                 }
@@ -285,8 +292,9 @@ public final class LocalEngine implements ConsumerEngine {
                 }
             }
             case Message.EndOfStream e -> stream.endOfStream();
-            default -> throw new ProtocolException("unexpected " + m.getClass().getSimpleName() + " from producer '"
-                    + producer + "'");
+            default ->
+                throw new ProtocolException(
+                        "unexpected " + m.getClass().getSimpleName() + " from producer '" + producer + "'");
         }
     }
 

@@ -7,7 +7,6 @@ import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ConnectException;
@@ -18,7 +17,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,8 +37,7 @@ public final class ProducerSocket {
     private static final long POLL_MILLIS = 20;
     private static final String AWAITS_FEEDER = "it waits for its feeder to declare the batches";
 
-    private ProducerSocket() {
-    }
+    private ProducerSocket() {}
 
     /** Connects to the producer called {@code name} whose directory is {@code dir}, waiting up to {@code connectTimeout}. */
     public static SocketChannel connect(Path dir, String name, Duration connectTimeout) {
@@ -53,30 +50,40 @@ public final class ProducerSocket {
             if (a.state() == AWAITS_FEEDER) {
                 awaitedFeeder = true;
             } else if (awaitedFeeder && !Files.isDirectory(dir)) {
-                throw new ProducerGoneException("producer '" + name + "' went away before it served anything: it was"
-                        + " waiting for its feeder, which failed or stopped before declaring its batches (its output says why)");
+                throw new ProducerGoneException(
+                        "producer '" + name + "' went away before it served anything: it was"
+                                + " waiting for its feeder, which failed or stopped before declaring its batches (its output says why)");
             }
             if (a.channel() != null) {
                 if (announced) {
-                    log.info("producer '{}' is there after {} ms; connected", name, (System.nanoTime() - started) / 1_000_000);
+                    log.info(
+                            "producer '{}' is there after {} ms; connected",
+                            name,
+                            (System.nanoTime() - started) / 1_000_000);
                 }
                 return a.channel();
             }
             long now = System.nanoTime();
             if (now - deadline >= 0) {
-                throw a.notYet().apply(" within " + millis(connectTimeout) + " (the consumer's connect timeout; raise it"
-                        + " to wait longer)");
+                throw a.notYet()
+                        .apply(" within " + millis(connectTimeout) + " (the consumer's connect timeout; raise it"
+                                + " to wait longer)");
             }
             if (!announced && now - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
-                log.info("waiting for producer '{}' to appear: {}; running: {}; waiting up to {} in all", name, a.state(),
-                        ProducerDirectory.liveProducers(), millis(connectTimeout));
+                log.info(
+                        "waiting for producer '{}' to appear: {}; running: {}; waiting up to {} in all",
+                        name,
+                        a.state(),
+                        ProducerDirectory.liveProducers(),
+                        millis(connectTimeout));
                 announced = true;
             }
             try {
                 Thread.sleep(POLL_MILLIS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new TensorSocketTimeoutException("interrupted while waiting for producer '" + name + "' (" + a.state() + ")");
+                throw new TensorSocketTimeoutException(
+                        "interrupted while waiting for producer '" + name + "' (" + a.state() + ")");
             }
         }
     }
@@ -86,8 +93,8 @@ public final class ProducerSocket {
      * line) and the exception to throw if that is still so at the deadline ({@code notYet}, given how long was
      * waited).
      */
-    private record Attempt(SocketChannel channel, String state,
-                           java.util.function.Function<String, TensorSocketException> notYet) {
+    private record Attempt(
+            SocketChannel channel, String state, java.util.function.Function<String, TensorSocketException> notYet) {
         static Attempt connected(SocketChannel ch) {
             return new Attempt(ch, null, null);
         }
@@ -97,18 +104,23 @@ public final class ProducerSocket {
         try {
             Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
         } catch (java.nio.file.AccessDeniedException e) {
-            throw new PermissionDeniedException("not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
-                    + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
-                    + " with --group <a group you are in>");
+            throw new PermissionDeniedException(
+                    "not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
+                            + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
+                            + " with --group <a group you are in>");
         } catch (IOException e) {
             // missing: below
         }
         if (!Files.isDirectory(dir)) {
-            return new Attempt(null, "no directory " + dir + " yet",
-                    within -> new ProducerNotFoundException("no producer named '" + name + "' appeared" + within + " (no"
-                            + " directory " + dir + "); running: " + ProducerDirectory.liveProducers() + ". Start one with:"
-                            + " tensorsocket serve --name " + name + " ..., or feed one from Python:"
-                            + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)"));
+            return new Attempt(
+                    null,
+                    "no directory " + dir + " yet",
+                    within ->
+                            new ProducerNotFoundException("no producer named '" + name + "' appeared" + within + " (no"
+                                    + " directory " + dir + "); running: " + ProducerDirectory.liveProducers()
+                                    + ". Start one with:"
+                                    + " tensorsocket serve --name " + name + " ..., or feed one from Python:"
+                                    + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)"));
         }
         try {
             ProducerDirectory.checkAccessibleToCurrentUser(dir);
@@ -118,15 +130,21 @@ public final class ProducerSocket {
         Path socket = dir.resolve(ProducerDirectory.SOCKET_FILE);
         if (!Files.exists(socket)) {
             if (Files.exists(dir.resolve(ProducerDirectory.FEEDER_SOCKET_FILE))) {
-                return new Attempt(null, AWAITS_FEEDER,
+                return new Attempt(
+                        null,
+                        AWAITS_FEEDER,
                         within -> new TensorSocketTimeoutException("producer '" + name + "' was still waiting for its"
-                                + " feeder" + within + ": it serves batches from an external loader that has not connected"
+                                + " feeder" + within
+                                + ": it serves batches from an external loader that has not connected"
                                 + " yet; start one (python3 -m tensorsocket_client feed --name " + name + " ..., or"
                                 + " tensorsocket_client.TensorProducer(\"" + name + "\", loader))"));
             }
-            return new Attempt(null, "its directory " + dir + " exists but its control socket does not yet (starting)",
+            return new Attempt(
+                    null,
+                    "its directory " + dir + " exists but its control socket does not yet (starting)",
                     within -> new ProducerNotFoundException("no producer is running in " + dir + ": no control socket"
-                            + " appeared" + within + "; running: " + ProducerDirectory.liveProducers() + ". Start one with:"
+                            + " appeared" + within + "; running: " + ProducerDirectory.liveProducers()
+                            + ". Start one with:"
                             + " tensorsocket serve --name " + name + " ..."));
         }
         SocketChannel ch;
@@ -146,8 +164,12 @@ public final class ProducerSocket {
             }
             // A socket nobody answers: a producer that died (a new one may be reclaiming the directory) or one
             // that is still starting. Either may change while the consumer waits.
-            return new Attempt(null, ProducerDirectory.isLocked(dir) ? "it is starting" : socket + " is left over from a"
-                    + " producer that died", within -> connectFailure(name, dir, socket, e, within));
+            return new Attempt(
+                    null,
+                    ProducerDirectory.isLocked(dir)
+                            ? "it is starting"
+                            : socket + " is left over from a" + " producer that died",
+                    within -> connectFailure(name, dir, socket, e, within));
         }
     }
 
@@ -156,19 +178,23 @@ public final class ProducerSocket {
         return ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms";
     }
 
-    private static TensorSocketException connectFailure(String name, Path dir, Path socket, IOException e, String within) {
+    private static TensorSocketException connectFailure(
+            String name, Path dir, Path socket, IOException e, String within) {
         if (e instanceof ConnectException || e instanceof SocketException) {
             if (!Files.exists(socket)) {
                 return new ProducerNotFoundException("no producer is running in " + dir + " (no control socket" + within
-                        + "); running: " + ProducerDirectory.liveProducers() + ". Start one with: tensorsocket serve --name "
+                        + "); running: " + ProducerDirectory.liveProducers()
+                        + ". Start one with: tensorsocket serve --name "
                         + name + " ...");
             }
-            return new ProducerNotFoundException("producer '" + name + "' is not running (" + socket + " is left over from a"
-                    + " producer that died, and none replaced it" + within + "); start it again, or remove the leftovers"
-                    + " with: tensorsocket clean");
+            return new ProducerNotFoundException(
+                    "producer '" + name + "' is not running (" + socket + " is left over from a"
+                            + " producer that died, and none replaced it" + within
+                            + "); start it again, or remove the leftovers"
+                            + " with: tensorsocket clean");
         }
-        return new ProducerNotFoundException("could not connect to producer '" + name + "' at " + socket + within + ": "
-                + e.getMessage());
+        return new ProducerNotFoundException(
+                "could not connect to producer '" + name + "' at " + socket + within + ": " + e.getMessage());
     }
 
     private static void closeQuietly(SocketChannel ch) {

@@ -1,11 +1,10 @@
 package io.tensorsocket.consumer;
 
 import io.tensorsocket.ProtocolException;
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.rings.Futex;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
-
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import java.nio.ByteBuffer;
 
 /**
@@ -127,8 +126,8 @@ final class RingInbox implements Inbox {
         }
         Message m = WireFormat.decodePayload(h.type(), f.slice(f.position(), h.payloadBytes()));
         if (!(m instanceof Message.BatchReady || m instanceof Message.EpochEnd || m instanceof Message.EndOfStream)) {
-            throw new ProtocolException("descriptor ring entry holds " + m.getClass().getSimpleName()
-                    + ", which only the socket carries");
+            throw new ProtocolException(
+                    "descriptor ring entry holds " + m.getClass().getSimpleName() + ", which only the socket carries");
         }
         return m;
     }

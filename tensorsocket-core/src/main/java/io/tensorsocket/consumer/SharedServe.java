@@ -4,7 +4,6 @@ import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
-
 import java.io.File;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -32,9 +31,12 @@ public final class SharedServe {
     public SharedServe(String name, List<String> serveArgs, Duration linger) {
         ProducerDirectory.checkName(name);
         for (String a : serveArgs) {
-            if (a.equals("--name") || a.equals("--dir") || a.startsWith("--idle-timeout-s") || a.startsWith("--share-key")) {
-                throw new IllegalArgumentException("the serve arguments of a share may not set " + a + ": the share sets"
-                        + " the name, and its linger is the idle timeout");
+            if (a.equals("--name")
+                    || a.equals("--dir")
+                    || a.startsWith("--idle-timeout-s")
+                    || a.startsWith("--share-key")) {
+                throw new IllegalArgumentException("the serve arguments of a share may not set " + a
+                        + ": the share sets" + " the name, and its linger is the idle timeout");
             }
         }
         if (linger.isNegative() || linger.isZero()) {
@@ -61,9 +63,11 @@ public final class SharedServe {
         Path base = ProducerDirectory.baseDirectory();
         try {
             Files.createDirectories(base);
-            try (FileChannel ch = FileChannel.open(base.resolve("." + name + ".share.lock"), StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE);
-                 FileLock ignored = lock(ch, deadline)) {
+            try (FileChannel ch = FileChannel.open(
+                            base.resolve("." + name + ".share.lock"),
+                            StandardOpenOption.CREATE,
+                            StandardOpenOption.WRITE);
+                    FileLock ignored = lock(ch, deadline)) {
                 Path dir = ProducerDirectory.forName(name);
                 if (ProducerDirectory.isLocked(dir)) {
                     return; // running, or starting: the consumer's join waits for it
@@ -76,8 +80,9 @@ public final class SharedServe {
                                 + " before it served:\n" + tail());
                     }
                     if (System.nanoTime() > deadline) {
-                        throw new TensorSocketTimeoutException("the producer started for share '" + name + "' did not"
-                                + " open its socket within " + timeout.toSeconds() + " s; its output so far:\n" + tail());
+                        throw new TensorSocketTimeoutException(
+                                "the producer started for share '" + name + "' did not" + " open its socket within "
+                                        + timeout.toSeconds() + " s; its output so far:\n" + tail());
                     }
                     Thread.sleep(20);
                 }
@@ -135,10 +140,17 @@ public final class SharedServe {
             cmd.addAll(List.of("--epochs", "0")); // a share serves until its linger runs out, not for one epoch
         }
         cmd.addAll(List.of("--idle-timeout-s", Double.toString(linger.toMillis() / 1000.0), "--share-key", key()));
-        Files.writeString(logFile(), "--- started by pid " + ProcessHandle.current().pid() + ": "
-                + String.join(" ", cmd).replace('\n', ' ') + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-        return new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile())).start();
+        Files.writeString(
+                logFile(),
+                "--- started by pid " + ProcessHandle.current().pid() + ": "
+                        + String.join(" ", cmd).replace('\n', ' ') + "\n",
+                StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
+        return new ProcessBuilder(cmd)
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()))
+                .start();
     }
 
     private static String launcher() {

@@ -1,7 +1,6 @@
 package io.tensorsocket.consumer;
 
 import io.tensorsocket.protocol.Message;
-
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;

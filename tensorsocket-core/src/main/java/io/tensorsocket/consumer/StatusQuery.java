@@ -10,7 +10,6 @@ import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
@@ -30,8 +29,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the public way to call it.
  */
 public final class StatusQuery {
-    private StatusQuery() {
-    }
+    private StatusQuery() {}
 
     /**
      * Asks the producer in {@code dir} for its status.
@@ -58,33 +56,41 @@ public final class StatusQuery {
                 ch.channel().connect(UnixDomainSocketAddress.of(socket));
             } catch (IOException e) {
                 if (String.valueOf(e.getMessage()).contains("Permission denied")) {
-                    throw new PermissionDeniedException("not allowed to connect to " + socket + ": it belongs to another user");
+                    throw new PermissionDeniedException(
+                            "not allowed to connect to " + socket + ": it belongs to another user");
                 }
                 throw new ProducerNotFoundException("no producer answers at " + socket + " (" + e.getMessage()
                         + "); it may have died: tensorsocket clean removes its leftovers");
             }
-            timer.schedule(() -> {
-                timedOut.set(true);
-                ch.close();
-            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+            timer.schedule(
+                    () -> {
+                        timedOut.set(true);
+                        ch.close();
+                    },
+                    timeout.toMillis(),
+                    TimeUnit.MILLISECONDS);
             try {
                 ch.send(new Message.StatusRequest());
                 Message m = ch.read();
                 return switch (m) {
                     case Message.Status s -> s.status();
-                    case Message.Error e -> throw new TensorSocketException("producer in " + dir + " refused the status request: "
-                            + e.message());
-                    case null -> throw new ProducerGoneException("the producer in " + dir + " closed the connection without"
-                            + " answering the status request");
-                    default -> throw new ProtocolException("the producer in " + dir + " answered a status request with "
-                            + m.getClass().getSimpleName());
+                    case Message.Error e ->
+                        throw new TensorSocketException(
+                                "producer in " + dir + " refused the status request: " + e.message());
+                    case null ->
+                        throw new ProducerGoneException("the producer in " + dir + " closed the connection without"
+                                + " answering the status request");
+                    default ->
+                        throw new ProtocolException("the producer in " + dir + " answered a status request with "
+                                + m.getClass().getSimpleName());
                 };
             } catch (IOException e) {
                 if (timedOut.get()) {
-                    throw new TensorSocketTimeoutException("the producer in " + dir + " did not answer a status request within "
-                            + timeout.toMillis() + " ms");
+                    throw new TensorSocketTimeoutException("the producer in " + dir
+                            + " did not answer a status request within " + timeout.toMillis() + " ms");
                 }
-                throw new ProducerGoneException("lost the connection to the producer in " + dir + ": " + e.getMessage(), e);
+                throw new ProducerGoneException(
+                        "lost the connection to the producer in " + dir + ": " + e.getMessage(), e);
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -2,9 +2,6 @@ package io.tensorsocket.directory;
 
 import io.tensorsocket.PermissionDeniedException;
 import io.tensorsocket.ProducerAlreadyRunningException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -12,11 +9,11 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.FileSystemException;
 import java.nio.file.attribute.GroupPrincipal;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFileAttributes;
@@ -29,6 +26,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Where a producer lives: a private directory holding its lock, control socket and arena.
@@ -63,6 +62,7 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";
     /** What a producer started for {@code TensorConsumer.connectOrServe} was started with (its serve arguments). */
     public static final String SHARE_FILE = "share";
+
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
     private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
     private static final Set<PosixFilePermission> GROUP_DIR = PosixFilePermissions.fromString("rwxr-x---");
@@ -123,8 +123,10 @@ public final class ProducerDirectory implements AutoCloseable {
         String socket = dir.resolve(SOCKET_FILE).toString();
         int bytes = socket.getBytes(StandardCharsets.UTF_8).length;
         if (bytes > MAX_SOCKET_PATH_BYTES) {
-            throw new IllegalArgumentException("Unix domain path too long: the control socket " + socket + " is " + bytes
-                    + " bytes, and a Unix-domain socket path holds at most " + MAX_SOCKET_PATH_BYTES + "; shorten it by "
+            throw new IllegalArgumentException("Unix domain path too long: the control socket " + socket + " is "
+                    + bytes
+                    + " bytes, and a Unix-domain socket path holds at most " + MAX_SOCKET_PATH_BYTES
+                    + "; shorten it by "
                     + (bytes - MAX_SOCKET_PATH_BYTES) + " bytes with a shorter producer name (--name) or a shorter base"
                     + " directory (TENSORSOCKET_BASE, now " + baseDirectory() + ")");
         }
@@ -193,10 +195,11 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.setPosixFilePermissions(parent, PASSABLE_DIR);
         }
         try {
-            Files.getFileAttributeView(dir, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).setGroup(g);
+            Files.getFileAttributeView(dir, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                    .setGroup(g);
         } catch (FileSystemException e) {
-            throw new PermissionDeniedException("cannot hand " + dir + " to group '" + g.getName() + "' (" + e.getMessage()
-                    + "); choose a group you are a member of");
+            throw new PermissionDeniedException("cannot hand " + dir + " to group '" + g.getName() + "' ("
+                    + e.getMessage() + "); choose a group you are a member of");
         }
         Files.setPosixFilePermissions(dir, GROUP_DIR);
         this.group = g;
@@ -210,14 +213,17 @@ public final class ProducerDirectory implements AutoCloseable {
         if (group == null) {
             return;
         }
-        Files.getFileAttributeView(file, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).setGroup(group);
+        Files.getFileAttributeView(file, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                .setGroup(group);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString(groupWrite ? "rw-rw----" : "rw-r-----"));
     }
 
     private static ProducerDirectory lock(Path dir) throws IOException {
         Path lockFile = dir.resolve(LOCK_FILE);
-        FileChannel ch = FileChannel.open(lockFile, Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
-                StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        FileChannel ch = FileChannel.open(
+                lockFile,
+                Set.of(StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         FileLock lock;
         try {
             lock = ch.tryLock();
@@ -282,19 +288,24 @@ public final class ProducerDirectory implements AutoCloseable {
             return;
         }
         Set<PosixFilePermission> p = a.permissions();
-        boolean groupShared = p.contains(PosixFilePermission.GROUP_READ) && p.contains(PosixFilePermission.GROUP_EXECUTE)
-                && !p.contains(PosixFilePermission.OTHERS_READ) && !p.contains(PosixFilePermission.OTHERS_WRITE)
+        boolean groupShared = p.contains(PosixFilePermission.GROUP_READ)
+                && p.contains(PosixFilePermission.GROUP_EXECUTE)
+                && !p.contains(PosixFilePermission.OTHERS_READ)
+                && !p.contains(PosixFilePermission.OTHERS_WRITE)
                 && !p.contains(PosixFilePermission.OTHERS_EXECUTE);
         if (!groupShared) {
-            throw new PermissionDeniedException(dir + " belongs to user '" + a.owner().getName() + "', not to '" + me
-                    + "', and is not shared with a group; connect only to producers you started, or ask the owner to"
-                    + " start it with --group <a group you are in>");
+            throw new PermissionDeniedException(
+                    dir + " belongs to user '" + a.owner().getName() + "', not to '" + me
+                            + "', and is not shared with a group; connect only to producers you started, or ask the owner to"
+                            + " start it with --group <a group you are in>");
         }
         Object gid = Files.getAttribute(dir, "unix:gid", LinkOption.NOFOLLOW_LINKS);
         if (!currentGroupIds().contains(((Number) gid).longValue())) {
-            throw new PermissionDeniedException(dir + " belongs to user '" + a.owner().getName() + "' and is shared with"
-                    + " group '" + a.group().getName() + "', which '" + me + "' is not in; ask to be added to it, or the owner"
-                    + " to start the producer with --group <a group you are in>");
+            throw new PermissionDeniedException(
+                    dir + " belongs to user '" + a.owner().getName() + "' and is shared with"
+                            + " group '" + a.group().getName() + "', which '" + me
+                            + "' is not in; ask to be added to it, or the owner"
+                            + " to start the producer with --group <a group you are in>");
         }
     }
 

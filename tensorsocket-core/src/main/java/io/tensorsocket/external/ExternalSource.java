@@ -7,12 +7,9 @@ import io.tensorsocket.SlotWriter;
 import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-import io.tensorsocket.producer.ProducerCore;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -27,6 +24,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Batches written by another process, the feeder (for example a PyTorch {@code DataLoader} driven by the
@@ -82,6 +81,7 @@ public final class ExternalSource implements IndexedSource {
     private final Duration feederTimeout;
     /** The feeder process this producer was started for, or null: the producer waits for any feeder. */
     private final ProcessHandle owner;
+
     private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
     private ServerSocketChannel server;
     private Path socketPath;
@@ -95,6 +95,7 @@ public final class ExternalSource implements IndexedSource {
     private volatile boolean closed;
     /** The thread emitting epochs while it claims a slot, for the reader to wake when the feeder goes away. */
     private volatile Thread emitter;
+
     private volatile boolean claiming;
     private volatile boolean feederGone;
 
@@ -127,25 +128,35 @@ public final class ExternalSource implements IndexedSource {
         server.bind(UnixDomainSocketAddress.of(socketPath));
         Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-------"));
         BlockingQueue<SocketChannel> arrivals = new LinkedBlockingQueue<>();
-        Thread.ofPlatform().daemon().name("tensorsocket-feeder-accept-" + producer).start(() -> acceptLoop(arrivals));
-        log.info("producer '{}' waits up to {} s for a feeder on {}{}", producer, attachTimeout.toSeconds(), socketPath,
+        Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-feeder-accept-" + producer)
+                .start(() -> acceptLoop(arrivals));
+        log.info(
+                "producer '{}' waits up to {} s for a feeder on {}{}",
+                producer,
+                attachTimeout.toSeconds(),
+                socketPath,
                 owner != null ? " (the one of pid " + owner.pid() + ", which started it)" : "");
         long deadline = System.nanoTime() + attachTimeout.toNanos();
         while (true) {
             long left = deadline - System.nanoTime();
             SocketChannel ch = arrivals.poll(Math.max(0, Math.min(left, OWNER_CHECK_NANOS)), TimeUnit.NANOSECONDS);
             if (ch == null && owner != null && !owner.isAlive()) {
-                throw new FeederFailedException("the feeder that started producer '" + producer + "' (pid " + owner.pid()
-                        + ") exited before it declared its batches; the producer stops with it (see the feeder's output"
-                        + " for why)");
+                throw new FeederFailedException(
+                        "the feeder that started producer '" + producer + "' (pid " + owner.pid()
+                                + ") exited before it declared its batches; the producer stops with it (see the feeder's output"
+                                + " for why)");
             }
             if (ch == null && left > OWNER_CHECK_NANOS) {
                 continue;
             }
             if (ch == null) {
-                throw new TensorSocketTimeoutException("no feeder declared the batches of producer '" + producer + "' within "
+                throw new TensorSocketTimeoutException("no feeder declared the batches of producer '" + producer
+                        + "' within "
                         + attachTimeout.toSeconds() + " s; start one, e.g. python3 -m tensorsocket_client feed --name "
-                        + producer + " ..., or tensorsocket_client.TensorProducer(\"" + producer + "\", loader) in Python");
+                        + producer + " ..., or tensorsocket_client.TensorProducer(\"" + producer
+                        + "\", loader) in Python");
             }
             if (accept(ch)) {
                 return;
@@ -157,7 +168,10 @@ public final class ExternalSource implements IndexedSource {
     private boolean accept(SocketChannel ch) throws IOException, InterruptedException {
         MessageChannel mc = new MessageChannel(ch);
         feeder = mc;
-        Thread.ofPlatform().daemon().name("tensorsocket-feeder-read-" + producer).start(() -> readLoop(mc));
+        Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-feeder-read-" + producer)
+                .start(() -> readLoop(mc));
         Object first = inbox.poll(HELLO_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         String problem;
         if (first instanceof Message.FeederHello h) {
@@ -166,8 +180,13 @@ public final class ExternalSource implements IndexedSource {
                 hello = h;
                 layout = new BatchLayout(h.tensors(), h.batchSize());
                 who = "the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")";
-                log.info("producer '{}': {} declared {} samples per epoch in batches of {}: {}", producer, who,
-                        h.samplesPerEpoch(), h.batchSize(), h.tensors());
+                log.info(
+                        "producer '{}': {} declared {} samples per epoch in batches of {}: {}",
+                        producer,
+                        who,
+                        h.samplesPerEpoch(),
+                        h.batchSize(),
+                        h.tensors());
                 return true;
             }
             problem = "the feeder's declaration is refused: " + problem;
@@ -204,11 +223,16 @@ public final class ExternalSource implements IndexedSource {
             }
             // One feeder fills the slots; a second would interleave batches of two loaders.
             MessageChannel mc = new MessageChannel(ch);
-            mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, "producer '" + producer + "' already has a feeder"
-                    + (hello != null ? " (pid " + hello.pid() + ", " + hello.client() + ")"
-                            : " (another feeder connected first and is declaring its batches)")
-                    + "; one feeder per producer: feed another name (another producer)"));
-            Thread.ofVirtual().name("tensorsocket-feeder-refuse-" + producer).start(() -> MessageChannel.closeAfterPeerRead(ch));
+            mc.sendQuietly(new Message.Error(
+                    Message.ErrorCode.BAD_REQUEST,
+                    "producer '" + producer + "' already has a feeder"
+                            + (hello != null
+                                    ? " (pid " + hello.pid() + ", " + hello.client() + ")"
+                                    : " (another feeder connected first and is declaring its batches)")
+                            + "; one feeder per producer: feed another name (another producer)"));
+            Thread.ofVirtual()
+                    .name("tensorsocket-feeder-refuse-" + producer)
+                    .start(() -> MessageChannel.closeAfterPeerRead(ch));
         }
     }
 
@@ -272,7 +296,8 @@ public final class ExternalSource implements IndexedSource {
 
     @Override
     public String description() {
-        return hello.description().isEmpty() ? "external feeder pid " + hello.pid() + " (" + hello.client() + ")"
+        return hello.description().isEmpty()
+                ? "external feeder pid " + hello.pid() + " (" + hello.client() + ")"
                 : hello.description();
     }
 
@@ -310,41 +335,46 @@ public final class ExternalSource implements IndexedSource {
     private void feed(long epoch, int[] order, BatchSink sink) throws Exception {
         MessageChannel mc = feeder;
         if (!welcomed) {
-            send(mc, new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
+            send(
+                    mc,
+                    new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
                     " before epoch 0");
             welcomed = true;
         }
-        FeederEpoch frames = new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, new FeederEpoch.Link() {
-            @Override
-            public SlotWriter claim(String at) {
-                return ExternalSource.this.claim(mc, sink, at);
-            }
+        FeederEpoch frames =
+                new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, new FeederEpoch.Link() {
+                    @Override
+                    public SlotWriter claim(String at) {
+                        return ExternalSource.this.claim(mc, sink, at);
+                    }
 
-            @Override
-            public void send(Message m, String at) {
-                ExternalSource.this.send(mc, m, at);
-            }
+                    @Override
+                    public void send(Message m, String at) {
+                        ExternalSource.this.send(mc, m, at);
+                    }
 
-            @Override
-            public void sendOrder(long e, int[] o) {
-                ExternalSource.this.sendOrder(mc, e, o);
-            }
+                    @Override
+                    public void sendOrder(long e, int[] o) {
+                        ExternalSource.this.sendOrder(mc, e, o);
+                    }
 
-            @Override
-            public FeederFailedException fail(String message) {
-                return ExternalSource.this.fail(mc, message);
-            }
+                    @Override
+                    public FeederFailedException fail(String message) {
+                        return ExternalSource.this.fail(mc, message);
+                    }
 
-            @Override
-            public RuntimeException ended(Message.Error e, String at) {
-                return ExternalSource.this.ended(mc, e, at);
-            }
-        });
+                    @Override
+                    public RuntimeException ended(Message.Error e, String at) {
+                        return ExternalSource.this.ended(mc, e, at);
+                    }
+                });
         while (true) {
             Object o = inbox.poll(feederTimeout.toMillis(), TimeUnit.MILLISECONDS);
             if (o == null) {
-                throw fail(mc, who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
-                        + " (is it stopped or stuck in its loader?)");
+                throw fail(
+                        mc,
+                        who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
+                                + " (is it stopped or stuck in its loader?)");
             }
             if (frames.take(o)) {
                 nextSeq = frames.nextSeq();
@@ -395,7 +425,8 @@ public final class ExternalSource implements IndexedSource {
     private Message.Error reasonOnTheWay() {
         long deadline = System.nanoTime() + REASON_WAIT_NANOS;
         try {
-            for (Object o; (o = inbox.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) != null; ) {
+            for (Object o;
+                    (o = inbox.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) != null; ) {
                 if (o instanceof Message.Error e) {
                     return e;
                 }

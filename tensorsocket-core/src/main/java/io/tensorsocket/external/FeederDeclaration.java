@@ -4,7 +4,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.protocol.Message;
-
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
@@ -12,8 +11,7 @@ import java.util.Set;
 /** What a feeder may declare in its FEEDER_HELLO: the checks, each failure said in words for its refusal. */
 final class FeederDeclaration {
 
-    private FeederDeclaration() {
-    }
+    private FeederDeclaration() {}
 
     /** What is wrong with declaration {@code h}, or null if nothing is. */
     static String problem(Message.FeederHello h) {

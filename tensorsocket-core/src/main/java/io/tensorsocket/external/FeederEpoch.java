@@ -2,7 +2,6 @@ package io.tensorsocket.external;
 
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.protocol.Message;
-
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -17,8 +16,7 @@ import java.util.Map;
 final class FeederEpoch {
 
     /** The end of the feeder's connection, as its reader saw it. */
-    record Ended(Throwable cause) {
-    }
+    record Ended(Throwable cause) {}
 
     /** What checking an epoch needs of the feeder's connection and of the producer. */
     interface Link {
@@ -54,8 +52,8 @@ final class FeederEpoch {
      * @param who       the feeder, as messages name it
      * @param firstSeq  the number of the epoch's first claim
      */
-    FeederEpoch(long epoch, int[] order, Message.FeederHello hello, String who, int claimsAhead, long firstSeq,
-                Link link) {
+    FeederEpoch(
+            long epoch, int[] order, Message.FeederHello hello, String who, int claimsAhead, long firstSeq, Link link) {
         this.epoch = epoch;
         this.order = order;
         this.who = who;
@@ -85,8 +83,9 @@ final class FeederEpoch {
     boolean take(Object o) {
         String at = at();
         switch (o) {
-            case Ended e -> throw link.fail(who + " disconnected" + at
-                    + (e.cause() != null ? " (" + e.cause().getMessage() + ")" : "") + "; did its process die?");
+            case Ended e ->
+                throw link.fail(who + " disconnected" + at
+                        + (e.cause() != null ? " (" + e.cause().getMessage() + ")" : "") + "; did its process die?");
             case Message.Claim c -> claim(at);
             case Message.Publish p -> publish(p, at);
             case Message.FeederEpochEnd e -> {
@@ -95,14 +94,16 @@ final class FeederEpoch {
             }
             case Message.OrderRequest r -> {
                 if (order == null || r.epoch() != epoch || samples > 0 || !held.isEmpty()) {
-                    throw link.fail(who + " asked for the order of epoch " + r.epoch() + at + (order == null
-                            ? ", but it declared no data set to load by index" : "; it may ask once, before its first claim"));
+                    throw link.fail(who + " asked for the order of epoch " + r.epoch() + at
+                            + (order == null
+                                    ? ", but it declared no data set to load by index"
+                                    : "; it may ask once, before its first claim"));
                 }
                 link.sendOrder(epoch, order);
             }
             case Message.Error e -> throw link.ended(e, at);
-            case Message m -> throw link.fail(who + " sent " + m.getClass().getSimpleName() + at
-                    + ", which a feeder never sends");
+            case Message m ->
+                throw link.fail(who + " sent " + m.getClass().getSimpleName() + at + ", which a feeder never sends");
             default -> throw new IllegalStateException("unexpected " + o);
         }
         return false;
@@ -114,7 +115,8 @@ final class FeederEpoch {
                     + "; only an epoch's last batch may hold fewer than " + batchSize);
         }
         if (held.size() >= claimsAhead) {
-            throw link.fail(who + " claimed " + (held.size() + 1) + " slots without publishing; it may hold " + claimsAhead);
+            throw link.fail(
+                    who + " claimed " + (held.size() + 1) + " slots without publishing; it may hold " + claimsAhead);
         }
         SlotWriter w = link.claim(at);
         long seq = nextSeq++;

@@ -52,7 +52,6 @@ public interface BatchLeases {
     final class Holder {
         private static volatile BatchLeases installed;
 
-        private Holder() {
-        }
+        private Holder() {}
     }
 }

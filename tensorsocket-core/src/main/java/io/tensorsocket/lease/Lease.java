@@ -17,6 +17,7 @@ public final class Lease {
     private final Arena scope;
     /** The thread a confined scope belongs to, which alone can close it; null for a shared scope. */
     private final Thread owner;
+
     private final String what;
     private volatile boolean released;
 
@@ -37,7 +38,9 @@ public final class Lease {
      * from another thread ends at once for the typed accessors, but its scope stays open.
      */
     public static Lease open(String what, boolean confined) {
-        return confined ? new Lease(Arena.ofConfined(), Thread.currentThread(), what) : new Lease(Arena.ofShared(), null, what);
+        return confined
+                ? new Lease(Arena.ofConfined(), Thread.currentThread(), what)
+                : new Lease(Arena.ofShared(), null, what);
     }
 
     public Arena scope() {

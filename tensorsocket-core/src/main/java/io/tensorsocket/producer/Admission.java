@@ -15,11 +15,9 @@ final class Admission {
 
     /** A consumer's admission: where it starts, or why it may not. */
     sealed interface Verdict {
-        record Admitted(StartPoint start) implements Verdict {
-        }
+        record Admitted(StartPoint start) implements Verdict {}
 
-        record Refused(Message.Error error) implements Verdict {
-        }
+        record Refused(Message.Error error) implements Verdict {}
     }
 
     private final String producer;
@@ -39,14 +37,17 @@ final class Admission {
      */
     Verdict decide(ProducerStream stream, StartPolicy policy, String closedReason, boolean streamEnded) {
         if (closedReason != null || streamEnded) {
-            return refused(streamEnded ? "producer '" + producer + "' has finished its " + epochs + " epochs"
-                    : "producer '" + producer + "' is shutting down (" + closedReason + ")");
+            return refused(
+                    streamEnded
+                            ? "producer '" + producer + "' has finished its " + epochs + " epochs"
+                            : "producer '" + producer + "' is shutting down (" + closedReason + ")");
         }
         StartPoint start = rule.decide(stream, policy);
         if (epochs > 0 && start.epoch() >= epochs) {
-            return refused("producer '" + producer + "' is in its last epoch (" + (epochs - 1) + " of 0.." + (epochs - 1)
-                    + "), so no epoch starts again for a consumer that waits for the next epoch start; connect without"
-                    + " waiting for it (it then starts rolling), or restart the producer with more epochs");
+            return refused(
+                    "producer '" + producer + "' is in its last epoch (" + (epochs - 1) + " of 0.." + (epochs - 1)
+                            + "), so no epoch starts again for a consumer that waits for the next epoch start; connect without"
+                            + " waiting for it (it then starts rolling), or restart the producer with more epochs");
         }
         return new Verdict.Admitted(start);
     }

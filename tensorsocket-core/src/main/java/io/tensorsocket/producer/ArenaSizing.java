@@ -2,7 +2,6 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.arena.ArenaLayout;
-
 import java.util.Locale;
 
 /**
@@ -17,11 +16,9 @@ import java.util.Locale;
 public final class ArenaSizing {
 
     /** The slots chosen and, for the default, why that many (for the log); {@code reason} is null for an explicit choice. */
-    public record Choice(int slots, String reason) {
-    }
+    public record Choice(int slots, String reason) {}
 
-    private ArenaSizing() {
-    }
+    private ArenaSizing() {}
 
     /**
      * @param slots      the count asked for, or 0
@@ -29,8 +26,8 @@ public final class ArenaSizing {
      * @param freeBytes  what the arena's file system has free
      * @throws IllegalArgumentException if the count or size asked for holds fewer slots than the producer needs
      */
-    public static Choice choose(BatchLayout batch, int slots, long arenaBytes, int rubberBand, int claimsAhead,
-                                long freeBytes) {
+    public static Choice choose(
+            BatchLayout batch, int slots, long arenaBytes, int rubberBand, int claimsAhead, long freeBytes) {
         int min = Math.max(2, rubberBand + claimsAhead + 1);
         long slotBytes = ArenaLayout.slotBytesFor(batch);
         Choice c;
@@ -59,8 +56,10 @@ public final class ArenaSizing {
             return new Choice(wanted, "that is the default for " + (slotBytes >> 10) + " KiB batches");
         }
         int n = (int) Math.max(min, Math.min(wanted, ArenaLayout.slotsThatFit(batch, share)));
-        return new Choice(n, "the default " + wanted + " slots (" + mib(ArenaLayout.HEADER_BYTES + wanted * slotBytes)
-                + " MiB) would take more than half of the free space");
+        return new Choice(
+                n,
+                "the default " + wanted + " slots (" + mib(ArenaLayout.HEADER_BYTES + wanted * slotBytes)
+                        + " MiB) would take more than half of the free space");
     }
 
     /** {@code bytes} in MiB with one decimal. */

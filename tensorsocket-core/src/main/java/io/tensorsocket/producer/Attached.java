@@ -6,14 +6,13 @@ import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ChunkedShuffle;
 import io.tensorsocket.stream.StreamGeometry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The consumers attached to a producer and which batches each holds: handing a batch to a consumer counts it
@@ -35,8 +34,11 @@ final class Attached {
     private long evictions;
 
     /** {@code departed} is told of every consumer that left, and why, after it left. */
-    Attached(SlotTable slots, StreamGeometry geometry, Runnable changed,
-             java.util.function.BiConsumer<ConsumerSession, String> departed) {
+    Attached(
+            SlotTable slots,
+            StreamGeometry geometry,
+            Runnable changed,
+            java.util.function.BiConsumer<ConsumerSession, String> departed) {
         this.slots = slots;
         this.geometry = geometry;
         this.changed = changed;
@@ -203,7 +205,9 @@ final class Attached {
                 if (now - s.unreachableSince > UNREACHABLE_NANOS) {
                     detach(s, "connection lost");
                 }
-            } else if (now - s.lastSentNanos >= idleNanos && s.heartbeatSendable() && !s.send(new Message.Heartbeat())) {
+            } else if (now - s.lastSentNanos >= idleNanos
+                    && s.heartbeatSendable()
+                    && !s.send(new Message.Heartbeat())) {
                 unreachable(s);
             }
         }

@@ -3,9 +3,6 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.protocol.Message;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedChannelException;
@@ -15,6 +12,8 @@ import java.nio.channels.Selector;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reads what every attached consumer sends (RELEASE, PROGRESS, heartbeat answers, BYE) on one thread, over
@@ -44,7 +43,10 @@ final class ConsumerReader implements AutoCloseable {
     ConsumerReader(ProducerCore core) throws IOException {
         this.core = core;
         this.selector = Selector.open();
-        this.thread = Thread.ofPlatform().daemon().name("tensorsocket-consumer-reader").start(this::run);
+        this.thread = Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-consumer-reader")
+                .start(this::run);
         core.onReleaseWanted(() -> LockSupport.unpark(thread));
     }
 
@@ -107,8 +109,9 @@ final class ConsumerReader implements AutoCloseable {
                     case Message.Heartbeat h -> s.heartbeatAnswered();
                     case Message.Bye b -> leave = GOODBYE;
                     default -> {
-                        s.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "unexpected " + m.getClass().getSimpleName()
-                                + " from a consumer"));
+                        s.send(new Message.Error(
+                                Message.ErrorCode.BAD_FRAME,
+                                "unexpected " + m.getClass().getSimpleName() + " from a consumer"));
                         leave = "protocol violation";
                     }
                 }

@@ -4,13 +4,12 @@ import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import io.tensorsocket.stream.StreamGeometry;
-
 import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The producer's view of one attached consumer: its connection, what it asked for and which batches it
@@ -23,6 +22,7 @@ final class ConsumerSession {
     final Message.Hello hello;
     /** Sequence numbers sent and not yet released, oldest first (releases arrive in order). */
     final ArrayDeque<Long> held = new ArrayDeque<>();
+
     final long joinedNanos = System.nanoTime();
     long batchesSent;
     /**
@@ -30,6 +30,7 @@ final class ConsumerSession {
      * stuck) gets no more than this many, so they can never fill its socket and block the producer.
      */
     static final int MAX_UNANSWERED_HEARTBEATS = 4;
+
     private final AtomicInteger unansweredHeartbeats = new AtomicInteger(); // counted down by the reader, lock-free
 
     /** Whether it may be sent one more HEARTBEAT, counting it as sent if so. Under the producer's lock. */
@@ -48,11 +49,13 @@ final class ConsumerSession {
     volatile long lastSentNanos = System.nanoTime();
     /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
     io.tensorsocket.stream.StartPoint start;
+
     boolean attached = true;
     /** When a send to it failed ({@link System#nanoTime()}), 0 while none has: see {@code Attached.unreachable}. */
     long unreachableSince;
     /** The peer's user name (SO_PEERCRED), or "?" where the platform does not say. */
     String user = "?";
+
     StartMode startMode = StartMode.EPOCH_START;
     /** Stream position up to which this consumer has released every sample. */
     long position;
@@ -80,7 +83,9 @@ final class ConsumerSession {
     boolean sendEvent(Message m) {
         if (!events.send(m)) {
             if (events instanceof Outlet.Ring r) {
-                log.warn("{} has not read any of the {} entries of its full descriptor ring; dropping it", describe(),
+                log.warn(
+                        "{} has not read any of the {} entries of its full descriptor ring; dropping it",
+                        describe(),
                         r.writer().capacity());
             }
             return false;
@@ -129,11 +134,29 @@ final class ConsumerSession {
     ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry) {
         Message.Progress p = reports.peekLast();
         long epoch = p != null ? p.epoch() : geometry.epochOf(position);
-        return new ProducerStatus.Consumer(id, Math.max(0, hello.pid()), user, hello.batchSize(), hello.dropLast(), startMode,
-                epoch, position, Math.max(0, producerPosition - position), held.size(), batchesSent, p != null,
-                p != null ? p.samples() : 0, rate(), p != null ? p.waitNanos() : 0,
-                p != null ? p.workNanos() : 0, now - joinedNanos, hello.client(), events instanceof Outlet.Ring, hello.job(),
-                hello.rank(), hello.worldSize());
+        return new ProducerStatus.Consumer(
+                id,
+                Math.max(0, hello.pid()),
+                user,
+                hello.batchSize(),
+                hello.dropLast(),
+                startMode,
+                epoch,
+                position,
+                Math.max(0, producerPosition - position),
+                held.size(),
+                batchesSent,
+                p != null,
+                p != null ? p.samples() : 0,
+                rate(),
+                p != null ? p.waitNanos() : 0,
+                p != null ? p.workNanos() : 0,
+                now - joinedNanos,
+                hello.client(),
+                events instanceof Outlet.Ring,
+                hello.job(),
+                hello.rank(),
+                hello.worldSize());
     }
 
     /**
@@ -146,7 +169,9 @@ final class ConsumerSession {
             return "remote consumer " + id + " (" + client + ", batch size " + hello.batchSize() + ")";
         }
         return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize()
-                + (hello.inJob() ? ", rank " + hello.rank() + " of " + hello.worldSize() + " of job '" + hello.job() + "'" : "")
+                + (hello.inJob()
+                        ? ", rank " + hello.rank() + " of " + hello.worldSize() + " of job '" + hello.job() + "'"
+                        : "")
                 + ")";
     }
 }

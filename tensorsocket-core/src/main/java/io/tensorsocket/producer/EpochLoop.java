@@ -10,11 +10,10 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.EpochOrders;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A producer's serving loop: the source emits each epoch into the core, the stream ends, the consumers are
@@ -30,8 +29,7 @@ final class EpochLoop {
     private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
 
     /** How the loop ended: the failure to report (null for a clean end) and how many times the loader threw. */
-    record Outcome(Throwable failure, long loaderErrors) {
-    }
+    record Outcome(Throwable failure, long loaderErrors) {}
 
     private final String name;
     private final BatchSource source;
@@ -42,8 +40,14 @@ final class EpochLoop {
     private final BooleanSupplier closing;
 
     /** Serves epochs {@code firstEpoch} up to (not including) {@code epochs}, or without end for 0. */
-    EpochLoop(String name, BatchSource source, ProducerCore core, long firstEpoch, long epochs, Duration drainTimeout,
-              BooleanSupplier closing) {
+    EpochLoop(
+            String name,
+            BatchSource source,
+            ProducerCore core,
+            long firstEpoch,
+            long epochs,
+            Duration drainTimeout,
+            BooleanSupplier closing) {
         this.name = name;
         this.source = source;
         this.core = core;
@@ -56,8 +60,10 @@ final class EpochLoop {
     Outcome run() {
         long epoch = firstEpoch;
         IndexedSource indexed = source.byIndex();
-        EpochOrders orders = indexed == null ? null
-                : new EpochOrders(indexed.datasetSize(), indexed.samplesPerEpoch(), indexed.shuffles(), indexed::shuffleRandom);
+        EpochOrders orders = indexed == null
+                ? null
+                : new EpochOrders(
+                        indexed.datasetSize(), indexed.samplesPerEpoch(), indexed.shuffles(), indexed::shuffleRandom);
         try {
             for (; epochs == 0 || epoch < epochs; epoch++) {
                 long publishedBefore = core.batchesPublished();
@@ -71,7 +77,11 @@ final class EpochLoop {
                     if (e.now() || core.batchesPublished() != publishedBefore) {
                         throw new SourceStopped(e.getMessage());
                     }
-                    log.info("producer '{}': {}; the stream ends after {} epochs", name, e.getMessage(), epoch - firstEpoch);
+                    log.info(
+                            "producer '{}': {}; the stream ends after {} epochs",
+                            name,
+                            e.getMessage(),
+                            epoch - firstEpoch);
                     break;
                 } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
                     throw e;
@@ -81,13 +91,19 @@ final class EpochLoop {
                 core.endEpoch(epoch);
             }
             core.endStream(epoch);
-            log.info("producer '{}' finished {} epochs; waiting up to {} s for consumers to finish", name, epoch - firstEpoch,
+            log.info(
+                    "producer '{}' finished {} epochs; waiting up to {} s for consumers to finish",
+                    name,
+                    epoch - firstEpoch,
                     drainTimeout.toSeconds());
             core.awaitConsumersGone(drainTimeout);
             return new Outcome(null, 0);
         } catch (ProducerCore.Stopped e) {
-            return new Outcome(closing.getAsBoolean() ? null
-                    : new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage()), 0);
+            return new Outcome(
+                    closing.getAsBoolean()
+                            ? null
+                            : new ProducerGoneException("producer '" + name + "' stopped: " + e.getMessage()),
+                    0);
         } catch (SourceStopped e) {
             String msg = "producer '" + name + "' stopped: " + e.getMessage();
             log.info(msg);

@@ -4,7 +4,6 @@ import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
-
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.function.LongFunction;

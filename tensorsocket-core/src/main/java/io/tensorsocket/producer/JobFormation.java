@@ -3,9 +3,6 @@ package io.tensorsocket.producer;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.stream.StartPoint;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +11,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The ranks of data-parallel jobs as they join and leave a producer: a rank that says HELLO is refused, waits for
@@ -42,8 +41,13 @@ final class JobFormation {
         void releaseUpstream(StartPoint start);
 
         /** Welcomes an admitted consumer; null if it cannot be reached. */
-        ConsumerSession welcome(int id, MessageChannel channel, Message.Hello hello, String user, StartPoint start,
-                                Function<StartPoint, Message.Welcome> welcome);
+        ConsumerSession welcome(
+                int id,
+                MessageChannel channel,
+                Message.Hello hello,
+                String user,
+                StartPoint start,
+                Function<StartPoint, Message.Welcome> welcome);
 
         /** Removes an attached consumer, releasing what it held. */
         void detach(ConsumerSession s, String why);
@@ -65,14 +69,20 @@ final class JobFormation {
      * A rank of a job said HELLO: refused (an error was sent; null), or a candidate that waits for the rest of its
      * job ({@link #await}). The rank that completes its job admits all of them here, at one start.
      */
-    JobRoster.Candidate arrive(int id, MessageChannel channel, Message.Hello hello, String user,
-                               Function<StartPoint, Message.Welcome> welcome) {
+    JobRoster.Candidate arrive(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            String user,
+            Function<StartPoint, Message.Welcome> welcome) {
         String closedReason = core.closedReason();
-        JobRoster.Arrival arrival = closedReason != null ? null : roster.arrive(id, channel, hello, user, System.nanoTime());
+        JobRoster.Arrival arrival =
+                closedReason != null ? null : roster.arrive(id, channel, hello, user, System.nanoTime());
         switch (arrival) {
             case null -> {
-                channel.sendQuietly(new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
-                        + "' is shutting down (" + closedReason + ")"));
+                channel.sendQuietly(new Message.Error(
+                        Message.ErrorCode.PRODUCER_CLOSED,
+                        "producer '" + producerName + "' is shutting down (" + closedReason + ")"));
                 channel.close();
                 return null;
             }
@@ -83,8 +93,12 @@ final class JobFormation {
                 return null;
             }
             case JobRoster.Arrival.Waiting(JobRoster.Candidate c) -> {
-                log.info("rank {} of job '{}' (pid {}) waits for the rest of its job's {} ranks", hello.rank(),
-                        hello.job(), hello.pid(), hello.worldSize());
+                log.info(
+                        "rank {} of job '{}' (pid {}) waits for the rest of its job's {} ranks",
+                        hello.rank(),
+                        hello.job(),
+                        hello.pid(),
+                        hello.worldSize());
                 return c;
             }
             case JobRoster.Arrival.Complete(JobRoster.Candidate c, List<JobRoster.Candidate> ranks) -> {
@@ -107,15 +121,20 @@ final class JobFormation {
             return;
         }
         StartPoint start = core.throughUpstream(((Admission.Verdict.Admitted) verdict).start(), ranks.size());
-        log.info("job '{}' formed: its {} ranks start together", ranks.getFirst().hello.job(), ranks.size());
+        log.info(
+                "job '{}' formed: its {} ranks start together",
+                ranks.getFirst().hello.job(),
+                ranks.size());
         List<ConsumerSession> admitted = new ArrayList<>();
         String unreachable = null;
         for (JobRoster.Candidate c : ranks) {
             ConsumerSession s = core.welcome(c.id, c.channel, c.hello, c.user, start, welcome);
             if (s == null) {
                 core.releaseUpstream(start);
-                unreachable = unreachable != null ? unreachable : "rank " + c.hello.rank() + " of job '" + c.hello.job()
-                        + "' (pid " + c.hello.pid() + ") went away before its job started; restart all of its ranks";
+                unreachable = unreachable != null
+                        ? unreachable
+                        : "rank " + c.hello.rank() + " of job '" + c.hello.job() + "' (pid " + c.hello.pid()
+                                + ") went away before its job started; restart all of its ranks";
             } else {
                 roster.admitted(c.hello.job(), s);
                 admitted.add(s);
@@ -158,8 +177,11 @@ final class JobFormation {
         String closedReason = core.closedReason();
         if (closedReason != null) {
             roster.withdraw(c);
-            drop(c, new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + producerName
-                    + "' is shutting down (" + closedReason + ")"));
+            drop(
+                    c,
+                    new Message.Error(
+                            Message.ErrorCode.PRODUCER_CLOSED,
+                            "producer '" + producerName + "' is shutting down (" + closedReason + ")"));
             return;
         }
         JobRoster.Expiry expiry = roster.expire(c, System.nanoTime());
@@ -169,7 +191,10 @@ final class JobFormation {
                 drop(other, new Message.Error(Message.ErrorCode.JOB_FAILED, expiry.message()));
             }
         } else if (!sent(c.channel, new Message.Heartbeat())) {
-            log.info("rank {} of job '{}' (pid {}) went away before its job formed", c.hello.rank(), c.hello.job(),
+            log.info(
+                    "rank {} of job '{}' (pid {}) went away before its job formed",
+                    c.hello.rank(),
+                    c.hello.job(),
                     c.hello.pid());
             roster.withdraw(c);
             drop(c, null);

@@ -2,7 +2,6 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -29,6 +28,7 @@ final class JobRoster {
         final String user;
         /** Completed with its session once admitted (null if its WELCOME could not be sent), or exceptionally. */
         final CompletableFuture<ConsumerSession> admitted = new CompletableFuture<>();
+
         final long deadlineNanos;
 
         Candidate(int id, MessageChannel channel, Message.Hello hello, String user, long deadlineNanos) {
@@ -61,16 +61,13 @@ final class JobRoster {
     /** What a rank's HELLO leads to. */
     sealed interface Arrival {
         /** Refused: send this BAD_REQUEST message. */
-        record Refused(String why) implements Arrival {
-        }
+        record Refused(String why) implements Arrival {}
 
         /** Waits for the rest of its job. */
-        record Waiting(Candidate candidate) implements Arrival {
-        }
+        record Waiting(Candidate candidate) implements Arrival {}
 
         /** Completes its job: admit every one of {@code ranks}, in rank order, at one start. */
-        record Complete(Candidate candidate, List<Candidate> ranks) implements Arrival {
-        }
+        record Complete(Candidate candidate, List<Candidate> ranks) implements Arrival {}
     }
 
     private final String producer;
@@ -125,12 +122,13 @@ final class JobRoster {
 
     /** {@code s}, a rank of {@code job}, was admitted. */
     void admitted(String job, ConsumerSession s) {
-        jobs.computeIfAbsent(job, j -> new Job(j, s.hello.worldSize(), 0)).running.put(s.hello.rank(), s);
+        jobs.computeIfAbsent(job, j -> new Job(j, s.hello.worldSize(), 0))
+                .running
+                .put(s.hello.rank(), s);
     }
 
     /** A job that did not form in time: its waiting ranks, taken off the roster, and what to tell them. */
-    record Expiry(List<Candidate> ranks, String message) {
-    }
+    record Expiry(List<Candidate> ranks, String message) {}
 
     /** The expiry of {@code c}'s job if its time is up at {@code now} and it has not formed, else null. */
     Expiry expire(Candidate c, long now) {
@@ -145,11 +143,14 @@ final class JobRoster {
             }
         }
         jobs.remove(job.name);
-        return new Expiry(new ArrayList<>(job.forming.values()), "job '" + job.name + "' on producer '" + producer
-                + "' did not form: " + (missing.size() == 1 ? "rank " : "ranks ") + ranks(missing) + " of "
-                + job.worldSize + " did not join within " + timeoutNanos / 1_000_000_000L + " s (the producer's job"
-                + " timeout, --job-timeout-s); start all of the job's ranks, each with its own RANK and the same"
-                + " WORLD_SIZE");
+        return new Expiry(
+                new ArrayList<>(job.forming.values()),
+                "job '" + job.name + "' on producer '" + producer
+                        + "' did not form: " + (missing.size() == 1 ? "rank " : "ranks ") + ranks(missing) + " of "
+                        + job.worldSize + " did not join within " + timeoutNanos / 1_000_000_000L
+                        + " s (the producer's job"
+                        + " timeout, --job-timeout-s); start all of the job's ranks, each with its own RANK and the same"
+                        + " WORLD_SIZE");
     }
 
     /** {@code c} went away before its job formed: its rank is free again. */
@@ -182,9 +183,12 @@ final class JobRoster {
         List<ConsumerSession> others = new ArrayList<>(job.running.values());
         job.running.clear();
         jobs.remove(job.name);
-        return new Failure(others, "rank " + s.hello.rank() + " of job '" + job.name + "' (pid " + s.hello.pid()
-                + ") left producer '" + producer + "' without saying goodbye (" + why + "), so the job cannot go on;"
-                + " restart all of its ranks");
+        return new Failure(
+                others,
+                "rank " + s.hello.rank() + " of job '" + job.name + "' (pid " + s.hello.pid()
+                        + ") left producer '" + producer + "' without saying goodbye (" + why
+                        + "), so the job cannot go on;"
+                        + " restart all of its ranks");
     }
 
     /** Ranks to fail and why. */

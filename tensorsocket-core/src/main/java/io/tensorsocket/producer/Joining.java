@@ -5,11 +5,10 @@ import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.stream.StreamGeometry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.util.concurrent.locks.Condition;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A consumer's arrival: whether it may join ({@link Admission}), where it starts (as a relay's upstream allows,
@@ -32,8 +31,16 @@ final class Joining implements JobFormation.Joins {
     private final ServingState state;
     private final Condition changed;
 
-    Joining(ServingRules rules, ProducerStream stream, Admission admission, StreamGeometry geometry, SlotTable slots,
-            Attached consumers, RelayJoins relays, ServingState state, Condition changed) {
+    Joining(
+            ServingRules rules,
+            ProducerStream stream,
+            Admission admission,
+            StreamGeometry geometry,
+            SlotTable slots,
+            Attached consumers,
+            RelayJoins relays,
+            ServingState state,
+            Condition changed) {
         this.rules = rules;
         this.stream = stream;
         this.admission = admission;
@@ -50,8 +57,12 @@ final class Joining implements JobFormation.Joins {
      *
      * @return null if the consumer was refused (an error was sent)
      */
-    ConsumerSession join(int id, MessageChannel channel, Message.Hello hello, String user,
-                         Function<StartPoint, Message.Welcome> welcome) {
+    ConsumerSession join(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            String user,
+            Function<StartPoint, Message.Welcome> welcome) {
         Admission.Verdict verdict = admit(hello);
         if (verdict instanceof Admission.Verdict.Refused(Message.Error refusal)) {
             channel.sendQuietly(refusal);
@@ -91,8 +102,13 @@ final class Joining implements JobFormation.Joins {
 
     /** Welcomes a consumer admitted at {@code start} and hands it the retained batches; null if it cannot be reached. */
     @Override
-    public ConsumerSession welcome(int id, MessageChannel channel, Message.Hello hello, String user, StartPoint start,
-                                   Function<StartPoint, Message.Welcome> welcome) {
+    public ConsumerSession welcome(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            String user,
+            StartPoint start,
+            Function<StartPoint, Message.Welcome> welcome) {
         ConsumerSession s = new ConsumerSession(id, channel, hello);
         s.user = user;
         s.position = geometry.position(start.epoch(), start.sample());
@@ -111,8 +127,13 @@ final class Joining implements JobFormation.Joins {
         for (long q = start.firstRetained(); q <= start.lastRetained(); q++) {
             consumers.hand(s, slots.ready(slots.batch(q)));
         }
-        log.info("{} joined at {} (epoch {}, sample {}{})", s.describe(), start.mode().label(), start.epoch(),
-                start.sample(), start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
+        log.info(
+                "{} joined at {} (epoch {}, sample {}{})",
+                s.describe(),
+                start.mode().label(),
+                start.epoch(),
+                start.sample(),
+                start.epoch() > stream.nextEpoch() ? ", waiting for that epoch to start" : "");
         changed.signalAll();
         return s;
     }

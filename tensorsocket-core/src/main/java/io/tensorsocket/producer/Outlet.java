@@ -1,11 +1,10 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.rings.Futex;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.protocol.WireFormat;
-
+import io.tensorsocket.rings.DescriptorRings;
+import io.tensorsocket.rings.Futex;
 import java.io.IOException;
 
 /**

@@ -14,15 +14,14 @@ import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.rings.Futex;
 import io.tensorsocket.spi.RelayedSource;
 import io.tensorsocket.spi.UpstreamBoundaries;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Puts a producer together from its {@link ProducerSpec}: claims the directory, waits for the source's layout, sizes and
@@ -33,11 +32,9 @@ final class ProducerAssembly {
     private static final Logger log = LoggerFactory.getLogger(TensorProducer.class);
 
     /** A producer's parts, its core, the description every WELCOME carries, and its epochs. */
-    record Assembled(ProducerParts parts, ProducerCore core, String description, long firstEpoch, long epochs) {
-    }
+    record Assembled(ProducerParts parts, ProducerCore core, String description, long firstEpoch, long epochs) {}
 
-    private ProducerAssembly() {
-    }
+    private ProducerAssembly() {}
 
     static Assembled assemble(ProducerSpec spec, long pid) throws IOException {
         BatchSource source = spec.source();
@@ -58,23 +55,44 @@ final class ProducerAssembly {
             long epochs = count == 0 ? 0 : firstEpoch + count;
             String description = checkedDescription(source);
             long free = SpaceReservation.usableBytes(at);
-            ArenaSizing.Choice sizing = ArenaSizing.choose(batch, spec.slots(), spec.arenaBytes(), spec.rubberBand(), spec.claimsAhead(),
-                    free);
+            ArenaSizing.Choice sizing = ArenaSizing.choose(
+                    batch, spec.slots(), spec.arenaBytes(), spec.rubberBand(), spec.claimsAhead(), free);
             ArenaLayout layout = ArenaLayout.of(batch, sizing.slots());
             if (sizing.reason() != null) {
-                log.info("arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
-                        + " or --slots to choose)", name, sizing.slots(), layout.slotBytes() >> 10,
-                        ArenaSizing.mib(layout.fileBytes()), sizing.reason(), ArenaSizing.mib(free), at);
+                log.info(
+                        "arena of producer '{}': {} slots of {} KiB = {} MiB, because {}; {} MiB free in {} (set --arena-mb"
+                                + " or --slots to choose)",
+                        name,
+                        sizing.slots(),
+                        layout.slotBytes() >> 10,
+                        ArenaSizing.mib(layout.fileBytes()),
+                        sizing.reason(),
+                        ArenaSizing.mib(free),
+                        at);
             }
             SharedArena arena = made.createArena(layout, sessionId, pid);
             UpstreamBoundaries upstream = source.byIndex() == null && source instanceof RelayedSource relayed
-                    ? relayed.upstreamBoundaries() : null;
+                    ? relayed.upstreamBoundaries()
+                    : null;
             StartMode midEpoch = source.byIndex() != null || upstream != null ? StartMode.EXACT : StartMode.ROLLING;
-            ProducerCore core = new ProducerCore(arena, new ServingRules(source.samplesPerEpoch(), firstEpoch, epochs,
-                    spec.rubberBand(), spec.claimsAhead(), spec.stallTimeout(), spec.effectiveIdleTimeout(count), spec.minConsumers(),
-                    spec.startGrace(), name, midEpoch, spec.jobTimeout()));
+            ProducerCore core = new ProducerCore(
+                    arena,
+                    new ServingRules(
+                            source.samplesPerEpoch(),
+                            firstEpoch,
+                            epochs,
+                            spec.rubberBand(),
+                            spec.claimsAhead(),
+                            spec.stallTimeout(),
+                            spec.effectiveIdleTimeout(count),
+                            spec.minConsumers(),
+                            spec.startGrace(),
+                            name,
+                            midEpoch,
+                            spec.jobTimeout()));
             DescriptorRings rings = Futex.supported() && spec.rings() > 0
-                    ? made.createRings(spec.rings(), layout.slotCount(), sessionId, name) : null;
+                    ? made.createRings(spec.rings(), layout.slotCount(), sessionId, name)
+                    : null;
             if (rings != null) {
                 core.handOffThrough(rings);
             }
@@ -82,12 +100,36 @@ final class ProducerAssembly {
                 core.keepBoundariesUpstream(upstream);
             }
             String arenaPath = made.directory().arenaPath().toString();
-            made.serve(core, spec.helloTimeout(), start -> new Message.Welcome(sessionId, 0, pid, arenaPath, layout.slotCount(),
-                    layout.slotBytes(), batch.batchSize(), batch.tensors(), source.samplesPerEpoch(), epochs, start.mode(),
-                    start.epoch(), start.sample(), description, Message.Welcome.NO_RING, midEpoch));
-            log.info("producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each) in {} pages, rubber band {} batches",
-                    name, description, dir, layout.slotCount(), layout.slotBytes() / 1024, batch.batchSize(),
-                    arena.hugePages() ? "2 MiB" : "4 KiB", spec.rubberBand());
+            made.serve(
+                    core,
+                    spec.helloTimeout(),
+                    start -> new Message.Welcome(
+                            sessionId,
+                            0,
+                            pid,
+                            arenaPath,
+                            layout.slotCount(),
+                            layout.slotBytes(),
+                            batch.batchSize(),
+                            batch.tensors(),
+                            source.samplesPerEpoch(),
+                            epochs,
+                            start.mode(),
+                            start.epoch(),
+                            start.sample(),
+                            description,
+                            Message.Welcome.NO_RING,
+                            midEpoch));
+            log.info(
+                    "producer '{}' serves {} in {}: {} slots of {} KiB ({} samples each) in {} pages, rubber band {} batches",
+                    name,
+                    description,
+                    dir,
+                    layout.slotCount(),
+                    layout.slotBytes() / 1024,
+                    batch.batchSize(),
+                    arena.hugePages() ? "2 MiB" : "4 KiB",
+                    spec.rubberBand());
             return new Assembled(made, core, description, firstEpoch, epochs);
         } catch (IOException | RuntimeException | Error e) {
             try {
@@ -120,10 +162,13 @@ final class ProducerAssembly {
         String description = Objects.requireNonNull(source.description(), "source description");
         int bytes = description.getBytes(StandardCharsets.UTF_8).length;
         if (bytes > BatchSource.MAX_DESCRIPTION_BYTES) {
-            throw new IllegalArgumentException("the description of source " + source.getClass().getName() + " is " + bytes
-                    + " UTF-8 bytes, more than the " + BatchSource.MAX_DESCRIPTION_BYTES + " the protocol carries; make its"
-                    + " description() shorter (it starts: \"" + description.substring(0, Math.min(60, description.length()))
-                    + "...\")");
+            throw new IllegalArgumentException(
+                    "the description of source " + source.getClass().getName() + " is " + bytes
+                            + " UTF-8 bytes, more than the " + BatchSource.MAX_DESCRIPTION_BYTES
+                            + " the protocol carries; make its"
+                            + " description() shorter (it starts: \""
+                            + description.substring(0, Math.min(60, description.length()))
+                            + "...\")");
         }
         return description;
     }

@@ -1,35 +1,31 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.Batch;
-import io.tensorsocket.SlotWriter;
-import io.tensorsocket.StartMode;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.SlotWriter;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.BulkCopy;
-import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.spi.UpstreamBoundaries;
+import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.JoinRule;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.stream.StreamGeometry;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The producer's bookkeeping: which slot holds which batch, who still reads it, where the stream is, and
@@ -84,7 +80,7 @@ public final class ProducerCore implements BatchSink {
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile boolean awaitingRelease;
-    private volatile Runnable releaseWanted = () -> { };
+    private volatile Runnable releaseWanted = () -> {};
     private long nextSeq;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
@@ -94,7 +90,8 @@ public final class ProducerCore implements BatchSink {
         this.layout = arena.layout();
         this.rules = rules;
         this.producerName = rules.producerName();
-        this.geometry = new StreamGeometry(rules.samplesPerEpoch(), layout.batch().batchSize());
+        this.geometry =
+                new StreamGeometry(rules.samplesPerEpoch(), layout.batch().batchSize());
         this.stream = new ProducerStream(geometry, rules.firstEpoch());
         this.joinRule = new JoinRule(rules.rubberBand(), rules.midEpoch());
         this.admission = new Admission(producerName, rules.epochs(), joinRule);
@@ -218,7 +215,8 @@ public final class ProducerCore implements BatchSink {
                 throw new IllegalStateException("slot of batch " + c.seq + " was already published");
             }
             if (samples < 1 || samples > geometry.producerBatchSize()) {
-                throw new IllegalArgumentException("a batch holds 1 to " + geometry.producerBatchSize() + " samples, not " + samples);
+                throw new IllegalArgumentException(
+                        "a batch holds 1 to " + geometry.producerBatchSize() + " samples, not " + samples);
             }
             c.samples = samples;
             if (state.totalPublished == 0 && claims.peekFirst() == c) {
@@ -340,8 +338,12 @@ public final class ProducerCore implements BatchSink {
      *
      * @return null if the consumer was refused (an error was sent)
      */
-    ConsumerSession join(int id, MessageChannel channel, Message.Hello hello, String user,
-                         Function<StartPoint, Message.Welcome> welcome) {
+    ConsumerSession join(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            String user,
+            Function<StartPoint, Message.Welcome> welcome) {
         return locked(() -> joining.join(id, channel, hello, user, welcome));
     }
 
@@ -349,8 +351,12 @@ public final class ProducerCore implements BatchSink {
      * A rank of a job said HELLO: refused (an error was sent; null), or a candidate that waits for the rest of its
      * job ({@link #awaitJob}); see {@link JobFormation}.
      */
-    JobRoster.Candidate joinRank(int id, MessageChannel channel, Message.Hello hello, String user,
-                                 Function<StartPoint, Message.Welcome> welcome) {
+    JobRoster.Candidate joinRank(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            String user,
+            Function<StartPoint, Message.Welcome> welcome) {
         return locked(() -> jobs.arrive(id, channel, hello, user, welcome));
     }
 
@@ -409,13 +415,29 @@ public final class ProducerCore implements BatchSink {
         lock.lock();
         try {
             long now = System.nanoTime();
-            return new ProducerStatus(Math.max(0, pid), producerName, source,
-                    state.phase(consumers.count(), rules.minConsumers()), layout.batch().batchSize(),
-                    rules.samplesPerEpoch(), rules.epochs(), stream.nextEpoch(), stream.nextSample(), state.totalPublished,
-                    state.totalSamples, loaderRate.perSecond(now), slots.count(), layout.slotBytes(),
-                    slots.inUse(stream.publishedSeq(), joinRule), rules.rubberBand(),
-                    (int) Math.min(rules.rubberBand(), state.totalPublished), now - startedNanos, consumers.count(),
-                    consumers.evictions(), joinRule.midEpoch(), consumers.status(now, stream.nextPosition()));
+            return new ProducerStatus(
+                    Math.max(0, pid),
+                    producerName,
+                    source,
+                    state.phase(consumers.count(), rules.minConsumers()),
+                    layout.batch().batchSize(),
+                    rules.samplesPerEpoch(),
+                    rules.epochs(),
+                    stream.nextEpoch(),
+                    stream.nextSample(),
+                    state.totalPublished,
+                    state.totalSamples,
+                    loaderRate.perSecond(now),
+                    slots.count(),
+                    layout.slotBytes(),
+                    slots.inUse(stream.publishedSeq(), joinRule),
+                    rules.rubberBand(),
+                    (int) Math.min(rules.rubberBand(), state.totalPublished),
+                    now - startedNanos,
+                    consumers.count(),
+                    consumers.evictions(),
+                    joinRule.midEpoch(),
+                    consumers.status(now, stream.nextPosition()));
         } finally {
             lock.unlock();
         }

@@ -7,14 +7,13 @@ import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.UpstreamBoundaries;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What lies under {@link TensorProducer}'s façade: one assembled producer ({@link ProducerAssembly}) and its
@@ -31,9 +30,11 @@ public final class ProducerEngine {
     private final long firstEpoch;
     /** The epoch the stream ends before, or 0 for none. */
     private final long epochs;
+
     private final Duration drainTimeout;
     /** Its directory, arena, rings and socket. */
     private final ProducerParts parts;
+
     private final ProducerCore core;
     private final CountDownLatch finished = new CountDownLatch(1);
     private volatile Thread thread;
@@ -97,7 +98,8 @@ public final class ProducerEngine {
 
     private void loop() {
         try {
-            EpochLoop.Outcome outcome = new EpochLoop(name, source, core, firstEpoch, epochs, drainTimeout, () -> closing).run();
+            EpochLoop.Outcome outcome =
+                    new EpochLoop(name, source, core, firstEpoch, epochs, drainTimeout, () -> closing).run();
             failure = outcome.failure();
             loaderErrors = outcome.loaderErrors();
         } finally {
@@ -151,8 +153,8 @@ public final class ProducerEngine {
             }
             closing = true;
         }
-        core.shutdown("closed", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED,
-                "producer '" + name + "' was closed"));
+        core.shutdown(
+                "closed", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, "producer '" + name + "' was closed"));
         parts.closeServer();
         Thread t = thread;
         if (t != null && t != Thread.currentThread()) {

@@ -2,17 +2,16 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.SharedMemoryFullException;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.rings.DescriptorRings;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.stream.StartPoint;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What a producer holds on this host, made in order in its claimed directory (the arena, the consumers'
@@ -53,8 +52,12 @@ public final class ProducerParts implements AutoCloseable {
         try {
             rings = DescriptorRings.create(directory.ringsPath(), count, slots, sessionId);
         } catch (SharedMemoryFullException e) {
-            log.warn("no room for the consumers' descriptor rings ({} bytes, {} free); producer '{}' hands"
-                    + " every batch over its consumer's socket", e.bytesNeeded(), e.bytesFree(), producer);
+            log.warn(
+                    "no room for the consumers' descriptor rings ({} bytes, {} free); producer '{}' hands"
+                            + " every batch over its consumer's socket",
+                    e.bytesNeeded(),
+                    e.bytesFree(),
+                    producer);
             return null;
         }
         directory.share(directory.ringsPath(), true);

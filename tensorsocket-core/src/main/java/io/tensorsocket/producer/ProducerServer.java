@@ -3,13 +3,10 @@ package io.tensorsocket.producer;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.StartMode;
-import io.tensorsocket.stream.RankShare;
-import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
+import io.tensorsocket.stream.RankShare;
+import io.tensorsocket.stream.StartPoint;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -26,6 +23,8 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The producer's control socket: accepts consumers and reads their HELLO (bounded by a timeout), one
@@ -44,13 +43,18 @@ public final class ProducerServer implements AutoCloseable {
     private final ScheduledExecutorService heartbeats;
     /** A consumer that was sent nothing for this long gets a HEARTBEAT (docs/PROTOCOL.md, "Liveness"). */
     static final long HEARTBEAT_NANOS = 1_000_000_000L;
+
     private final AtomicInteger ids = new AtomicInteger();
     private final Thread acceptor;
     private final ConsumerReader reader;
     private volatile boolean closed;
 
-    public ProducerServer(Path socket, ProducerCore core, Duration helloTimeout,
-                   Function<StartPoint, Message.Welcome> welcomeTemplate) throws IOException {
+    public ProducerServer(
+            Path socket,
+            ProducerCore core,
+            Duration helloTimeout,
+            Function<StartPoint, Message.Welcome> welcomeTemplate)
+            throws IOException {
         this.core = core;
         this.helloTimeout = helloTimeout;
         this.welcomeTemplate = welcomeTemplate;
@@ -71,7 +75,8 @@ public final class ProducerServer implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        heartbeats.scheduleWithFixedDelay(this::heartbeat, HEARTBEAT_NANOS / 4, HEARTBEAT_NANOS / 4, TimeUnit.NANOSECONDS);
+        heartbeats.scheduleWithFixedDelay(
+                this::heartbeat, HEARTBEAT_NANOS / 4, HEARTBEAT_NANOS / 4, TimeUnit.NANOSECONDS);
     }
 
     private void heartbeat() {
@@ -113,8 +118,11 @@ public final class ProducerServer implements AutoCloseable {
                 return;
             }
             if (!(first instanceof Message.Hello hello)) {
-                reject(ch, Message.ErrorCode.BAD_FRAME, "expected HELLO or STATUS_REQUEST as the first message, got "
-                        + first.getClass().getSimpleName());
+                reject(
+                        ch,
+                        Message.ErrorCode.BAD_FRAME,
+                        "expected HELLO or STATUS_REQUEST as the first message, got "
+                                + first.getClass().getSimpleName());
                 return;
             }
             String problem = checkRequest(hello);
@@ -155,7 +163,10 @@ public final class ProducerServer implements AutoCloseable {
     /** The connecting process's user name, from the kernel (SO_PEERCRED), or "?" where unavailable. */
     private static String peerUser(MessageChannel ch) {
         try {
-            return ch.channel().getOption(jdk.net.ExtendedSocketOptions.SO_PEERCRED).user().getName();
+            return ch.channel()
+                    .getOption(jdk.net.ExtendedSocketOptions.SO_PEERCRED)
+                    .user()
+                    .getName();
         } catch (IOException | UnsupportedOperationException e) {
             return "?";
         }
@@ -167,9 +178,14 @@ public final class ProducerServer implements AutoCloseable {
             return "batch size " + b + " is invalid: a consumer's batch size must be at least 1";
         }
         int w = hello.worldSize();
-        if (hello.inJob() ? hello.job().length() > io.tensorsocket.JobRank.MAX_JOB || w < 1 || hello.rank() < 0
-                || hello.rank() >= w : w != 1 || hello.rank() != 0) {
-            return "rank " + hello.rank() + " of " + w + (hello.inJob() ? " of job '" + hello.job() + "'" : " with no job")
+        if (hello.inJob()
+                ? hello.job().length() > io.tensorsocket.JobRank.MAX_JOB
+                        || w < 1
+                        || hello.rank() < 0
+                        || hello.rank() >= w
+                : w != 1 || hello.rank() != 0) {
+            return "rank " + hello.rank() + " of " + w
+                    + (hello.inJob() ? " of job '" + hello.job() + "'" : " with no job")
                     + " is invalid: a job's name has 1 to " + io.tensorsocket.JobRank.MAX_JOB
                     + " characters and its ranks are numbered 0 to world size - 1";
         }

@@ -18,10 +18,25 @@ import java.util.Objects;
  * @param shareKey     what {@code connectOrServe} compares, or null
  * @param accessGroup  the group that may connect too, or null for this user only
  */
-public record ProducerSpec(String name, Path directory, BatchSource source, long arenaBytes, int slots, int rubberBand,
-                           int claimsAhead, int rings, long epochs, Duration stallTimeout, Duration idleTimeout,
-                           Duration startGrace, Duration jobTimeout, String shareKey, Duration helloTimeout,
-                           Duration drainTimeout, int minConsumers, String accessGroup) {
+public record ProducerSpec(
+        String name,
+        Path directory,
+        BatchSource source,
+        long arenaBytes,
+        int slots,
+        int rubberBand,
+        int claimsAhead,
+        int rings,
+        long epochs,
+        Duration stallTimeout,
+        Duration idleTimeout,
+        Duration startGrace,
+        Duration jobTimeout,
+        String shareKey,
+        Duration helloTimeout,
+        Duration drainTimeout,
+        int minConsumers,
+        String accessGroup) {
 
     public ProducerSpec {
         Objects.requireNonNull(name, "name");

@@ -57,14 +57,20 @@ final class RelayJoins {
         return switch (answer) {
             case KEPT -> start;
             case TOO_LATE -> {
-                log.info("the upstream drew its next epoch's order before it could keep the boundary at sample {} of"
-                        + " epoch {}: the joiner starts at the next epoch start", start.sample(), start.epoch());
+                log.info(
+                        "the upstream drew its next epoch's order before it could keep the boundary at sample {} of"
+                                + " epoch {}: the joiner starts at the next epoch start",
+                        start.sample(),
+                        start.epoch());
                 yield rules.epochs() == 0 || start.epoch() + 1 < rules.epochs()
-                        ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0) : rolling;
+                        ? StartPoint.of(StartMode.EPOCH_START, start.epoch() + 1, 0)
+                        : rolling;
             }
             case UNAVAILABLE -> {
-                log.info("the upstream cannot keep the boundary at sample {} of epoch {}: the joiner rolls",
-                        start.sample(), start.epoch());
+                log.info(
+                        "the upstream cannot keep the boundary at sample {} of epoch {}: the joiner rolls",
+                        start.sample(),
+                        start.epoch());
                 yield rolling;
             }
         };
@@ -96,8 +102,11 @@ final class RelayJoins {
             return UpstreamBoundaries.Answer.TOO_LATE;
         }
         consumers.keepForRelay(s, (int) sample);
-        log.info("{} relays the stream: keeping its joiner's boundary at sample {} from epoch {} on", s.describe(),
-                sample, epoch + 1);
+        log.info(
+                "{} relays the stream: keeping its joiner's boundary at sample {} from epoch {} on",
+                s.describe(),
+                sample,
+                epoch + 1);
         return UpstreamBoundaries.Answer.KEPT;
     }
 

@@ -2,7 +2,6 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.rings.DescriptorRings;
 import io.tensorsocket.rings.Futex;
-
 import java.util.ArrayDeque;
 
 /**
@@ -13,6 +12,7 @@ import java.util.ArrayDeque;
 final class RingPool {
     /** The rings, or null: every consumer is served over its socket. */
     private final DescriptorRings rings;
+
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final Futex futex;
 

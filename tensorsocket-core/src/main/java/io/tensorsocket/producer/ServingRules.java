@@ -1,7 +1,6 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.StartMode;
-
 import java.time.Duration;
 
 /**
@@ -21,7 +20,16 @@ import java.time.Duration;
  *                        the order (an {@link io.tensorsocket.IndexedSource}), {@link StartMode#ROLLING} otherwise
  * @param jobTimeout      how long the first rank of a data-parallel job waits for the others before the job fails
  */
-public record ServingRules(long samplesPerEpoch, long firstEpoch, long epochs, int rubberBand, int claimsAhead,
-                           Duration stallTimeout, Duration idleTimeout, int minConsumers, Duration startGrace,
-                           String producerName, StartMode midEpoch, Duration jobTimeout) {
-}
+public record ServingRules(
+        long samplesPerEpoch,
+        long firstEpoch,
+        long epochs,
+        int rubberBand,
+        int claimsAhead,
+        Duration stallTimeout,
+        Duration idleTimeout,
+        int minConsumers,
+        Duration startGrace,
+        String producerName,
+        StartMode midEpoch,
+        Duration jobTimeout) {}

@@ -13,6 +13,7 @@ final class ServingState {
     boolean streamEnded;
     /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
     long firstAttachNanos;
+
     long totalPublished;
     long totalSamples;
 
@@ -24,7 +25,8 @@ final class ServingState {
         if (streamEnded) {
             return ProducerStatus.State.DRAINING;
         }
-        return consumers < (totalPublished == 0 ? minConsumers : 1) ? ProducerStatus.State.WAITING_FOR_CONSUMERS
+        return consumers < (totalPublished == 0 ? minConsumers : 1)
+                ? ProducerStatus.State.WAITING_FOR_CONSUMERS
                 : ProducerStatus.State.SERVING;
     }
 }

@@ -2,7 +2,6 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.arena.ArenaLayout;
-
 import java.lang.foreign.MemorySegment;
 import java.util.function.ObjIntConsumer;
 
@@ -12,6 +11,7 @@ final class SlotClaim implements SlotWriter {
     final int slot;
     /** Samples published, 0 until then. */
     volatile int samples;
+
     private final ArenaLayout layout;
     private final MemorySegment slotMemory;
     private final ObjIntConsumer<SlotClaim> publisher;
@@ -38,7 +38,8 @@ final class SlotClaim implements SlotWriter {
     public MemorySegment tensor(String name) {
         int i = layout.batch().indexOf(name);
         if (i < 0) {
-            throw new IllegalArgumentException("no tensor '" + name + "' in the source's layout " + layout.batch().tensors());
+            throw new IllegalArgumentException("no tensor '" + name + "' in the source's layout "
+                    + layout.batch().tensors());
         }
         return tensor(i);
     }

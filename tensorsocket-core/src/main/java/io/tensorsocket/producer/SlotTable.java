@@ -50,7 +50,8 @@ final class SlotTable {
     void claim(long s) {
         int slot = slotOf(s);
         if (holders[slot] != 0) {
-            throw new IllegalStateException("slot " + slot + " still has " + holders[slot] + " holders of batch " + seq[slot]);
+            throw new IllegalStateException(
+                    "slot " + slot + " still has " + holders[slot] + " holders of batch " + seq[slot]);
         }
         seq[slot] = s;
         batch[slot] = null;
@@ -60,7 +61,8 @@ final class SlotTable {
     void published(BatchPosition p) {
         int slot = slotOf(p.seq());
         if (seq[slot] != p.seq()) {
-            throw new IllegalStateException("batch " + p.seq() + " was not claimed (slot " + slot + " has " + seq[slot] + ")");
+            throw new IllegalStateException(
+                    "batch " + p.seq() + " was not claimed (slot " + slot + " has " + seq[slot] + ")");
         }
         batch[slot] = p;
     }

@@ -1,11 +1,10 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.TensorSocketTimeoutException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.time.Duration;
 import java.util.concurrent.locks.Condition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The producer thread's waits for consumers: for enough of them to attach (up to the idle timeout, which
@@ -35,7 +34,11 @@ final class StartWaits {
         long deadline = idleTimeout == null ? Long.MAX_VALUE : System.nanoTime() + idleTimeout.toNanos();
         String bound = idleTimeout == null ? "until stopped" : "up to " + idleTimeout.toSeconds() + " s";
         if (!started) {
-            log.info("producer '{}' waits for {} consumer(s) before it starts ({})", rules.producerName(), needed, bound);
+            log.info(
+                    "producer '{}' waits for {} consumer(s) before it starts ({})",
+                    rules.producerName(),
+                    needed,
+                    bound);
         } else {
             log.info("no consumer attached; producer '{}' pauses ({})", rules.producerName(), bound);
         }

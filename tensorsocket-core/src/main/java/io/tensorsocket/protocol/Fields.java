@@ -1,7 +1,6 @@
 package io.tensorsocket.protocol;
 
 import io.tensorsocket.ProtocolException;
-
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -15,8 +14,7 @@ import java.nio.charset.StandardCharsets;
  */
 final class Fields {
 
-    private Fields() {
-    }
+    private Fields() {}
 
     static long nonNegative(long v) {
         if (v < 0) {
@@ -65,7 +63,8 @@ final class Fields {
     static void putString(ByteBuffer b, String s) {
         byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
         if (bytes.length > WireFormat.MAX_STRING) {
-            throw new IllegalArgumentException("string of " + bytes.length + " bytes exceeds the protocol's " + WireFormat.MAX_STRING);
+            throw new IllegalArgumentException(
+                    "string of " + bytes.length + " bytes exceeds the protocol's " + WireFormat.MAX_STRING);
         }
         b.putShort((short) bytes.length).put(bytes);
     }
@@ -73,14 +72,18 @@ final class Fields {
     static String getString(ByteBuffer p) {
         int len = Short.toUnsignedInt(p.getShort());
         if (len > WireFormat.MAX_STRING || len > p.remaining()) {
-            throw new ProtocolException("string of " + len + " bytes where " + Math.min(p.remaining(), WireFormat.MAX_STRING)
-                    + " are allowed");
+            throw new ProtocolException("string of " + len + " bytes where "
+                    + Math.min(p.remaining(), WireFormat.MAX_STRING) + " are allowed");
         }
         ByteBuffer slice = p.slice(p.position(), len);
         p.position(p.position() + len);
         try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(slice).toString();
+            return StandardCharsets.UTF_8
+                    .newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(slice)
+                    .toString();
         } catch (CharacterCodingException e) {
             throw new ProtocolException("string is not valid UTF-8");
         }

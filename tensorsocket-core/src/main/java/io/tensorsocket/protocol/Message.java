@@ -3,7 +3,6 @@ package io.tensorsocket.protocol;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
-
 import java.util.List;
 
 /**
@@ -17,8 +16,17 @@ public sealed interface Message {
      * (empty: none), it is rank {@code rank} of the {@code worldSize} ranks of that data-parallel job, and takes
      * that rank's share of each epoch ({@link io.tensorsocket.stream.RankShare}); without, rank 0 of 1.
      */
-    record Hello(int batchSize, boolean dropLast, long pid, String client, StartPolicy startPolicy, boolean ring,
-                 String job, int rank, int worldSize) implements Message {
+    record Hello(
+            int batchSize,
+            boolean dropLast,
+            long pid,
+            String client,
+            StartPolicy startPolicy,
+            boolean ring,
+            String job,
+            int rank,
+            int worldSize)
+            implements Message {
         public Hello {
             java.util.Objects.requireNonNull(startPolicy, "startPolicy");
             java.util.Objects.requireNonNull(job, "job");
@@ -52,10 +60,24 @@ public sealed interface Message {
      * consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} where the producer chooses the order,
      * {@link StartMode#ROLLING} where its source does.
      */
-    record Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
-                   int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
-                   StartMode startMode, long startEpoch, long startSample, String source, int ring,
-                   StartMode midEpoch) implements Message {
+    record Welcome(
+            long sessionId,
+            int consumerId,
+            long producerPid,
+            String arenaPath,
+            int slotCount,
+            long slotBytes,
+            int producerBatchSize,
+            List<TensorSpec> tensors,
+            long samplesPerEpoch,
+            long epochs,
+            StartMode startMode,
+            long startEpoch,
+            long startSample,
+            String source,
+            int ring,
+            StartMode midEpoch)
+            implements Message {
         public static final int NO_RING = -1;
 
         public Welcome {
@@ -66,70 +88,102 @@ public sealed interface Message {
         }
 
         /** A WELCOME whose consumer is handed its stream over the socket. */
-        public Welcome(long sessionId, int consumerId, long producerPid, String arenaPath, int slotCount, long slotBytes,
-                       int producerBatchSize, List<TensorSpec> tensors, long samplesPerEpoch, long epochs,
-                       StartMode startMode, long startEpoch, long startSample, String source) {
-            this(sessionId, consumerId, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
-                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, NO_RING, StartMode.ROLLING);
+        public Welcome(
+                long sessionId,
+                int consumerId,
+                long producerPid,
+                String arenaPath,
+                int slotCount,
+                long slotBytes,
+                int producerBatchSize,
+                List<TensorSpec> tensors,
+                long samplesPerEpoch,
+                long epochs,
+                StartMode startMode,
+                long startEpoch,
+                long startSample,
+                String source) {
+            this(
+                    sessionId,
+                    consumerId,
+                    producerPid,
+                    arenaPath,
+                    slotCount,
+                    slotBytes,
+                    producerBatchSize,
+                    tensors,
+                    samplesPerEpoch,
+                    epochs,
+                    startMode,
+                    startEpoch,
+                    startSample,
+                    source,
+                    NO_RING,
+                    StartMode.ROLLING);
         }
 
         /** This WELCOME for consumer {@code id}, with descriptor ring {@code ring} (or {@link #NO_RING}). */
         public Welcome forConsumer(int id, int ring) {
-            return new Welcome(sessionId, id, producerPid, arenaPath, slotCount, slotBytes, producerBatchSize, tensors,
-                    samplesPerEpoch, epochs, startMode, startEpoch, startSample, source, ring, midEpoch);
+            return new Welcome(
+                    sessionId,
+                    id,
+                    producerPid,
+                    arenaPath,
+                    slotCount,
+                    slotBytes,
+                    producerBatchSize,
+                    tensors,
+                    samplesPerEpoch,
+                    epochs,
+                    startMode,
+                    startEpoch,
+                    startSample,
+                    source,
+                    ring,
+                    midEpoch);
         }
     }
 
     /** Producer to consumer: batch {@code seq} of the stream sits in {@code slot}. */
-    record BatchReady(long seq, int slot, long epoch, long index, long sampleStart, int samples) implements Message {
-    }
+    record BatchReady(long seq, int slot, long epoch, long index, long sampleStart, int samples) implements Message {}
 
     /** Consumer to producer: the consumer no longer reads batch {@code seq}. */
-    record Release(long seq) implements Message {
-    }
+    record Release(long seq) implements Message {}
 
     /** Producer to consumer: producer epoch {@code epoch} ended after {@code batches} batches. */
-    record EpochEnd(long epoch, long batches, long samples) implements Message {
-    }
+    record EpochEnd(long epoch, long batches, long samples) implements Message {}
 
     /** Producer to consumer: the producer ran its last epoch; no batch follows. */
-    record EndOfStream(long epochs) implements Message {
-    }
+    record EndOfStream(long epochs) implements Message {}
 
     /** Either side: something went wrong; the sender closes the connection after it. */
-    record Error(ErrorCode code, String message) implements Message {
-    }
+    record Error(ErrorCode code, String message) implements Message {}
 
     /** Consumer to producer: orderly goodbye; everything the consumer held is released. */
-    record Bye() implements Message {
-    }
+    record Bye() implements Message {}
 
     /**
      * A client's first message instead of {@link Hello}: asks for one {@link Status}, after which the
      * producer closes the connection. The client does not become a consumer.
      */
-    record StatusRequest() implements Message {
-    }
+    record StatusRequest() implements Message {}
 
     /** Producer to a status client: a snapshot of the producer and its consumers. */
-    record Status(io.tensorsocket.ProducerStatus status) implements Message {
-    }
+    record Status(io.tensorsocket.ProducerStatus status) implements Message {}
 
     /**
      * Consumer to producer, about once a second: what the consumer observed of itself, for status
      * reports. Cumulative since it connected: its own epoch number, samples handed to the training loop,
      * time spent inside the iterator waiting for data, and time spent outside it (working).
      */
-    record Progress(long epoch, long samples, long waitNanos, long workNanos) implements Message {
-    }
+    record Progress(long epoch, long samples, long waitNanos, long workNanos) implements Message {}
 
     /**
      * Producer to consumer, about once a second while nothing else was sent to it: the producer's process
      * is alive. The consumer answers each with a heartbeat of its own, so the producer never queues more
      * than a few to a consumer that stopped reading.
      */
-    record Heartbeat() implements Message {
-    }
+    record Heartbeat() implements Message {}
 
     /**
      * Feeder to producer, first message on the feeder socket of an external producer: the tensors every
@@ -138,22 +192,37 @@ public sealed interface Message {
      * {@code datasetSize} (above 0), whether epochs are shuffled and the seed: the producer then chooses each
      * epoch's order and sends it ({@link EpochOrder}); with {@code datasetSize} 0 the feeder keeps its own order.
      */
-    record FeederHello(long pid, String client, int batchSize, long samplesPerEpoch, long epochs, String description,
-                       List<TensorSpec> tensors, long datasetSize, boolean shuffle, long seed) implements Message {
+    record FeederHello(
+            long pid,
+            String client,
+            int batchSize,
+            long samplesPerEpoch,
+            long epochs,
+            String description,
+            List<TensorSpec> tensors,
+            long datasetSize,
+            boolean shuffle,
+            long seed)
+            implements Message {
         public FeederHello {
             tensors = List.copyOf(tensors);
         }
 
         /** The declaration of a feeder that keeps its own order. */
-        public FeederHello(long pid, String client, int batchSize, long samplesPerEpoch, long epochs, String description,
-                           List<TensorSpec> tensors) {
+        public FeederHello(
+                long pid,
+                String client,
+                int batchSize,
+                long samplesPerEpoch,
+                long epochs,
+                String description,
+                List<TensorSpec> tensors) {
             this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, 0, false, 0);
         }
     }
 
     /** Feeder that loads by index to producer, before each epoch: send epoch {@code epoch}'s order. */
-    record OrderRequest(long epoch) implements Message {
-    }
+    record OrderRequest(long epoch) implements Message {}
 
     /**
      * Producer to a feeder that loads by index, answer to {@link OrderRequest}: the ids {@code first} to
@@ -166,7 +235,10 @@ public sealed interface Message {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof EpochOrder e && e.epoch == epoch && e.first == first && e.total == total
+            return o instanceof EpochOrder e
+                    && e.epoch == epoch
+                    && e.first == first
+                    && e.total == total
                     && java.util.Arrays.equals(e.ids, ids);
         }
 
@@ -182,24 +254,19 @@ public sealed interface Message {
     }
 
     /** Producer to feeder, answer to {@link FeederHello}: the arena file to map and how many slots it may hold. */
-    record FeederWelcome(long producerPid, String arenaPath, int claimsAhead) implements Message {
-    }
+    record FeederWelcome(long producerPid, String arenaPath, int claimsAhead) implements Message {}
 
     /** Feeder to producer: asks for a slot to fill with the next batch. */
-    record Claim() implements Message {
-    }
+    record Claim() implements Message {}
 
     /** Producer to feeder, answer to {@link Claim}: batch {@code seq} goes into the slot at {@code offset} of the arena file. */
-    record SlotGrant(long seq, long offset) implements Message {
-    }
+    record SlotGrant(long seq, long offset) implements Message {}
 
     /** Feeder to producer: the slot of batch {@code seq} holds {@code samples} samples and may be served. */
-    record Publish(long seq, int samples) implements Message {
-    }
+    record Publish(long seq, int samples) implements Message {}
 
     /** Feeder to producer: its epoch {@code epoch} ended after {@code samples} samples. */
-    record FeederEpochEnd(long epoch, long samples) implements Message {
-    }
+    record FeederEpochEnd(long epoch, long samples) implements Message {}
 
     /** Why an {@link Error} was sent. Codes are wire values and never change. */
     enum ErrorCode {

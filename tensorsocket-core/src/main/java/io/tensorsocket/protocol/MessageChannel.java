@@ -2,7 +2,6 @@ package io.tensorsocket.protocol;
 
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
-
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -29,6 +28,7 @@ public final class MessageChannel implements AutoCloseable {
             .order(ByteOrder.LITTLE_ENDIAN);
     /** Bytes read by {@link #readAvailable()} and not yet decoded, from index 0 to its position. */
     private ByteBuffer pending;
+
     private boolean peerClosed;
     /** How long a send waits for a peer that reads nothing while its socket buffer is full. */
     private final long writeStallNanos;
@@ -76,8 +76,9 @@ public final class MessageChannel implements AutoCloseable {
             if (e != null) {
                 return e;
             }
-            throw new ProtocolVersionException("the peer speaks control protocol version " + h.version()
-                    + " and this side version " + WireFormat.VERSION + "; run the same TensorSocket release on both sides");
+            throw new ProtocolVersionException(
+                    "the peer speaks control protocol version " + h.version() + " and this side version "
+                            + WireFormat.VERSION + "; run the same TensorSocket release on both sides");
         }
         return WireFormat.decodePayload(h.type(), in);
     }
@@ -107,7 +108,8 @@ public final class MessageChannel implements AutoCloseable {
      */
     public Message readAvailable() throws IOException {
         if (pending == null) {
-            pending = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+            pending = ByteBuffer.allocate(WireFormat.HEADER_BYTES + WireFormat.MAX_PAYLOAD)
+                    .order(ByteOrder.LITTLE_ENDIAN);
         }
         while (true) {
             Message m = decodePending();
@@ -143,13 +145,15 @@ public final class MessageChannel implements AutoCloseable {
         if (pending.position() < total) {
             return null;
         }
-        ByteBuffer payload = view.slice(WireFormat.HEADER_BYTES, h.payloadBytes()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer payload =
+                view.slice(WireFormat.HEADER_BYTES, h.payloadBytes()).order(ByteOrder.LITTLE_ENDIAN);
         Message m;
         if (h.version() != WireFormat.VERSION) {
             m = WireFormat.decodeAnyVersionError(h.type(), payload);
             if (m == null) {
-                throw new ProtocolVersionException("the peer speaks control protocol version " + h.version()
-                        + " and this side version " + WireFormat.VERSION + "; run the same TensorSocket release on both sides");
+                throw new ProtocolVersionException(
+                        "the peer speaks control protocol version " + h.version() + " and this side version "
+                                + WireFormat.VERSION + "; run the same TensorSocket release on both sides");
             }
         } else {
             m = WireFormat.decodePayload(h.type(), payload);

@@ -1,13 +1,5 @@
 package io.tensorsocket.protocol;
 
-import io.tensorsocket.ProducerStatus;
-import io.tensorsocket.ProtocolException;
-import io.tensorsocket.StartMode;
-
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
-
 import static io.tensorsocket.protocol.Fields.bool;
 import static io.tensorsocket.protocol.Fields.getBool;
 import static io.tensorsocket.protocol.Fields.getString;
@@ -17,31 +9,60 @@ import static io.tensorsocket.protocol.Fields.putString;
 import static io.tensorsocket.protocol.Fields.rate;
 import static io.tensorsocket.protocol.Fields.truncate;
 
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartMode;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
 /** The STATUS payload, whose layout {@link WireFormat} documents with the other frames. */
 final class StatusCodec {
 
-    private StatusCodec() {
-    }
+    private StatusCodec() {}
 
     static void encode(ProducerStatus s, ByteBuffer b) {
         b.putLong(s.producerPid());
         putString(b, truncate(s.name()));
         putString(b, truncate(s.source()));
-        b.put((byte) s.state().ordinal()).putInt(s.producerBatchSize()).putLong(s.samplesPerEpoch()).putLong(s.epochs())
-                .putLong(s.epoch()).putLong(s.sample()).putLong(s.batchesPublished()).putLong(s.samplesPublished())
-                .putDouble(s.samplesPerSecond()).putInt(s.slotCount()).putLong(s.slotBytes()).putInt(s.slotsInUse())
-                .putInt(s.rubberBand()).putInt(s.windowBatches()).putLong(s.uptimeNanos()).putInt(s.consumersAttached())
-                .putLong(s.evictions()).put((byte) s.midEpoch().ordinal());
+        b.put((byte) s.state().ordinal())
+                .putInt(s.producerBatchSize())
+                .putLong(s.samplesPerEpoch())
+                .putLong(s.epochs())
+                .putLong(s.epoch())
+                .putLong(s.sample())
+                .putLong(s.batchesPublished())
+                .putLong(s.samplesPublished())
+                .putDouble(s.samplesPerSecond())
+                .putInt(s.slotCount())
+                .putLong(s.slotBytes())
+                .putInt(s.slotsInUse())
+                .putInt(s.rubberBand())
+                .putInt(s.windowBatches())
+                .putLong(s.uptimeNanos())
+                .putInt(s.consumersAttached())
+                .putLong(s.evictions())
+                .put((byte) s.midEpoch().ordinal());
         int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
         b.putShort((short) listed);
         for (int i = 0; i < listed; i++) {
             ProducerStatus.Consumer c = s.consumers().get(i);
             b.putInt(c.id()).putLong(c.pid());
             putString(b, c.user().length() > 64 ? c.user().substring(0, 64) : c.user());
-            b.putInt(c.batchSize()).put(bool(c.dropLast())).put((byte) c.startMode().ordinal()).putLong(c.epoch())
-                    .putLong(c.position()).putLong(c.lagSamples()).putInt(c.batchesHeld()).putLong(c.batchesSent())
-                    .put(bool(c.reported())).putLong(c.samplesConsumed()).putDouble(c.samplesPerSecond())
-                    .putLong(c.waitNanos()).putLong(c.workNanos()).putLong(c.connectedNanos());
+            b.putInt(c.batchSize())
+                    .put(bool(c.dropLast()))
+                    .put((byte) c.startMode().ordinal())
+                    .putLong(c.epoch())
+                    .putLong(c.position())
+                    .putLong(c.lagSamples())
+                    .putInt(c.batchesHeld())
+                    .putLong(c.batchesSent())
+                    .put(bool(c.reported()))
+                    .putLong(c.samplesConsumed())
+                    .putDouble(c.samplesPerSecond())
+                    .putLong(c.waitNanos())
+                    .putLong(c.workNanos())
+                    .putLong(c.connectedNanos());
             putString(b, c.client());
             b.put(bool(c.ring()));
             putString(b, c.job());
@@ -75,7 +96,11 @@ final class StatusCodec {
         long evictions = nonNegative(p.getLong());
         int midEpoch = Byte.toUnsignedInt(p.get());
         int listed = Short.toUnsignedInt(p.getShort());
-        if (listed > ProducerStatus.MAX_LISTED || listed > attached || inUse > slotCount || midEpoch < 1 || midEpoch > 2) {
+        if (listed > ProducerStatus.MAX_LISTED
+                || listed > attached
+                || inUse > slotCount
+                || midEpoch < 1
+                || midEpoch > 2) {
             throw new ProtocolException("STATUS holds an invalid value");
         }
         List<ProducerStatus.Consumer> consumers = new ArrayList<>(listed);
@@ -89,14 +114,52 @@ final class StatusCodec {
             if (mode > 2) {
                 throw new ProtocolException("STATUS holds start mode " + mode);
             }
-            consumers.add(new ProducerStatus.Consumer(id, cpid, user, cb, dropLast, StartMode.values()[mode],
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getInt()),
-                    nonNegative(p.getLong()), getBool(p), nonNegative(p.getLong()), rate(p.getDouble()),
-                    nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), getString(p), getBool(p),
-                    getString(p), nonNegative(p.getInt()), positive(p.getInt())));
+            consumers.add(new ProducerStatus.Consumer(
+                    id,
+                    cpid,
+                    user,
+                    cb,
+                    dropLast,
+                    StartMode.values()[mode],
+                    nonNegative(p.getLong()),
+                    nonNegative(p.getLong()),
+                    nonNegative(p.getLong()),
+                    nonNegative(p.getInt()),
+                    nonNegative(p.getLong()),
+                    getBool(p),
+                    nonNegative(p.getLong()),
+                    rate(p.getDouble()),
+                    nonNegative(p.getLong()),
+                    nonNegative(p.getLong()),
+                    nonNegative(p.getLong()),
+                    getString(p),
+                    getBool(p),
+                    getString(p),
+                    nonNegative(p.getInt()),
+                    positive(p.getInt())));
         }
-        return new ProducerStatus(pid, name, source, ProducerStatus.State.values()[state], batchSize, samplesPerEpoch, epochs,
-                epoch, sample, batches, samples, rate, slotCount, slotBytes, inUse, rubberBand, window, uptime, attached,
-                evictions, StartMode.values()[midEpoch], consumers);
+        return new ProducerStatus(
+                pid,
+                name,
+                source,
+                ProducerStatus.State.values()[state],
+                batchSize,
+                samplesPerEpoch,
+                epochs,
+                epoch,
+                sample,
+                batches,
+                samples,
+                rate,
+                slotCount,
+                slotBytes,
+                inUse,
+                rubberBand,
+                window,
+                uptime,
+                attached,
+                evictions,
+                StartMode.values()[midEpoch],
+                consumers);
     }
 }

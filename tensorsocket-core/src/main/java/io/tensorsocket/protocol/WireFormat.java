@@ -1,15 +1,5 @@
 package io.tensorsocket.protocol;
 
-import io.tensorsocket.DType;
-import io.tensorsocket.ProtocolException;
-import io.tensorsocket.TensorSpec;
-
-import java.nio.BufferUnderflowException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.util.ArrayList;
-import java.util.List;
-
 import static io.tensorsocket.protocol.Fields.bool;
 import static io.tensorsocket.protocol.Fields.getBool;
 import static io.tensorsocket.protocol.Fields.getString;
@@ -17,6 +7,15 @@ import static io.tensorsocket.protocol.Fields.nonNegative;
 import static io.tensorsocket.protocol.Fields.positive;
 import static io.tensorsocket.protocol.Fields.putString;
 import static io.tensorsocket.protocol.Fields.truncate;
+
+import io.tensorsocket.DType;
+import io.tensorsocket.ProtocolException;
+import io.tensorsocket.TensorSpec;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The control protocol's bytes, as specified in docs/PROTOCOL.md (which also states the rules: who
@@ -127,12 +126,10 @@ public final class WireFormat {
     static final int ORDER = 20;
     static final int ORDER_REQUEST = 21;
 
-    private WireFormat() {
-    }
+    private WireFormat() {}
 
     /** Header fields of a frame, after validation. */
-    public record Header(int version, int type, int payloadBytes) {
-    }
+    public record Header(int version, int type, int payloadBytes) {}
 
     /**
      * Validates a frame header.
@@ -144,8 +141,10 @@ public final class WireFormat {
         b.order(ByteOrder.LITTLE_ENDIAN);
         int magic = b.getInt();
         if (magic != MAGIC) {
-            throw new ProtocolException(String.format("not a TensorSocket frame (magic 0x%08x); is something other than a"
-                    + " TensorSocket peer on this socket?", magic));
+            throw new ProtocolException(String.format(
+                    "not a TensorSocket frame (magic 0x%08x); is something other than a"
+                            + " TensorSocket peer on this socket?",
+                    magic));
         }
         int version = Short.toUnsignedInt(b.getShort());
         int type = Byte.toUnsignedInt(b.get());
@@ -168,7 +167,11 @@ public final class WireFormat {
     public static void encode(Message m, ByteBuffer b) {
         b.order(ByteOrder.LITTLE_ENDIAN);
         int start = b.position();
-        b.putInt(MAGIC).putShort((short) VERSION).put((byte) typeOf(m)).put((byte) 0).putInt(0);
+        b.putInt(MAGIC)
+                .putShort((short) VERSION)
+                .put((byte) typeOf(m))
+                .put((byte) 0)
+                .putInt(0);
         int payloadStart = b.position();
         switch (m) {
             case Message.Hello h -> {
@@ -181,15 +184,25 @@ public final class WireFormat {
             case Message.Welcome w -> {
                 b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
                 putString(b, w.arenaPath());
-                b.putInt(w.slotCount()).putLong(w.slotBytes()).putInt(w.producerBatchSize())
-                        .putLong(w.samplesPerEpoch()).putLong(w.epochs()).put((byte) w.startMode().ordinal())
-                        .putLong(w.startEpoch()).putLong(w.startSample());
+                b.putInt(w.slotCount())
+                        .putLong(w.slotBytes())
+                        .putInt(w.producerBatchSize())
+                        .putLong(w.samplesPerEpoch())
+                        .putLong(w.epochs())
+                        .put((byte) w.startMode().ordinal())
+                        .putLong(w.startEpoch())
+                        .putLong(w.startSample());
                 putString(b, w.source());
                 putTensors(b, w.tensors());
                 b.putInt(w.ring()).put((byte) w.midEpoch().ordinal());
             }
-            case Message.BatchReady r -> b.putLong(r.seq()).putInt(r.slot()).putLong(r.epoch()).putLong(r.index())
-                    .putLong(r.sampleStart()).putInt(r.samples());
+            case Message.BatchReady r ->
+                b.putLong(r.seq())
+                        .putInt(r.slot())
+                        .putLong(r.epoch())
+                        .putLong(r.index())
+                        .putLong(r.sampleStart())
+                        .putInt(r.samples());
             case Message.Release r -> b.putLong(r.seq());
             case Message.EpochEnd e -> b.putLong(e.epoch()).putLong(e.batches()).putLong(e.samples());
             case Message.EndOfStream e -> b.putLong(e.epochs());
@@ -197,15 +210,15 @@ public final class WireFormat {
                 b.putInt(e.code().code());
                 putString(b, truncate(e.message()));
             }
-            case Message.Bye ignored -> {
-            }
-            case Message.StatusRequest ignored -> {
-            }
+            case Message.Bye ignored -> {}
+            case Message.StatusRequest ignored -> {}
             case Message.Status st -> StatusCodec.encode(st.status(), b);
-            case Message.Progress pr -> b.putLong(pr.epoch()).putLong(pr.samples()).putLong(pr.waitNanos())
-                    .putLong(pr.workNanos());
-            case Message.Heartbeat ignored -> {
-            }
+            case Message.Progress pr ->
+                b.putLong(pr.epoch())
+                        .putLong(pr.samples())
+                        .putLong(pr.waitNanos())
+                        .putLong(pr.workNanos());
+            case Message.Heartbeat ignored -> {}
             case Message.FeederHello h -> {
                 b.putLong(h.pid());
                 putString(b, h.client());
@@ -219,8 +232,7 @@ public final class WireFormat {
                 putString(b, w.arenaPath());
                 b.putInt(w.claimsAhead());
             }
-            case Message.Claim ignored -> {
-            }
+            case Message.Claim ignored -> {}
             case Message.SlotGrant g -> b.putLong(g.seq()).putLong(g.offset());
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
@@ -263,10 +275,20 @@ public final class WireFormat {
         p.order(ByteOrder.LITTLE_ENDIAN);
         try {
             Message m = switch (type) {
-                case HELLO -> new Message.Hello(p.getInt(), getBool(p), p.getLong(), getString(p), startPolicy(p.get()), getBool(p),
-                        getString(p), p.getInt(), p.getInt());
+                case HELLO ->
+                    new Message.Hello(
+                            p.getInt(),
+                            getBool(p),
+                            p.getLong(),
+                            getString(p),
+                            startPolicy(p.get()),
+                            getBool(p),
+                            getString(p),
+                            p.getInt(),
+                            p.getInt());
                 case WELCOME -> decodeWelcome(p);
-                case BATCH -> new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
+                case BATCH ->
+                    new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
                 case RELEASE -> new Message.Release(p.getLong());
                 case EPOCH_END -> new Message.EpochEnd(p.getLong(), p.getLong(), p.getLong());
                 case END -> new Message.EndOfStream(p.getLong());
@@ -277,7 +299,8 @@ public final class WireFormat {
                 case PROGRESS -> decodeProgress(p);
                 case HEARTBEAT -> new Message.Heartbeat();
                 case FEEDER_HELLO -> decodeFeederHello(p);
-                case FEEDER_WELCOME -> new Message.FeederWelcome(nonNegative(p.getLong()), getString(p), positive(p.getInt()));
+                case FEEDER_WELCOME ->
+                    new Message.FeederWelcome(nonNegative(p.getLong()), getString(p), positive(p.getInt()));
                 case CLAIM -> new Message.Claim();
                 case SLOT -> new Message.SlotGrant(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case PUBLISH -> new Message.Publish(nonNegative(p.getLong()), p.getInt());
@@ -287,7 +310,8 @@ public final class WireFormat {
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
-                throw new ProtocolException("message type " + type + " has " + p.remaining() + " unexpected trailing bytes");
+                throw new ProtocolException(
+                        "message type " + type + " has " + p.remaining() + " unexpected trailing bytes");
             }
             return m;
         } catch (BufferUnderflowException e) {
@@ -323,8 +347,16 @@ public final class WireFormat {
         long startSample = p.getLong();
         String source = getString(p);
         int count = Short.toUnsignedInt(p.getShort());
-        if (slotCount < 1 || slotBytes < 1 || batchSize < 1 || samples < 0 || epochs < 0 || startEpoch < 0
-                || startSample < 0 || mode > 2 || count < 1 || count > MAX_TENSORS) {
+        if (slotCount < 1
+                || slotBytes < 1
+                || batchSize < 1
+                || samples < 0
+                || epochs < 0
+                || startEpoch < 0
+                || startSample < 0
+                || mode > 2
+                || count < 1
+                || count > MAX_TENSORS) {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
         List<TensorSpec> tensors = getTensors(p, count, "WELCOME");
@@ -333,8 +365,22 @@ public final class WireFormat {
         if (ring < Message.Welcome.NO_RING || midEpoch < 1 || midEpoch > 2) {
             throw new ProtocolException("WELCOME holds an invalid value");
         }
-        return new Message.Welcome(session, consumerId, pid, arena, slotCount, slotBytes, batchSize, tensors, samples,
-                epochs, io.tensorsocket.StartMode.values()[mode], startEpoch, startSample, source, ring,
+        return new Message.Welcome(
+                session,
+                consumerId,
+                pid,
+                arena,
+                slotCount,
+                slotBytes,
+                batchSize,
+                tensors,
+                samples,
+                epochs,
+                io.tensorsocket.StartMode.values()[mode],
+                startEpoch,
+                startSample,
+                source,
+                ring,
                 io.tensorsocket.StartMode.values()[midEpoch]);
     }
 
@@ -351,8 +397,8 @@ public final class WireFormat {
         }
         // Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
         List<TensorSpec> tensors = getTensors(p, count, "FEEDER_HELLO");
-        return new Message.FeederHello(pid, client, batchSize, samples, epochs, description, tensors, p.getLong(),
-                getBool(p), p.getLong());
+        return new Message.FeederHello(
+                pid, client, batchSize, samples, epochs, description, tensors, p.getLong(), getBool(p), p.getLong());
     }
 
     private static Message.EpochOrder decodeOrder(ByteBuffer p) {
@@ -396,8 +442,8 @@ public final class WireFormat {
     }
 
     private static Message.Progress decodeProgress(ByteBuffer p) {
-        return new Message.Progress(nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()),
-                nonNegative(p.getLong()));
+        return new Message.Progress(
+                nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()));
     }
 
     private static io.tensorsocket.StartPolicy startPolicy(byte b) {
@@ -432,5 +478,4 @@ public final class WireFormat {
             case Message.OrderRequest o -> ORDER_REQUEST;
         };
     }
-
 }

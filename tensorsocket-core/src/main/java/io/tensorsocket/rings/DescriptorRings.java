@@ -11,13 +11,11 @@ import static io.tensorsocket.rings.RingLayout.TAIL;
 import static io.tensorsocket.rings.RingLayout.fileBytes;
 
 import io.tensorsocket.ProtocolException;
-
 import io.tensorsocket.arena.SpaceReservation;
-
 import java.io.IOException;
-import java.lang.invoke.VarHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -105,7 +103,7 @@ public final class DescriptorRings implements AutoCloseable {
     public static DescriptorRings open(Path file, long sessionId) throws IOException {
         Arena scope = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
-             Arena headerScope = Arena.ofConfined()) {
+                Arena headerScope = Arena.ofConfined()) {
             long size = ch.size();
             if (size < HEADER_BYTES) {
                 throw new ProtocolException("rings file " + file + " is " + size + " bytes, smaller than its header");
@@ -113,7 +111,8 @@ public final class DescriptorRings implements AutoCloseable {
             MemorySegment head = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, headerScope);
             String problem = RingLayout.problem(head, size, sessionId);
             if (problem != null) {
-                throw new ProtocolException("rings file " + file + " does not match the producer's announcement: " + problem);
+                throw new ProtocolException(
+                        "rings file " + file + " does not match the producer's announcement: " + problem);
             }
             int rings = RingLayout.rings(head);
             int capacity = RingLayout.capacity(head);

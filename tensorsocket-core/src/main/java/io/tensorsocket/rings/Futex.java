@@ -32,11 +32,21 @@ public final class Futex {
     private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     /** long syscall(long number, ...): number, uaddr, op, val, timeout, uaddr2, val3; every variadic as a full register. */
-    private static final MethodHandle SYSCALL = SYS_FUTEX < 0 ? null
-            : LINKER.downcallHandle(LINKER.defaultLookup().find("syscall").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
-            Linker.Option.firstVariadicArg(1), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle SYSCALL = SYS_FUTEX < 0
+            ? null
+            : LINKER.downcallHandle(
+                    LINKER.defaultLookup().find("syscall").orElseThrow(),
+                    FunctionDescriptor.of(
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.ADDRESS,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG),
+                    Linker.Option.firstVariadicArg(1),
+                    Linker.Option.captureCallState("errno"));
 
     private final MemorySegment errno;
     /** struct timespec { long tv_sec; long tv_nsec; }, a relative timeout for FUTEX_WAIT. */

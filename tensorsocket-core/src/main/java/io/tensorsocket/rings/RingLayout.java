@@ -39,6 +39,7 @@ public final class RingLayout {
 
     /** The file header's fields. */
     public static final long HEADER_BYTES = 64;
+
     static final long MAGIC_OFFSET = 0;
     static final long VERSION_OFFSET = 8;
     static final long RINGS_OFFSET = 12;
@@ -48,6 +49,7 @@ public final class RingLayout {
 
     /** A ring's header fields, from the ring's start; the producer's in the first 64 bytes, the consumer's in the next. */
     public static final long RING_HEADER_BYTES = 128;
+
     public static final long OWNER = 0;
     public static final long DOORBELL = 4;
     public static final long TAIL = 8;
@@ -58,10 +60,10 @@ public final class RingLayout {
     static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
     /** Atomic access to a ring's words (aligned, little-endian). */
     static final VarHandle INT = I32.varHandle();
+
     static final VarHandle LONG = I64.varHandle();
 
-    private RingLayout() {
-    }
+    private RingLayout() {}
 
     /** Entries per ring for an arena of {@code slotCount} slots: the next power of two ≥ 2 × slotCount + 2. */
     public static int capacityFor(int slotCount) {
@@ -106,11 +108,19 @@ public final class RingLayout {
         int version = head.get(I32, VERSION_OFFSET);
         int rings = head.get(I32, RINGS_OFFSET);
         int capacity = head.get(I32, CAPACITY_OFFSET);
-        return head.get(I64, MAGIC_OFFSET) != MAGIC ? "it is not a TensorSocket rings file (bad magic)"
-                : version != VERSION ? "rings layout version " + version + ", this library reads version " + VERSION
-                : head.get(I64, SESSION_OFFSET) != sessionId ? "it belongs to another producer session"
-                : rings < 1 || capacity < 4 || Integer.bitCount(capacity) != 1 || head.get(I32, ENTRY_BYTES_OFFSET) != ENTRY_BYTES
-                || size < fileBytes(rings, capacity) ? "its geometry is invalid" : null;
+        return head.get(I64, MAGIC_OFFSET) != MAGIC
+                ? "it is not a TensorSocket rings file (bad magic)"
+                : version != VERSION
+                        ? "rings layout version " + version + ", this library reads version " + VERSION
+                        : head.get(I64, SESSION_OFFSET) != sessionId
+                                ? "it belongs to another producer session"
+                                : rings < 1
+                                                || capacity < 4
+                                                || Integer.bitCount(capacity) != 1
+                                                || head.get(I32, ENTRY_BYTES_OFFSET) != ENTRY_BYTES
+                                                || size < fileBytes(rings, capacity)
+                                        ? "its geometry is invalid"
+                                        : null;
     }
 
     /** The ring count of a valid header. */

@@ -7,7 +7,6 @@ import io.tensorsocket.DType;
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -45,8 +44,12 @@ public final class SyntheticSource implements IndexedSource {
     private SyntheticSource(SyntheticSpec spec, int batchSize, Duration delayPerBatch, MemorySegment preloaded) {
         this.spec = spec;
         this.delayNanos = delayPerBatch.toNanos();
-        this.layout = new BatchLayout(List.of(new TensorSpec(DATA, spec.dtype(), spec.shape()),
-                TensorSpec.of(LABEL, DType.INT64), TensorSpec.of(ID, DType.INT64)), batchSize);
+        this.layout = new BatchLayout(
+                List.of(
+                        new TensorSpec(DATA, spec.dtype(), spec.shape()),
+                        TensorSpec.of(LABEL, DType.INT64),
+                        TensorSpec.of(ID, DType.INT64)),
+                batchSize);
         this.preloaded = preloaded;
     }
 

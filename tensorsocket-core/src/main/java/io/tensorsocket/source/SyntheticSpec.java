@@ -3,7 +3,6 @@ package io.tensorsocket.source;
 import io.tensorsocket.DType;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.stream.ChunkedShuffle;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
@@ -60,7 +59,8 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
             int classes = Integer.parseInt(kv.getOrDefault("classes", "10"));
             return new SyntheticSpec(samples, shape, dtype, seed, classes);
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("synthetic parameters '" + text + "' hold a non-number: " + e.getMessage());
+            throw new IllegalArgumentException(
+                    "synthetic parameters '" + text + "' hold a non-number: " + e.getMessage());
         }
     }
 
@@ -72,15 +72,17 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
      */
     public static long[] parseShape(String text) {
         try {
-            long[] dims = Arrays.stream(text.split("x", -1)).mapToLong(Long::parseLong).toArray();
+            long[] dims = Arrays.stream(text.split("x", -1))
+                    .mapToLong(Long::parseLong)
+                    .toArray();
             if (Arrays.stream(dims).allMatch(d -> d >= 1)) {
                 return dims;
             }
         } catch (NumberFormatException e) {
             // said below
         }
-        throw new IllegalArgumentException("a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '"
-                + text + "'");
+        throw new IllegalArgumentException(
+                "a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '" + text + "'");
     }
 
     /** Whether a source description's epochs are in {@link #order(long)}: its {@code order} is not {@code producer}. */
@@ -110,12 +112,15 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
             if (eq < 1) {
                 throw new IllegalArgumentException("synthetic parameter '" + part + "' is not key=value");
             }
-            kv.put(part.substring(0, eq).trim().toLowerCase(Locale.ROOT), part.substring(eq + 1).trim());
+            kv.put(
+                    part.substring(0, eq).trim().toLowerCase(Locale.ROOT),
+                    part.substring(eq + 1).trim());
         }
         for (String k : kv.keySet()) {
-            if (!List.of("samples", "shape", "dtype", "seed", "classes", "order").contains(k)) {
-                throw new IllegalArgumentException("unknown synthetic parameter '" + k
-                        + "': use samples, shape, dtype, seed, classes, order");
+            if (!List.of("samples", "shape", "dtype", "seed", "classes", "order")
+                    .contains(k)) {
+                throw new IllegalArgumentException(
+                        "unknown synthetic parameter '" + k + "': use samples, shape, dtype, seed, classes, order");
             }
         }
         String order = kv.getOrDefault("order", "seeded");
@@ -190,7 +195,8 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
             case BFLOAT16 -> {
                 for (long i = 0; i < n; i++) {
                     state += GOLDEN;
-                    dst.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (Float.floatToRawIntBits(unit(state)) >>> 16));
+                    dst.setAtIndex(
+                            ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (Float.floatToRawIntBits(unit(state)) >>> 16));
                 }
             }
             case BOOL -> {
@@ -234,8 +240,12 @@ public record SyntheticSpec(long samples, long[] shape, DType dtype, long seed, 
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof SyntheticSpec s && s.samples == samples && Arrays.equals(s.shape, shape) && s.dtype == dtype
-                && s.seed == seed && s.classes == classes;
+        return o instanceof SyntheticSpec s
+                && s.samples == samples
+                && Arrays.equals(s.shape, shape)
+                && s.dtype == dtype
+                && s.seed == seed
+                && s.classes == classes;
     }
 
     @Override

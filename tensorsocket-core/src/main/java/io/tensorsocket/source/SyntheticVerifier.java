@@ -2,7 +2,6 @@ package io.tensorsocket.source;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.Tensor;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.BitSet;

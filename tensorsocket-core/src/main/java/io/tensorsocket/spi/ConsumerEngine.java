@@ -73,12 +73,10 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
      * Tells the producer where this consumer's time goes (its status shows it), about once a second;
      * an engine whose producer does not take such reports ignores it.
      */
-    default void reportProgress(long epoch, long samples, long waitNanos, long workNanos) {
-    }
+    default void reportProgress(long epoch, long samples, long waitNanos, long workNanos) {}
 
     /** Ends a wait another thread is in, so that {@link #close()} can follow; does nothing if none. */
-    default void abortWait() {
-    }
+    default void abortWait() {}
 
     @Override
     void close();

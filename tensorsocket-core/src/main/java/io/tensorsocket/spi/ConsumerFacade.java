@@ -16,8 +16,7 @@ import java.util.function.BiFunction;
 public final class ConsumerFacade {
     private static volatile BiFunction<String, ConsumerEngine, TensorConsumer> constructor;
 
-    private ConsumerFacade() {
-    }
+    private ConsumerFacade() {}
 
     /** A consumer over {@code engine}, named {@code address} in its messages. */
     public static TensorConsumer over(String address, ConsumerEngine engine) {

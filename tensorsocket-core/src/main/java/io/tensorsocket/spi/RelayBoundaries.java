@@ -22,8 +22,7 @@ public final class RelayBoundaries {
         void release(TensorProducer producer, int consumerId, long sample);
     }
 
-    private RelayBoundaries() {
-    }
+    private RelayBoundaries() {}
 
     /**
      * For consumer {@code consumerId} of {@code producer}, which relays its stream to consumers of its own: keeps

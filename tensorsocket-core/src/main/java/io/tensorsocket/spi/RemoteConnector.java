@@ -39,11 +39,13 @@ public interface RemoteConnector {
             }
         }
         if (scheme.equals("grpc") || scheme.equals("grpc+tls")) {
-            throw new IllegalStateException("'" + uri + "' is a remote producer, and reaching one needs the module"
-                    + " tensorsocket-flight (io.tensorsocket:tensorsocket-flight) on the class path; add it as a dependency");
+            throw new IllegalStateException(
+                    "'" + uri + "' is a remote producer, and reaching one needs the module"
+                            + " tensorsocket-flight (io.tensorsocket:tensorsocket-flight) on the class path; add it as a dependency");
         }
-        throw new IllegalArgumentException("'" + uri + "' has scheme '" + scheme + "', which no module on the class path"
-                + " handles; a producer is named NAME (this host) or grpc://HOST:PORT/NAME (another host, with"
-                + " tensorsocket-flight)");
+        throw new IllegalArgumentException(
+                "'" + uri + "' has scheme '" + scheme + "', which no module on the class path"
+                        + " handles; a producer is named NAME (this host) or grpc://HOST:PORT/NAME (another host, with"
+                        + " tensorsocket-flight)");
     }
 }

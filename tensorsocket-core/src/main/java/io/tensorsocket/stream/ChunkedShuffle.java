@@ -26,8 +26,7 @@ import java.util.TreeMap;
  */
 public final class ChunkedShuffle {
 
-    private ChunkedShuffle() {
-    }
+    private ChunkedShuffle() {}
 
     /** The first epoch's order: a uniform shuffle of {@code 0..samples-1}. */
     public static int[] first(int samples, SplittableRandom random) {
@@ -56,8 +55,8 @@ public final class ChunkedShuffle {
         int from = 0;
         for (int b : boundaries) {
             if (b <= from || b >= order.length) {
-                throw new IllegalArgumentException("boundaries " + Arrays.toString(boundaries) + " are not sorted, distinct"
-                        + " and inside an epoch of " + order.length + " samples");
+                throw new IllegalArgumentException("boundaries " + Arrays.toString(boundaries)
+                        + " are not sorted, distinct" + " and inside an epoch of " + order.length + " samples");
             }
             shuffle(order, from, b, random);
             from = b;

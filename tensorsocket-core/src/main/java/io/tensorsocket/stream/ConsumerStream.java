@@ -44,8 +44,7 @@ public final class ConsumerStream {
     }
 
     /** Part of a consumer batch: {@code samples} samples from {@code offset} in slot {@code slot}, placed at {@code destOffset}. */
-    public record Piece(long seq, int slot, long offset, int samples, long destOffset) {
-    }
+    public record Piece(long seq, int slot, long offset, int samples, long destOffset) {}
 
     /**
      * A consumer batch to hand out: its epoch, index and first sample in this consumer's epoch, and the
@@ -71,6 +70,7 @@ public final class ConsumerStream {
     private final long shareCount;
     /** Index in the current epoch's share of the next sample to hand out. */
     private long shareIndex;
+
     private final long startEpoch;
     private final long startPosition;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
@@ -87,14 +87,20 @@ public final class ConsumerStream {
      * A consumer of {@code batchSize}-sample batches over an arena of {@code slots} slots, starting at
      * {@code startSample} of producer epoch {@code startEpoch} (see {@link JoinRule}).
      */
-    public ConsumerStream(StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch,
-                          long startSample) {
+    public ConsumerStream(
+            StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch, long startSample) {
         this(geometry, slots, batchSize, dropLast, startEpoch, startSample, RankShare.ALL);
     }
 
     /** As {@link #ConsumerStream(StreamGeometry, int, int, boolean, long, long)}, taking {@code share} of each epoch. */
-    public ConsumerStream(StreamGeometry geometry, int slots, int batchSize, boolean dropLast, long startEpoch,
-                          long startSample, RankShare share) {
+    public ConsumerStream(
+            StreamGeometry geometry,
+            int slots,
+            int batchSize,
+            boolean dropLast,
+            long startEpoch,
+            long startSample,
+            RankShare share) {
         if (batchSize < 1 || slots < 1) {
             throw new IllegalArgumentException("batch size and slot count must be at least 1");
         }
@@ -121,9 +127,14 @@ public final class ConsumerStream {
      */
     public void accept(BatchPosition p, int slot) {
         long start = p.start(geometry);
-        if ((expectedSeq >= 0 && p.seq() != expectedSeq) || slot != (int) (p.seq() % slots) || p.samples() < 1
-                || p.samples() > geometry.producerBatchSize() || p.sampleStart() < 0
-                || p.sampleStart() + p.samples() > geometry.samplesPerEpoch() || start != receivedUpTo || streamEnded) {
+        if ((expectedSeq >= 0 && p.seq() != expectedSeq)
+                || slot != (int) (p.seq() % slots)
+                || p.samples() < 1
+                || p.samples() > geometry.producerBatchSize()
+                || p.sampleStart() < 0
+                || p.sampleStart() + p.samples() > geometry.samplesPerEpoch()
+                || start != receivedUpTo
+                || streamEnded) {
             throw new IllegalArgumentException("an inconsistent batch descriptor " + p + " in slot " + slot
                     + " (expected seq " + expectedSeq + " at stream position " + receivedUpTo + ")");
         }

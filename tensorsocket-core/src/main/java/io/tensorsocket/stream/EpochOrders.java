@@ -27,10 +27,11 @@ public final class EpochOrders {
      * @param shuffle         whether epochs are shuffled
      * @param randomOf        the randomness of epoch {@code e}'s shuffle (seeded, so the orders replay)
      */
-    public EpochOrders(int datasetSize, long samplesPerEpoch, boolean shuffle, LongFunction<SplittableRandom> randomOf) {
+    public EpochOrders(
+            int datasetSize, long samplesPerEpoch, boolean shuffle, LongFunction<SplittableRandom> randomOf) {
         if (datasetSize < 1 || samplesPerEpoch < 1 || samplesPerEpoch > datasetSize) {
-            throw new IllegalArgumentException("an epoch emits 1 to " + datasetSize + " samples of the data set, not "
-                    + samplesPerEpoch);
+            throw new IllegalArgumentException(
+                    "an epoch emits 1 to " + datasetSize + " samples of the data set, not " + samplesPerEpoch);
         }
         this.datasetSize = datasetSize;
         this.samplesPerEpoch = (int) samplesPerEpoch;
@@ -51,8 +52,8 @@ public final class EpochOrders {
         } else {
             for (int b : boundaries) {
                 if (b >= samplesPerEpoch) {
-                    throw new IllegalArgumentException("boundary " + b + " is not inside an epoch of " + samplesPerEpoch
-                            + " samples");
+                    throw new IllegalArgumentException(
+                            "boundary " + b + " is not inside an epoch of " + samplesPerEpoch + " samples");
                 }
             }
             order = ChunkedShuffle.next(previous, boundaries, randomOf.apply(epoch));

@@ -1,7 +1,10 @@
 package io.tensorsocket.arena;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -9,12 +12,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * {@link BulkCopy} keeps {@link MemorySegment#copy(MemorySegment, long, MemorySegment, long, long)}'s contract on
@@ -33,15 +32,17 @@ class BulkCopyTest {
     void copiesTheSameBytesAsTheJdkAtEverySizeAndOffset() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment src = random(a, BIG + 64, 1);
-            for (long bytes : new long[]{0, 1, 4095, BulkCopy.NATIVE_FROM - 1, BulkCopy.NATIVE_FROM, BIG}) {
-                for (long srcOff : new long[]{0, 7}) {
-                    for (long dstOff : new long[]{0, 33}) {
+            for (long bytes : new long[] {0, 1, 4095, BulkCopy.NATIVE_FROM - 1, BulkCopy.NATIVE_FROM, BIG}) {
+                for (long srcOff : new long[] {0, 7}) {
+                    for (long dstOff : new long[] {0, 33}) {
                         MemorySegment expected = random(a, BIG + 64, 2);
                         MemorySegment actual = a.allocate(BIG + 64);
                         actual.copyFrom(expected);
                         MemorySegment.copy(src, srcOff, expected, dstOff, bytes);
                         BulkCopy.copy(src, srcOff, actual, dstOff, bytes);
-                        assertEquals(-1, expected.mismatch(actual),
+                        assertEquals(
+                                -1,
+                                expected.mismatch(actual),
                                 "bytes " + bytes + " from offset " + srcOff + " to offset " + dstOff);
                     }
                 }
@@ -52,7 +53,7 @@ class BulkCopyTest {
     @Test
     void overlappingCopiesInEitherDirectionAreCorrect() {
         try (Arena a = Arena.ofConfined()) {
-            for (long shift : new long[]{1, 4096 + 3, BulkCopy.NATIVE_FROM / 2}) {
+            for (long shift : new long[] {1, 4096 + 3, BulkCopy.NATIVE_FROM / 2}) {
                 MemorySegment expected = random(a, BIG + shift, 3);
                 MemorySegment actual = a.allocate(expected.byteSize());
                 actual.copyFrom(expected);
@@ -84,18 +85,30 @@ class BulkCopyTest {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment src = a.allocate(BIG);
             MemorySegment dst = a.allocate(BIG);
-            sameFailure("a source range past its end", () -> MemorySegment.copy(src, 1, dst, 0, BIG),
+            sameFailure(
+                    "a source range past its end",
+                    () -> MemorySegment.copy(src, 1, dst, 0, BIG),
                     () -> BulkCopy.copy(src, 1, dst, 0, BIG));
-            sameFailure("a target range past its end", () -> MemorySegment.copy(src, 0, dst, 1, BIG),
+            sameFailure(
+                    "a target range past its end",
+                    () -> MemorySegment.copy(src, 0, dst, 1, BIG),
                     () -> BulkCopy.copy(src, 0, dst, 1, BIG));
-            sameFailure("a negative offset", () -> MemorySegment.copy(src, -1, dst, 0, BulkCopy.NATIVE_FROM),
+            sameFailure(
+                    "a negative offset",
+                    () -> MemorySegment.copy(src, -1, dst, 0, BulkCopy.NATIVE_FROM),
                     () -> BulkCopy.copy(src, -1, dst, 0, BulkCopy.NATIVE_FROM));
-            sameFailure("a negative length", () -> MemorySegment.copy(src, 0, dst, 0, -1),
+            sameFailure(
+                    "a negative length",
+                    () -> MemorySegment.copy(src, 0, dst, 0, -1),
                     () -> BulkCopy.copy(src, 0, dst, 0, -1));
             MemorySegment readOnly = dst.asReadOnly();
-            sameFailure("a read-only target", () -> MemorySegment.copy(src, 0, readOnly, 0, BIG),
+            sameFailure(
+                    "a read-only target",
+                    () -> MemorySegment.copy(src, 0, readOnly, 0, BIG),
                     () -> BulkCopy.copy(src, 0, readOnly, 0, BIG));
-            sameFailure("a segment of another thread's arena", () -> onAnotherThread(() -> MemorySegment.copy(src, 0, dst, 0, BIG)),
+            sameFailure(
+                    "a segment of another thread's arena",
+                    () -> onAnotherThread(() -> MemorySegment.copy(src, 0, dst, 0, BIG)),
                     () -> onAnotherThread(() -> BulkCopy.copy(src, 0, dst, 0, BIG)));
         }
         MemorySegment closedSrc;
@@ -103,7 +116,9 @@ class BulkCopyTest {
         try (Arena gone = Arena.ofConfined()) {
             closedSrc = gone.allocate(BIG);
         }
-        sameFailure("a segment of a closed arena", () -> MemorySegment.copy(closedSrc, 0, liveDst, 0, BIG),
+        sameFailure(
+                "a segment of a closed arena",
+                () -> MemorySegment.copy(closedSrc, 0, liveDst, 0, BIG),
                 () -> BulkCopy.copy(closedSrc, 0, liveDst, 0, BIG));
     }
 

@@ -1,12 +1,14 @@
 package io.tensorsocket.arena;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.TensorSpec;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -17,12 +19,9 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 
 /**
  * Arenas backed by 2 MiB pages: what the kernel reports of the producer's and a consumer's mappings in
@@ -30,8 +29,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class HugePageMappingTest {
     /** Three slots of 64 × 3×100×100 float32 (7.3 MiB each): whole 2 MiB pages and a tail of small ones. */
-    private static final ArenaLayout LAYOUT = ArenaLayout.of(new BatchLayout(List.of(
-            new TensorSpec("x", DType.FLOAT32, new long[]{3, 100, 100}), TensorSpec.of("y", DType.INT64)), 64), 3);
+    private static final ArenaLayout LAYOUT = ArenaLayout.of(
+            new BatchLayout(
+                    List.of(
+                            new TensorSpec("x", DType.FLOAT32, new long[] {3, 100, 100}),
+                            TensorSpec.of("y", DType.INT64)),
+                    64),
+            3);
+
     private static final long WHOLE_HUGE_KB = LAYOUT.fileBytes() / HugePageMapping.HUGE_PAGE * 2048;
 
     private Path dir;
@@ -53,7 +58,7 @@ class HugePageMappingTest {
     void aProducersArenaAndAConsumersMappingUseWholeTwoMiBPages() throws IOException {
         assumeCollapsible();
         try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, true);
-             SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, true)) {
+                SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, true)) {
             assertTrue(producer.hugePages(), "the producer's arena was not collapsed into 2 MiB pages");
             assertEquals(0, producer.segment().address() % HugePageMapping.HUGE_PAGE);
             assertEquals(0, consumer.segment().address() % HugePageMapping.HUGE_PAGE);
@@ -65,7 +70,7 @@ class HugePageMappingTest {
     @Test
     void withoutHugePagesTheArenaKeepsSmallPages() throws IOException {
         try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, false);
-             SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, false)) {
+                SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, false)) {
             assertFalse(producer.hugePages());
             assertEquals(0, pmdMappedKb(producer.segment()));
             assertEquals(0, pmdMappedKb(consumer.segment()));
@@ -78,7 +83,7 @@ class HugePageMappingTest {
         assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
         assertTrue(HugePageMapping.requested(), "2 MiB pages unless TENSORSOCKET_HUGE_PAGES=0");
         try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1);
-             SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5)) {
+                SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5)) {
             assertEquals(0, producer.segment().address() % HugePageMapping.HUGE_PAGE);
             assertEquals(0, consumer.segment().address() % HugePageMapping.HUGE_PAGE);
             assumeTrue(producer.hugePages(), "this kernel keeps 4 KiB pages here");
@@ -101,8 +106,8 @@ class HugePageMappingTest {
     @Test
     void everyByteReadsTheSameThroughLargeSmallAndOrdinaryMappings() throws IOException {
         try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, true);
-             SharedArena aligned = SharedArena.openReadOnly(file, LAYOUT, 5, true);
-             SharedArena ordinary = SharedArena.openReadOnly(file, LAYOUT, 5, false)) {
+                SharedArena aligned = SharedArena.openReadOnly(file, LAYOUT, 5, true);
+                SharedArena ordinary = SharedArena.openReadOnly(file, LAYOUT, 5, false)) {
             SplittableRandom random = new SplittableRandom(23);
             for (int slot = 0; slot < LAYOUT.slotCount(); slot++) {
                 MemorySegment s = producer.slot(slot);
@@ -115,7 +120,9 @@ class HugePageMappingTest {
             assertEquals(-1, written.mismatch(ordinary.segment()), "mapping at an address the kernel chose");
             // the last slot ends in 4 KiB pages past the last whole 2 MiB one
             long tail = LAYOUT.slotOffset(2) + LAYOUT.slotBytes() - 8;
-            assertEquals(written.get(ValueLayout.JAVA_LONG_UNALIGNED, tail), ordinary.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, tail));
+            assertEquals(
+                    written.get(ValueLayout.JAVA_LONG_UNALIGNED, tail),
+                    ordinary.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, tail));
         }
     }
 
@@ -124,8 +131,9 @@ class HugePageMappingTest {
         long before = vmSizeKb();
         for (int i = 0; i < 40; i++) {
             try (SharedArena producer = SharedArena.create(file, LAYOUT, 5, 1, true);
-                 SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, true)) {
-                assertEquals(producer.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 0),
+                    SharedArena consumer = SharedArena.openReadOnly(file, LAYOUT, 5, true)) {
+                assertEquals(
+                        producer.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 0),
                         consumer.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
             }
         }
@@ -140,17 +148,22 @@ class HugePageMappingTest {
     void whatCannotBeMappedSaysWhatAndTheErrno() throws IOException {
         assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
         try (java.lang.foreign.Arena scope = java.lang.foreign.Arena.ofShared()) {
-            IOException missing = assertThrows(IOException.class,
-                    () -> HugePageMapping.mapFile(dir.resolve("none"), 4096, false, scope));
+            IOException missing = assertThrows(
+                    IOException.class, () -> HugePageMapping.mapFile(dir.resolve("none"), 4096, false, scope));
             assertEquals("could not open " + dir.resolve("none") + " (errno 2)", missing.getMessage());
             Files.write(file, new byte[4096]);
             long absurd = 1L << 62;
-            IOException reserve = assertThrows(IOException.class, () -> HugePageMapping.mapFile(file, absurd, false, scope));
-            assertEquals("could not reserve " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes of address space for " + file
-                    + " (errno 12)", reserve.getMessage());
-            OutOfMemoryError anonymous = assertThrows(OutOfMemoryError.class,
-                    () -> HugePageMapping.anonymous(absurd, false, scope));
-            assertEquals("could not map " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes (errno 12)", anonymous.getMessage());
+            IOException reserve =
+                    assertThrows(IOException.class, () -> HugePageMapping.mapFile(file, absurd, false, scope));
+            assertEquals(
+                    "could not reserve " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes of address space for " + file
+                            + " (errno 12)",
+                    reserve.getMessage());
+            OutOfMemoryError anonymous =
+                    assertThrows(OutOfMemoryError.class, () -> HugePageMapping.anonymous(absurd, false, scope));
+            assertEquals(
+                    "could not map " + (absurd + HugePageMapping.HUGE_PAGE) + " bytes (errno 12)",
+                    anonymous.getMessage());
         }
     }
 
@@ -158,10 +171,14 @@ class HugePageMappingTest {
     private static void assumeCollapsible() throws IOException {
         assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
         Matcher m = Pattern.compile("^(\\d+)\\.(\\d+)").matcher(System.getProperty("os.version"));
-        assumeTrue(m.find() && (Integer.parseInt(m.group(1)) > 6 || Integer.parseInt(m.group(1)) == 6
-                && Integer.parseInt(m.group(2)) >= 1), "kernel " + System.getProperty("os.version") + " has no MADV_COLLAPSE");
+        assumeTrue(
+                m.find()
+                        && (Integer.parseInt(m.group(1)) > 6
+                                || Integer.parseInt(m.group(1)) == 6 && Integer.parseInt(m.group(2)) >= 1),
+                "kernel " + System.getProperty("os.version") + " has no MADV_COLLAPSE");
         Path shmem = Path.of("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
-        assumeTrue(Files.exists(shmem) && !Files.readString(shmem).contains("[deny]"),
+        assumeTrue(
+                Files.exists(shmem) && !Files.readString(shmem).contains("[deny]"),
                 "this kernel denies huge pages to shared memory (" + shmem + ")");
     }
 
@@ -183,7 +200,10 @@ class HugePageMappingTest {
     }
 
     private static long vmSizeKb() throws IOException {
-        return Files.readAllLines(Path.of("/proc/self/status")).stream().filter(l -> l.startsWith("VmSize:"))
-                .mapToLong(l -> Long.parseLong(l.replaceAll("\\D", ""))).findFirst().orElseThrow();
+        return Files.readAllLines(Path.of("/proc/self/status")).stream()
+                .filter(l -> l.startsWith("VmSize:"))
+                .mapToLong(l -> Long.parseLong(l.replaceAll("\\D", "")))
+                .findFirst()
+                .orElseThrow();
     }
 }

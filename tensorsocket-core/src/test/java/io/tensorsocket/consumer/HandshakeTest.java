@@ -1,5 +1,7 @@
 package io.tensorsocket.consumer;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.DType;
@@ -8,16 +10,10 @@ import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -28,8 +24,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The handshake against a fake producer on a real socket: a good WELCOME becomes a session with the arena
@@ -45,6 +44,7 @@ class HandshakeTest {
 
     @TempDir
     Path tmp;
+
     private Path dir;
     private ServerSocketChannel server;
     private SharedArena arena;
@@ -66,8 +66,21 @@ class HandshakeTest {
     }
 
     private Message.Welcome welcome(String arenaPath, long slotBytes) {
-        return new Message.Welcome(SESSION, 3, ProcessHandle.current().pid(), arenaPath, SLOTS, slotBytes, BATCH, TENSORS,
-                100, 2, StartMode.EPOCH_START, 0, 0, "fake");
+        return new Message.Welcome(
+                SESSION,
+                3,
+                ProcessHandle.current().pid(),
+                arenaPath,
+                SLOTS,
+                slotBytes,
+                BATCH,
+                TENSORS,
+                100,
+                2,
+                StartMode.EPOCH_START,
+                0,
+                0,
+                "fake");
     }
 
     private Message.Welcome welcome() {
@@ -127,8 +140,8 @@ class HandshakeTest {
 
     @Test
     void slotsOfAnotherSizeThanTheLayoutAreRefused() throws Exception {
-        CompletableFuture<List<Message>> after = answer(welcome(dir.resolve(ProducerDirectory.ARENA_FILE).toString(),
-                layout.slotBytes() + 64));
+        CompletableFuture<List<Message>> after =
+                answer(welcome(dir.resolve(ProducerDirectory.ARENA_FILE).toString(), layout.slotBytes() + 64));
         ProtocolException e = assertThrows(ProtocolException.class, () -> Handshake.join(dir, "p", options()));
         assertTrue(e.getMessage().contains("-byte slots where its layout needs " + layout.slotBytes()), e.getMessage());
         assertLeft(after);
@@ -136,7 +149,8 @@ class HandshakeTest {
 
     @Test
     void anArenaElsewhereIsRefused() throws Exception {
-        CompletableFuture<List<Message>> after = answer(welcome(tmp.resolve("other.arena").toString(), layout.slotBytes()));
+        CompletableFuture<List<Message>> after =
+                answer(welcome(tmp.resolve("other.arena").toString(), layout.slotBytes()));
         ProtocolException e = assertThrows(ProtocolException.class, () -> Handshake.join(dir, "p", options()));
         assertTrue(e.getMessage().contains("outside its directory"), e.getMessage());
         assertLeft(after);

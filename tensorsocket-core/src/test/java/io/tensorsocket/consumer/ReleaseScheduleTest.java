@@ -1,16 +1,14 @@
 package io.tensorsocket.consumer;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.*;
-
-import org.junit.jupiter.api.Test;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * The release rule on real leases: a batch not waited for is released (scope closed) when the next is asked
@@ -24,7 +22,14 @@ class ReleaseScheduleTest {
     private Batch batch() {
         MemorySegment data = memory.allocate(8);
         data.set(ValueLayout.JAVA_LONG, 0, 42);
-        return Batch.lent(List.of(TensorSpec.of("v", DType.INT64)), List.of(data), 1, 0, 0, 0, "the batch",
+        return Batch.lent(
+                List.of(TensorSpec.of("v", DType.INT64)),
+                List.of(data),
+                1,
+                0,
+                0,
+                0,
+                "the batch",
                 released::incrementAndGet);
     }
 

@@ -1,17 +1,16 @@
 package io.tensorsocket.layering;
 
-import com.tngtech.archunit.core.domain.JavaClass;
-import com.tngtech.archunit.core.domain.JavaClasses;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
-import org.junit.jupiter.api.Test;
-
-import java.util.Set;
-
 import static com.tngtech.archunit.base.DescribedPredicate.describe;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
 
 /**
  * The core's layering, checked on its compiled classes. {@code io.tensorsocket} is the API users import: public
@@ -65,16 +64,25 @@ class LayeringTest {
 
     @Test
     void theApiPackageHoldsPublicTypesOnly() {
-        classes().that().resideInAPackage("io.tensorsocket").and().areTopLevelClasses()
-                .should().bePublic()
+        classes()
+                .that()
+                .resideInAPackage("io.tensorsocket")
+                .and()
+                .areTopLevelClasses()
+                .should()
+                .bePublic()
                 .because("io.tensorsocket is what users import; implementation lives in the packages whose job it is")
                 .check(CORE);
     }
 
     @Test
     void theApiReachesImplementationPackagesOnlyThroughTheirEntryPoints() {
-        noClasses().that().resideInAPackage("io.tensorsocket")
-                .should().dependOnClassesThat(describe("are in an implementation package but no entry point",
+        noClasses()
+                .that()
+                .resideInAPackage("io.tensorsocket")
+                .should()
+                .dependOnClassesThat(describe(
+                        "are in an implementation package but no entry point",
                         (JavaClass c) -> c.getPackageName().startsWith("io.tensorsocket.")
                                 && !c.getPackageName().equals("io.tensorsocket.source")
                                 && !c.getPackageName().equals("io.tensorsocket.external")
@@ -90,10 +98,21 @@ class LayeringTest {
 
     @Test
     void theStreamModelDoesNoIo() {
-        noClasses().that().resideInAPackage("io.tensorsocket.stream..")
-                .should().dependOnClassesThat().resideInAnyPackage("java.io..", "java.nio..", "java.net..",
-                        "java.lang.foreign..", "io.tensorsocket.arena..", "io.tensorsocket.rings..",
-                        "io.tensorsocket.protocol..", "io.tensorsocket.consumer..", "io.tensorsocket.producer..")
+        noClasses()
+                .that()
+                .resideInAPackage("io.tensorsocket.stream..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAnyPackage(
+                        "java.io..",
+                        "java.nio..",
+                        "java.net..",
+                        "java.lang.foreign..",
+                        "io.tensorsocket.arena..",
+                        "io.tensorsocket.rings..",
+                        "io.tensorsocket.protocol..",
+                        "io.tensorsocket.consumer..",
+                        "io.tensorsocket.producer..")
                 .because("the stream model is pure arithmetic over positions, shared with the Python client's port")
                 .check(CORE);
     }

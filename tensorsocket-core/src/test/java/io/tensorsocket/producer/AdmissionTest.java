@@ -1,5 +1,7 @@
 package io.tensorsocket.producer;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.protocol.Message;
@@ -7,8 +9,6 @@ import io.tensorsocket.stream.JoinRule;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StreamGeometry;
 import org.junit.jupiter.api.Test;
-
-import static org.junit.jupiter.api.Assertions.*;
 
 /** Who may join a producer of 3 epochs of 40 samples (batches of 10, rubber band 2), and what a refusal says. */
 class AdmissionTest {
@@ -34,21 +34,28 @@ class AdmissionTest {
     @Test
     void aConsumerJoinsWhereTheJoinRuleSays() {
         Admission.Verdict v = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
-        assertEquals(StartMode.EPOCH_START, assertInstanceOf(Admission.Verdict.Admitted.class, v).start().mode());
+        assertEquals(
+                StartMode.EPOCH_START,
+                assertInstanceOf(Admission.Verdict.Admitted.class, v).start().mode());
         stream.publish(0, 10);
         stream.publish(1, 10);
         stream.publish(2, 10);
         Admission.Verdict late = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
-        assertEquals(StartMode.ROLLING, assertInstanceOf(Admission.Verdict.Admitted.class, late).start().mode());
+        assertEquals(
+                StartMode.ROLLING,
+                assertInstanceOf(Admission.Verdict.Admitted.class, late).start().mode());
         Admission.Verdict next = admission.decide(stream, StartPolicy.NEXT_EPOCH_START, null, false);
-        assertEquals(1, assertInstanceOf(Admission.Verdict.Admitted.class, next).start().epoch());
+        assertEquals(
+                1,
+                assertInstanceOf(Admission.Verdict.Admitted.class, next).start().epoch());
     }
 
     @Test
     void aShuttingDownOrFinishedProducerRefusesSayingWhy() {
         assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, "loader failed", false))
                 .contains("is shutting down (loader failed)"));
-        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, null, true)).contains("has finished its 3 epochs"));
+        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, null, true))
+                .contains("has finished its 3 epochs"));
     }
 
     @Test

@@ -1,14 +1,13 @@
 package io.tensorsocket.producer;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
-import org.junit.jupiter.api.Test;
-
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /** Arena sizing as a function of the batch, the user's choice, the rubber band and claims, and the free space. */
 class ArenaSizingTest {
@@ -16,14 +15,18 @@ class ArenaSizingTest {
     /** 1 MiB batches: 64 MiB buys 64 of them, so the default is 64 slots. */
     private static final BatchLayout MIB_BATCH = new BatchLayout(List.of(TensorSpec.of("x", DType.UINT8, 1 << 14)), 64);
     /** 16 MiB batches: the default is rubber band + claims + 4, at least 8. */
-    private static final BatchLayout BIG_BATCH = new BatchLayout(List.of(TensorSpec.of("x", DType.FLOAT32, 1 << 20)), 4);
+    private static final BatchLayout BIG_BATCH =
+            new BatchLayout(List.of(TensorSpec.of("x", DType.FLOAT32, 1 << 20)), 4);
 
     @Test
     void anExplicitCountOrSizeIsTakenAsItIs() {
         ArenaSizing.Choice c = ArenaSizing.choose(MIB_BATCH, 12, 0, 2, 2, 0);
         assertEquals(new ArenaSizing.Choice(12, null), c);
         long slot = ArenaLayout.slotBytesFor(MIB_BATCH);
-        assertEquals(10, ArenaSizing.choose(MIB_BATCH, 0, ArenaLayout.HEADER_BYTES + 10 * slot, 2, 2, 0).slots());
+        assertEquals(
+                10,
+                ArenaSizing.choose(MIB_BATCH, 0, ArenaLayout.HEADER_BYTES + 10 * slot, 2, 2, 0)
+                        .slots());
     }
 
     @Test
@@ -41,14 +44,19 @@ class ArenaSizingTest {
         ArenaSizing.Choice c = ArenaSizing.choose(BIG_BATCH, 0, 0, 2, 2, 2 * (ArenaLayout.HEADER_BYTES + 6 * slot));
         assertEquals(6, c.slots());
         assertTrue(c.reason().contains("more than half of the free space"), c.reason());
-        assertEquals(5, ArenaSizing.choose(BIG_BATCH, 0, 0, 2, 2, 1).slots(), "the minimum; the reservation reports the rest");
+        assertEquals(
+                5,
+                ArenaSizing.choose(BIG_BATCH, 0, 0, 2, 2, 1).slots(),
+                "the minimum; the reservation reports the rest");
     }
 
     @Test
     void tooFewSlotsAreRefusedWithTheSizeThatWouldDo() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ArenaSizing.choose(BIG_BATCH, 3, 0, 2, 2, 64 * GIB));
-        assertTrue(e.getMessage().contains("needs at least 5 (rubber band 2 + claims ahead 2 + 1)")
-                && e.getMessage().contains("give it at least 81 MiB"), e.getMessage());
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> ArenaSizing.choose(BIG_BATCH, 3, 0, 2, 2, 64 * GIB));
+        assertTrue(
+                e.getMessage().contains("needs at least 5 (rubber band 2 + claims ahead 2 + 1)")
+                        && e.getMessage().contains("give it at least 81 MiB"),
+                e.getMessage());
     }
 }

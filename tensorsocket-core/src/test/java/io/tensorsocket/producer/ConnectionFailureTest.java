@@ -1,22 +1,20 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.TensorProducer;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.DType;
-import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorConsumer;
+import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -25,9 +23,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** A connection thread that fails answers its peer at once, and a status query that gets no answer times out. */
 @Timeout(60)
@@ -43,16 +41,48 @@ class ConnectionFailureTest {
         ArenaLayout layout = ArenaLayout.of(new BatchLayout(TENSORS, 4), 4);
         Path arenaFile = dir.resolve(ProducerDirectory.ARENA_FILE);
         String tooLong = "x".repeat(1 << 20); // more than a frame holds: the encoder throws
-        try (SharedArena arena = SharedArena.create(arenaFile, layout, 7, ProcessHandle.current().pid())) {
-            ProducerCore core = new ProducerCore(arena, new ServingRules(16, 0, 1, 2, 1, Duration.ofSeconds(5), Duration.ofSeconds(5), 1,
-                    Duration.ZERO, "p", io.tensorsocket.StartMode.ROLLING, Duration.ofSeconds(30)));
-            try (ProducerServer server = new ProducerServer(dir.resolve(ProducerDirectory.SOCKET_FILE), core,
-                    Duration.ofSeconds(5), start -> new Message.Welcome(7, 0, ProcessHandle.current().pid(),
-                    arenaFile.toString(), 4, layout.slotBytes(), 4, TENSORS, 16, 1, start.mode(), start.epoch(),
-                    start.sample(), tooLong))) {
+        try (SharedArena arena =
+                SharedArena.create(arenaFile, layout, 7, ProcessHandle.current().pid())) {
+            ProducerCore core = new ProducerCore(
+                    arena,
+                    new ServingRules(
+                            16,
+                            0,
+                            1,
+                            2,
+                            1,
+                            Duration.ofSeconds(5),
+                            Duration.ofSeconds(5),
+                            1,
+                            Duration.ZERO,
+                            "p",
+                            io.tensorsocket.StartMode.ROLLING,
+                            Duration.ofSeconds(30)));
+            try (ProducerServer server = new ProducerServer(
+                    dir.resolve(ProducerDirectory.SOCKET_FILE),
+                    core,
+                    Duration.ofSeconds(5),
+                    start -> new Message.Welcome(
+                            7,
+                            0,
+                            ProcessHandle.current().pid(),
+                            arenaFile.toString(),
+                            4,
+                            layout.slotBytes(),
+                            4,
+                            TENSORS,
+                            16,
+                            1,
+                            start.mode(),
+                            start.epoch(),
+                            start.sample(),
+                            tooLong))) {
                 long t0 = System.nanoTime();
-                TensorSocketException e = assertThrows(TensorSocketException.class, () -> TensorConsumer.connect(dir,
-                        ConsumerOptions.batchSize(4).withConnectTimeout(Duration.ofSeconds(20))).close());
+                TensorSocketException e = assertThrows(
+                        TensorSocketException.class,
+                        () -> TensorConsumer.connect(
+                                        dir, ConsumerOptions.batchSize(4).withConnectTimeout(Duration.ofSeconds(20)))
+                                .close());
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 assertTrue(e.getMessage().contains("failed while serving"), e.getMessage());
                 assertTrue(ms < 10_000, "answered after " + ms + " ms, not at once");
@@ -74,8 +104,8 @@ class ConnectionFailureTest {
                 }
             });
             long t0 = System.nanoTime();
-            TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class,
-                    () -> TensorProducer.queryStatus(dir, Duration.ofMillis(300)));
+            TensorSocketTimeoutException e = assertThrows(
+                    TensorSocketTimeoutException.class, () -> TensorProducer.queryStatus(dir, Duration.ofMillis(300)));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(e.getMessage().contains("did not answer a status request within 300 ms"), e.getMessage());
             assertTrue(ms < 10_000, "timed out after " + ms + " ms");

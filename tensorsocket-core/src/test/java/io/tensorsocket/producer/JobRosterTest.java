@@ -1,16 +1,15 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.StartPolicy;
-import io.tensorsocket.protocol.Message;
-import org.junit.jupiter.api.Test;
-
-import java.time.Duration;
-import java.util.List;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tensorsocket.StartPolicy;
+import io.tensorsocket.protocol.Message;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
 
 /** What each rank's arrival and departure means for its job: forming, refusals, expiry, failure, a free name. */
 class JobRosterTest {
@@ -34,16 +33,19 @@ class JobRosterTest {
     @Test
     void aJobFormsOnceAllItsRanksArrivedInAnyOrderAndRefusesWhatCannotBelong() {
         assertInstanceOf(JobRoster.Arrival.Waiting.class, arrive(rank("j", 2, 3), 0));
-        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 1, 4), S)).why()
+        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 1, 4), S))
+                .why()
                 .contains("rank 1 of job 'j' says the job has 4 ranks, but its ranks 2 say 3"));
-        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 2, 3), S)).why()
+        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 2, 3), S))
+                .why()
                 .contains("rank 2 of job 'j' joined already (pid 102)"));
         assertInstanceOf(JobRoster.Arrival.Waiting.class, arrive(rank("j", 0, 3), S));
         JobRoster.Arrival done = arrive(rank("j", 1, 3), 2 * S);
         List<JobRoster.Candidate> ranks = ((JobRoster.Arrival.Complete) done).ranks();
         assertEquals(List.of(0, 1, 2), ranks.stream().map(c -> c.hello.rank()).toList());
         ranks.forEach(this::admit);
-        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 1, 3), 3 * S)).why()
+        assertTrue(((JobRoster.Arrival.Refused) arrive(rank("j", 1, 3), 3 * S))
+                .why()
                 .contains("job 'j' started already (its ranks 0, 1, 2 are reading)"));
     }
 
@@ -62,13 +64,16 @@ class JobRosterTest {
     void aRankThatDiesFailsTheOthersWhileOneThatSaysGoodbyeDoesNot() {
         arrive(rank("j", 0, 3), 0);
         arrive(rank("j", 1, 3), 0);
-        List<ConsumerSession> s = ((JobRoster.Arrival.Complete) arrive(rank("j", 2, 3), 0)).ranks().stream()
-                .map(this::admit).toList();
+        List<ConsumerSession> s = ((JobRoster.Arrival.Complete) arrive(rank("j", 2, 3), 0))
+                .ranks().stream().map(this::admit).toList();
         assertEquals(JobRoster.Failure.NONE, roster.left(s.get(0), ConsumerReader.GOODBYE, true));
         JobRoster.Failure f = roster.left(s.get(2), "connection closed", false);
         assertEquals(List.of(s.get(1)), f.ranks());
-        assertTrue(f.message().contains("rank 2 of job 'j' (pid 102) left producer 'p' without saying goodbye"
-                + " (connection closed)"), f.message());
+        assertTrue(
+                f.message()
+                        .contains("rank 2 of job 'j' (pid 102) left producer 'p' without saying goodbye"
+                                + " (connection closed)"),
+                f.message());
         assertEquals(JobRoster.Failure.NONE, roster.left(s.get(1), "its job failed", false)); // failed already
         assertInstanceOf(JobRoster.Arrival.Waiting.class, arrive(rank("j", 0, 2), S)); // the name is free
     }

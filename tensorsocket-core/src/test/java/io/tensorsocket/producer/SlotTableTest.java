@@ -1,15 +1,14 @@
 package io.tensorsocket.producer;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.JoinRule;
 import io.tensorsocket.testing.RandomTrials;
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * The slot table against a model: batches go round the ring, a slot is free exactly when no holder of its

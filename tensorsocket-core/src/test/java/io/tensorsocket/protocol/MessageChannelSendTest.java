@@ -1,23 +1,21 @@
 package io.tensorsocket.protocol;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Sends on a non-blocking connection whose peer stops reading: they wait out a full socket buffer while the peer
@@ -102,7 +100,8 @@ class MessageChannelSendTest {
         Path sock = dir.resolve("s.sock");
         try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             server.bind(UnixDomainSocketAddress.of(sock));
-            try (SocketChannel sender = SocketChannel.open(server.getLocalAddress()); SocketChannel peer = server.accept()) {
+            try (SocketChannel sender = SocketChannel.open(server.getLocalAddress());
+                    SocketChannel peer = server.accept()) {
                 sender.configureBlocking(false);
                 use.use(sender, peer);
             }

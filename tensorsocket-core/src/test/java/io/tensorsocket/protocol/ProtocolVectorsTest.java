@@ -1,11 +1,13 @@
 package io.tensorsocket.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.tensorsocket.DType;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -20,10 +22,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * The shared test vectors in docs/test-vectors: one frame per message type (those of the feeder socket
@@ -35,12 +34,40 @@ class ProtocolVectorsTest {
     static final Map<String, Message> FRAMES = new LinkedHashMap<>();
 
     static {
-        FRAMES.put("hello", new Message.Hello(64, true, 4242, "python3 train.py — ü", io.tensorsocket.StartPolicy.NEXT_EPOCH_START,
-                true, "ddp-lr0.1", 2, 4));
-        FRAMES.put("welcome", new Message.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64,
-                List.of(TensorSpec.of("image", DType.FLOAT32, 3, 224, 224), TensorSpec.of("label", DType.INT64),
-                        TensorSpec.of("mask", DType.BOOL, 7)),
-                50000, 0, StartMode.EXACT, 4, 1024, "synthetic:samples=5", 5, StartMode.EXACT));
+        FRAMES.put(
+                "hello",
+                new Message.Hello(
+                        64,
+                        true,
+                        4242,
+                        "python3 train.py — ü",
+                        io.tensorsocket.StartPolicy.NEXT_EPOCH_START,
+                        true,
+                        "ddp-lr0.1",
+                        2,
+                        4));
+        FRAMES.put(
+                "welcome",
+                new Message.Welcome(
+                        -77,
+                        3,
+                        999,
+                        "/dev/shm/tensorsocket-u/n/arena",
+                        8,
+                        1 << 20,
+                        64,
+                        List.of(
+                                TensorSpec.of("image", DType.FLOAT32, 3, 224, 224),
+                                TensorSpec.of("label", DType.INT64),
+                                TensorSpec.of("mask", DType.BOOL, 7)),
+                        50000,
+                        0,
+                        StartMode.EXACT,
+                        4,
+                        1024,
+                        "synthetic:samples=5",
+                        5,
+                        StartMode.EXACT));
         FRAMES.put("batch", new Message.BatchReady(1L << 40, 7, 3, 12, 768, 64));
         FRAMES.put("release", new Message.Release(42));
         FRAMES.put("epoch_end", new Message.EpochEnd(2, 782, 50000));
@@ -50,17 +77,87 @@ class ProtocolVectorsTest {
         FRAMES.put("status_request", new Message.StatusRequest());
         FRAMES.put("progress", new Message.Progress(3, 123456, 7_000_000_000L, 21_000_000_000L));
         FRAMES.put("heartbeat", new Message.Heartbeat());
-        FRAMES.put("status", new Message.Status(new io.tensorsocket.ProducerStatus(4242, "cifar", "synthetic:samples=5",
-                io.tensorsocket.ProducerStatus.State.SERVING, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16, 1 << 20, 9,
-                2, 2, 90_000_000_000L, 2, 1, StartMode.EXACT, List.of(
-                        new io.tensorsocket.ProducerStatus.Consumer(1, 777, "ana", 32, false, StartMode.EPOCH_START, 3, 151024,
-                                128, 4, 900, true, 120000, 4321.25, 5_000_000_000L, 25_000_000_000L, 30_000_000_000L,
-                                "python3 train.py", false),
-                        new io.tensorsocket.ProducerStatus.Consumer(2, 778, "ana", 100, true, StartMode.ROLLING, 3, 151000,
-                                152, 3, 600, false, 0, 0, 0, 0, 1_000_000_000L, "flight 10.0.0.2:51000", true, "ddp", 3, 4)))));
-        FRAMES.put("feeder_hello", new Message.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
-                List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64)), 60001, true,
-                -5));
+        FRAMES.put(
+                "status",
+                new Message.Status(new io.tensorsocket.ProducerStatus(
+                        4242,
+                        "cifar",
+                        "synthetic:samples=5",
+                        io.tensorsocket.ProducerStatus.State.SERVING,
+                        64,
+                        50000,
+                        10,
+                        3,
+                        1024,
+                        782,
+                        50048,
+                        12345.5,
+                        16,
+                        1 << 20,
+                        9,
+                        2,
+                        2,
+                        90_000_000_000L,
+                        2,
+                        1,
+                        StartMode.EXACT,
+                        List.of(
+                                new io.tensorsocket.ProducerStatus.Consumer(
+                                        1,
+                                        777,
+                                        "ana",
+                                        32,
+                                        false,
+                                        StartMode.EPOCH_START,
+                                        3,
+                                        151024,
+                                        128,
+                                        4,
+                                        900,
+                                        true,
+                                        120000,
+                                        4321.25,
+                                        5_000_000_000L,
+                                        25_000_000_000L,
+                                        30_000_000_000L,
+                                        "python3 train.py",
+                                        false),
+                                new io.tensorsocket.ProducerStatus.Consumer(
+                                        2,
+                                        778,
+                                        "ana",
+                                        100,
+                                        true,
+                                        StartMode.ROLLING,
+                                        3,
+                                        151000,
+                                        152,
+                                        3,
+                                        600,
+                                        false,
+                                        0,
+                                        0,
+                                        0,
+                                        0,
+                                        1_000_000_000L,
+                                        "flight 10.0.0.2:51000",
+                                        true,
+                                        "ddp",
+                                        3,
+                                        4)))));
+        FRAMES.put(
+                "feeder_hello",
+                new Message.FeederHello(
+                        4243,
+                        "python3 feed.py",
+                        64,
+                        60000,
+                        0,
+                        "mnist via DataLoader",
+                        List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64)),
+                        60001,
+                        true,
+                        -5));
         FRAMES.put("feeder_welcome", new Message.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2));
         FRAMES.put("claim", new Message.Claim());
         FRAMES.put("slot", new Message.SlotGrant(17, 4096 + 17 * 65536L));
@@ -79,7 +176,8 @@ class ProtocolVectorsTest {
                 return p.resolve("docs/test-vectors");
             }
         }
-        throw new AssertionError("docs/test-vectors not found above " + Path.of("").toAbsolutePath());
+        throw new AssertionError(
+                "docs/test-vectors not found above " + Path.of("").toAbsolutePath());
     }
 
     static boolean writing() {
@@ -95,11 +193,22 @@ class ProtocolVectorsTest {
 
     static String hexFile(String name, byte[] frame) {
         HexFormat hex = HexFormat.ofDelimiter(" ");
-        StringBuilder s = new StringBuilder("# ").append(name).append(": ").append(FRAMES.get(name)).append('\n');
+        StringBuilder s = new StringBuilder("# ")
+                .append(name)
+                .append(": ")
+                .append(FRAMES.get(name))
+                .append('\n');
         s.append("# header: magic, version, type, reserved, payload bytes\n");
-        s.append(hex.formatHex(frame, 0, 4)).append("  ").append(hex.formatHex(frame, 4, 6)).append("  ")
-                .append(hex.formatHex(frame, 6, 7)).append("  ").append(hex.formatHex(frame, 7, 8)).append("  ")
-                .append(hex.formatHex(frame, 8, 12)).append('\n');
+        s.append(hex.formatHex(frame, 0, 4))
+                .append("  ")
+                .append(hex.formatHex(frame, 4, 6))
+                .append("  ")
+                .append(hex.formatHex(frame, 6, 7))
+                .append("  ")
+                .append(hex.formatHex(frame, 7, 8))
+                .append("  ")
+                .append(hex.formatHex(frame, 8, 12))
+                .append('\n');
         if (frame.length > 12) {
             s.append("# payload\n");
         }
@@ -122,7 +231,9 @@ class ProtocolVectorsTest {
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
         // every message type: the consumer's (1..12) and the feeder socket's (14..21)
-        assertEquals(WireFormat.LAST_TYPE + WireFormat.ORDER_REQUEST - WireFormat.FEEDER_HELLO + 1, FRAMES.size(),
+        assertEquals(
+                WireFormat.LAST_TYPE + WireFormat.ORDER_REQUEST - WireFormat.FEEDER_HELLO + 1,
+                FRAMES.size(),
                 "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
             Path file = vectors().resolve(e.getKey() + ".hex");
@@ -156,7 +267,7 @@ class ProtocolVectorsTest {
             SyntheticSpec spec = SyntheticSpec.parse(String.format(SYNTHETIC_SPEC, t.lowerName()));
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment m = arena.allocate(spec.sampleBytes());
-                for (long id : new long[]{0, 1, 49}) {
+                for (long id : new long[] {0, 1, 49}) {
                     spec.fill(id, m);
                     lines.add("fill " + t.lowerName() + " " + id + " "
                             + HexFormat.of().formatHex(m.toArray(ValueLayout.JAVA_BYTE)) + " " + spec.label(id));
@@ -165,7 +276,7 @@ class ProtocolVectorsTest {
         }
         lines.add("# order <epoch> <first 20 sample ids of the epoch>  for spec " + ORDER_SPEC);
         SyntheticSpec order = SyntheticSpec.parse(ORDER_SPEC);
-        for (long epoch : new long[]{0, 1, 7}) {
+        for (long epoch : new long[] {0, 1, 7}) {
             int[] ids = Arrays.copyOf(order.order(epoch), 20);
             StringBuilder s = new StringBuilder("order " + epoch + " ");
             for (int i = 0; i < ids.length; i++) {

@@ -1,12 +1,12 @@
 package io.tensorsocket.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.testing.RandomTrials;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,14 +19,13 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.ArrayList;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * Property-based fuzzing of the control protocol's decoders: random, truncated, oversized and mutated
@@ -117,7 +116,9 @@ class WireFormatFuzzTest {
         int length = Math.max(0, h.payloadBytes() + delta);
         byte[] payload = Arrays.copyOfRange(frame, WireFormat.HEADER_BYTES, WireFormat.HEADER_BYTES + length);
         if (length == h.payloadBytes()) {
-            assertEquals(m.toString(), WireFormat.decodePayload(h.type(), ByteBuffer.wrap(payload)).toString());
+            assertEquals(
+                    m.toString(),
+                    WireFormat.decodePayload(h.type(), ByteBuffer.wrap(payload)).toString());
         } else {
             try {
                 WireFormat.decodePayload(h.type(), ByteBuffer.wrap(payload));
@@ -147,7 +148,8 @@ class WireFormatFuzzTest {
 
     @Test
     void lengthFieldsNeverDriveAllocation() {
-        RandomTrials.run(500, 0xf022_0005L, r -> boundedAllocation(r.nextInt(1, 9), r.nextInt(0, 65), someBytes(r, 96)));
+        RandomTrials.run(
+                500, 0xf022_0005L, r -> boundedAllocation(r.nextInt(1, 9), r.nextInt(0, 65), someBytes(r, 96)));
     }
 
     private static void boundedAllocation(int type, int offset, byte[] payload) {
@@ -165,13 +167,23 @@ class WireFormatFuzzTest {
 
     @Test
     void aHeaderClaimingMoreThanTheLimitIsRefusedBeforeAnyPayloadIsRead() {
-        RandomTrials.run(200, 0xf022_0006L, r -> oversizedRefused(r.nextInt(10) == 0 ? WireFormat.MAX_PAYLOAD + 1
-                : r.nextInt(WireFormat.MAX_PAYLOAD + 1, Integer.MAX_VALUE)));
+        RandomTrials.run(
+                200,
+                0xf022_0006L,
+                r -> oversizedRefused(
+                        r.nextInt(10) == 0
+                                ? WireFormat.MAX_PAYLOAD + 1
+                                : r.nextInt(WireFormat.MAX_PAYLOAD + 1, Integer.MAX_VALUE)));
     }
 
     private static void oversizedRefused(int claimed) {
         ByteBuffer b = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(WireFormat.MAGIC).putShort((short) WireFormat.VERSION).put((byte) 1).put((byte) 0).putInt(claimed).flip();
+        b.putInt(WireFormat.MAGIC)
+                .putShort((short) WireFormat.VERSION)
+                .put((byte) 1)
+                .put((byte) 0)
+                .putInt(claimed)
+                .flip();
         try {
             WireFormat.decodeHeader(b);
             fail("a payload of " + claimed + " bytes was accepted");
@@ -236,15 +248,16 @@ class WireFormatFuzzTest {
     private static byte[] stream(SplittableRandom r) {
         List<byte[]> parts = new ArrayList<>();
         for (int n = r.nextInt(1, 5); n > 0; n--) {
-            parts.add(switch (r.nextInt(4)) {
-                case 0 -> frame(message(r));
-                case 1 -> mutatedFrame(r);
-                case 2 -> {
-                    byte[] f = frame(message(r));
-                    yield Arrays.copyOf(f, Math.max(1, f.length - r.nextInt(1, 201)));
-                }
-                default -> someBytes(r, 64);
-            });
+            parts.add(
+                    switch (r.nextInt(4)) {
+                        case 0 -> frame(message(r));
+                        case 1 -> mutatedFrame(r);
+                        case 2 -> {
+                            byte[] f = frame(message(r));
+                            yield Arrays.copyOf(f, Math.max(1, f.length - r.nextInt(1, 201)));
+                        }
+                        default -> someBytes(r, 64);
+                    });
         }
         return concat(parts);
     }

@@ -1,23 +1,22 @@
 package io.tensorsocket.rings;
 
-import io.tensorsocket.ProtocolException;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tensorsocket.ProtocolException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The descriptor rings on their own: entries written by the producer's end arrive at the consumer's end in
@@ -52,7 +51,7 @@ class DescriptorRingsTest {
     @Test
     void entriesArriveInOrderAcrossManyWrapsAndAFullRingRefusesMore() throws Exception {
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 3, 8, SESSION);
-             DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
+                DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
             assertEquals(32, producer.capacity()); // ≥ 2 × 8 + 2, a power of two
             Futex futex = new Futex();
             DescriptorRings.Writer w = producer.writer(2);
@@ -87,7 +86,7 @@ class DescriptorRingsTest {
     @Test
     void aRingGivenToAnotherConsumerStopsItsOldReader() throws Exception {
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 1, 4, SESSION);
-             DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
+                DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
             Futex futex = new Futex();
             DescriptorRings.Writer w = producer.writer(0);
             w.claim(1);
@@ -100,7 +99,8 @@ class DescriptorRingsTest {
             w.claim(2); // consumer 1 was let go; consumer 2 gets its ring
             write(w, 20);
             w.publish(futex);
-            DescriptorRings.RingTakenException e = assertThrows(DescriptorRings.RingTakenException.class, evicted::poll);
+            DescriptorRings.RingTakenException e =
+                    assertThrows(DescriptorRings.RingTakenException.class, evicted::poll);
             assertTrue(e.getMessage().contains("consumer 2"), e.getMessage());
             assertEquals(20, read(consumer.reader(0, 2).poll()));
         }
@@ -109,28 +109,36 @@ class DescriptorRingsTest {
     @Test
     void anotherSessionsFileAndAnUnknownRingAreRefused() throws Exception {
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 2, 4, SESSION)) {
-            ProtocolException e = assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("rings"), 1));
+            ProtocolException e =
+                    assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("rings"), 1));
             assertTrue(e.getMessage().contains("another producer session"), e.getMessage());
             assertThrows(ProtocolException.class, () -> producer.reader(2, 1));
         }
         java.nio.file.Files.write(dir.resolve("junk"), new byte[4096]);
-        ProtocolException e = assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("junk"), SESSION));
+        ProtocolException e =
+                assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("junk"), SESSION));
         assertTrue(e.getMessage().contains("not a TensorSocket rings file"), e.getMessage());
     }
 
     @Test
     void aTruncatedFileAndATailPastTheCapacityAreProtocolErrors() throws Exception {
         java.nio.file.Files.write(dir.resolve("short"), new byte[10]);
-        ProtocolException e = assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("short"), SESSION));
+        ProtocolException e =
+                assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("short"), SESSION));
         assertTrue(e.getMessage().contains("smaller than its header"), e.getMessage());
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 1, 4, SESSION);
-             DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION);
-             java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir.resolve("rings"),
-                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+                DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION);
+                java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(
+                        dir.resolve("rings"),
+                        java.nio.file.StandardOpenOption.READ,
+                        java.nio.file.StandardOpenOption.WRITE)) {
             producer.writer(0).claim(1);
             DescriptorRings.Reader r = consumer.reader(0, 1);
             // a producer that claims more entries than the ring holds
-            ch.write(ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, producer.capacity() + 5L),
+            ch.write(
+                    ByteBuffer.allocate(8)
+                            .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                            .putLong(0, producer.capacity() + 5L),
                     RingLayout.HEADER_BYTES + RingLayout.TAIL);
             e = assertThrows(ProtocolException.class, r::poll);
             assertTrue(e.getMessage().contains("more than its " + producer.capacity()), e.getMessage());
@@ -146,7 +154,7 @@ class DescriptorRingsTest {
     void aSleepingReaderIsWokenForEveryEntryAndNoWakeUpIsLost() throws Exception {
         int entries = 20_000;
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 1, 64, SESSION);
-             DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
+                DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION)) {
             DescriptorRings.Writer w = producer.writer(0);
             w.claim(3);
             DescriptorRings.Reader r = consumer.reader(0, 3);

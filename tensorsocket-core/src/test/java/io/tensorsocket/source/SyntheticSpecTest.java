@@ -1,13 +1,12 @@
 package io.tensorsocket.source;
 
-import io.tensorsocket.DType;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
+import io.tensorsocket.DType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 class SyntheticSpecTest {
 
@@ -15,7 +14,7 @@ class SyntheticSpecTest {
     void parsesAndFormatsItsOwnText() {
         SyntheticSpec s = SyntheticSpec.parse("samples=100,shape=3x32x32,dtype=bf16,seed=-4,classes=7");
         assertEquals(100, s.samples());
-        assertArrayEquals(new long[]{3, 32, 32}, s.shape());
+        assertArrayEquals(new long[] {3, 32, 32}, s.shape());
         assertEquals(DType.BFLOAT16, s.dtype());
         assertEquals(s, SyntheticSpec.parse(s.format()));
         assertTrue(s.format().startsWith(SyntheticSpec.PREFIX));
@@ -24,20 +23,26 @@ class SyntheticSpecTest {
     @Test
     void badParametersSayWhatIsWrong() {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("shape=3"))
-                .getMessage().contains("samples=N"));
+                .getMessage()
+                .contains("samples=N"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=3,colour=red"))
-                .getMessage().contains("unknown synthetic parameter 'colour'"));
+                .getMessage()
+                .contains("unknown synthetic parameter 'colour'"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=x"))
-                .getMessage().contains("non-number"));
+                .getMessage()
+                .contains("non-number"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=3,dtype=complex"))
-                .getMessage().contains("unknown dtype"));
+                .getMessage()
+                .contains("unknown dtype"));
         assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=0"));
-        for (String shape : new String[]{"3x0x2", "3x-1", "3xx2", "3x", "", "3x2.5", "a"}) {
-            assertEquals("a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '" + shape + "'",
+        for (String shape : new String[] {"3x0x2", "3x-1", "3xx2", "3x", "", "3x2.5", "a"}) {
+            assertEquals(
+                    "a shape is its dimensions, each at least 1, joined by x, such as 3x32x32, not '" + shape + "'",
                     assertThrows(IllegalArgumentException.class, () -> SyntheticSpec.parse("samples=3,shape=" + shape))
-                            .getMessage(), shape);
+                            .getMessage(),
+                    shape);
         }
-        assertArrayEquals(new long[]{1, 28, 28}, SyntheticSpec.parseShape("1x28x28"));
+        assertArrayEquals(new long[] {1, 28, 28}, SyntheticSpec.parseShape("1x28x28"));
     }
 
     @Test

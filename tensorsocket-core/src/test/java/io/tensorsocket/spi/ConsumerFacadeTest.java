@@ -1,16 +1,15 @@
 package io.tensorsocket.spi;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.Batch;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSpec;
-import org.junit.jupiter.api.Test;
-
 import java.util.Iterator;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * The façade another module puts over its own engine: every call reaches the engine, the façade's metering
@@ -23,28 +22,76 @@ class ConsumerFacadeTest {
         long epoch;
         boolean closed;
 
-        public long size() { return 3; }
-        public long samplesPerEpoch() { return 3; }
-        public int batchSize() { return 1; }
-        public int producerBatchSize() { return 1; }
-        public long epoch() { return epoch; }
-        public StartMode startMode() { return StartMode.EPOCH_START; }
-        public StartMode midEpochStart() { return StartMode.ROLLING; }
-        public long startEpoch() { return 0; }
-        public long startSample() { return 0; }
-        public long streamPosition(Batch b) { return b.epoch() * 3 + b.sampleStart(); }
-        public List<TensorSpec> tensors() { return List.of(TensorSpec.of("v", io.tensorsocket.DType.INT64)); }
-        public String sourceDescription() { return "two epochs"; }
-        public long producerEpochs() { return 2; }
-        public boolean isEndOfStream() { return epoch == 2; }
-        public String handoff() { return "test"; }
+        public long size() {
+            return 3;
+        }
+
+        public long samplesPerEpoch() {
+            return 3;
+        }
+
+        public int batchSize() {
+            return 1;
+        }
+
+        public int producerBatchSize() {
+            return 1;
+        }
+
+        public long epoch() {
+            return epoch;
+        }
+
+        public StartMode startMode() {
+            return StartMode.EPOCH_START;
+        }
+
+        public StartMode midEpochStart() {
+            return StartMode.ROLLING;
+        }
+
+        public long startEpoch() {
+            return 0;
+        }
+
+        public long startSample() {
+            return 0;
+        }
+
+        public long streamPosition(Batch b) {
+            return b.epoch() * 3 + b.sampleStart();
+        }
+
+        public List<TensorSpec> tensors() {
+            return List.of(TensorSpec.of("v", io.tensorsocket.DType.INT64));
+        }
+
+        public String sourceDescription() {
+            return "two epochs";
+        }
+
+        public long producerEpochs() {
+            return 2;
+        }
+
+        public boolean isEndOfStream() {
+            return epoch == 2;
+        }
+
+        public String handoff() {
+            return "test";
+        }
 
         public Iterator<Batch> iterator() {
             long e = epoch++;
-            return List.of(0, 1, 2).stream().map(i -> Batch.of("v", Tensor.ofLongs(new long[]{e * 3 + i}, 1))).iterator();
+            return List.of(0, 1, 2).stream()
+                    .map(i -> Batch.of("v", Tensor.ofLongs(new long[] {e * 3 + i}, 1)))
+                    .iterator();
         }
 
-        public void close() { closed = true; }
+        public void close() {
+            closed = true;
+        }
     }
 
     @Test

@@ -1,14 +1,13 @@
 package io.tensorsocket.stream;
 
-import io.tensorsocket.testing.RandomTrials;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
+import io.tensorsocket.testing.RandomTrials;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * The chunked shuffle against what it promises: consumers join at random stream positions and leave at random
@@ -23,8 +22,7 @@ class ChunkedShuffleTest {
         RandomTrials.run(400, 0xC4_0C4EL, r -> check(r.nextInt(1, 200), r.nextInt(1, 9), r.nextInt(2, 8), r));
     }
 
-    private record Consumer(long joined, long leaves) {
-    }
+    private record Consumer(long joined, long leaves) {}
 
     private static void check(int n, int consumers, int epochs, SplittableRandom r) {
         long end = (long) n * epochs;
@@ -54,7 +52,8 @@ class ChunkedShuffleTest {
                 int[] window = Arrays.copyOfRange(stream, (int) w, (int) w + n);
                 Arrays.sort(window);
                 for (int i = 0; i < n; i++) {
-                    assertEquals(i, window[i], "consumer joined at " + c.joined() + ", window from " + w + " of n " + n);
+                    assertEquals(
+                            i, window[i], "consumer joined at " + c.joined() + ", window from " + w + " of n " + n);
                 }
             }
         }
@@ -70,7 +69,7 @@ class ChunkedShuffleTest {
             samePlace += first[i] == fresh[i] ? 1 : 0;
         }
         assertTrue(samePlace < 10, samePlace + " samples kept their place");
-        int[] chunked = ChunkedShuffle.next(first, new int[]{100, 700}, r);
+        int[] chunked = ChunkedShuffle.next(first, new int[] {100, 700}, r);
         assertEquals(sorted(first, 0, 100), sorted(chunked, 0, 100));
         assertEquals(sorted(first, 100, 700), sorted(chunked, 100, 700));
         assertEquals(sorted(first, 700, 1000), sorted(chunked, 700, 1000));
@@ -79,11 +78,15 @@ class ChunkedShuffleTest {
 
     @Test
     void ordersReplayFromTheRandomnessAndBadBoundariesAreRefused() {
-        int[] a = ChunkedShuffle.next(ChunkedShuffle.first(50, new SplittableRandom(1)), new int[]{10}, new SplittableRandom(2));
-        int[] b = ChunkedShuffle.next(ChunkedShuffle.first(50, new SplittableRandom(1)), new int[]{10}, new SplittableRandom(2));
+        int[] a = ChunkedShuffle.next(
+                ChunkedShuffle.first(50, new SplittableRandom(1)), new int[] {10}, new SplittableRandom(2));
+        int[] b = ChunkedShuffle.next(
+                ChunkedShuffle.first(50, new SplittableRandom(1)), new int[] {10}, new SplittableRandom(2));
         assertArrayEquals(a, b);
-        for (int[] bad : new int[][]{{0}, {50}, {20, 10}, {10, 10}}) {
-            assertThrows(IllegalArgumentException.class, () -> ChunkedShuffle.next(a, bad, new SplittableRandom(3)),
+        for (int[] bad : new int[][] {{0}, {50}, {20, 10}, {10, 10}}) {
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> ChunkedShuffle.next(a, bad, new SplittableRandom(3)),
                     Arrays.toString(bad));
         }
     }
@@ -95,12 +98,12 @@ class ChunkedShuffleTest {
         b.add(30);
         b.add(10);
         b.add(30);
-        assertArrayEquals(new int[]{10, 30}, b.sorted());
+        assertArrayEquals(new int[] {10, 30}, b.sorted());
         b.remove(30);
-        assertArrayEquals(new int[]{10, 30}, b.sorted());
+        assertArrayEquals(new int[] {10, 30}, b.sorted());
         b.remove(30);
         b.remove(0);
-        assertArrayEquals(new int[]{10}, b.sorted());
+        assertArrayEquals(new int[] {10}, b.sorted());
     }
 
     /**
@@ -117,8 +120,8 @@ class ChunkedShuffleTest {
         int[][] boundaries = {{}, {5}, {3, 17}, {1, 2, 23}, {}};
         for (int i = 0; i < boundaries.length; i++) {
             int[] next = ChunkedShuffle.next(order, boundaries[i], new SplittableRandom(100 + i));
-            lines.add("next " + (100 + i) + " " + (boundaries[i].length == 0 ? "-" : join(boundaries[i])) + " " + join(order)
-                    + " -> " + join(next));
+            lines.add("next " + (100 + i) + " " + (boundaries[i].length == 0 ? "-" : join(boundaries[i])) + " "
+                    + join(order) + " -> " + join(next));
             order = next;
         }
         java.nio.file.Path file = StreamScenariosTest.vectors().resolveSibling("chunked-shuffle.txt");

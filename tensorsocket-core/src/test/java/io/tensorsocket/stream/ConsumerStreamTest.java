@@ -1,12 +1,11 @@
 package io.tensorsocket.stream;
 
-import org.junit.jupiter.api.Test;
-
-import java.util.List;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
 
 /** Regrouping, spans and releases of one consumer, step by step (the example in ConsumerStream's Javadoc). */
 class ConsumerStreamTest {
@@ -22,7 +21,8 @@ class ConsumerStreamTest {
         c.accept(new BatchPosition(1, 0, 1, 4, 4), 1);
         assertEquals(6, c.nextBatch());
         ConsumerStream.BatchPlan b0 = c.take(6);
-        assertEquals(List.of(new ConsumerStream.Piece(0, 0, 0, 4, 0), new ConsumerStream.Piece(1, 1, 0, 2, 4)), b0.pieces());
+        assertEquals(
+                List.of(new ConsumerStream.Piece(0, 0, 0, 4, 0), new ConsumerStream.Piece(1, 1, 0, 2, 4)), b0.pieces());
         assertEquals(0, c.pollReleasable());
         assertEquals(-1, c.pollReleasable()); // batch 1 still has two samples to hand out
         c.accept(new BatchPosition(2, 0, 2, 8, 4), 2);
@@ -52,8 +52,9 @@ class ConsumerStreamTest {
         assertEquals(ConsumerStream.NEED_MORE, c.nextBatch()); // the tail must arrive before it can be skipped
         c.accept(new BatchPosition(3, 0, 3, 12, 2), 3);
         assertEquals(0, c.nextBatch());
-        assertEquals(List.of(0L, 1L, 2L, 3L), List.of(c.pollReleasable(), c.pollReleasable(), c.pollReleasable(),
-                c.pollReleasable()));
+        assertEquals(
+                List.of(0L, 1L, 2L, 3L),
+                List.of(c.pollReleasable(), c.pollReleasable(), c.pollReleasable(), c.pollReleasable()));
         assertEquals(2, c.batchesPerEpoch());
     }
 
@@ -72,6 +73,7 @@ class ConsumerStreamTest {
         assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(0, 0, 1, 4, 4), 0)); // gap
         assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(0, 0, 0, 0, 4), 1)); // wrong slot
         c.accept(new BatchPosition(0, 0, 0, 0, 4), 0);
-        assertThrows(IllegalArgumentException.class, () -> c.accept(new BatchPosition(2, 0, 1, 4, 4), 2)); // seq skipped
+        assertThrows(
+                IllegalArgumentException.class, () -> c.accept(new BatchPosition(2, 0, 1, 4, 4), 2)); // seq skipped
     }
 }

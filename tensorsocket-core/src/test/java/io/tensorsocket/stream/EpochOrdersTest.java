@@ -1,11 +1,10 @@
 package io.tensorsocket.stream;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /** The producer's epoch orders: seeded shuffles while no boundary is in force, chunks kept while one is. */
 class EpochOrdersTest {

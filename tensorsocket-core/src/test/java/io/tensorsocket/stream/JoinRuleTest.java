@@ -1,11 +1,11 @@
 package io.tensorsocket.stream;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import org.junit.jupiter.api.Test;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** The join rule on its own: where a consumer starts for each state of the producer's stream. */
 class JoinRuleTest {
@@ -43,7 +43,8 @@ class JoinRuleTest {
     void whereTheProducerChoosesTheOrderAMidEpochJoinerStartsExactWhereTheRollingOneWould() {
         JoinRule exact = new JoinRule(3, StartMode.EXACT);
         assertEquals(StartPoint.of(StartMode.EXACT, 0, 16), exact.decide(after(4)));
-        assertEquals(new StartPoint(StartMode.EPOCH_START, 0, 0, 0, 2), exact.decide(after(3)), "the rubber band first");
+        assertEquals(
+                new StartPoint(StartMode.EPOCH_START, 0, 0, 0, 2), exact.decide(after(3)), "the rubber band first");
         assertEquals(StartPoint.of(StartMode.EPOCH_START, 1, 0), exact.decide(after(4), StartPolicy.NEXT_EPOCH_START));
         assertThrows(IllegalArgumentException.class, () -> new JoinRule(3, StartMode.EPOCH_START));
     }

@@ -1,6 +1,8 @@
 package io.tensorsocket.stream;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -8,10 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
 
 /**
  * The ranks of a job over one stream: every epoch each rank takes an equal share, together every sample once (the
@@ -60,8 +59,15 @@ class RankShareTest {
         }
     }
 
-    private static void run(long seed, int trial, StreamGeometry g, int world, int[] batch, boolean dropLast, int epochs,
-                            long startSample) {
+    private static void run(
+            long seed,
+            int trial,
+            StreamGeometry g,
+            int world,
+            int[] batch,
+            boolean dropLast,
+            int epochs,
+            long startSample) {
         String what = "seed " + seed + " trial " + trial + ": n=" + g.samplesPerEpoch() + " B=" + g.producerBatchSize()
                 + " w=" + world + " b=" + Arrays.toString(batch) + " dropLast=" + dropLast + " start=" + startSample;
         int slots = 1;
@@ -147,10 +153,18 @@ class RankShareTest {
             if (idle > 2) {
                 StringBuilder state = new StringBuilder();
                 for (ConsumerStream c : ranks) {
-                    state.append(" [epoch ").append(c.epoch()).append(" at ").append(c.position()).append(", received ")
-                            .append(c.receivedUpTo()).append(", next batch ").append(c.nextBatch()).append(']');
+                    state.append(" [epoch ")
+                            .append(c.epoch())
+                            .append(" at ")
+                            .append(c.position())
+                            .append(", received ")
+                            .append(c.receivedUpTo())
+                            .append(", next batch ")
+                            .append(c.nextBatch())
+                            .append(']');
                 }
-                fail(what + ": the ranks and the producer deadlocked at seq " + seq + " (slots " + slots + "):" + state);
+                fail(what + ": the ranks and the producer deadlocked at seq " + seq + " (slots " + slots + "):"
+                        + state);
             }
         }
         long n = g.samplesPerEpoch();
@@ -159,11 +173,17 @@ class RankShareTest {
             for (int k = 0; k < world; k++) {
                 List<Long> positions = seen.get(k).getOrDefault((long) e, List.of());
                 RankShare share = new RankShare(k, world);
-                assertEquals(share.count(n, dropLast) / batch[k] * batch[k] + (dropLast ? 0 : share.count(n, false) % batch[k]),
-                        positions.size(), what + ": rank " + k + " epoch " + e);
+                assertEquals(
+                        share.count(n, dropLast) / batch[k] * batch[k]
+                                + (dropLast ? 0 : share.count(n, false) % batch[k]),
+                        positions.size(),
+                        what + ": rank " + k + " epoch " + e);
                 for (int i = 0; i < positions.size(); i++) {
                     long offset = positions.get(i) - startSample - e * n;
-                    assertEquals(share.offset(i, n, dropLast), offset, what + ": rank " + k + " epoch " + e + " sample " + i);
+                    assertEquals(
+                            share.offset(i, n, dropLast),
+                            offset,
+                            what + ": rank " + k + " epoch " + e + " sample " + i);
                     times[(int) offset]++;
                 }
             }
@@ -184,7 +204,9 @@ class RankShareTest {
         for (int k = 0; k < world; k++) {
             List<Long> got = released.get(k);
             for (int i = 0; i < got.size(); i++) {
-                assertEquals(startSample / g.producerBatchSize() + i, (long) got.get(i),
+                assertEquals(
+                        startSample / g.producerBatchSize() + i,
+                        (long) got.get(i),
                         what + ": rank " + k + " released out of order or twice");
             }
         }

@@ -1,13 +1,12 @@
 package io.tensorsocket.stream;
 
-import io.tensorsocket.testing.RandomTrials;
-import org.junit.jupiter.api.Test;
-
-import java.util.ArrayList;
-import java.util.List;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tensorsocket.testing.RandomTrials;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
 
 /**
  * For any loader batch size (with a short last batch or not), any join point, any consumer batch size,
@@ -19,30 +18,72 @@ class StreamPropertiesTest {
 
     @Test
     void everySampleOnceInOrderAndEverySlotReleasedOnce() {
-        RandomTrials.run(1500, 0x5eed_0001L, r -> check(r.nextInt(1, 61), r.nextInt(1, 17), r.nextInt(0, 7),
-                r.nextInt(0, 41), r.nextBoolean(), r.nextInt(1, 71), r.nextBoolean(), r.nextInt(1, 5), r.nextInt(0, 4)));
+        RandomTrials.run(
+                1500,
+                0x5eed_0001L,
+                r -> check(
+                        r.nextInt(1, 61),
+                        r.nextInt(1, 17),
+                        r.nextInt(0, 7),
+                        r.nextInt(0, 41),
+                        r.nextBoolean(),
+                        r.nextInt(1, 71),
+                        r.nextBoolean(),
+                        r.nextInt(1, 5),
+                        r.nextInt(0, 4)));
     }
 
-    private static void check(int samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
-                              boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                              int leaveAfter) {
+    private static void check(
+            int samplesPerEpoch,
+            int producerBatch,
+            int rubberBand,
+            int publishedBeforeJoin,
+            boolean epochEndedBeforeJoin,
+            int consumerBatch,
+            boolean dropLast,
+            int consumerEpochs,
+            int leaveAfter) {
         String with = "samples " + samplesPerEpoch + ", producer batch " + producerBatch + ", rubber band " + rubberBand
                 + ", published before join " + publishedBeforeJoin + ", epoch ended " + epochEndedBeforeJoin
                 + ", consumer batch " + consumerBatch + ", drop last " + dropLast + ", epochs " + consumerEpochs
                 + ", leave after " + leaveAfter + ": ";
         try {
-            checkCase(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin, epochEndedBeforeJoin, consumerBatch,
-                    dropLast, consumerEpochs, leaveAfter);
+            checkCase(
+                    samplesPerEpoch,
+                    producerBatch,
+                    rubberBand,
+                    publishedBeforeJoin,
+                    epochEndedBeforeJoin,
+                    consumerBatch,
+                    dropLast,
+                    consumerEpochs,
+                    leaveAfter);
         } catch (AssertionError e) {
             throw new AssertionError(with + e.getMessage(), e);
         }
     }
 
-    private static void checkCase(int samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
-                                  boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                                  int leaveAfter) {
-        StreamSimulation sim = new StreamSimulation(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin,
-                epochEndedBeforeJoin, consumerBatch, dropLast, consumerEpochs, 0, leaveAfter);
+    private static void checkCase(
+            int samplesPerEpoch,
+            int producerBatch,
+            int rubberBand,
+            int publishedBeforeJoin,
+            boolean epochEndedBeforeJoin,
+            int consumerBatch,
+            boolean dropLast,
+            int consumerEpochs,
+            int leaveAfter) {
+        StreamSimulation sim = new StreamSimulation(
+                samplesPerEpoch,
+                producerBatch,
+                rubberBand,
+                publishedBeforeJoin,
+                epochEndedBeforeJoin,
+                consumerBatch,
+                dropLast,
+                consumerEpochs,
+                0,
+                leaveAfter);
         StreamSimulation.Result r = sim.run();
         StreamGeometry g = r.geometry();
         StartPoint start = ((StreamSimulation.Start) r.events().getFirst()).start();
@@ -72,7 +113,9 @@ class StreamPropertiesTest {
                         sum += p.samples();
                     }
                     assertEquals(plan.samples(), sum);
-                    assertTrue(plan.samples() == consumerBatch || (!dropLast && expectedPos + plan.samples() == epochBase + samplesPerEpoch),
+                    assertTrue(
+                            plan.samples() == consumerBatch
+                                    || (!dropLast && expectedPos + plan.samples() == epochBase + samplesPerEpoch),
                             "only an epoch's last batch is short, and only without drop-last");
                     expectedPos = pos;
                     epochSamples += sum;
@@ -100,7 +143,9 @@ class StreamPropertiesTest {
         }
         long finalPosition = leaveAfter > 0 ? r.finalPosition() : startPos + (long) consumerEpochs * samplesPerEpoch;
         assertTrue(r.finalPosition() <= finalPosition);
-        long passed = r.published().stream().filter(b -> b.seq() >= first && b.end(g) <= finalPosition).count();
+        long passed = r.published().stream()
+                .filter(b -> b.seq() >= first && b.end(g) <= finalPosition)
+                .count();
         assertEquals(passed, released.size(), "every batch fully passed is released");
     }
 }

@@ -1,6 +1,7 @@
 package io.tensorsocket.stream;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -8,9 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
+import org.junit.jupiter.api.Test;
 
 /**
  * The stream scenarios shared with the Python client (docs/test-vectors/scenarios.txt): for each, what a
@@ -24,31 +23,31 @@ class StreamScenariosTest {
 
     /** Scenario lines: name, then the given parameters. */
     private static final String[] GIVEN = {
-            "fresh-regroup-4-into-6 samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
-            "fresh-drop-last samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
-            "replay-from-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
-            "rolling-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
-            "rolling-across-short-last-batch samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
-            "rolling-drop-last samples=10 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=4 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
-            "join-after-epoch-end samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=yes consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
-            "join-before-epoch-end-replays-all samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
-            "consumer-batch-larger-than-epoch samples=6 producer_batch=4 rubber_band=1 published=0 epoch_ended=no consumer_batch=9 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
-            "consumer-batch-one samples=5 producer_batch=2 rubber_band=1 published=0 epoch_ended=no consumer_batch=1 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
-            "leave-epoch-early samples=12 producer_batch=3 rubber_band=1 published=0 epoch_ended=no consumer_batch=4 drop_last=no epochs=2 producer_epochs=0 leave_after=1",
-            "rolling-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0",
-            "wait-for-next-epoch-start samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
-            "wait-policy-inside-rubber-band-starts-now samples=10 producer_batch=4 rubber_band=2 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
-            "wait-policy-after-epoch-end-starts-now samples=8 producer_batch=4 rubber_band=0 published=2 epoch_ended=yes consumer_batch=4 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
-            "exact-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
-            "exact-across-short-last-batch-drop-last samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
-            "exact-inside-rubber-band-starts-at-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0 mid_epoch=exact",
-            "exact-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0 mid_epoch=exact",
-            "exact-waits-when-asked samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start mid_epoch=exact",
-            "rank-2-of-4-padded samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=0 rank=2/4",
-            "rank-3-of-4-drop-last samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 rank=3/4",
-            "rank-0-of-3-exact-mid-epoch samples=20 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact rank=0/3",
-            "rank-1-of-2-leaves-early samples=12 producer_batch=5 rubber_band=1 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=1 rank=1/2",
-            "rank-4-of-6-world-larger-than-epoch samples=4 producer_batch=3 rubber_band=0 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=2 leave_after=0 rank=4/6",
+        "fresh-regroup-4-into-6 samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+        "fresh-drop-last samples=14 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=6 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
+        "replay-from-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+        "rolling-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+        "rolling-across-short-last-batch samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+        "rolling-drop-last samples=10 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=4 drop_last=yes epochs=2 producer_epochs=0 leave_after=0",
+        "join-after-epoch-end samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=yes consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+        "join-before-epoch-end-replays-all samples=8 producer_batch=4 rubber_band=4 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+        "consumer-batch-larger-than-epoch samples=6 producer_batch=4 rubber_band=1 published=0 epoch_ended=no consumer_batch=9 drop_last=no epochs=2 producer_epochs=0 leave_after=0",
+        "consumer-batch-one samples=5 producer_batch=2 rubber_band=1 published=0 epoch_ended=no consumer_batch=1 drop_last=no epochs=1 producer_epochs=0 leave_after=0",
+        "leave-epoch-early samples=12 producer_batch=3 rubber_band=1 published=0 epoch_ended=no consumer_batch=4 drop_last=no epochs=2 producer_epochs=0 leave_after=1",
+        "rolling-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0",
+        "wait-for-next-epoch-start samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+        "wait-policy-inside-rubber-band-starts-now samples=10 producer_batch=4 rubber_band=2 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+        "wait-policy-after-epoch-end-starts-now samples=8 producer_batch=4 rubber_band=0 published=2 epoch_ended=yes consumer_batch=4 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start",
+        "exact-mid-epoch samples=20 producer_batch=4 rubber_band=1 published=3 epoch_ended=no consumer_batch=8 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
+        "exact-across-short-last-batch-drop-last samples=10 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact",
+        "exact-inside-rubber-band-starts-at-epoch-start samples=20 producer_batch=4 rubber_band=3 published=2 epoch_ended=no consumer_batch=5 drop_last=no epochs=1 producer_epochs=0 leave_after=0 mid_epoch=exact",
+        "exact-until-the-stream-ends samples=8 producer_batch=4 rubber_band=0 published=1 epoch_ended=no consumer_batch=3 drop_last=no epochs=3 producer_epochs=2 leave_after=0 mid_epoch=exact",
+        "exact-waits-when-asked samples=10 producer_batch=4 rubber_band=1 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=1 producer_epochs=0 leave_after=0 start_policy=next_epoch_start mid_epoch=exact",
+        "rank-2-of-4-padded samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=0 rank=2/4",
+        "rank-3-of-4-drop-last samples=10 producer_batch=4 rubber_band=2 published=0 epoch_ended=no consumer_batch=2 drop_last=yes epochs=2 producer_epochs=0 leave_after=0 rank=3/4",
+        "rank-0-of-3-exact-mid-epoch samples=20 producer_batch=4 rubber_band=0 published=2 epoch_ended=no consumer_batch=3 drop_last=no epochs=2 producer_epochs=0 leave_after=0 mid_epoch=exact rank=0/3",
+        "rank-1-of-2-leaves-early samples=12 producer_batch=5 rubber_band=1 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=0 leave_after=1 rank=1/2",
+        "rank-4-of-6-world-larger-than-epoch samples=4 producer_batch=3 rubber_band=0 published=0 epoch_ended=no consumer_batch=2 drop_last=no epochs=2 producer_epochs=2 leave_after=0 rank=4/6",
     };
 
     static StreamSimulation parse(String given) {
@@ -58,13 +57,21 @@ class StreamScenariosTest {
             String[] p = w[i].split("=", 2);
             kv.put(p[0], p[1]);
         }
-        return new StreamSimulation(Long.parseLong(kv.get("samples")), Integer.parseInt(kv.get("producer_batch")),
-                Integer.parseInt(kv.get("rubber_band")), Integer.parseInt(kv.get("published")),
-                kv.get("epoch_ended").equals("yes"), Integer.parseInt(kv.get("consumer_batch")),
-                kv.get("drop_last").equals("yes"), Integer.parseInt(kv.get("epochs")),
-                Integer.parseInt(kv.get("producer_epochs")), Integer.parseInt(kv.get("leave_after")),
-                io.tensorsocket.StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)),
-                io.tensorsocket.StartMode.valueOf(kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)),
+        return new StreamSimulation(
+                Long.parseLong(kv.get("samples")),
+                Integer.parseInt(kv.get("producer_batch")),
+                Integer.parseInt(kv.get("rubber_band")),
+                Integer.parseInt(kv.get("published")),
+                kv.get("epoch_ended").equals("yes"),
+                Integer.parseInt(kv.get("consumer_batch")),
+                kv.get("drop_last").equals("yes"),
+                Integer.parseInt(kv.get("epochs")),
+                Integer.parseInt(kv.get("producer_epochs")),
+                Integer.parseInt(kv.get("leave_after")),
+                io.tensorsocket.StartPolicy.valueOf(
+                        kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)),
+                io.tensorsocket.StartMode.valueOf(
+                        kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)),
                 rank(kv.getOrDefault("rank", "0/1")));
     }
 
@@ -112,7 +119,8 @@ class StreamScenariosTest {
                 return p.resolve("docs/test-vectors/scenarios.txt");
             }
         }
-        throw new AssertionError("docs/test-vectors not found above " + Path.of("").toAbsolutePath());
+        throw new AssertionError(
+                "docs/test-vectors not found above " + Path.of("").toAbsolutePath());
     }
 
     @Test

@@ -14,28 +14,57 @@ import java.util.List;
  * <p>The result lists what the consumer saw: its start, then every batch and release in order. The same
  * walk is written in Python (clients/python/tests/test_stream.py) over docs/test-vectors/scenarios.txt.
  */
-record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
-                        boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                        int producerEpochs, int leaveAfter, io.tensorsocket.StartPolicy startPolicy,
-                        io.tensorsocket.StartMode midEpoch, RankShare share) {
+record StreamSimulation(
+        long samplesPerEpoch,
+        int producerBatch,
+        int rubberBand,
+        int publishedBeforeJoin,
+        boolean epochEndedBeforeJoin,
+        int consumerBatch,
+        boolean dropLast,
+        int consumerEpochs,
+        int producerEpochs,
+        int leaveAfter,
+        io.tensorsocket.StartPolicy startPolicy,
+        io.tensorsocket.StartMode midEpoch,
+        RankShare share) {
 
-    StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand, int publishedBeforeJoin,
-                     boolean epochEndedBeforeJoin, int consumerBatch, boolean dropLast, int consumerEpochs,
-                     int producerEpochs, int leaveAfter) {
-        this(samplesPerEpoch, producerBatch, rubberBand, publishedBeforeJoin, epochEndedBeforeJoin, consumerBatch,
-                dropLast, consumerEpochs, producerEpochs, leaveAfter, io.tensorsocket.StartPolicy.JOIN_NOW,
-                io.tensorsocket.StartMode.ROLLING, RankShare.ALL);
+    StreamSimulation(
+            long samplesPerEpoch,
+            int producerBatch,
+            int rubberBand,
+            int publishedBeforeJoin,
+            boolean epochEndedBeforeJoin,
+            int consumerBatch,
+            boolean dropLast,
+            int consumerEpochs,
+            int producerEpochs,
+            int leaveAfter) {
+        this(
+                samplesPerEpoch,
+                producerBatch,
+                rubberBand,
+                publishedBeforeJoin,
+                epochEndedBeforeJoin,
+                consumerBatch,
+                dropLast,
+                consumerEpochs,
+                producerEpochs,
+                leaveAfter,
+                io.tensorsocket.StartPolicy.JOIN_NOW,
+                io.tensorsocket.StartMode.ROLLING,
+                RankShare.ALL);
     }
 
     /** One event the consumer saw. */
-    sealed interface Event {
-    }
+    sealed interface Event {}
 
     record Start(StartPoint start) implements Event {
         @Override
         public String toString() {
             return "start " + start.mode().label() + " epoch=" + start.epoch() + " sample=" + start.sample()
-                    + " retained=" + (start.retainedCount() == 0 ? "-" : start.firstRetained() + ".." + start.lastRetained());
+                    + " retained="
+                    + (start.retainedCount() == 0 ? "-" : start.firstRetained() + ".." + start.lastRetained());
         }
     }
 
@@ -46,7 +75,12 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
                     + plan.sampleStart() + " size=" + plan.samples() + " pieces=");
             for (int i = 0; i < plan.pieces().size(); i++) {
                 ConsumerStream.Piece p = plan.pieces().get(i);
-                sb.append(i == 0 ? "" : ",").append(p.seq()).append(':').append(p.offset()).append('+').append(p.samples());
+                sb.append(i == 0 ? "" : ",")
+                        .append(p.seq())
+                        .append(':')
+                        .append(p.offset())
+                        .append('+')
+                        .append(p.samples());
             }
             return sb.toString();
         }
@@ -67,8 +101,7 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
     }
 
     /** What the walk saw, plus the producer's batches for checking it. */
-    record Result(List<Event> events, List<BatchPosition> published, StreamGeometry geometry, long finalPosition) {
-    }
+    record Result(List<Event> events, List<BatchPosition> published, StreamGeometry geometry, long finalPosition) {}
 
     Result run() {
         StreamGeometry g = new StreamGeometry(samplesPerEpoch, producerBatch);
@@ -135,7 +168,8 @@ record StreamSimulation(long samplesPerEpoch, int producerBatch, int rubberBand,
             producer.publishOne();
         }
         BatchPosition p = producer.published.get(next);
-        if (start.sends(p, new StreamGeometry(samplesPerEpoch, producerBatch))) { // nothing before a waiting consumer's start
+        if (start.sends(
+                p, new StreamGeometry(samplesPerEpoch, producerBatch))) { // nothing before a waiting consumer's start
             c.accept(p, (int) (p.seq() % slots));
         }
         return next + 1;

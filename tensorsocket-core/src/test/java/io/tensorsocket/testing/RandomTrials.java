@@ -9,8 +9,7 @@ import java.util.function.Consumer;
  * {@code -Dtensorsocket.trial.seed=S -Dtensorsocket.trial.count=1} repeats exactly the failing case.
  */
 public final class RandomTrials {
-    private RandomTrials() {
-    }
+    private RandomTrials() {}
 
     /** Runs {@code property} {@code tries} times, each with a generator of its own. */
     public static void run(int tries, long seed, Consumer<SplittableRandom> property) {
@@ -21,9 +20,12 @@ public final class RandomTrials {
             try {
                 property.accept(new SplittableRandom(s));
             } catch (AssertionError | RuntimeException e) {
-                throw new AssertionError("trial " + (i + 1) + " of " + count + " failed (seed " + s
-                        + "; rerun it alone with -Dtensorsocket.trial.seed=" + s + " -Dtensorsocket.trial.count=1): "
-                        + e.getMessage(), e);
+                throw new AssertionError(
+                        "trial " + (i + 1) + " of " + count + " failed (seed " + s
+                                + "; rerun it alone with -Dtensorsocket.trial.seed=" + s
+                                + " -Dtensorsocket.trial.count=1): "
+                                + e.getMessage(),
+                        e);
             }
         }
     }

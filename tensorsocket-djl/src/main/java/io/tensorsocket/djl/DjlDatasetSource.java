@@ -10,7 +10,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.Tensor;
-
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -46,10 +45,11 @@ public final class DjlDatasetSource implements BatchSource {
         this.dataNames = b.dataNames;
         this.labelNames = b.labelNames;
         this.manager = NDManager.newBaseManager();
-        long samples = b.samplesPerEpoch > 0 ? b.samplesPerEpoch
-                : b.dataset instanceof RandomAccessDataset r ? r.size() : -1;
+        long samples =
+                b.samplesPerEpoch > 0 ? b.samplesPerEpoch : b.dataset instanceof RandomAccessDataset r ? r.size() : -1;
         if (samples < 1) {
-            throw new IllegalArgumentException("cannot tell how many samples an epoch of this dataset holds; pass samplesPerEpoch");
+            throw new IllegalArgumentException(
+                    "cannot tell how many samples an epoch of this dataset holds; pass samplesPerEpoch");
         }
         this.delegate = BatchSource.fromIterable(epoch -> () -> new Converting(epoch), samples);
     }
@@ -129,14 +129,16 @@ public final class DjlDatasetSource implements BatchSource {
 
     static void put(Map<String, Tensor> into, List<String> names, NDList arrays, String what) {
         if (arrays.size() != names.size()) {
-            throw new IllegalStateException("the DJL dataset's batches hold " + arrays.size() + " " + what + " arrays but "
-                    + names.size() + " names were given (" + names + ")");
+            throw new IllegalStateException("the DJL dataset's batches hold " + arrays.size() + " " + what
+                    + " arrays but " + names.size() + " names were given (" + names + ")");
         }
         for (int i = 0; i < arrays.size(); i++) {
             NDArray a = arrays.get(i);
             ByteBuffer bytes = a.toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-            into.put(names.get(i), Tensor.of(DjlTypes.fromDjl(a.getDataType()), a.getShape().getShape(),
-                    MemorySegment.ofBuffer(bytes)));
+            into.put(
+                    names.get(i),
+                    Tensor.of(
+                            DjlTypes.fromDjl(a.getDataType()), a.getShape().getShape(), MemorySegment.ofBuffer(bytes)));
         }
     }
 

@@ -8,7 +8,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.Tensor;
-
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,8 +33,14 @@ public final class DjlIndexedSource implements IndexedSource {
     private final NDManager manager = NDManager.newBaseManager();
     private BatchLayout layout;
 
-    DjlIndexedSource(RandomAccessDataset dataset, List<String> dataNames, List<String> labelNames, int batchSize,
-                     boolean shuffle, boolean dropLast, long seed) {
+    DjlIndexedSource(
+            RandomAccessDataset dataset,
+            List<String> dataNames,
+            List<String> labelNames,
+            int batchSize,
+            boolean shuffle,
+            boolean dropLast,
+            long seed) {
         if (batchSize < 1) {
             throw new IllegalArgumentException("batch size must be at least 1, got " + batchSize);
         }
@@ -139,7 +144,9 @@ public final class DjlIndexedSource implements IndexedSource {
                 @Override
                 public List<Long> next() {
                     int end = Math.min(order.length, next + batchSize);
-                    List<Long> batch = IntStream.range(next, end).mapToObj(i -> (long) order[i]).toList();
+                    List<Long> batch = IntStream.range(next, end)
+                            .mapToObj(i -> (long) order[i])
+                            .toList();
                     next = end;
                     return batch;
                 }

@@ -5,8 +5,7 @@ import io.tensorsocket.DType;
 
 /** The element types TensorSocket and DJL share, mapped both ways. */
 final class DjlTypes {
-    private DjlTypes() {
-    }
+    private DjlTypes() {}
 
     static DataType toDjl(DType t) {
         return switch (t) {
@@ -35,8 +34,9 @@ final class DjlTypes {
             case FLOAT32 -> DType.FLOAT32;
             case FLOAT64 -> DType.FLOAT64;
             case BOOLEAN -> DType.BOOL;
-            default -> throw new IllegalArgumentException("DJL type " + t + " has no TensorSocket counterpart; convert it to"
-                    + " a numeric type (e.g. toType(DataType.FLOAT32, false)) in the dataset");
+            default ->
+                throw new IllegalArgumentException("DJL type " + t + " has no TensorSocket counterpart; convert it to"
+                        + " a numeric type (e.g. toType(DataType.FLOAT32, false)) in the dataset");
         };
     }
 }

@@ -9,7 +9,6 @@ import ai.djl.util.Progress;
 import io.tensorsocket.Batch;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSpec;
-
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;

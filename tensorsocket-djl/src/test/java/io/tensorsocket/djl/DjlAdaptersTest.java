@@ -1,5 +1,7 @@
 package io.tensorsocket.djl;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import ai.djl.Model;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -21,17 +23,14 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Random;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 @Timeout(120)
 class DjlAdaptersTest {
@@ -41,10 +40,13 @@ class DjlAdaptersTest {
     @Test
     void sharedArraysHoldTheBatchAndDieWithIt() throws Exception {
         Path dir = tmp.resolve("views");
-        try (TensorProducer p = TensorProducer.builder().directory(dir)
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=100,shape=4,dtype=float32"), 10)).build().start();
-             TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
-             NDManager manager = NDManager.newBaseManager()) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(new SyntheticSource(SyntheticSpec.parse("samples=100,shape=4,dtype=float32"), 10))
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+                NDManager manager = NDManager.newBaseManager()) {
             SharedDataset shared = SharedDataset.of(c, List.of("data", "id"), List.of("label"));
             Iterator<ai.djl.training.dataset.Batch> it = shared.getData(manager).iterator();
             ai.djl.training.dataset.Batch first = it.next();
@@ -61,7 +63,8 @@ class DjlAdaptersTest {
                 for (int i = 0; i < 10; i++) {
                     spec.fill(idValues[i], expected);
                     for (int j = 0; j < 4; j++) {
-                        assertEquals(expected.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, j), values[i * 4 + j]);
+                        assertEquals(
+                                expected.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, j), values[i * 4 + j]);
                     }
                 }
             }
@@ -69,7 +72,8 @@ class DjlAdaptersTest {
             ai.djl.training.dataset.Batch second = it.next(); // closes the first
             assertThrows(IllegalStateException.class, data::toFloatArray, "arrays of a released batch are freed");
             second.close();
-            assertThrows(IllegalStateException.class, () -> second.getData().get(0).toFloatArray());
+            assertThrows(
+                    IllegalStateException.class, () -> second.getData().get(0).toFloatArray());
             int rest = 0;
             while (it.hasNext()) {
                 it.next().close();
@@ -82,10 +86,14 @@ class DjlAdaptersTest {
     @Test
     void unknownTensorNamesAreRejected() {
         Path dir = tmp.resolve("names");
-        try (TensorProducer p = TensorProducer.builder().directory(dir)
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 5)).build().start();
-             TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(5))) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedDataset.of(c, "image", "label"));
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir)
+                        .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 5))
+                        .build()
+                        .start();
+                TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(5))) {
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> SharedDataset.of(c, "image", "label"));
             assertTrue(e.getMessage().contains("no tensor 'image'"), e.getMessage());
         }
     }
@@ -103,11 +111,22 @@ class DjlAdaptersTest {
         }
         Path dir = tmp.resolve("djl");
         try (NDManager m = NDManager.newBaseManager()) {
-            ArrayDataset dataset = new ArrayDataset.Builder().setData(m.create(x, new Shape(n, 2)))
-                    .optLabels(m.create(y, new Shape(n))).setSampling(32, true).build();
-            try (DjlDatasetSource source = DjlDatasetSource.builder(dataset).dataNames("x").labelNames("y").build();
-                 TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(4).build().start();
-                 TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
+            ArrayDataset dataset = new ArrayDataset.Builder()
+                    .setData(m.create(x, new Shape(n, 2)))
+                    .optLabels(m.create(y, new Shape(n)))
+                    .setSampling(32, true)
+                    .build();
+            try (DjlDatasetSource source = DjlDatasetSource.builder(dataset)
+                            .dataNames("x")
+                            .labelNames("y")
+                            .build();
+                    TensorProducer p = TensorProducer.builder()
+                            .directory(dir)
+                            .source(source)
+                            .epochs(4)
+                            .build()
+                            .start();
+                    TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
                 // epoch 0 by hand: every sample exactly once
                 List<Integer> seen = new ArrayList<>();
                 for (io.tensorsocket.Batch b : c) {
@@ -120,13 +139,17 @@ class DjlAdaptersTest {
 
                 // epochs 1-3 through EasyTrain, unchanged
                 SequentialBlock block = new SequentialBlock()
-                        .add(arrays -> new ai.djl.ndarray.NDList(arrays.singletonOrThrow().get(":, 0:1")))
-                        .add(Linear.builder().setUnits(16).build()).add(Activation::relu)
+                        .add(arrays -> new ai.djl.ndarray.NDList(
+                                arrays.singletonOrThrow().get(":, 0:1")))
+                        .add(Linear.builder().setUnits(16).build())
+                        .add(Activation::relu)
                         .add(Linear.builder().setUnits(2).build());
                 try (Model model = Model.newInstance("toy")) {
                     model.setBlock(block);
                     DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                            .optOptimizer(Optimizer.adam().optLearningRateTracker(Tracker.fixed(0.05f)).build())
+                            .optOptimizer(Optimizer.adam()
+                                    .optLearningRateTracker(Tracker.fixed(0.05f))
+                                    .build())
                             .addEvaluator(new Accuracy())
                             .addTrainingListeners(ai.djl.training.listener.TrainingListener.Defaults.basic());
                     try (Trainer trainer = model.newTrainer(config)) {
@@ -150,14 +173,29 @@ class DjlAdaptersTest {
         }
         Path dir = tmp.resolve("djl-exact");
         try (NDManager m = NDManager.newBaseManager()) {
-            ArrayDataset dataset = new ArrayDataset.Builder().setData(m.create(x, new Shape(n, 1)))
-                    .optLabels(m.create(x, new Shape(n))).setSampling(32, true).build();
-            assertThrows(IllegalArgumentException.class, () -> DjlDatasetSource.builder(dataset).byIndex(0));
-            try (DjlIndexedSource source = DjlDatasetSource.builder(dataset).dataNames("x").labelNames("y").seed(5)
-                    .byIndex(32);
-                 TensorProducer p = TensorProducer.builder().directory(dir).source(source).epochs(4).rubberBand(0)
-                         .slots(8).startGrace(java.time.Duration.ZERO).build().start();
-                 TensorConsumer first = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
+            ArrayDataset dataset = new ArrayDataset.Builder()
+                    .setData(m.create(x, new Shape(n, 1)))
+                    .optLabels(m.create(x, new Shape(n)))
+                    .setSampling(32, true)
+                    .build();
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> DjlDatasetSource.builder(dataset).byIndex(0));
+            try (DjlIndexedSource source = DjlDatasetSource.builder(dataset)
+                            .dataNames("x")
+                            .labelNames("y")
+                            .seed(5)
+                            .byIndex(32);
+                    TensorProducer p = TensorProducer.builder()
+                            .directory(dir)
+                            .source(source)
+                            .epochs(4)
+                            .rubberBand(0)
+                            .slots(8)
+                            .startGrace(java.time.Duration.ZERO)
+                            .build()
+                            .start();
+                    TensorConsumer first = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
                 java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
                 java.util.Iterator<io.tensorsocket.Batch> it = first.iterator();
                 for (int i = 0; i < 5; i++) {
@@ -178,7 +216,10 @@ class DjlAdaptersTest {
                     return null;
                 });
                 try (late) {
-                    assertEquals(io.tensorsocket.StartMode.EXACT, late.startMode(), "joined at sample " + late.startSample());
+                    assertEquals(
+                            io.tensorsocket.StartMode.EXACT,
+                            late.startMode(),
+                            "joined at sample " + late.startSample());
                     assertEquals(io.tensorsocket.StartMode.EXACT, late.midEpochStart());
                     for (int e = 0; e < 2; e++) {
                         java.util.BitSet seen = new java.util.BitSet(n);
@@ -186,7 +227,8 @@ class DjlAdaptersTest {
                         for (io.tensorsocket.Batch b : late) {
                             for (int i = 0; i < b.size(); i++) {
                                 seen.set((int) b.tensor("x").getFloat(i));
-                                assertEquals(b.tensor("x").getFloat(i), b.tensor("y").getFloat(i));
+                                assertEquals(
+                                        b.tensor("x").getFloat(i), b.tensor("y").getFloat(i));
                                 count++;
                             }
                         }

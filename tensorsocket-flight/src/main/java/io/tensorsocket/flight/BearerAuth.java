@@ -27,12 +27,16 @@ final class BearerAuth implements CallHeaderAuthenticator {
     public AuthResult authenticate(CallHeaders headers) {
         String given = AuthUtilities.getValueFromAuthHeader(headers, Auth2Constants.BEARER_PREFIX);
         if (given == null) {
-            throw CallStatus.UNAUTHENTICATED.withDescription("this TensorSocket server needs a token;"
-                    + " pass the server's shared token (--token / --token-file)").toRuntimeException();
+            throw CallStatus.UNAUTHENTICATED
+                    .withDescription("this TensorSocket server needs a token;"
+                            + " pass the server's shared token (--token / --token-file)")
+                    .toRuntimeException();
         }
         if (!MessageDigest.isEqual(token, given.getBytes(StandardCharsets.UTF_8))) {
-            throw CallStatus.UNAUTHENTICATED.withDescription("the token does not match this TensorSocket server's;"
-                    + " pass the server's shared token").toRuntimeException();
+            throw CallStatus.UNAUTHENTICATED
+                    .withDescription(
+                            "the token does not match this TensorSocket server's;" + " pass the server's shared token")
+                    .toRuntimeException();
         }
         return () -> "tensorsocket";
     }

@@ -28,16 +28,15 @@ import java.nio.ByteOrder;
 final class BoundaryAction {
     /** The action's type. */
     static final String TYPE = "boundary";
+
     static final byte KEEP = 1;
     static final byte RELEASE = 2;
     private static final int BYTES = 21;
 
     /** One decoded request. */
-    record Request(byte op, int consumerId, long epoch, long sample) {
-    }
+    record Request(byte op, int consumerId, long epoch, long sample) {}
 
-    private BoundaryAction() {
-    }
+    private BoundaryAction() {}
 
     static byte[] encode(Request r) {
         ByteBuffer b = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
@@ -48,8 +47,8 @@ final class BoundaryAction {
     /** @throws IllegalArgumentException for a body of another length or an unknown op */
     static Request decode(byte[] body) {
         if (body == null || body.length != BYTES) {
-            throw new IllegalArgumentException("a boundary request is " + BYTES + " bytes, not "
-                    + (body == null ? 0 : body.length));
+            throw new IllegalArgumentException(
+                    "a boundary request is " + BYTES + " bytes, not " + (body == null ? 0 : body.length));
         }
         ByteBuffer b = ByteBuffer.wrap(body).order(ByteOrder.LITTLE_ENDIAN);
         Request r = new Request(b.get(), b.getInt(), b.getLong(), b.getLong());

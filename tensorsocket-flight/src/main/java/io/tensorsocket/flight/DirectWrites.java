@@ -32,8 +32,7 @@ import java.nio.ByteBuffer;
 final class DirectWrites extends ChannelOutboundHandlerAdapter {
     static final DirectWrites INSTANCE = new DirectWrites();
 
-    private DirectWrites() {
-    }
+    private DirectWrites() {}
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
@@ -52,7 +51,8 @@ final class DirectWrites extends ChannelOutboundHandlerAdapter {
                 if (!p.hasRemaining()) {
                     continue;
                 }
-                ByteBuf part = p.isDirect() ? Unpooled.wrappedBuffer(p)
+                ByteBuf part = p.isDirect()
+                        ? Unpooled.wrappedBuffer(p)
                         : alloc.directBuffer(p.remaining()).writeBytes(p);
                 view.addComponent(true, part);
             }

@@ -1,9 +1,9 @@
 package io.tensorsocket.flight;
 
 import io.grpc.CallOptions;
-import io.grpc.ClientStreamTracer;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
+import io.grpc.ClientStreamTracer;
 import io.grpc.HasByteBuffer;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -51,7 +51,8 @@ import org.apache.arrow.memory.BufferAllocator;
  */
 final class DoGetReader implements AutoCloseable {
     private static final int AHEAD = 2;
-    private static final String DO_GET = MethodDescriptor.generateFullMethodName("arrow.flight.protocol.FlightService", "DoGet");
+    private static final String DO_GET =
+            MethodDescriptor.generateFullMethodName("arrow.flight.protocol.FlightService", "DoGet");
 
     /** One received {@code FlightData}; whoever takes it owns {@code body} and closes it. */
     record Frame(byte[] header, byte[] appMetadata, ArrowBuf body) {
@@ -62,14 +63,13 @@ final class DoGetReader implements AutoCloseable {
         }
     }
 
-    private record End(Status status, Metadata trailers) {
-    }
+    private record End(Status status, Metadata trailers) {}
 
     private final ClientCall<byte[], Frame> call;
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private volatile boolean closed;
     private volatile boolean trailersArrived;
-    private volatile java.util.function.Consumer<Status> onEnd = s -> { };
+    private volatile java.util.function.Consumer<Status> onEnd = s -> {};
 
     /**
      * Starts {@code DoGet(ticket)} on {@code channel}; bodies go into buffers of {@code allocator}.
@@ -78,8 +78,11 @@ final class DoGetReader implements AutoCloseable {
      */
     DoGetReader(Channel channel, BufferAllocator allocator, byte[] ticket, String bearerToken) {
         MethodDescriptor<byte[], Frame> method = MethodDescriptor.<byte[], Frame>newBuilder()
-                .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName(DO_GET)
-                .setRequestMarshaller(new TicketMarshaller()).setResponseMarshaller(new FrameMarshaller(allocator)).build();
+                .setType(MethodDescriptor.MethodType.SERVER_STREAMING)
+                .setFullMethodName(DO_GET)
+                .setRequestMarshaller(new TicketMarshaller())
+                .setResponseMarshaller(new FrameMarshaller(allocator))
+                .build();
         ClientStreamTracer.Factory tracing = new ClientStreamTracer.Factory() {
             @Override
             public ClientStreamTracer newClientStreamTracer(ClientStreamTracer.StreamInfo info, Metadata headers) {
@@ -94,25 +97,28 @@ final class DoGetReader implements AutoCloseable {
         this.call = channel.newCall(method, CallOptions.DEFAULT.withStreamTracerFactory(tracing));
         Metadata headers = new Metadata();
         if (bearerToken != null) {
-            headers.put(Metadata.Key.of(Auth2Constants.AUTHORIZATION_HEADER, Metadata.ASCII_STRING_MARSHALLER),
+            headers.put(
+                    Metadata.Key.of(Auth2Constants.AUTHORIZATION_HEADER, Metadata.ASCII_STRING_MARSHALLER),
                     Auth2Constants.BEARER_PREFIX + bearerToken);
         }
-        call.start(new ClientCall.Listener<>() {
-            @Override
-            public void onMessage(Frame frame) {
-                if (closed) {
-                    frame.release();
-                } else {
-                    received.add(frame);
-                }
-            }
+        call.start(
+                new ClientCall.Listener<>() {
+                    @Override
+                    public void onMessage(Frame frame) {
+                        if (closed) {
+                            frame.release();
+                        } else {
+                            received.add(frame);
+                        }
+                    }
 
-            @Override
-            public void onClose(Status status, Metadata trailers) {
-                received.add(new End(status, trailers));
-                onEnd.accept(status);
-            }
-        }, headers);
+                    @Override
+                    public void onClose(Status status, Metadata trailers) {
+                        received.add(new End(status, trailers));
+                        onEnd.accept(status);
+                    }
+                },
+                headers);
         call.sendMessage(ticket);
         call.halfClose();
         call.request(AHEAD);
@@ -142,7 +148,8 @@ final class DoGetReader implements AutoCloseable {
         if (end.status().isOk()) {
             return null;
         }
-        throw StatusUtils.fromGrpcStatusAndTrailers(end.status(), end.trailers()).toRuntimeException();
+        throw StatusUtils.fromGrpcStatusAndTrailers(end.status(), end.trailers())
+                .toRuntimeException();
     }
 
     /**
@@ -272,15 +279,18 @@ final class DoGetReader implements AutoCloseable {
                     body.close();
                 }
                 // gRPC turns a parse failure into an INTERNAL status on the call, which the reader reports
-                throw Status.INTERNAL.withDescription("malformed FlightData from the server: " + e.getMessage())
-                        .withCause(e).asRuntimeException();
+                throw Status.INTERNAL
+                        .withDescription("malformed FlightData from the server: " + e.getMessage())
+                        .withCause(e)
+                        .asRuntimeException();
             }
         }
 
         private ArrowBuf readBody(InputStream in, long length) throws IOException {
             ArrowBuf buf = allocator.buffer(Math.max(length, 1));
             try {
-                MemorySegment dest = MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(length);
+                MemorySegment dest =
+                        MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(length);
                 long done = 0;
                 HasByteBuffer direct = in instanceof HasByteBuffer h && h.byteBufferSupported() ? h : null;
                 byte[] chunk = direct == null ? new byte[64 << 10] : null;

@@ -1,8 +1,8 @@
 package io.tensorsocket.flight;
 
 import io.tensorsocket.ConsumerOptions;
-import io.tensorsocket.spi.RemoteConnector;
 import io.tensorsocket.spi.ConsumerEngine;
+import io.tensorsocket.spi.RemoteConnector;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -44,7 +44,8 @@ public final class FlightConnector implements RemoteConnector {
             try {
                 token = Files.readString(Path.of(file)).strip();
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot read TENSORSOCKET_TOKEN_FILE " + file + ": " + e.getMessage(), e);
+                throw new UncheckedIOException(
+                        "cannot read TENSORSOCKET_TOKEN_FILE " + file + ": " + e.getMessage(), e);
             }
             if (token.isEmpty()) {
                 throw new IllegalArgumentException("TENSORSOCKET_TOKEN_FILE " + file + " is empty");

@@ -13,42 +13,42 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.epoll.Epoll;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
-import io.tensorsocket.spi.RelayBoundaries;
-import io.tensorsocket.spi.UpstreamBoundaries;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
-import java.nio.ByteBuffer;
-import java.time.Duration;
-import java.util.function.Consumer;
+import io.tensorsocket.spi.RelayBoundaries;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.CallStatus;
-import org.apache.arrow.flight.Result;
 import org.apache.arrow.flight.FlightServer;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.flight.Result;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 
@@ -90,9 +90,11 @@ public final class FlightServe implements AutoCloseable {
     public static final String STATUS_ACTION = "status";
     /** The remote peer's address, set on every call's gRPC context by {@link #PEER_INTERCEPTOR}. */
     private static final Context.Key<SocketAddress> PEER = Context.key("tensorsocket-peer");
+
     private static final ServerInterceptor PEER_INTERCEPTOR = new ServerInterceptor() {
         @Override
-        public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+        public <Q, R> ServerCall.Listener<Q> interceptCall(
+                ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
             SocketAddress peer = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
             return Contexts.interceptCall(Context.current().withValue(PEER, peer), call, headers, next);
         }
@@ -112,6 +114,7 @@ public final class FlightServe implements AutoCloseable {
     private final java.util.Set<Integer> streaming = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** The epoll event loop the server runs on, or null where epoll is not available (then no link timeout). */
     private final EventLoopGroup eventLoop;
+
     private final LinkWatch linkWatch;
 
     private FlightServe(Builder b) throws IOException {
@@ -133,7 +136,9 @@ public final class FlightServe implements AutoCloseable {
             nb.intercept(PEER_INTERCEPTOR);
             nb.withChildOption(ChannelOption.WRITE_BUFFER_WATER_MARK, SEND_QUEUE);
             if (eventLoop != null) {
-                nb.channelFactory(this::serverChannel).bossEventLoopGroup(eventLoop).workerEventLoopGroup(eventLoop);
+                nb.channelFactory(this::serverChannel)
+                        .bossEventLoopGroup(eventLoop)
+                        .workerEventLoopGroup(eventLoop);
             }
         };
         fb.transportHint("grpc.builderConsumer", configure);
@@ -181,8 +186,11 @@ public final class FlightServe implements AutoCloseable {
         try {
             server.start();
         } catch (IOException e) {
-            throw new IOException("cannot listen on " + location.getUri().getHost() + ":" + location.getUri().getPort()
-                    + " for Flight: " + e.getMessage() + " (is the port in use, or the address not this host's?)", e);
+            throw new IOException(
+                    "cannot listen on " + location.getUri().getHost() + ":"
+                            + location.getUri().getPort() + " for Flight: " + e.getMessage()
+                            + " (is the port in use, or the address not this host's?)",
+                    e);
         }
         return this;
     }
@@ -194,8 +202,8 @@ public final class FlightServe implements AutoCloseable {
 
     /** The address remote consumers use: {@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}. */
     public RemoteAddress address() {
-        return new RemoteAddress(location.getUri().getScheme().contains("tls"), location.getUri().getHost(), port(),
-                producerName);
+        return new RemoteAddress(
+                location.getUri().getScheme().contains("tls"), location.getUri().getHost(), port(), producerName);
     }
 
     /** Remote streams opened so far. */
@@ -231,13 +239,16 @@ public final class FlightServe implements AutoCloseable {
             try {
                 request = StreamRequest.parse(ticket.getBytes());
             } catch (IllegalArgumentException e) {
-                listener.error(CallStatus.INVALID_ARGUMENT.withDescription("bad TensorSocket ticket: " + e.getMessage())
+                listener.error(CallStatus.INVALID_ARGUMENT
+                        .withDescription("bad TensorSocket ticket: " + e.getMessage())
                         .toRuntimeException());
                 return;
             }
             if (!request.name().equals(producerName)) {
-                listener.error(CallStatus.NOT_FOUND.withDescription("this server serves producer '" + producerName
-                        + "', not '" + request.name() + "'").toRuntimeException());
+                listener.error(CallStatus.NOT_FOUND
+                        .withDescription(
+                                "this server serves producer '" + producerName + "', not '" + request.name() + "'")
+                        .toRuntimeException());
                 return;
             }
             streams.incrementAndGet();
@@ -258,8 +269,9 @@ public final class FlightServe implements AutoCloseable {
                 return;
             }
             if (!action.getType().equals(STATUS_ACTION)) {
-                listener.onError(CallStatus.UNIMPLEMENTED.withDescription("unknown action '" + action.getType()
-                        + "'; this server answers '" + STATUS_ACTION + "' and '" + BoundaryAction.TYPE + "'")
+                listener.onError(CallStatus.UNIMPLEMENTED
+                        .withDescription("unknown action '" + action.getType() + "'; this server answers '"
+                                + STATUS_ACTION + "' and '" + BoundaryAction.TYPE + "'")
                         .toRuntimeException());
                 return;
             }
@@ -271,8 +283,9 @@ public final class FlightServe implements AutoCloseable {
                 listener.onNext(new Result(body));
                 listener.onCompleted();
             } catch (TensorSocketException e) {
-                listener.onError(CallStatus.UNAVAILABLE.withDescription("producer '" + producerName + "' did not answer: "
-                        + e.getMessage()).toRuntimeException());
+                listener.onError(CallStatus.UNAVAILABLE
+                        .withDescription("producer '" + producerName + "' did not answer: " + e.getMessage())
+                        .toRuntimeException());
             }
         }
     }
@@ -283,7 +296,8 @@ public final class FlightServe implements AutoCloseable {
         try {
             r = BoundaryAction.decode(action.getBody());
         } catch (IllegalArgumentException e) {
-            listener.onError(CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
+            listener.onError(
+                    CallStatus.INVALID_ARGUMENT.withDescription(e.getMessage()).toRuntimeException());
             return;
         }
         UpstreamBoundaries.Answer a = UpstreamBoundaries.Answer.UNAVAILABLE;
@@ -304,7 +318,8 @@ public final class FlightServe implements AutoCloseable {
         SocketAddress a = PEER.get();
         if (a instanceof InetSocketAddress i) {
             String host = i.getAddress() != null ? i.getAddress().getHostAddress() : i.getHostString();
-            return ConsumerOptions.REMOTE_CLIENT_PREFIX + (host.contains(":") ? "[" + host + "]" : host) + ":" + i.getPort();
+            return ConsumerOptions.REMOTE_CLIENT_PREFIX + (host.contains(":") ? "[" + host + "]" : host) + ":"
+                    + i.getPort();
         }
         return ConsumerOptions.REMOTE_CLIENT_PREFIX + (a == null ? "unknown peer" : a.toString());
     }
@@ -321,8 +336,7 @@ public final class FlightServe implements AutoCloseable {
         private Path key;
         private Duration linkTimeout = DEFAULT_LINK_TIMEOUT;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * How long data sent to a remote may stay unacknowledged before its connection is dropped (default
@@ -418,5 +432,4 @@ public final class FlightServe implements AutoCloseable {
             }
         }
     }
-
 }

@@ -15,8 +15,7 @@ final class GrpcLogFilter implements Filter {
     // java.util.logging holds loggers weakly; this reference keeps the filter's logger configured
     private static final Logger NETTY_SERVER = Logger.getLogger("io.grpc.netty.NettyServerHandler");
 
-    private GrpcLogFilter() {
-    }
+    private GrpcLogFilter() {}
 
     /** Installs the filter once per JVM. */
     static synchronized void install() {
@@ -28,6 +27,8 @@ final class GrpcLogFilter implements Filter {
     @Override
     public boolean isLoggable(LogRecord r) {
         Throwable t = r.getThrown();
-        return !(r.getLevel() == Level.WARNING && t != null && STREAM_EXCEPTION.equals(t.getClass().getName()));
+        return !(r.getLevel() == Level.WARNING
+                && t != null
+                && STREAM_EXCEPTION.equals(t.getClass().getName()));
     }
 }

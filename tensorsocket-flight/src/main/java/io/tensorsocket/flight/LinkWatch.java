@@ -68,14 +68,18 @@ final class LinkWatch implements AutoCloseable {
                 continue; // closed meanwhile
             }
             if ((info.unacked() > 0 || info.probes() > 0) && info.lastAckRecv() > timeoutMs) {
-                LOG.info("dropping the connection of remote {}: nothing sent to it was acknowledged for {} ms (its link"
-                        + " is cut or its host is gone); its streams end and release what they held", c.remoteAddress(),
+                LOG.info(
+                        "dropping the connection of remote {}: nothing sent to it was acknowledged for {} ms (its link"
+                                + " is cut or its host is gone); its streams end and release what they held",
+                        c.remoteAddress(),
                         info.lastAckRecv());
                 connections.remove(c);
                 // at once, past gRPC's handler: its close would shut down gracefully, waiting for the very
                 // streams that wait on the dead link
                 c.eventLoop().execute(() -> c.unsafe().close(c.unsafe().voidPromise()));
-            } else if (info.unacked() == 0 && info.probes() == 0 && info.lastDataSent() >= PROBE_AFTER_MS
+            } else if (info.unacked() == 0
+                    && info.probes() == 0
+                    && info.lastDataSent() >= PROBE_AFTER_MS
                     && info.lastAckRecv() >= PROBE_AFTER_MS) {
                 c.eventLoop().execute(() -> probe(c));
             }

@@ -34,11 +34,15 @@ public record RecordTag(Kind kind, long epoch, long index, long sampleStart, lon
 
     /** Bytes of an encoded tag. */
     public static final int BYTES = 48;
+
     static final int MAGIC = 0x54534631;
 
     /** Message kinds. */
     public enum Kind {
-        BATCH(1), END_OF_EPOCH(2), END_OF_STREAM(3), HEARTBEAT(4);
+        BATCH(1),
+        END_OF_EPOCH(2),
+        END_OF_STREAM(3),
+        HEARTBEAT(4);
 
         final int code;
 
@@ -89,6 +93,7 @@ public record RecordTag(Kind kind, long epoch, long index, long sampleStart, lon
             throw new IllegalArgumentException("message tag has magic 0x" + Integer.toHexString(b.getInt(0))
                     + ", not TensorSocket's 0x" + Integer.toHexString(MAGIC));
         }
-        return new RecordTag(Kind.of(b.getInt(4)), b.getLong(8), b.getLong(16), b.getLong(24), b.getLong(32), b.getLong(40));
+        return new RecordTag(
+                Kind.of(b.getInt(4)), b.getLong(8), b.getLong(16), b.getLong(24), b.getLong(32), b.getLong(40));
     }
 }

@@ -48,7 +48,9 @@ final class RecyclingAllocations implements AllocationManager.Factory, AutoClose
 
     /** A root allocator whose large buffers are recycled by {@code recycling}. */
     static RootAllocator rootAllocator(RecyclingAllocations recycling) {
-        return new RootAllocator(RootAllocator.configBuilder().allocationManagerFactory(recycling).build());
+        return new RootAllocator(RootAllocator.configBuilder()
+                .allocationManagerFactory(recycling)
+                .build());
     }
 
     @Override

@@ -3,7 +3,6 @@ package io.tensorsocket.flight;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
-import io.tensorsocket.BatchSource;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProtocolException;
@@ -31,15 +30,17 @@ import java.time.Duration;
 public final class RelaySource implements RelayedSource, UpstreamBoundaries {
     /** How long a join waits for the upstream to say whether it keeps a boundary. */
     static final Duration BOUNDARY_TIMEOUT = Duration.ofSeconds(2);
+
     private final RemoteConsumer remote;
     /** Relay consumers per offset whose boundary the upstream keeps; under the relay producer's lock. */
     private final java.util.Map<Integer, Integer> kept = new java.util.HashMap<>();
     /** Sends releases, which the producer does not wait for. */
-    private final java.util.concurrent.ExecutorService releases = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "tensorsocket-relay-boundaries");
-        t.setDaemon(true);
-        return t;
-    });
+    private final java.util.concurrent.ExecutorService releases =
+            java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "tensorsocket-relay-boundaries");
+                t.setDaemon(true);
+                return t;
+            });
     /** Why the upstream's stream failed, once it has; set on a gRPC thread. */
     private volatile TensorSocketException upstreamFailure;
     /** The producer's thread while it hands a batch to the sink (where it waits for slots and consumers), else null. */
@@ -86,8 +87,8 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
 
     private ProducerGoneException relayEnded() {
         TensorSocketException cause = upstreamFailure;
-        return new ProducerGoneException("the relay's upstream " + remote.address() + " failed: " + cause.getMessage(),
-                cause);
+        return new ProducerGoneException(
+                "the relay's upstream " + remote.address() + " failed: " + cause.getMessage(), cause);
     }
 
     /**
@@ -96,14 +97,17 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
      * @param batchTimeout bound on the wait for any one remote batch
      */
     public static RelaySource connect(String uri, int batchSize, RemoteOptions options, Duration batchTimeout) {
-        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withBatchTimeout(batchTimeout)
+        ConsumerOptions opts = ConsumerOptions.batchSize(batchSize)
+                .withBatchTimeout(batchTimeout)
                 .withStartPolicy(StartPolicy.NEXT_EPOCH_START);
         RemoteConsumer remote = RemoteConsumer.connect(uri, opts, options);
         if (remote.startMode() != StartMode.EPOCH_START || remote.startSample() != 0) {
             remote.close();
-            throw new ProtocolException("server " + uri + " started the relay's stream at sample " + remote.startSample()
-                    + " of epoch " + remote.startEpoch() + " (" + remote.startMode().label() + ") although it asked for"
-                    + " the next epoch start; the relay's epochs would not be the upstream's");
+            throw new ProtocolException(
+                    "server " + uri + " started the relay's stream at sample " + remote.startSample()
+                            + " of epoch " + remote.startEpoch() + " ("
+                            + remote.startMode().label() + ") although it asked for"
+                            + " the next epoch start; the relay's epochs would not be the upstream's");
         }
         return new RelaySource(remote);
     }

@@ -53,7 +53,8 @@ public record RemoteAddress(boolean tls, String host, int port, String name) {
             throw new IllegalArgumentException("'" + text + "' names no producer after HOST:PORT/" + form);
         }
         if (uri.getQuery() != null || uri.getFragment() != null) {
-            throw new IllegalArgumentException("'" + text + "' carries a query or fragment; pass options separately" + form);
+            throw new IllegalArgumentException(
+                    "'" + text + "' carries a query or fragment; pass options separately" + form);
         }
         String host = uri.getHost();
         if (host.startsWith("[") && host.endsWith("]")) {

@@ -1,5 +1,10 @@
 package io.tensorsocket.flight;
 
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerEvictedException;
 import io.tensorsocket.ConsumerOptions;
@@ -10,28 +15,19 @@ import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.RequestRejectedException;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
-import io.tensorsocket.TensorConsumer;
-import io.tensorsocket.spi.UpstreamBoundaries;
-import org.apache.arrow.flight.Action;
-import org.apache.arrow.flight.CallOption;
-import org.apache.arrow.flight.CallOptions;
-import org.apache.arrow.flight.FlightClient;
-import org.apache.arrow.flight.FlightGrpcUtils;
-import org.apache.arrow.flight.Result;
-import org.apache.arrow.flight.auth2.BearerCredentialWriter;
-import org.apache.arrow.flight.grpc.CredentialCallOption;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
-import java.time.Duration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import java.io.IOException;
+import io.tensorsocket.spi.UpstreamBoundaries;
 import java.io.ByteArrayInputStream;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -39,23 +35,27 @@ import java.util.NoSuchElementException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.apache.arrow.flight.grpc.NettyClientBuilder;
-import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
-import java.nio.ByteBuffer;
 import org.apache.arrow.flatbuf.Message;
 import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.CallOptions;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.flight.Result;
+import org.apache.arrow.flight.auth2.BearerCredentialWriter;
+import org.apache.arrow.flight.grpc.CredentialCallOption;
+import org.apache.arrow.flight.grpc.NettyClientBuilder;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import org.apache.arrow.flight.FlightRuntimeException;
-import org.apache.arrow.flight.FlightStatusCode;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.VectorSchemaRoot;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A consumer of a producer on another host, reached over Arrow Flight at {@code grpc://HOST:PORT/NAME}
@@ -71,6 +71,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     private static final long WATCH_PERIOD_MS = 100;
     /** A watchdog tick this late means the whole process was stopped, not that the server fell silent. */
     private static final long PAUSED_AFTER_NANOS = 500_000_000L;
+
     private final RemoteAddress address;
     private final ConsumerOptions options;
     private static final Logger log = LoggerFactory.getLogger(RemoteConsumer.class);
@@ -94,6 +95,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     private volatile boolean timedOut;
     /** The watchdog's last tick and the last time it found this process had been paused (its thread only). */
     private long lastTickNanos = System.nanoTime();
+
     private long resumedNanos;
     private Batch current;
     private long currentPosition = -1;
@@ -119,8 +121,9 @@ public final class RemoteConsumer implements ConsumerEngine {
                     cb.trustedCertificates(new ByteArrayInputStream(Files.readAllBytes(remote.trustedCertificates())));
                 } catch (IOException e) {
                     allocator.close();
-                    throw new IllegalArgumentException("cannot read trusted certificates " + remote.trustedCertificates()
-                            + ": " + e.getMessage(), e);
+                    throw new IllegalArgumentException(
+                            "cannot read trusted certificates " + remote.trustedCertificates() + ": " + e.getMessage(),
+                            e);
                 }
             }
         }
@@ -129,8 +132,10 @@ public final class RemoteConsumer implements ConsumerEngine {
         this.eventLoop = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         // A 1 MiB HTTP/2 window (gRPC's default) caps a stream at one window per round trip through both
         // event loops and the deframing thread: tens of MB/s on a busy host. Batches are tens of MB.
-        NettyChannelBuilder channel = cb.build().flowControlWindow(FLOW_CONTROL_WINDOW)
-                .eventLoopGroup(eventLoop).channelFactory(() -> new ReceivingChannel(now -> lastBytesNanos = now));
+        NettyChannelBuilder channel = cb.build()
+                .flowControlWindow(FLOW_CONTROL_WINDOW)
+                .eventLoopGroup(eventLoop)
+                .channelFactory(() -> new ReceivingChannel(now -> lastBytesNanos = now));
         this.channel = channel.build();
         this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-remote-watchdog");
@@ -140,11 +145,17 @@ public final class RemoteConsumer implements ConsumerEngine {
         DoGetReader r = null;
         VectorSchemaRoot opened = null;
         try {
-            StreamRequest request = new StreamRequest(address.name(), options.batchSize(), options.dropLast(),
-                    remote.epochs(), options.batchTimeout(), options.startPolicy());
+            StreamRequest request = new StreamRequest(
+                    address.name(),
+                    options.batchSize(),
+                    options.dropLast(),
+                    remote.epochs(),
+                    options.batchTimeout(),
+                    options.startPolicy());
             r = new DoGetReader(this.channel, allocator, request.encode(), remote.token());
             DoGetReader started = r;
-            watchdog.scheduleWithFixedDelay(() -> check(started), WATCH_PERIOD_MS, WATCH_PERIOD_MS, TimeUnit.MILLISECONDS);
+            watchdog.scheduleWithFixedDelay(
+                    () -> check(started), WATCH_PERIOD_MS, WATCH_PERIOD_MS, TimeUnit.MILLISECONDS);
             DoGetReader.Frame first = await(options.connectTimeout().toNanos(), r::next);
             Schema schema = schema(first);
             opened = VectorSchemaRoot.create(schema, allocator);
@@ -152,7 +163,8 @@ public final class RemoteConsumer implements ConsumerEngine {
                 this.header = StreamHeader.fromMetadata(schema.getCustomMetadata());
                 this.specs = List.copyOf(TensorColumns.specs(schema));
             } catch (IllegalArgumentException e) {
-                throw new ProtocolException("server " + address + " is not a TensorSocket server: " + e.getMessage(), e);
+                throw new ProtocolException(
+                        "server " + address + " is not a TensorSocket server: " + e.getMessage(), e);
             }
             this.reader = r;
             this.root = opened;
@@ -212,20 +224,27 @@ public final class RemoteConsumer implements ConsumerEngine {
         while (true) {
             long left = deadline - System.nanoTime();
             try {
-                return new RemoteConsumer(address, options.withConnectTimeout(Duration.ofNanos(Math.max(left, 1_000_000))),
-                        remote);
+                return new RemoteConsumer(
+                        address, options.withConnectTimeout(Duration.ofNanos(Math.max(left, 1_000_000))), remote);
             } catch (ProducerGoneException e) {
-                if (!(e.getCause() instanceof FlightRuntimeException f) || f.status().code() != FlightStatusCode.UNAVAILABLE
+                if (!(e.getCause() instanceof FlightRuntimeException f)
+                        || f.status().code() != FlightStatusCode.UNAVAILABLE
                         || fromTheProducer(f)) {
                     throw e;
                 }
                 if (deadline - System.nanoTime() <= RETRY_NANOS) {
-                    throw new ProducerGoneException("server " + address + " did not answer within "
-                            + options.connectTimeout().toSeconds() + " s (the consumer's connect timeout; raise it to"
-                            + " wait longer): " + e.getMessage(), e);
+                    throw new ProducerGoneException(
+                            "server " + address + " did not answer within "
+                                    + options.connectTimeout().toSeconds()
+                                    + " s (the consumer's connect timeout; raise it to"
+                                    + " wait longer): " + e.getMessage(),
+                            e);
                 }
                 if (!announced && System.nanoTime() - started >= ConsumerOptions.WAIT_NOTICE_AFTER.toNanos()) {
-                    log.info("waiting for server {} to appear: it does not answer yet ({}); waiting up to {} s in all", address, e.getMessage(),
+                    log.info(
+                            "waiting for server {} to appear: it does not answer yet ({}); waiting up to {} s in all",
+                            address,
+                            e.getMessage(),
                             options.connectTimeout().toSeconds());
                     announced = true;
                 }
@@ -282,8 +301,10 @@ public final class RemoteConsumer implements ConsumerEngine {
         }
         byte[] body = BoundaryAction.encode(new BoundaryAction.Request(op, header.consumerId(), epoch, sample));
         try {
-            Iterator<Result> results = client.doAction(new Action(BoundaryAction.TYPE, body), calls.toArray(CallOption[]::new));
-            UpstreamBoundaries.Answer a = results.hasNext() ? BoundaryAction.answer(results.next().getBody())
+            Iterator<Result> results =
+                    client.doAction(new Action(BoundaryAction.TYPE, body), calls.toArray(CallOption[]::new));
+            UpstreamBoundaries.Answer a = results.hasNext()
+                    ? BoundaryAction.answer(results.next().getBody())
                     : UpstreamBoundaries.Answer.UNAVAILABLE;
             while (results.hasNext()) {
                 results.next();
@@ -377,7 +398,8 @@ public final class RemoteConsumer implements ConsumerEngine {
         };
         reader.onEnd(status -> {
             if (!status.isOk()) {
-                once.accept(translate(org.apache.arrow.flight.grpc.StatusUtils.fromGrpcStatus(status).toRuntimeException()));
+                once.accept(translate(org.apache.arrow.flight.grpc.StatusUtils.fromGrpcStatus(status)
+                        .toRuntimeException()));
             }
         });
         // gRPC delivers a call's end only after the messages queued ahead of it are taken; the connection's
@@ -385,7 +407,8 @@ public final class RemoteConsumer implements ConsumerEngine {
         watchConnection(io.grpc.ConnectivityState.READY, once);
     }
 
-    private void watchConnection(io.grpc.ConnectivityState seen, java.util.function.Consumer<TensorSocketException> action) {
+    private void watchConnection(
+            io.grpc.ConnectivityState seen, java.util.function.Consumer<TensorSocketException> action) {
         io.grpc.ConnectivityState now = channel.getState(false);
         if (reader.endedByServer()) {
             return; // the server ended the stream first: what it sent, and how it ended, is read from the queue
@@ -514,8 +537,8 @@ public final class RemoteConsumer implements ConsumerEngine {
                 case BATCH -> {
                     int n = root.getRowCount();
                     if (n != tag.samples()) {
-                        throw new ProtocolException("server " + address + " tagged a batch of " + tag.samples()
-                                + " samples but sent " + n);
+                        throw new ProtocolException(
+                                "server " + address + " tagged a batch of " + tag.samples() + " samples but sent " + n);
                     }
                     List<MemorySegment> data = new ArrayList<>(specs.size());
                     for (int i = 0; i < specs.size(); i++) {
@@ -525,13 +548,23 @@ public final class RemoteConsumer implements ConsumerEngine {
                     boolean confined = options.threadConfinedBatches();
                     Thread taker = Thread.currentThread();
                     // a confined batch released elsewhere keeps its views open: no block may be freed from then on
-                    Runnable released = confined ? () -> {
-                        if (Thread.currentThread() != taker) {
-                            recycling.keepAll();
-                        }
-                    } : null;
-                    current = Batch.lent(specs, data, n, tag.epoch(), tag.index(), tag.sampleStart(),
-                            "batch " + tag.index() + " of epoch " + tag.epoch() + " from " + address, released, confined);
+                    Runnable released = confined
+                            ? () -> {
+                                if (Thread.currentThread() != taker) {
+                                    recycling.keepAll();
+                                }
+                            }
+                            : null;
+                    current = Batch.lent(
+                            specs,
+                            data,
+                            n,
+                            tag.epoch(),
+                            tag.index(),
+                            tag.sampleStart(),
+                            "batch " + tag.index() + " of epoch " + tag.epoch() + " from " + address,
+                            released,
+                            confined);
                     currentPosition = tag.streamPosition();
                     return tag;
                 }
@@ -590,22 +623,29 @@ public final class RemoteConsumer implements ConsumerEngine {
 
     private TensorSocketException translate(FlightRuntimeException e) {
         String where = "server " + address;
-        String msg = e.status().description() == null ? e.getMessage() : e.status().description();
+        String msg =
+                e.status().description() == null ? e.getMessage() : e.status().description();
         if (timedOut) {
-            return new ProducerGoneException(where + " went silent for more than " + deadlineNanos / 1_000_000
-                    + " ms (no batch, no heartbeat): it vanished or the network is down", e);
+            return new ProducerGoneException(
+                    where + " went silent for more than " + deadlineNanos / 1_000_000
+                            + " ms (no batch, no heartbeat): it vanished or the network is down",
+                    e);
         }
         FlightStatusCode code = e.status().code();
         return switch (code) {
-            case UNAUTHENTICATED, UNAUTHORIZED -> new PermissionDeniedException(where + " refused the connection: " + msg, e);
+            case UNAUTHENTICATED, UNAUTHORIZED ->
+                new PermissionDeniedException(where + " refused the connection: " + msg, e);
             case NOT_FOUND -> new ProducerNotFoundException(where + ": " + msg, e);
             case INVALID_ARGUMENT -> new RequestRejectedException(where + " rejected the request: " + msg, e);
             case RESOURCE_EXHAUSTED -> new ConsumerEvictedException(where + ": " + msg, e);
             case TIMED_OUT -> new TensorSocketTimeoutException(where + ": " + msg, e);
-            case UNAVAILABLE -> fromTheProducer(e)
-                    ? new ProducerGoneException(where + ": " + msg.substring(PRODUCER_GONE.length()), e)
-                    : new ProducerGoneException(where + " is unreachable or went away: " + msg
-                    + " (is `serve --flight` running there, and the address and TLS setting right?)", e);
+            case UNAVAILABLE ->
+                fromTheProducer(e)
+                        ? new ProducerGoneException(where + ": " + msg.substring(PRODUCER_GONE.length()), e)
+                        : new ProducerGoneException(
+                                where + " is unreachable or went away: " + msg
+                                        + " (is `serve --flight` running there, and the address and TLS setting right?)",
+                                e);
             default -> new ProducerFailedException(where + " failed: " + code + ": " + msg, e);
         };
     }

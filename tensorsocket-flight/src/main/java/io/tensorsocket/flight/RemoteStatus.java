@@ -34,8 +34,7 @@ import org.apache.arrow.memory.RootAllocator;
  * the same snapshot {@link ProducerStatus#query} gives on the serving host.
  */
 public final class RemoteStatus {
-    private RemoteStatus() {
-    }
+    private RemoteStatus() {}
 
     /**
      * Queries the producer at {@code uri} ({@code grpc://HOST:PORT/NAME} or {@code grpc+tls://...}).
@@ -48,13 +47,14 @@ public final class RemoteStatus {
     public static ProducerStatus query(String uri, RemoteOptions remote, Duration timeout) {
         RemoteAddress address = RemoteAddress.parse(uri);
         try (BufferAllocator allocator = new RootAllocator();
-             FlightClient client = client(allocator, address, remote)) {
+                FlightClient client = client(allocator, address, remote)) {
             List<CallOption> calls = new ArrayList<>();
             calls.add(CallOptions.timeout(timeout.toMillis(), TimeUnit.MILLISECONDS));
             if (remote.token() != null) {
                 calls.add(new CredentialCallOption(new BearerCredentialWriter(remote.token())));
             }
-            Iterator<Result> results = client.doAction(new Action(FlightServe.STATUS_ACTION), calls.toArray(CallOption[]::new));
+            Iterator<Result> results =
+                    client.doAction(new Action(FlightServe.STATUS_ACTION), calls.toArray(CallOption[]::new));
             if (!results.hasNext()) {
                 throw new ProtocolException("server " + address + " answered the status action with nothing");
             }
@@ -63,8 +63,8 @@ public final class RemoteStatus {
                 results.next();
             }
             if (!status.name().equals(address.name())) {
-                throw new ProducerNotFoundException("server " + address + " serves producer '" + status.name()
-                        + "', not '" + address.name() + "'");
+                throw new ProducerNotFoundException(
+                        "server " + address + " serves producer '" + status.name() + "', not '" + address.name() + "'");
             }
             return status;
         } catch (FlightRuntimeException e) {
@@ -80,14 +80,17 @@ public final class RemoteStatus {
             ByteBuffer b = ByteBuffer.wrap(body).order(java.nio.ByteOrder.LITTLE_ENDIAN);
             WireFormat.Header h = WireFormat.decodeHeader(b);
             if (h.payloadBytes() != b.remaining()) {
-                throw new ProtocolException("frame announces " + h.payloadBytes() + " payload bytes but carries " + b.remaining());
+                throw new ProtocolException(
+                        "frame announces " + h.payloadBytes() + " payload bytes but carries " + b.remaining());
             }
-            if (!(WireFormat.decodePayload(h.type(), b.slice().order(java.nio.ByteOrder.LITTLE_ENDIAN)) instanceof Message.Status s)) {
+            if (!(WireFormat.decodePayload(h.type(), b.slice().order(java.nio.ByteOrder.LITTLE_ENDIAN))
+                    instanceof Message.Status s)) {
                 throw new ProtocolException("the answer is not a STATUS frame");
             }
             return s.status();
         } catch (ProtocolException | java.nio.BufferUnderflowException e) {
-            throw new ProtocolException("server " + address + " answered the status action with a bad frame: " + e.getMessage());
+            throw new ProtocolException(
+                    "server " + address + " answered the status action with a bad frame: " + e.getMessage());
         }
     }
 
@@ -99,8 +102,9 @@ public final class RemoteStatus {
                 try {
                     b.trustedCertificates(new ByteArrayInputStream(Files.readAllBytes(remote.trustedCertificates())));
                 } catch (IOException e) {
-                    throw new IllegalArgumentException("cannot read trusted certificates " + remote.trustedCertificates()
-                            + ": " + e.getMessage(), e);
+                    throw new IllegalArgumentException(
+                            "cannot read trusted certificates " + remote.trustedCertificates() + ": " + e.getMessage(),
+                            e);
                 }
             }
         }
@@ -109,7 +113,8 @@ public final class RemoteStatus {
 
     private static TensorSocketException translate(RemoteAddress address, FlightRuntimeException e) {
         String where = "server " + address;
-        String msg = e.status().description() == null ? e.getMessage() : e.status().description();
+        String msg =
+                e.status().description() == null ? e.getMessage() : e.status().description();
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();
@@ -118,11 +123,18 @@ public final class RemoteStatus {
             msg += " (" + root.getMessage() + ")";
         }
         return switch (e.status().code()) {
-            case UNAUTHENTICATED, UNAUTHORIZED -> new PermissionDeniedException(where + " refused the status request: " + msg, e);
-            case TIMED_OUT -> new TensorSocketTimeoutException(where + " did not answer the status request in time: " + msg, e);
-            case UNAVAILABLE -> new ProducerGoneException(where + " is unreachable or its producer is gone: " + msg
-                    + " (is `serve --flight` running there, and the address and TLS setting right?)", e);
-            default -> new ProtocolException(where + " failed the status request: " + e.status().code() + ": " + msg);
+            case UNAUTHENTICATED, UNAUTHORIZED ->
+                new PermissionDeniedException(where + " refused the status request: " + msg, e);
+            case TIMED_OUT ->
+                new TensorSocketTimeoutException(where + " did not answer the status request in time: " + msg, e);
+            case UNAVAILABLE ->
+                new ProducerGoneException(
+                        where + " is unreachable or its producer is gone: " + msg
+                                + " (is `serve --flight` running there, and the address and TLS setting right?)",
+                        e);
+            default ->
+                new ProtocolException(
+                        where + " failed the status request: " + e.status().code() + ": " + msg);
         };
     }
 }

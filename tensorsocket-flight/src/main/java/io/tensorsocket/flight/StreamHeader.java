@@ -37,9 +37,18 @@ import java.util.Map;
  * @param midEpoch          how any consumer joining mid-epoch starts ({@link StartMode#EXACT} or {@link StartMode#ROLLING})
  * @param consumerId        the producer's id of the stream's consumer, or -1
  */
-public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast, int producerBatchSize,
-                           StartMode startMode, long startEpoch, long startSample, long producerEpochs,
-                           String description, StartMode midEpoch, int consumerId) {
+public record StreamHeader(
+        long samplesPerEpoch,
+        int batchSize,
+        boolean dropLast,
+        int producerBatchSize,
+        StartMode startMode,
+        long startEpoch,
+        long startSample,
+        long producerEpochs,
+        String description,
+        StartMode midEpoch,
+        int consumerId) {
 
     private static final String P = "tensorsocket.";
 
@@ -78,9 +87,17 @@ public record StreamHeader(long samplesPerEpoch, int batchSize, boolean dropLast
         if (mid == StartMode.EPOCH_START) {
             throw new IllegalArgumentException("the stream's header has a malformed " + P + "mid_epoch");
         }
-        return new StreamHeader(num(m, "samples_per_epoch"), (int) num(m, "batch_size"), num(m, "drop_last") == 1,
-                (int) num(m, "producer_batch_size"), sm, num(m, "start_epoch"), num(m, "start_sample"),
-                num(m, "producer_epochs"), get(m, "description"), mid,
+        return new StreamHeader(
+                num(m, "samples_per_epoch"),
+                (int) num(m, "batch_size"),
+                num(m, "drop_last") == 1,
+                (int) num(m, "producer_batch_size"),
+                sm,
+                num(m, "start_epoch"),
+                num(m, "start_sample"),
+                num(m, "producer_epochs"),
+                get(m, "description"),
+                mid,
                 m.containsKey(P + "consumer_id") ? (int) num(m, "consumer_id") : -1);
     }
 

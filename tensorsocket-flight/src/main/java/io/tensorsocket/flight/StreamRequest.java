@@ -34,8 +34,8 @@ import java.util.Map;
  * @param startPolicy    what the server's consumer does when it arrives after the epoch's start has left
  *                       the rubber band (as {@link io.tensorsocket.ConsumerOptions#withStartPolicy})
  */
-public record StreamRequest(String name, int batchSize, boolean dropLast, long epochs, Duration batchTimeout,
-                            StartPolicy startPolicy) {
+public record StreamRequest(
+        String name, int batchSize, boolean dropLast, long epochs, Duration batchTimeout, StartPolicy startPolicy) {
 
     /** The ticket version this code writes and reads. */
     public static final int VERSION = 1;
@@ -85,7 +85,8 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
      */
     public static StreamRequest parse(byte[] ticket) {
         if (ticket.length > 4096) {
-            throw new IllegalArgumentException("ticket of " + ticket.length + " bytes is too long for a stream request");
+            throw new IllegalArgumentException(
+                    "ticket of " + ticket.length + " bytes is too long for a stream request");
         }
         String text = new String(ticket, StandardCharsets.UTF_8);
         Map<String, String> m = new LinkedHashMap<>();
@@ -101,7 +102,8 @@ public record StreamRequest(String name, int batchSize, boolean dropLast, long e
         }
         String v = m.remove("v");
         if (!Integer.toString(VERSION).equals(v)) {
-            throw new IllegalArgumentException("ticket version " + v + " is not supported; this server reads version " + VERSION);
+            throw new IllegalArgumentException(
+                    "ticket version " + v + " is not supported; this server reads version " + VERSION);
         }
         String name = m.remove("name");
         String batch = m.remove("batch_size");

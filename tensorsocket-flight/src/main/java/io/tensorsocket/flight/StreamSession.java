@@ -1,5 +1,6 @@
 package io.tensorsocket.flight;
 
+import io.grpc.Context;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerEvictedException;
 import io.tensorsocket.ConsumerOptions;
@@ -10,7 +11,6 @@ import io.tensorsocket.RequestRejectedException;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.grpc.Context;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
@@ -45,6 +45,7 @@ final class StreamSession {
     private final String peer;
     /** The producer's ids of the consumers of this server's streams, this one's among them while it streams. */
     private final java.util.Set<Integer> streaming;
+
     private int consumerId = -1;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ready = lock.newCondition();
@@ -52,8 +53,14 @@ final class StreamSession {
     private volatile boolean cancelled;
     private boolean started;
 
-    StreamSession(Path producerDirectory, StreamRequest request, ServerStreamListener listener, BufferAllocator allocator,
-                  ScheduledExecutorService timer, String peer, java.util.Set<Integer> streaming) {
+    StreamSession(
+            Path producerDirectory,
+            StreamRequest request,
+            ServerStreamListener listener,
+            BufferAllocator allocator,
+            ScheduledExecutorService timer,
+            String peer,
+            java.util.Set<Integer> streaming) {
         this.producerDirectory = producerDirectory;
         this.request = request;
         this.listener = listener;
@@ -76,13 +83,20 @@ final class StreamSession {
     }
 
     private void run() {
-        ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize()).withDropLast(request.dropLast())
-                .withBatchTimeout(request.batchTimeout()).withStartPolicy(request.startPolicy()).withConnectTimeout(Duration.ofSeconds(10)).withClient(peer)
+        ConsumerOptions opts = ConsumerOptions.batchSize(request.batchSize())
+                .withDropLast(request.dropLast())
+                .withBatchTimeout(request.batchTimeout())
+                .withStartPolicy(request.startPolicy())
+                .withConnectTimeout(Duration.ofSeconds(10))
+                .withClient(peer)
                 .withThreadConfinedBatches(true); // this thread alone reads and releases them
         ScheduledFuture<?> heartbeat = timer.scheduleAtFixedRate(this::heartbeat, 250, 250, TimeUnit.MILLISECONDS);
         try (TensorConsumer consumer = TensorConsumer.connect(producerDirectory, opts);
-             TensorColumns.Outbound out = new TensorColumns.Outbound(allocator,
-                     TensorColumns.schema(consumer.tensors(), header(consumer).toMetadata()), consumer.tensors())) {
+                TensorColumns.Outbound out = new TensorColumns.Outbound(
+                        allocator,
+                        TensorColumns.schema(
+                                consumer.tensors(), header(consumer).toMetadata()),
+                        consumer.tensors())) {
             LOG.info("remote consumer {} attached (batch size {})", peer, request.batchSize());
             consumerId = consumer.consumerId();
             streaming.add(consumerId);
@@ -116,8 +130,13 @@ final class StreamSession {
                 RecordTag tag;
                 try (b) { // released before sending: the root holds a copy
                     epoch = b.epoch();
-                    tag = new RecordTag(RecordTag.Kind.BATCH, b.epoch(), b.index(), b.sampleStart(),
-                            consumer.streamPosition(b), b.size());
+                    tag = new RecordTag(
+                            RecordTag.Kind.BATCH,
+                            b.epoch(),
+                            b.index(),
+                            b.sampleStart(),
+                            consumer.streamPosition(b),
+                            b.size());
                     out.load(b); // while gRPC still writes the previous batch
                 }
                 awaitReady();
@@ -144,8 +163,17 @@ final class StreamSession {
     }
 
     private StreamHeader header(TensorConsumer c) {
-        return new StreamHeader(c.samplesPerEpoch(), c.batchSize(), request.dropLast(), c.producerBatchSize(),
-                c.startMode(), c.startEpoch(), c.startSample(), c.producerEpochs(), c.sourceDescription(), c.midEpochStart(),
+        return new StreamHeader(
+                c.samplesPerEpoch(),
+                c.batchSize(),
+                request.dropLast(),
+                c.producerBatchSize(),
+                c.startMode(),
+                c.startEpoch(),
+                c.startSample(),
+                c.producerEpochs(),
+                c.sourceDescription(),
+                c.midEpochStart(),
                 c.consumerId());
     }
 

@@ -63,8 +63,7 @@ public final class TensorColumns {
     private static final String EXT_META = "ARROW:extension:metadata";
     private static final String FIXED_SHAPE_TENSOR = "arrow.fixed_shape_tensor";
 
-    private TensorColumns() {
-    }
+    private TensorColumns() {}
 
     /** The schema of a stream of batches of {@code specs}, with {@code metadata} as its custom metadata. */
     public static Schema schema(List<TensorSpec> specs, Map<String, String> metadata) {
@@ -80,12 +79,15 @@ public final class TensorColumns {
             } else {
                 long k = Tensor.numel(shape);
                 if (k > Integer.MAX_VALUE) {
-                    throw new IllegalArgumentException("tensor '" + s.name() + "' has " + k + " elements per sample, more than an Arrow fixed-size list holds");
+                    throw new IllegalArgumentException("tensor '" + s.name() + "' has " + k
+                            + " elements per sample, more than an Arrow fixed-size list holds");
                 }
                 meta.put(EXT_NAME, FIXED_SHAPE_TENSOR);
                 meta.put(EXT_META, "{\"shape\":" + Arrays.toString(shape).replace(" ", "") + "}");
                 Field child = new Field("item", new FieldType(false, element, null), List.of());
-                fields.add(new Field(s.name(), new FieldType(false, new ArrowType.FixedSizeList((int) k), null, meta),
+                fields.add(new Field(
+                        s.name(),
+                        new FieldType(false, new ArrowType.FixedSizeList((int) k), null, meta),
                         List.of(child)));
             }
         }
@@ -107,7 +109,8 @@ public final class TensorColumns {
                 throw new IllegalArgumentException("column '" + f.getName() + "' lacks " + DTYPE + "/" + SHAPE
                         + " metadata; it was not written by a TensorSocket server");
             }
-            long[] dims = shape.isEmpty() ? new long[0]
+            long[] dims = shape.isEmpty()
+                    ? new long[0]
                     : Arrays.stream(shape.split(",")).mapToLong(Long::parseLong).toArray();
             TensorSpec spec = TensorSpec.of(f.getName(), DType.parse(dtype), dims);
             boolean list = f.getType() instanceof ArrowType.FixedSizeList l && l.getListSize() == Tensor.numel(dims);
@@ -182,7 +185,11 @@ public final class TensorColumns {
                     MemorySegment data = batch.tensor(s.name()).data();
                     ArrowBuf buf = allocator.buffer(Math.max(data.byteSize(), 1));
                     staged.add(buf);
-                    MemorySegment.copy(data, 0, MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(data.byteSize()), 0,
+                    MemorySegment.copy(
+                            data,
+                            0,
+                            MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(data.byteSize()),
+                            0,
                             data.byteSize());
                     buffers.add(buf.slice(0, data.byteSize()));
                 }

@@ -1,14 +1,13 @@
 package io.tensorsocket.flight;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
-import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
-
-import static org.junit.jupiter.api.Assertions.*;
 
 /** {@link DirectWrites}: what reaches the socket is the same bytes, direct, from the same memory where it was direct. */
 class DirectWritesTest {

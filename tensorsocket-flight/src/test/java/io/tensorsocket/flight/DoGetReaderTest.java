@@ -58,7 +58,8 @@ class DoGetReaderTest {
         @Override
         public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
             if (new String(ticket.getBytes(), StandardCharsets.UTF_8).equals("fail")) {
-                listener.error(CallStatus.NOT_FOUND.withDescription("no such stream").toRuntimeException());
+                listener.error(
+                        CallStatus.NOT_FOUND.withDescription("no such stream").toRuntimeException());
                 return;
             }
             try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
@@ -83,14 +84,18 @@ class DoGetReaderTest {
     @Test
     void readsFlightsOwnStreamExactlyAndEndsWithNull() throws Exception {
         try (BufferAllocator serverAlloc = new RootAllocator();
-             FlightServer server = FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0),
-                     new Producer(serverAlloc)).build().start();
-             RecyclingAllocations recycling = new RecyclingAllocations(64L << 20);
-             BufferAllocator alloc = RecyclingAllocations.rootAllocator(recycling)) {
-            ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext()
-                    .maxInboundMessageSize(Integer.MAX_VALUE).build();
+                FlightServer server = FlightServer.builder(
+                                serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), new Producer(serverAlloc))
+                        .build()
+                        .start();
+                RecyclingAllocations recycling = new RecyclingAllocations(64L << 20);
+                BufferAllocator alloc = RecyclingAllocations.rootAllocator(recycling)) {
+            ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort())
+                    .usePlaintext()
+                    .maxInboundMessageSize(Integer.MAX_VALUE)
+                    .build();
             try (DoGetReader reader = new DoGetReader(channel, alloc, "all".getBytes(StandardCharsets.UTF_8), null);
-                 VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, alloc)) {
+                    VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, alloc)) {
                 DoGetReader.Frame first = reader.next();
                 first.release();
                 Message schema = Message.getRootAsMessage(ByteBuffer.wrap(first.header()));
@@ -125,10 +130,14 @@ class DoGetReaderTest {
     @Test
     void aFailedCallIsAFlightErrorWithTheServersStatus() throws Exception {
         try (BufferAllocator serverAlloc = new RootAllocator();
-             FlightServer server = FlightServer.builder(serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0),
-                     new Producer(serverAlloc)).build().start();
-             BufferAllocator alloc = new RootAllocator()) {
-            ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+                FlightServer server = FlightServer.builder(
+                                serverAlloc, Location.forGrpcInsecure("127.0.0.1", 0), new Producer(serverAlloc))
+                        .build()
+                        .start();
+                BufferAllocator alloc = new RootAllocator()) {
+            ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort())
+                    .usePlaintext()
+                    .build();
             try (DoGetReader reader = new DoGetReader(channel, alloc, "fail".getBytes(StandardCharsets.UTF_8), null)) {
                 FlightRuntimeException e = assertThrows(FlightRuntimeException.class, reader::next);
                 assertEquals(FlightStatusCode.NOT_FOUND, e.status().code());
@@ -165,7 +174,8 @@ class DoGetReaderTest {
         bytesField(out, 3, new byte[] {3});
         bytesField(out, 1000, new byte[] {4, 5, 6, 7});
         try (BufferAllocator alloc = new RootAllocator()) {
-            DoGetReader.Frame f = new DoGetReader.FrameMarshaller(alloc).parse(new ByteArrayInputStream(out.toByteArray()));
+            DoGetReader.Frame f =
+                    new DoGetReader.FrameMarshaller(alloc).parse(new ByteArrayInputStream(out.toByteArray()));
             assertArrayEquals(new byte[] {1, 2}, f.header());
             assertArrayEquals(new byte[] {3}, f.appMetadata());
             assertEquals(4, f.body().readableBytes());
@@ -184,7 +194,8 @@ class DoGetReaderTest {
         varint(badWire, 2L << 3 | 3); // group start: not in FlightData
         for (byte[] bytes : List.of(truncated.toByteArray(), badWire.toByteArray(), new byte[] {(byte) 0x80})) {
             try (BufferAllocator alloc = new RootAllocator()) {
-                StatusRuntimeException e = assertThrows(StatusRuntimeException.class,
+                StatusRuntimeException e = assertThrows(
+                        StatusRuntimeException.class,
                         () -> new DoGetReader.FrameMarshaller(alloc).parse(new ByteArrayInputStream(bytes)));
                 assertEquals(io.grpc.Status.Code.INTERNAL, e.getStatus().getCode());
                 assertTrue(e.getStatus().getDescription().startsWith("malformed FlightData"), e.getMessage());

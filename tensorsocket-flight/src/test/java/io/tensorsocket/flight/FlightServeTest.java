@@ -33,14 +33,19 @@ import org.junit.jupiter.api.io.TempDir;
 /** A producer served over Flight in this JVM, read by remote consumers over real loopback sockets. */
 @Timeout(120)
 class FlightServeTest {
-    private static final SyntheticSpec SPEC = SyntheticSpec.parse("synthetic:samples=300,shape=2x3x5,dtype=float32,seed=21");
+    private static final SyntheticSpec SPEC =
+            SyntheticSpec.parse("synthetic:samples=300,shape=2x3x5,dtype=float32,seed=21");
 
     @TempDir
     Path dir;
 
     private TensorProducer producer(long epochs) {
-        return TensorProducer.builder().directory(dir.resolve("p")).source(new SyntheticSource(SPEC, 32))
-                .epochs(epochs).build().start();
+        return TensorProducer.builder()
+                .directory(dir.resolve("p"))
+                .source(new SyntheticSource(SPEC, 32))
+                .epochs(epochs)
+                .build()
+                .start();
     }
 
     private static void verifyEpochs(RemoteConsumer c, int epochs) {
@@ -58,8 +63,9 @@ class FlightServeTest {
     @Test
     void streamsExactEpochsAndReleasesBatchesLikeLocalOnes() throws Exception {
         try (TensorProducer p = producer(2);
-             FlightServe f = FlightServe.builder().producer(p).build().start();
-             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(45), RemoteOptions.defaults())) {
+                FlightServe f = FlightServe.builder().producer(p).build().start();
+                RemoteConsumer c =
+                        RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(45), RemoteOptions.defaults())) {
             assertEquals(StartMode.EPOCH_START, c.startMode());
             assertEquals(7, c.size());
             assertEquals(3, c.tensors().size());
@@ -70,7 +76,9 @@ class FlightServeTest {
             float x = first.tensor(SyntheticSource.DATA).getFloat(0);
             assertTrue(Float.isFinite(x));
             first.close();
-            assertThrows(BatchReleasedException.class, () -> first.tensor(SyntheticSource.DATA).getFloat(0));
+            assertThrows(
+                    BatchReleasedException.class,
+                    () -> first.tensor(SyntheticSource.DATA).getFloat(0));
             // the rest of epoch 0 is skipped by the next iterator, epoch 1 is read whole
             try (SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
                 long n = 0;
@@ -88,10 +96,15 @@ class FlightServeTest {
     @Test
     void aRemoteConsumerThatWaitsForTheNextEpochStartsThereAndGetsItWhole() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("synthetic:samples=3200,shape=2x3x5,dtype=float32,seed=5");
-        try (TensorProducer p = TensorProducer.builder().directory(dir.resolve("w")).source(new SyntheticSource(spec, 32))
-                .epochs(2).slots(6).build().start();
-             FlightServe f = FlightServe.builder().producer(p).build().start();
-             TensorConsumer local = TensorConsumer.connect(dir.resolve("w"), ConsumerOptions.batchSize(32))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir.resolve("w"))
+                        .source(new SyntheticSource(spec, 32))
+                        .epochs(2)
+                        .slots(6)
+                        .build()
+                        .start();
+                FlightServe f = FlightServe.builder().producer(p).build().start();
+                TensorConsumer local = TensorConsumer.connect(dir.resolve("w"), ConsumerOptions.batchSize(32))) {
             Iterator<Batch> it = local.iterator();
             for (int i = 0; i < 6; i++) {
                 it.next().close(); // six slots in, epoch 0's start has left the rubber band
@@ -120,10 +133,10 @@ class FlightServeTest {
     @Test
     void tensorConsumerConnectReachesAGrpcNameThroughTheServiceLoader() throws Exception {
         try (TensorProducer p = producer(2);
-             FlightServe f = FlightServe.builder().producer(p).build().start();
-             io.tensorsocket.TensorConsumer c = io.tensorsocket.TensorConsumer.connect(f.address().toString(),
-                     ConsumerOptions.batchSize(64));
-             SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+                FlightServe f = FlightServe.builder().producer(p).build().start();
+                io.tensorsocket.TensorConsumer c =
+                        io.tensorsocket.TensorConsumer.connect(f.address().toString(), ConsumerOptions.batchSize(64));
+                SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
             assertEquals(5, c.size());
             assertEquals(SPEC.format() + ",order=producer", c.sourceDescription());
             for (int e = 0; e < 2; e++) {
@@ -140,15 +153,19 @@ class FlightServeTest {
     @Test
     void theStatusActionAnswersTheProducersStatusWithTheRemotePeer() throws Exception {
         try (TensorProducer p = producer(0);
-             FlightServe f = FlightServe.builder().producer(p).token("t0k").build().start();
-             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(10),
-                     RemoteOptions.defaults().withToken("t0k"))) {
+                FlightServe f =
+                        FlightServe.builder().producer(p).token("t0k").build().start();
+                RemoteConsumer c = RemoteConsumer.connect(
+                        f.address(),
+                        ConsumerOptions.batchSize(10),
+                        RemoteOptions.defaults().withToken("t0k"))) {
             c.iterator().next();
-            io.tensorsocket.ProducerStatus s = RemoteStatus.query(f.address().toString(),
-                    RemoteOptions.defaults().withToken("t0k"), Duration.ofSeconds(5));
+            io.tensorsocket.ProducerStatus s = RemoteStatus.query(
+                    f.address().toString(), RemoteOptions.defaults().withToken("t0k"), Duration.ofSeconds(5));
             assertEquals(1, s.consumersAttached());
             assertTrue(s.consumers().getFirst().client().matches("flight 127\\.0\\.0\\.1:\\d+"), s.toString());
-            assertThrows(io.tensorsocket.PermissionDeniedException.class,
+            assertThrows(
+                    io.tensorsocket.PermissionDeniedException.class,
                     () -> RemoteStatus.query(f.address().toString(), RemoteOptions.defaults(), Duration.ofSeconds(5)));
         }
     }
@@ -156,10 +173,13 @@ class FlightServeTest {
     @Test
     void theEnvironmentCarriesTokenAndTrustForLibraryConnects() throws Exception {
         Path tokenFile = Files.writeString(dir.resolve("token"), "fromfile\n");
-        assertEquals("direct", FlightConnector.fromEnvironment(java.util.Map.of("TENSORSOCKET_TOKEN", "direct",
-                "TENSORSOCKET_TOKEN_FILE", tokenFile.toString())).token());
-        RemoteOptions o = FlightConnector.fromEnvironment(java.util.Map.of("TENSORSOCKET_TOKEN_FILE", tokenFile.toString(),
-                "TENSORSOCKET_TRUST", "/etc/ca.pem"));
+        assertEquals(
+                "direct",
+                FlightConnector.fromEnvironment(java.util.Map.of(
+                                "TENSORSOCKET_TOKEN", "direct", "TENSORSOCKET_TOKEN_FILE", tokenFile.toString()))
+                        .token());
+        RemoteOptions o = FlightConnector.fromEnvironment(
+                java.util.Map.of("TENSORSOCKET_TOKEN_FILE", tokenFile.toString(), "TENSORSOCKET_TRUST", "/etc/ca.pem"));
         assertEquals("fromfile", o.token());
         assertEquals(Path.of("/etc/ca.pem"), o.trustedCertificates());
         assertEquals(null, FlightConnector.fromEnvironment(java.util.Map.of()).token());
@@ -169,14 +189,36 @@ class FlightServeTest {
     void tlsWithACertificateAndKeyServesGrpcTls() throws Exception {
         Path cert = dir.resolve("cert.pem");
         Path key = dir.resolve("key.pem");
-        Process openssl = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                "-keyout", key.toString(), "-out", cert.toString()).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        assumeTrue(openssl.waitFor(60, TimeUnit.SECONDS) && openssl.exitValue() == 0
-                && Files.exists(key), "needs openssl to make a test certificate");
+        Process openssl = new ProcessBuilder(
+                        "openssl",
+                        "req",
+                        "-x509",
+                        "-newkey",
+                        "rsa:2048",
+                        "-nodes",
+                        "-days",
+                        "1",
+                        "-subj",
+                        "/CN=localhost",
+                        "-addext",
+                        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                        "-keyout",
+                        key.toString(),
+                        "-out",
+                        cert.toString())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        assumeTrue(
+                openssl.waitFor(60, TimeUnit.SECONDS) && openssl.exitValue() == 0 && Files.exists(key),
+                "needs openssl to make a test certificate");
         try (TensorProducer p = producer(1);
-             FlightServe f = FlightServe.builder().producer(p).token("t0k").tls(cert, key).build().start()) {
+                FlightServe f = FlightServe.builder()
+                        .producer(p)
+                        .token("t0k")
+                        .tls(cert, key)
+                        .build()
+                        .start()) {
             assertEquals("grpc+tls", f.address().toString().substring(0, 8));
             RemoteOptions o = RemoteOptions.defaults().withToken("t0k").withTrustedCertificates(cert);
             try (RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(64), o)) {
@@ -185,7 +227,9 @@ class FlightServeTest {
             // plain gRPC against a TLS port is an error, not a hang
             RemoteAddress plain = new RemoteAddress(false, "127.0.0.1", f.port(), p.name());
             ConsumerOptions quick = ConsumerOptions.batchSize(64).withConnectTimeout(Duration.ofSeconds(5));
-            assertThrows(RuntimeException.class, () -> RemoteConsumer.connect(plain, quick, o).close());
+            assertThrows(
+                    RuntimeException.class,
+                    () -> RemoteConsumer.connect(plain, quick, o).close());
         }
     }
 
@@ -193,7 +237,8 @@ class FlightServeTest {
     void aServerThatIsNotThereIsAnErrorWithinTheConnectTimeout() {
         ConsumerOptions o = ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(2));
         long t0 = System.nanoTime();
-        assertThrows(ProducerGoneException.class,
+        assertThrows(
+                ProducerGoneException.class,
                 () -> RemoteConsumer.connect("grpc://127.0.0.1:1/nothing", o, RemoteOptions.defaults()));
         assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(5).toNanos());
     }
@@ -202,11 +247,16 @@ class FlightServeTest {
     void ticketsAndAddressesRoundTripAndRefuseNonsense() {
         StreamRequest r = new StreamRequest("a b&c", 17, true, 3, Duration.ofSeconds(9), StartPolicy.NEXT_EPOCH_START);
         assertEquals(r, StreamRequest.parse(r.encode()));
-        assertEquals(StartPolicy.JOIN_NOW, StreamRequest.parse("v=1&name=x&batch_size=4".getBytes()).startPolicy());
-        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&start=later".getBytes()));
+        assertEquals(
+                StartPolicy.JOIN_NOW,
+                StreamRequest.parse("v=1&name=x&batch_size=4".getBytes()).startPolicy());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> StreamRequest.parse("v=1&name=x&batch_size=4&start=later".getBytes()));
         assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=2&name=x&batch_size=1".getBytes()));
         assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=0".getBytes()));
-        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes()));
+        assertThrows(
+                IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes()));
         assertEquals(new RemoteAddress(true, "::1", 99, "n"), RemoteAddress.parse("grpc+tls://[::1]:99/n"));
         assertEquals("grpc://h:1/n", RemoteAddress.parse("grpc://h:1/n").toString());
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("http://h:1/n"));
@@ -217,10 +267,12 @@ class FlightServeTest {
     @Test
     void threadConfinedRemoteBatchesAreWholeInTheirThreadInvalidatedOnReleaseAndRefusedToOthers() throws Exception {
         try (TensorProducer p = producer(2);
-             FlightServe f = FlightServe.builder().producer(p).build().start();
-             RemoteConsumer c = RemoteConsumer.connect(f.address(),
-                     ConsumerOptions.batchSize(45).withThreadConfinedBatches(true), RemoteOptions.defaults());
-             SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
+                FlightServe f = FlightServe.builder().producer(p).build().start();
+                RemoteConsumer c = RemoteConsumer.connect(
+                        f.address(),
+                        ConsumerOptions.batchSize(45).withThreadConfinedBatches(true),
+                        RemoteOptions.defaults());
+                SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
             Batch kept = null;
             MemorySegment keptRaw = null;
             for (Batch b : c) {
@@ -238,14 +290,17 @@ class FlightServeTest {
                         }
                     });
                     t.join();
-                    assertInstanceOf(WrongThreadException.class, other.get(), "another thread may not read a confined batch");
+                    assertInstanceOf(
+                            WrongThreadException.class, other.get(), "another thread may not read a confined batch");
                 }
             }
             assertTrue(v.finishEpoch().exact(300));
             Batch first = kept;
             assertThrows(BatchReleasedException.class, () -> first.tensor(SyntheticSource.DATA));
             var raw = keptRaw;
-            assertThrows(IllegalStateException.class, () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> raw.get(ValueLayout.JAVA_FLOAT, 0),
                     "its raw view was closed when it was released");
         }
     }
@@ -253,9 +308,11 @@ class FlightServeTest {
     @Test
     void aThreadConfinedRemoteBatchReleasedByAnotherThreadKeepsItsMemoryReadableByItsOwnThread() throws Exception {
         try (TensorProducer p = producer(2);
-             FlightServe f = FlightServe.builder().producer(p).build().start()) {
-            RemoteConsumer c = RemoteConsumer.connect(f.address(),
-                    ConsumerOptions.batchSize(45).withThreadConfinedBatches(true), RemoteOptions.defaults());
+                FlightServe f = FlightServe.builder().producer(p).build().start()) {
+            RemoteConsumer c = RemoteConsumer.connect(
+                    f.address(),
+                    ConsumerOptions.batchSize(45).withThreadConfinedBatches(true),
+                    RemoteOptions.defaults());
             Iterator<Batch> it = c.iterator();
             Batch b = it.next();
             var raw = b.tensor(SyntheticSource.DATA).data();
@@ -289,10 +346,15 @@ class FlightServeTest {
         SyntheticSpec spec = SyntheticSpec.parse("synthetic:samples=640,shape=3x32x32,dtype=float32,seed=3");
         int warm = 30;
         int measured = 300;
-        try (TensorProducer p = TensorProducer.builder().directory(dir.resolve("s")).source(new SyntheticSource(spec, 64))
-                .epochs((warm + measured) / 10 + 1).build().start();
-             FlightServe f = FlightServe.builder().producer(p).build().start();
-             RemoteConsumer c = RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(64), RemoteOptions.defaults())) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(dir.resolve("s"))
+                        .source(new SyntheticSource(spec, 64))
+                        .epochs((warm + measured) / 10 + 1)
+                        .build()
+                        .start();
+                FlightServe f = FlightServe.builder().producer(p).build().start();
+                RemoteConsumer c =
+                        RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(64), RemoteOptions.defaults())) {
             long before = 0;
             int n = 0;
             while (n < warm + measured && !c.isEndOfStream()) {
@@ -312,7 +374,10 @@ class FlightServeTest {
     }
 
     private static long writeCalls(Path io) throws IOException {
-        return Files.readAllLines(io).stream().filter(l -> l.startsWith("syscw:"))
-                .mapToLong(l -> Long.parseLong(l.substring(6).trim())).findFirst().orElseThrow();
+        return Files.readAllLines(io).stream()
+                .filter(l -> l.startsWith("syscw:"))
+                .mapToLong(l -> Long.parseLong(l.substring(6).trim()))
+                .findFirst()
+                .orElseThrow();
     }
 }

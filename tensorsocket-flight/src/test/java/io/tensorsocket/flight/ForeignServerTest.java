@@ -43,15 +43,18 @@ class ForeignServerTest {
             switch (name) {
                 case "empty" -> listener.completed();
                 case "foreign" -> {
-                    Schema plain = new Schema(List.of(new Field("x",
-                            FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)), null)));
+                    Schema plain = new Schema(List.of(new Field(
+                            "x",
+                            FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
+                            null)));
                     try (VectorSchemaRoot root = VectorSchemaRoot.create(plain, allocator)) {
                         listener.start(root);
                         listener.completed();
                     }
                 }
                 default -> { // a TensorSocket schema, then a batch tag on a message that carries no record batch
-                    StreamHeader h = new StreamHeader(10, 5, false, 5, StartMode.EPOCH_START, 0, 0, 1, "test", StartMode.ROLLING, -1);
+                    StreamHeader h = new StreamHeader(
+                            10, 5, false, 5, StartMode.EPOCH_START, 0, 0, 1, "test", StartMode.ROLLING, -1);
                     Schema schema = TensorColumns.schema(List.of(TensorSpec.of("x", DType.FLOAT32)), h.toMetadata());
                     try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
                         listener.start(root);
@@ -66,8 +69,8 @@ class ForeignServerTest {
 
     private static void assertRefused(int port, String name, String expected) {
         ProtocolException e = assertThrows(ProtocolException.class, () -> {
-            try (RemoteConsumer c = RemoteConsumer.connect("grpc://127.0.0.1:" + port + "/" + name,
-                    ConsumerOptions.batchSize(5), RemoteOptions.defaults())) {
+            try (RemoteConsumer c = RemoteConsumer.connect(
+                    "grpc://127.0.0.1:" + port + "/" + name, ConsumerOptions.batchSize(5), RemoteOptions.defaults())) {
                 for (Batch b : c) {
                     b.close();
                 }
@@ -79,11 +82,16 @@ class ForeignServerTest {
     @Test
     void aServerThatIsNotTensorSocketIsAProtocolErrorThatSaysSo() throws Exception {
         try (BufferAllocator alloc = new RootAllocator();
-             FlightServer server = FlightServer.builder(alloc, Location.forGrpcInsecure("127.0.0.1", 0), new Producer(alloc))
-                     .build().start()) {
+                FlightServer server = FlightServer.builder(
+                                alloc, Location.forGrpcInsecure("127.0.0.1", 0), new Producer(alloc))
+                        .build()
+                        .start()) {
             int port = server.getPort();
             assertRefused(port, "empty", "ended the stream before sending its schema");
-            assertRefused(port, "foreign", "is not a TensorSocket server: the stream's schema carries no TensorSocket version 1 header");
+            assertRefused(
+                    port,
+                    "foreign",
+                    "is not a TensorSocket server: the stream's schema carries no TensorSocket version 1 header");
             assertRefused(port, "tagless", "sent a batch tag on a message without a record batch");
         }
     }

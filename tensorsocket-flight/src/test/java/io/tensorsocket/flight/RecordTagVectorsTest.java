@@ -1,9 +1,6 @@
 package io.tensorsocket.flight;
 
-import org.apache.arrow.memory.ArrowBuf;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -11,8 +8,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@code docs/test-vectors/flight-tags.txt}: one {@link RecordTag} of each kind as the server encodes it, read
@@ -23,9 +22,11 @@ class RecordTagVectorsTest {
 
     @Test
     void oneTagOfEachKind() throws IOException {
-        List<RecordTag> tags = List.of(new RecordTag(RecordTag.Kind.BATCH, 3, 12, 768, 3 * 50000 + 768, 64),
+        List<RecordTag> tags = List.of(
+                new RecordTag(RecordTag.Kind.BATCH, 3, 12, 768, 3 * 50000 + 768, 64),
                 new RecordTag(RecordTag.Kind.END_OF_EPOCH, 3, 782, 0, 0, 50000),
-                new RecordTag(RecordTag.Kind.END_OF_STREAM, 0, 0, 0, 0, 0), RecordTag.heartbeat());
+                new RecordTag(RecordTag.Kind.END_OF_STREAM, 0, 0, 0, 0, 0),
+                RecordTag.heartbeat());
         List<String> lines = new ArrayList<>();
         lines.add("# <kind> <epoch> <index> <sample_start> <stream_pos> <samples> <the 48-byte tag, hex>");
         try (BufferAllocator allocator = new RootAllocator()) {
@@ -36,8 +37,9 @@ class RecordTagVectorsTest {
                     b.getBytes(0, bytes);
                 }
                 assertEquals(t, RecordTag.decode(bytes));
-                lines.add(t.kind() + " " + t.epoch() + " " + t.index() + " " + t.sampleStart() + " " + t.streamPosition()
-                        + " " + t.samples() + " " + HexFormat.of().formatHex(bytes));
+                lines.add(
+                        t.kind() + " " + t.epoch() + " " + t.index() + " " + t.sampleStart() + " " + t.streamPosition()
+                                + " " + t.samples() + " " + HexFormat.of().formatHex(bytes));
             }
         }
         Path file = vectors().resolve("flight-tags.txt");
@@ -54,6 +56,7 @@ class RecordTagVectorsTest {
                 return p.resolve("docs/test-vectors");
             }
         }
-        throw new AssertionError("docs/test-vectors not found above " + Path.of("").toAbsolutePath());
+        throw new AssertionError(
+                "docs/test-vectors not found above " + Path.of("").toAbsolutePath());
     }
 }

@@ -13,7 +13,7 @@ class RecyclingAllocationsTest {
     @Test
     void aFreedLargeBufferServesTheNextOneOfItsSize() {
         try (RecyclingAllocations r = new RecyclingAllocations(256L << 20);
-             BufferAllocator a = RecyclingAllocations.rootAllocator(r)) {
+                BufferAllocator a = RecyclingAllocations.rootAllocator(r)) {
             long first;
             try (ArrowBuf b = a.buffer(BATCH)) {
                 first = b.memoryAddress();
@@ -53,7 +53,7 @@ class RecyclingAllocationsTest {
     @Test
     void smallBuffersAreNotKept() {
         try (RecyclingAllocations r = new RecyclingAllocations(256L << 20);
-             BufferAllocator a = RecyclingAllocations.rootAllocator(r)) {
+                BufferAllocator a = RecyclingAllocations.rootAllocator(r)) {
             a.buffer(48).close();
             a.buffer(RecyclingAllocations.LARGE / 2 - 1).close(); // Arrow rounds sizes up to a power of two
             assertEquals(0, r.idleBlocks());

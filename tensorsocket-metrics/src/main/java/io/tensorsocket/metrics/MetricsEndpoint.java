@@ -5,7 +5,6 @@ import com.sun.net.httpserver.HttpServer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorsocket.TensorProducer;
-
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -32,7 +31,8 @@ public final class MetricsEndpoint implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final ProducerMeters meters;
 
-    private MetricsEndpoint(HttpServer server, ExecutorService executor, PrometheusMeterRegistry registry, ProducerMeters meters) {
+    private MetricsEndpoint(
+            HttpServer server, ExecutorService executor, PrometheusMeterRegistry registry, ProducerMeters meters) {
         this.server = server;
         this.executor = executor;
         this.registry = registry;
@@ -53,8 +53,10 @@ public final class MetricsEndpoint implements AutoCloseable {
             server = HttpServer.create(address, 0);
         } catch (IOException e) {
             registry.close();
-            throw new UncheckedIOException("cannot serve metrics on " + address + ": " + e
-                    + "; choose another port or address with --metrics HOST:PORT", e);
+            throw new UncheckedIOException(
+                    "cannot serve metrics on " + address + ": " + e
+                            + "; choose another port or address with --metrics HOST:PORT",
+                    e);
         }
         ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-metrics");
@@ -115,7 +117,8 @@ public final class MetricsEndpoint implements AutoCloseable {
             }
             String accept = ex.getRequestHeaders().getFirst("Accept");
             boolean openMetrics = accept != null && accept.contains("application/openmetrics-text");
-            String contentType = openMetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            String contentType = openMetrics
+                    ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
                     : "text/plain; version=0.0.4; charset=utf-8";
             String body;
             int code = 200;

@@ -1,15 +1,13 @@
 package io.tensorsocket.metrics;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -21,8 +19,9 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Scrapes a real producer's endpoint over loopback while it serves a real consumer. */
 @Timeout(60)
@@ -30,7 +29,8 @@ class MetricsEndpointTest {
     @TempDir
     Path tmp;
 
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     private HttpResponse<String> get(String url, String accept) throws Exception {
         HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10));
@@ -57,19 +57,27 @@ class MetricsEndpointTest {
     }
 
     private static double value(Map<String, Double> samples, String name, String... labels) {
-        return samples.entrySet().stream().filter(e -> e.getKey().equals(name) || e.getKey().startsWith(name + "{"))
-                .filter(e -> java.util.Arrays.stream(labels).allMatch(l -> e.getKey().contains(l)))
-                .mapToDouble(Map.Entry::getValue).findFirst()
-                .orElseThrow(() -> new AssertionError("no " + name + " " + java.util.Arrays.toString(labels) + " in " + samples));
+        return samples.entrySet().stream()
+                .filter(e -> e.getKey().equals(name) || e.getKey().startsWith(name + "{"))
+                .filter(e ->
+                        java.util.Arrays.stream(labels).allMatch(l -> e.getKey().contains(l)))
+                .mapToDouble(Map.Entry::getValue)
+                .findFirst()
+                .orElseThrow(() ->
+                        new AssertionError("no " + name + " " + java.util.Arrays.toString(labels) + " in " + samples));
     }
 
     @Test
     void aScrapeShowsWhatStatusShows() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("samples=400,shape=4,dtype=float32,seed=2");
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("m")).source(new SyntheticSource(spec, 10))
-                .slots(8).build().start();
-             MetricsEndpoint m = MetricsEndpoint.start(p, MetricsEndpoint.parseAddress("0"));
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("m"), ConsumerOptions.batchSize(10))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("m"))
+                        .source(new SyntheticSource(spec, 10))
+                        .slots(8)
+                        .build()
+                        .start();
+                MetricsEndpoint m = MetricsEndpoint.start(p, MetricsEndpoint.parseAddress("0"));
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("m"), ConsumerOptions.batchSize(10))) {
             assertTrue(m.address().getAddress().isLoopbackAddress(), "a bare port binds loopback: " + m.address());
             Iterator<Batch> it = c.iterator();
             Batch held = null;
@@ -107,9 +115,14 @@ class MetricsEndpointTest {
             double wait = value(s, "tensorsocket_consumer_wait_ratio", consumer, pid);
             assertTrue(wait >= 0 && wait <= 1, "wait ratio " + wait);
             assertEquals(0, value(s, "tensorsocket_loader_errors_total", producer));
-            for (String name : new String[]{"tensorsocket_samples_per_second", "tensorsocket_batches_per_second",
-                    "tensorsocket_epoch", "tensorsocket_epoch_progress", "tensorsocket_uptime_seconds",
-                    "tensorsocket_consumer_samples_per_second"}) {
+            for (String name : new String[] {
+                "tensorsocket_samples_per_second",
+                "tensorsocket_batches_per_second",
+                "tensorsocket_epoch",
+                "tensorsocket_epoch_progress",
+                "tensorsocket_uptime_seconds",
+                "tensorsocket_consumer_samples_per_second"
+            }) {
                 assertTrue(value(s, name) >= 0, name);
             }
 
@@ -121,25 +134,39 @@ class MetricsEndpointTest {
             held.close();
             c.close();
             long gone = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-            while (System.nanoTime() < gone && value(parse(get(m.url(), null).body()), "tensorsocket_consumers_attached") != 0) {
+            while (System.nanoTime() < gone
+                    && value(parse(get(m.url(), null).body()), "tensorsocket_consumers_attached") != 0) {
                 Thread.sleep(100);
             }
             Map<String, Double> after = parse(get(m.url(), null).body());
             assertEquals(0, value(after, "tensorsocket_consumers_attached"));
-            assertTrue(after.keySet().stream().noneMatch(k -> k.startsWith("tensorsocket_consumer_lag_samples{")),
+            assertTrue(
+                    after.keySet().stream().noneMatch(k -> k.startsWith("tensorsocket_consumer_lag_samples{")),
                     "a consumer that left has no meters: " + after);
-            assertEquals(405, http.send(HttpRequest.newBuilder(URI.create(m.url()))
-                    .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+            assertEquals(
+                    405,
+                    http.send(
+                                    HttpRequest.newBuilder(URI.create(m.url()))
+                                            .POST(HttpRequest.BodyPublishers.noBody())
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .statusCode());
         }
     }
 
     @Test
     void aConsumerEvictedForStallingIsCounted() throws Exception {
         SyntheticSpec spec = SyntheticSpec.parse("samples=400,shape=4,dtype=float32,seed=3");
-        try (TensorProducer p = TensorProducer.builder().directory(tmp.resolve("e")).source(new SyntheticSource(spec, 10))
-                .slots(6).stallTimeout(Duration.ofMillis(300)).startGrace(Duration.ZERO).build().start();
-             MetricsEndpoint m = MetricsEndpoint.start(p, MetricsEndpoint.parseAddress("0"));
-             TensorConsumer c = TensorConsumer.connect(tmp.resolve("e"), ConsumerOptions.batchSize(10))) {
+        try (TensorProducer p = TensorProducer.builder()
+                        .directory(tmp.resolve("e"))
+                        .source(new SyntheticSource(spec, 10))
+                        .slots(6)
+                        .stallTimeout(Duration.ofMillis(300))
+                        .startGrace(Duration.ZERO)
+                        .build()
+                        .start();
+                MetricsEndpoint m = MetricsEndpoint.start(p, MetricsEndpoint.parseAddress("0"));
+                TensorConsumer c = TensorConsumer.connect(tmp.resolve("e"), ConsumerOptions.batchSize(10))) {
             String producer = "producer=\"e\"";
             assertEquals(0, value(parse(get(m.url(), null).body()), "tensorsocket_consumers_evicted_total", producer));
             Batch held = c.iterator().next(); // never released: the producer needs its slot and evicts the consumer
@@ -160,10 +187,13 @@ class MetricsEndpointTest {
         InetSocketAddress bare = MetricsEndpoint.parseAddress("9464");
         assertEquals(InetAddress.getLoopbackAddress(), bare.getAddress());
         assertEquals(9464, bare.getPort());
-        assertEquals("127.0.0.1", MetricsEndpoint.parseAddress("127.0.0.1:9464").getAddress().getHostAddress());
+        assertEquals(
+                "127.0.0.1",
+                MetricsEndpoint.parseAddress("127.0.0.1:9464").getAddress().getHostAddress());
         assertEquals(9464, MetricsEndpoint.parseAddress("[::1]:9464").getPort());
-        for (String bad : new String[]{"", "abc", "host:", ":9464", "127.0.0.1:70000", "127.0.0.1:-1"}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MetricsEndpoint.parseAddress(bad));
+        for (String bad : new String[] {"", "abc", "host:", ":9464", "127.0.0.1:70000", "127.0.0.1:-1"}) {
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> MetricsEndpoint.parseAddress(bad));
             assertTrue(e.getMessage().startsWith("invalid metrics address '" + bad + "'"), e.getMessage());
         }
     }

@@ -1,17 +1,15 @@
 package io.tensorsocket.pipeline;
 
+import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.util.Locale;
 
 /** Chooses the JPEG decoder: TurboJPEG where the library loads, ImageIO otherwise. */
 public final class Decoders {
     private static final Logger LOG = LoggerFactory.getLogger(Decoders.class);
     private static volatile boolean reported;
 
-    private Decoders() {
-    }
+    private Decoders() {}
 
     /** TurboJPEG if {@code libturbojpeg.so.0} loads here, else ImageIO; logs the choice once per JVM. */
     public static ImageDecoder best() {
@@ -47,7 +45,8 @@ public final class Decoders {
             case "auto", "best" -> best();
             case "turbojpeg", "turbo", "libjpeg-turbo" -> TurboJpegDecoder.load();
             case "imageio", "java" -> ImageIoDecoder.INSTANCE;
-            default -> throw new IllegalArgumentException("unknown decoder '" + name + "': use auto, turbojpeg or imageio");
+            default ->
+                throw new IllegalArgumentException("unknown decoder '" + name + "': use auto, turbojpeg or imageio");
         };
     }
 }

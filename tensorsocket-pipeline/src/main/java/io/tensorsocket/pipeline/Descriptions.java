@@ -6,8 +6,7 @@ import java.nio.charset.StandardCharsets;
 final class Descriptions {
     private static final int MAX_BYTES = 4096;
 
-    private Descriptions() {
-    }
+    private Descriptions() {}
 
     /** {@code s}, cut at a character boundary so its UTF-8 form fits, ending in "..." if cut. */
     static String limit(String s) {

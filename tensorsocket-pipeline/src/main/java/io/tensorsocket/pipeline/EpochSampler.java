@@ -16,8 +16,8 @@ public record EpochSampler(int samples, int batchSize, boolean shuffle, boolean 
             throw new IllegalArgumentException("batch size must be at least 1, got " + batchSize);
         }
         if (dropLast && samples < batchSize) {
-            throw new IllegalArgumentException("drop-last with batch size " + batchSize + " leaves nothing of " + samples
-                    + " samples; use a smaller batch size or keep the last batch");
+            throw new IllegalArgumentException("drop-last with batch size " + batchSize + " leaves nothing of "
+                    + samples + " samples; use a smaller batch size or keep the last batch");
         }
     }
 

@@ -31,7 +31,8 @@ public final class IdxDataset {
         IdxFile px = IdxFile.read(images);
         IdxFile lb = IdxFile.read(labels);
         if (px.dims().length != 3) {
-            throw new IOException(images + " has " + px.dims().length + " dimensions; an images file has 3 (count, rows, columns)");
+            throw new IOException(
+                    images + " has " + px.dims().length + " dimensions; an images file has 3 (count, rows, columns)");
         }
         if (lb.dims().length != 1) {
             throw new IOException(labels + " has " + lb.dims().length + " dimensions; a labels file has 1 (count)");
@@ -63,7 +64,8 @@ public final class IdxDataset {
     }
 
     private static Path find(Path dir, String prefix, String kind, int rank) throws IOException {
-        List<String> names = List.of(prefix + "-" + kind + "-idx" + rank + "-ubyte", prefix + "-" + kind + ".idx" + rank + "-ubyte");
+        List<String> names =
+                List.of(prefix + "-" + kind + "-idx" + rank + "-ubyte", prefix + "-" + kind + ".idx" + rank + "-ubyte");
         for (String n : names) {
             for (String suffix : List.of("", ".gz")) {
                 Path p = dir.resolve(n + suffix);
@@ -72,7 +74,9 @@ public final class IdxDataset {
                 }
             }
         }
-        throw new NoSuchFileException(dir.resolve(names.getFirst()) + "[.gz]", null,
+        throw new NoSuchFileException(
+                dir.resolve(names.getFirst()) + "[.gz]",
+                null,
                 "IDX " + kind + " file not found; pass the folder holding the MNIST-format files"
                         + " (Fashion-MNIST on Debian: apt-get install dataset-fashion-mnist, then /usr/share/datasets/fashion-mnist)");
     }

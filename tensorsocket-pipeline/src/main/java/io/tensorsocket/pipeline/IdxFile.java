@@ -87,12 +87,14 @@ public record IdxFile(int[] dims, byte[] data) {
         for (int i = 0; i < rank; i++) {
             dims[i] = in.readInt();
             if (dims[i] < 0) {
-                throw new IOException(path + " has a negative dimension " + dims[i] + "; the file is corrupt, fetch it again");
+                throw new IOException(
+                        path + " has a negative dimension " + dims[i] + "; the file is corrupt, fetch it again");
             }
             total *= dims[i];
         }
         if (total > Integer.MAX_VALUE - 16) {
-            throw new IOException(path + " has " + total + " elements " + Arrays.toString(dims) + "; at most 2 GiB is supported");
+            throw new IOException(
+                    path + " has " + total + " elements " + Arrays.toString(dims) + "; at most 2 GiB is supported");
         }
         byte[] data = new byte[(int) total];
         in.readFully(data);

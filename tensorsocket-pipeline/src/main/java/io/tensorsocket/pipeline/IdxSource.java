@@ -4,7 +4,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -32,8 +31,9 @@ public final class IdxSource extends SampledSource<float[]> {
     private final float std;
 
     private IdxSource(Builder b) {
-        super(b.sampler(b.data.size()), new BatchLayout(List.of(image(b.data, b.dtype), TensorSpec.of(LABEL, DType.INT64)),
-                b.batchSize));
+        super(
+                b.sampler(b.data.size()),
+                new BatchLayout(List.of(image(b.data, b.dtype), TensorSpec.of(LABEL, DType.INT64)), b.batchSize));
         this.data = b.data;
         this.dtype = b.dtype;
         this.mean = b.mean;
@@ -57,8 +57,10 @@ public final class IdxSource extends SampledSource<float[]> {
         Path f = data.imagesFile();
         // The normalisation comes first so that no long path can push it past the description's limit.
         String d = "idx " + (dtype == DType.FLOAT32 ? new Normalization(mean, std).describe() + " " : "")
-                + "images=" + f + " samples=" + data.size() + " image=" + layout().tensors().getFirst().describe()
-                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed=" + sampler().seed();
+                + "images=" + f + " samples=" + data.size() + " image="
+                + layout().tensors().getFirst().describe()
+                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed="
+                + sampler().seed();
         return Descriptions.limit(d);
     }
 

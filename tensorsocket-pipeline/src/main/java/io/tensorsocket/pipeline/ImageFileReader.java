@@ -46,7 +46,8 @@ public final class ImageFileReader implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
             if (size > MAX_FILE_BYTES) {
-                throw new IOException("file is " + size + " bytes; images over 1 GiB are not supported, remove it from the folder");
+                throw new IOException(
+                        "file is " + size + " bytes; images over 1 GiB are not supported, remove it from the folder");
             }
             MemorySegment buf = file.ensure(Math.max(size, 1)).asSlice(0, size);
             ByteBuffer bb = buf.asByteBuffer();
@@ -58,8 +59,10 @@ public final class ImageFileReader implements AutoCloseable {
     }
 
     private static boolean isJpeg(MemorySegment b) {
-        return b.byteSize() >= 3 && b.get(ValueLayout.JAVA_BYTE, 0) == (byte) 0xFF
-                && b.get(ValueLayout.JAVA_BYTE, 1) == (byte) 0xD8 && b.get(ValueLayout.JAVA_BYTE, 2) == (byte) 0xFF;
+        return b.byteSize() >= 3
+                && b.get(ValueLayout.JAVA_BYTE, 0) == (byte) 0xFF
+                && b.get(ValueLayout.JAVA_BYTE, 1) == (byte) 0xD8
+                && b.get(ValueLayout.JAVA_BYTE, 2) == (byte) 0xFF;
     }
 
     private ImageDecoder.Worker otherDecoder() {

@@ -37,23 +37,31 @@ public final class ImageFolder {
      */
     public static ImageFolder scan(Path root) throws IOException {
         if (!Files.exists(root)) {
-            throw new NoSuchFileException(root.toString(), null, "image folder does not exist; pass a folder with one sub-folder per class");
+            throw new NoSuchFileException(
+                    root.toString(), null, "image folder does not exist; pass a folder with one sub-folder per class");
         }
         if (!Files.isDirectory(root)) {
-            throw new FileSystemException(root.toString(), null, "not a folder; pass a folder with one sub-folder per class");
+            throw new FileSystemException(
+                    root.toString(), null, "not a folder; pass a folder with one sub-folder per class");
         }
         List<Path> classDirs;
         long loose;
         try (Stream<Path> s = Files.list(root)) {
-            List<Path> entries = s.filter(p -> !p.getFileName().toString().startsWith(".")).sorted().toList();
+            List<Path> entries = s.filter(p -> !p.getFileName().toString().startsWith("."))
+                    .sorted()
+                    .toList();
             classDirs = entries.stream().filter(Files::isDirectory).toList();
-            loose = entries.stream().filter(Files::isRegularFile).filter(ImageFolder::isImage).count();
+            loose = entries.stream()
+                    .filter(Files::isRegularFile)
+                    .filter(ImageFolder::isImage)
+                    .count();
         }
         // torchvision would ignore images lying in the root: a flat folder would serve nothing, or one class of
         // whatever sub-folder it also has. Both are mistakes in the layout, so say which layout is expected.
         if (loose > 0) {
-            throw new IOException(root + " holds " + loose + " image(s) directly, not in class sub-folders; arrange them as "
-                    + root + "/<class>/<image>.jpg, one sub-folder per class");
+            throw new IOException(
+                    root + " holds " + loose + " image(s) directly, not in class sub-folders; arrange them as " + root
+                            + "/<class>/<image>.jpg, one sub-folder per class");
         }
         List<String> classes = new ArrayList<>();
         List<Path> files = new ArrayList<>();
@@ -61,7 +69,10 @@ public final class ImageFolder {
         for (Path dir : classDirs) {
             List<Path> images;
             try (Stream<Path> s = Files.walk(dir)) {
-                images = s.filter(Files::isRegularFile).filter(ImageFolder::isImage).sorted().toList();
+                images = s.filter(Files::isRegularFile)
+                        .filter(ImageFolder::isImage)
+                        .sorted()
+                        .toList();
             } catch (UncheckedIOException e) {
                 throw e.getCause();
             }
@@ -80,7 +91,11 @@ public final class ImageFolder {
             throw new IOException("no .jpg, .jpeg or .png files in class sub-folders of " + root
                     + "; arrange images as ROOT/<class>/<image>.jpg");
         }
-        return new ImageFolder(root, classes, files, labels.stream().mapToInt(Integer::intValue).toArray());
+        return new ImageFolder(
+                root,
+                classes,
+                files,
+                labels.stream().mapToInt(Integer::intValue).toArray());
     }
 
     static boolean isImage(Path p) {

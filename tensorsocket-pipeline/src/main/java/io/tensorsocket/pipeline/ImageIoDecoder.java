@@ -1,8 +1,5 @@
 package io.tensorsocket.pipeline;
 
-import javax.imageio.ImageIO;
-import javax.imageio.stream.ImageInputStream;
-import javax.imageio.stream.MemoryCacheImageInputStream;
 import java.awt.image.BufferedImage;
 import java.awt.image.DataBufferByte;
 import java.awt.image.PixelInterleavedSampleModel;
@@ -12,6 +9,9 @@ import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import javax.imageio.ImageIO;
+import javax.imageio.stream.ImageInputStream;
+import javax.imageio.stream.MemoryCacheImageInputStream;
 
 /**
  * Decodes any format the JDK's {@link ImageIO} reads (JPEG, PNG, BMP, GIF, ...) into RGB. Alpha is
@@ -27,8 +27,7 @@ public final class ImageIoDecoder implements ImageDecoder {
         ImageIO.setUseCache(false);
     }
 
-    private ImageIoDecoder() {
-    }
+    private ImageIoDecoder() {}
 
     @Override
     public String name() {
@@ -105,16 +104,19 @@ public final class ImageIoDecoder implements ImageDecoder {
         }
 
         private static boolean isPacked(BufferedImage img, Raster raster, int type, int channels) {
-            return img.getType() == type && raster.getParent() == null
+            return img.getType() == type
+                    && raster.getParent() == null
                     && raster.getSampleModel() instanceof PixelInterleavedSampleModel sm
-                    && sm.getPixelStride() == channels && sm.getScanlineStride() == img.getWidth() * channels
-                    && raster.getDataBuffer() instanceof DataBufferByte db && db.getOffset() == 0
-                    && raster.getSampleModelTranslateX() == 0 && raster.getSampleModelTranslateY() == 0;
+                    && sm.getPixelStride() == channels
+                    && sm.getScanlineStride() == img.getWidth() * channels
+                    && raster.getDataBuffer() instanceof DataBufferByte db
+                    && db.getOffset() == 0
+                    && raster.getSampleModelTranslateX() == 0
+                    && raster.getSampleModelTranslateY() == 0;
         }
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 
     /** Reads a byte buffer without copying it to the heap first. */

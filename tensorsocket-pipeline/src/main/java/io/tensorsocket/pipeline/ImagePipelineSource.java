@@ -4,7 +4,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -37,8 +36,9 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
     private final int prefetch;
 
     private ImagePipelineSource(Builder b, ImageFolder folder) {
-        super(b.sampler(folder.size()), new BatchLayout(List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)),
-                b.batchSize));
+        super(
+                b.sampler(folder.size()),
+                new BatchLayout(List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)), b.batchSize));
         this.folder = folder;
         this.transforms = b.transforms;
         this.decoder = b.decoder != null ? b.decoder : Decoders.best();
@@ -72,9 +72,11 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
 
     @Override
     public String description() {
-        String d = "image-folder root=" + folder.root() + " classes=" + folder.classes().size() + " images=" + folder.size()
+        String d = "image-folder root=" + folder.root() + " classes="
+                + folder.classes().size() + " images=" + folder.size()
                 + " decoder=" + decoder.name() + " workers=" + workers + " prefetch=" + prefetch
-                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed=" + sampler().seed()
+                + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed="
+                + sampler().seed()
                 + " transforms=" + transforms;
         return Descriptions.limit(d);
     }
@@ -98,7 +100,8 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         @Override
         public void write(Worker w, long epoch, int sampleId, SlotWriter slot, int index) throws IOException {
             RgbImage img = w.reader.read(folder.file(sampleId));
-            SampleGeometry g = transforms.plan(img.width(), img.height(), Seeds.forSample(sampler().seed(), epoch, sampleId));
+            SampleGeometry g = transforms.plan(
+                    img.width(), img.height(), Seeds.forSample(sampler().seed(), epoch, sampleId));
             MemorySegment out = slot.tensor(0).asSlice(index * imageBytes, imageBytes);
             w.resampler.run(img, g, out);
             slot.tensor(1).setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index, folder.label(sampleId));

@@ -58,13 +58,14 @@ public record Normalization(float mean, float std) {
             return Optional.empty();
         }
         if (hasMean != hasStd) {
-            throw new IllegalArgumentException("the source description names " + (hasMean ? "a mean but no std" : "a std but no mean")
-                    + ": " + description);
+            throw new IllegalArgumentException("the source description names "
+                    + (hasMean ? "a mean but no std" : "a std but no mean") + ": " + description);
         }
         try {
             return Optional.of(new Normalization(Float.parseFloat(m.group(1)), Float.parseFloat(s.group(1))));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("the source description's mean or std is not a number: " + description, e);
+            throw new IllegalArgumentException(
+                    "the source description's mean or std is not a number: " + description, e);
         }
     }
 }

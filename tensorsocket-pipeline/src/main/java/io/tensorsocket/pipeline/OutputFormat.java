@@ -2,7 +2,6 @@ package io.tensorsocket.pipeline;
 
 import io.tensorsocket.DType;
 import io.tensorsocket.TensorSpec;
-
 import java.util.Locale;
 
 /** How a transformed image is stored in its batch tensor. */
@@ -28,7 +27,9 @@ public enum OutputFormat {
         return switch (s.trim().toLowerCase(Locale.ROOT).replace('-', '_')) {
             case "float32", "float", "chw", "float32_chw" -> FLOAT32_CHW;
             case "uint8", "byte", "hwc", "uint8_hwc" -> UINT8_HWC;
-            default -> throw new IllegalArgumentException("unknown output format '" + s + "': use float32 (CHW) or uint8 (HWC)");
+            default ->
+                throw new IllegalArgumentException(
+                        "unknown output format '" + s + "': use float32 (CHW) or uint8 (HWC)");
         };
     }
 }

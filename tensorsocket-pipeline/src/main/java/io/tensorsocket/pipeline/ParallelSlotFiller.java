@@ -2,9 +2,6 @@ package io.tensorsocket.pipeline;
 
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.SlotWriter;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.util.ArrayDeque;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
@@ -15,6 +12,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Fills claimed arena slots with samples on a fixed pool of worker threads. The calling thread claims
@@ -59,8 +58,12 @@ final class ParallelSlotFiller<C> implements AutoCloseable {
         this.writer = writer;
         this.prefetch = prefetch;
         int id = POOLS.incrementAndGet();
-        this.pool = Executors.newFixedThreadPool(workers, Thread.ofPlatform().daemon(true)
-                .name("tensorsocket-pipeline-" + id + "-worker-", 0).factory());
+        this.pool = Executors.newFixedThreadPool(
+                workers,
+                Thread.ofPlatform()
+                        .daemon(true)
+                        .name("tensorsocket-pipeline-" + id + "-worker-", 0)
+                        .factory());
         this.context = ThreadLocal.withInitial(() -> {
             C c = writer.newContext();
             contexts.add(c);
@@ -125,9 +128,15 @@ final class ParallelSlotFiller<C> implements AutoCloseable {
                 writer.write(context.get(), epoch, sampleId, batch.slot, index);
             }
         } catch (Throwable t) {
-            failure.compareAndSet(null, t instanceof Error e ? e : new SampleLoadException(sampleId,
-                    "cannot load sample " + sampleId + " (" + writer.describe(sampleId) + "): " + t.getMessage() + "; "
-                            + writer.hint(), t));
+            failure.compareAndSet(
+                    null,
+                    t instanceof Error e
+                            ? e
+                            : new SampleLoadException(
+                                    sampleId,
+                                    "cannot load sample " + sampleId + " (" + writer.describe(sampleId) + "): "
+                                            + t.getMessage() + "; " + writer.hint(),
+                                    t));
         } finally {
             batch.countDown();
         }

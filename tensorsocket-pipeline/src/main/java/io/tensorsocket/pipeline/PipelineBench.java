@@ -4,7 +4,6 @@ import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.SlotWriter;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
@@ -28,8 +27,7 @@ import java.util.stream.Stream;
  * </pre>
  */
 public final class PipelineBench {
-    private PipelineBench() {
-    }
+    private PipelineBench() {}
 
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(System.getProperty("java.io.tmpdir"), "tensorsocket-bench-jpegs");
@@ -45,8 +43,9 @@ public final class PipelineBench {
                 case "--seconds" -> seconds = Double.parseDouble(value);
                 case "--threads" -> threads = value;
                 case "--decoders" -> decoders = value;
-                default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + "; use --dir DIR --images N --seconds S --threads 1,2 --decoders turbojpeg,imageio");
+                default ->
+                    throw new IllegalArgumentException("unknown option " + args[i]
+                            + "; use --dir DIR --images N --seconds S --threads 1,2 --decoders turbojpeg,imageio");
             }
             i++;
         }
@@ -54,31 +53,52 @@ public final class PipelineBench {
         SyntheticImages.jpegFolder(dir, images, 10, 500, 375);
         long bytes;
         try (Stream<Path> s = Files.walk(dir)) {
-            bytes = s.filter(ImageFolder::isImage).mapToLong(p -> p.toFile().length()).sum();
+            bytes = s.filter(ImageFolder::isImage)
+                    .mapToLong(p -> p.toFile().length())
+                    .sum();
         }
-        System.out.printf(Locale.ROOT, "%d JPEGs 500x375 in %s, mean %.1f KiB (ready in %.1f s); %d processors; %s%n",
-                images, dir, bytes / 1024.0 / images, (System.nanoTime() - t0) / 1e9,
-                Runtime.getRuntime().availableProcessors(), Runtime.version());
-        System.out.println("500x375 JPEG -> RandomResizedCrop(224) + RandomHorizontalFlip(0.5) + Normalize(imagenet) -> float32 [3,224,224], batch 32");
+        System.out.printf(
+                Locale.ROOT,
+                "%d JPEGs 500x375 in %s, mean %.1f KiB (ready in %.1f s); %d processors; %s%n",
+                images,
+                dir,
+                bytes / 1024.0 / images,
+                (System.nanoTime() - t0) / 1e9,
+                Runtime.getRuntime().availableProcessors(),
+                Runtime.version());
+        System.out.println(
+                "500x375 JPEG -> RandomResizedCrop(224) + RandomHorizontalFlip(0.5) + Normalize(imagenet) -> float32 [3,224,224], batch 32");
         ImageFolder folder = ImageFolder.scan(dir);
-        System.out.printf("%-10s %7s %10s %17s %15s%n", "decoder", "threads", "images/s", "images/s/thread", "images/cpu-s");
+        System.out.printf(
+                "%-10s %7s %10s %17s %15s%n", "decoder", "threads", "images/s", "images/s/thread", "images/cpu-s");
         for (String d : decoders.split(",")) {
             for (String t : threads.split(",")) {
                 Result r = run(folder, Decoders.named(d), Integer.parseInt(t.trim()), seconds);
-                System.out.printf(Locale.ROOT, "%-10s %7d %10.0f %17.0f %15.0f%n", d, r.threads, r.perSecond,
-                        r.perSecond / r.threads, r.perCpuSecond);
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-10s %7d %10.0f %17.0f %15.0f%n",
+                        d,
+                        r.threads,
+                        r.perSecond,
+                        r.perSecond / r.threads,
+                        r.perCpuSecond);
             }
         }
         decodeOnly(folder, seconds);
     }
 
-    private record Result(int threads, double perSecond, double perCpuSecond) {
-    }
+    private record Result(int threads, double perSecond, double perCpuSecond) {}
 
     private static Result run(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
-        try (ImagePipelineSource source = ImagePipelineSource.builder(folder).decoder(decoder)
-                .transforms(TransformPipeline.imagenetTrain(224)).batchSize(32).workers(threads).prefetch(2).seed(1).build();
-             RingSink sink = new RingSink(source.layout(), 3)) {
+        try (ImagePipelineSource source = ImagePipelineSource.builder(folder)
+                        .decoder(decoder)
+                        .transforms(TransformPipeline.imagenetTrain(224))
+                        .batchSize(32)
+                        .workers(threads)
+                        .prefetch(2)
+                        .seed(1)
+                        .build();
+                RingSink sink = new RingSink(source.layout(), 3)) {
             long epoch = 0;
             long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
             while (System.nanoTime() < warmEnd || epoch < 2) {
@@ -113,7 +133,10 @@ public final class PipelineBench {
                 while (System.nanoTime() < end) {
                     reader.read(folder.file((int) (n++ % folder.size())));
                 }
-                System.out.printf(Locale.ROOT, "decode only, %-9s 1 thread: %6.0f images/s (includes warm-up)%n", d.name(),
+                System.out.printf(
+                        Locale.ROOT,
+                        "decode only, %-9s 1 thread: %6.0f images/s (includes warm-up)%n",
+                        d.name(),
                         n / ((System.nanoTime() - start) / 1e9));
             }
         }
@@ -121,7 +144,8 @@ public final class PipelineBench {
 
     private static long processCpuNanos() {
         return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-                ? os.getProcessCpuTime() : -1;
+                ? os.getProcessCpuTime()
+                : -1;
     }
 
     /** A producer stand-in: a ring of pre-touched native slots, each published at once. */
@@ -172,8 +196,7 @@ public final class PipelineBench {
                 }
 
                 @Override
-                public void publish(int samples) {
-                }
+                public void publish(int samples) {}
             };
         }
 

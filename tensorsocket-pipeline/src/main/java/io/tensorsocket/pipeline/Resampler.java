@@ -145,6 +145,7 @@ final class Resampler {
         int maxTaps;
         /** Source indices in use by any output pixel: {@code [lo, hi)}. */
         int lo;
+
         int hi;
 
         void compute(SampleGeometry.Axis a, int sourceSize) {

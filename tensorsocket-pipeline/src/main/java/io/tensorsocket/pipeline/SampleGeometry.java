@@ -16,7 +16,12 @@ public record SampleGeometry(Axis x, Axis y, boolean flipX) {
      * falls outside {@code [contentLo, contentHi)} are padding (value 0); filter taps are kept inside
      * {@code [clampLo, clampHi)}, the region the last resize saw, as torchvision crops before it resizes.
      */
-    public record Axis(int size, double offset, double scale, double contentLo, double contentHi,
-                       double clampLo, double clampHi) {
-    }
+    public record Axis(
+            int size,
+            double offset,
+            double scale,
+            double contentLo,
+            double contentHi,
+            double clampLo,
+            double clampHi) {}
 }

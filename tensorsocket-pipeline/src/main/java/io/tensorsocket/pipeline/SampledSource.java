@@ -3,7 +3,6 @@ package io.tensorsocket.pipeline;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.IndexedSource;
-
 import java.util.SplittableRandom;
 
 /**

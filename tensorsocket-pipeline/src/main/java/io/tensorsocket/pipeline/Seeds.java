@@ -7,8 +7,7 @@ import java.util.SplittableRandom;
  * many threads there are or which thread handles which sample.
  */
 public final class Seeds {
-    private Seeds() {
-    }
+    private Seeds() {}
 
     /** The random stream for sample {@code id}'s augmentation in {@code epoch}. */
     public static SplittableRandom forSample(long seed, long epoch, long id) {

@@ -1,10 +1,5 @@
 package io.tensorsocket.pipeline;
 
-import javax.imageio.IIOImage;
-import javax.imageio.ImageIO;
-import javax.imageio.ImageWriteParam;
-import javax.imageio.ImageWriter;
-import javax.imageio.stream.ImageOutputStream;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Graphics2D;
@@ -14,14 +9,18 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.SplittableRandom;
+import javax.imageio.IIOImage;
+import javax.imageio.ImageIO;
+import javax.imageio.ImageWriteParam;
+import javax.imageio.ImageWriter;
+import javax.imageio.stream.ImageOutputStream;
 
 /**
  * Photo-like test images: smooth gradients, sensor-like noise and a few shapes, so JPEG files come out
  * at realistic sizes (flat synthetic images compress far better than photos and decode faster).
  */
 public final class SyntheticImages {
-    private SyntheticImages() {
-    }
+    private SyntheticImages() {}
 
     /** A {@code width} x {@code height} RGB image drawn from {@code seed}. */
     public static BufferedImage photoLike(int width, int height, long seed) {

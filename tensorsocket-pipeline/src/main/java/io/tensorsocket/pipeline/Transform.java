@@ -67,8 +67,15 @@ public sealed interface Transform {
 
         @Override
         public String toString() {
-            return String.format(Locale.ROOT, "RandomResizedCrop(size=(%d, %d), scale=(%s, %s), ratio=(%.4f, %.4f))",
-                    height, width, scaleMin, scaleMax, ratioMin, ratioMax);
+            return String.format(
+                    Locale.ROOT,
+                    "RandomResizedCrop(size=(%d, %d), scale=(%s, %s), ratio=(%.4f, %.4f))",
+                    height,
+                    width,
+                    scaleMin,
+                    scaleMax,
+                    ratioMin,
+                    ratioMax);
         }
     }
 
@@ -124,12 +131,14 @@ public sealed interface Transform {
     record Normalize(float[] mean, float[] std) implements Transform {
         public Normalize {
             if (mean.length != 3 || std.length != 3) {
-                throw new IllegalArgumentException("Normalize needs three means and three standard deviations (R, G, B), got "
-                        + mean.length + " and " + std.length);
+                throw new IllegalArgumentException(
+                        "Normalize needs three means and three standard deviations (R, G, B), got " + mean.length
+                                + " and " + std.length);
             }
             for (float s : std) {
                 if (!(s > 0)) {
-                    throw new IllegalArgumentException("Normalize standard deviations must be positive, got " + Arrays.toString(std));
+                    throw new IllegalArgumentException(
+                            "Normalize standard deviations must be positive, got " + Arrays.toString(std));
                 }
             }
             mean = mean.clone();

@@ -40,7 +40,8 @@ public final class TransformParser {
             }
         }
         if (steps.isEmpty()) {
-            throw new IllegalArgumentException("no transforms given; write for example \"RandomResizedCrop(224), RandomHorizontalFlip(0.5)\"");
+            throw new IllegalArgumentException(
+                    "no transforms given; write for example \"RandomResizedCrop(224), RandomHorizontalFlip(0.5)\"");
         }
         return steps;
     }
@@ -86,8 +87,10 @@ public final class TransformParser {
         try {
             return build(name, positional, named);
         } catch (IllegalArgumentException | ClassCastException | IndexOutOfBoundsException e) {
-            throw new IllegalArgumentException("cannot read transform '" + text.substring(start, pos) + "': " + e.getMessage()
-                    + "; see TransformParser for the accepted forms", e);
+            throw new IllegalArgumentException(
+                    "cannot read transform '" + text.substring(start, pos) + "': " + e.getMessage()
+                            + "; see TransformParser for the accepted forms",
+                    e);
         }
     }
 
@@ -97,14 +100,17 @@ public final class TransformParser {
             case "randomresizedcrop" -> {
                 int[] hw = size(first);
                 double[] scale = pair(pos.size() > 1 ? pos.get(1) : named.getOrDefault("scale", List.of(0.08, 1.0)));
-                double[] ratio = pair(pos.size() > 2 ? pos.get(2) : named.getOrDefault("ratio", List.of(3.0 / 4, 4.0 / 3)));
+                double[] ratio =
+                        pair(pos.size() > 2 ? pos.get(2) : named.getOrDefault("ratio", List.of(3.0 / 4, 4.0 / 3)));
                 yield new Transform.RandomResizedCrop(hw[0], hw[1], scale[0], scale[1], ratio[0], ratio[1]);
             }
-            case "resize" -> first instanceof List<?> ? Transform.resize(size(first)[0], size(first)[1])
-                    : Transform.resize((int) number(first));
+            case "resize" ->
+                first instanceof List<?>
+                        ? Transform.resize(size(first)[0], size(first)[1])
+                        : Transform.resize((int) number(first));
             case "centercrop" -> new Transform.CenterCrop(size(first)[0], size(first)[1]);
-            case "randomhorizontalflip" -> Transform.randomHorizontalFlip(
-                    number(pos.isEmpty() ? named.getOrDefault("p", 0.5) : pos.getFirst()));
+            case "randomhorizontalflip" ->
+                Transform.randomHorizontalFlip(number(pos.isEmpty() ? named.getOrDefault("p", 0.5) : pos.getFirst()));
             case "normalize" -> {
                 if ("imagenet".equals(first)) {
                     yield Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD);
@@ -116,8 +122,9 @@ public final class TransformParser {
                 }
                 yield Transform.normalize(floats(mean), floats(std));
             }
-            default -> throw new IllegalArgumentException("unknown transform " + name
-                    + "; use RandomResizedCrop, Resize, CenterCrop, RandomHorizontalFlip or Normalize");
+            default ->
+                throw new IllegalArgumentException("unknown transform " + name
+                        + "; use RandomResizedCrop, Resize, CenterCrop, RandomHorizontalFlip or Normalize");
         };
     }
 
@@ -127,15 +134,15 @@ public final class TransformParser {
         }
         if (v instanceof List<?> l) {
             if (l.size() == 1) {
-                return new int[]{(int) number(l.get(0)), (int) number(l.get(0))};
+                return new int[] {(int) number(l.get(0)), (int) number(l.get(0))};
             }
             if (l.size() != 2) {
                 throw new IllegalArgumentException("size must be one number or (height, width)");
             }
-            return new int[]{(int) number(l.get(0)), (int) number(l.get(1))};
+            return new int[] {(int) number(l.get(0)), (int) number(l.get(1))};
         }
         int s = (int) number(v);
-        return new int[]{s, s};
+        return new int[] {s, s};
     }
 
     private static double[] pair(Object v) {
@@ -143,7 +150,7 @@ public final class TransformParser {
         if (l.size() != 2) {
             throw new IllegalArgumentException("expected a pair (min, max), got " + l);
         }
-        return new double[]{number(l.get(0)), number(l.get(1))};
+        return new double[] {number(l.get(0)), number(l.get(1))};
     }
 
     private static float[] floats(Object v) {
@@ -191,7 +198,8 @@ public final class TransformParser {
         try {
             int slash = num.indexOf('/');
             // Python users write ratios as fractions: ratio=(3/4, 4/3).
-            return slash > 0 ? Double.parseDouble(num.substring(0, slash)) / Double.parseDouble(num.substring(slash + 1))
+            return slash > 0
+                    ? Double.parseDouble(num.substring(0, slash)) / Double.parseDouble(num.substring(slash + 1))
                     : Double.parseDouble(num);
         } catch (NumberFormatException e) {
             throw error("a number");
@@ -200,8 +208,10 @@ public final class TransformParser {
 
     private String identifier() {
         int start = pos;
-        while (pos < text.length() && (Character.isLetterOrDigit(text.charAt(pos)) || text.charAt(pos) == '_'
-                || text.charAt(pos) == '.')) {
+        while (pos < text.length()
+                && (Character.isLetterOrDigit(text.charAt(pos))
+                        || text.charAt(pos) == '_'
+                        || text.charAt(pos) == '.')) {
             pos++;
         }
         if (start == pos) {
@@ -231,6 +241,7 @@ public final class TransformParser {
     }
 
     private IllegalArgumentException error(String expected) {
-        return new IllegalArgumentException("cannot read transforms \"" + text + "\": expected " + expected + " at position " + pos);
+        return new IllegalArgumentException(
+                "cannot read transforms \"" + text + "\": expected " + expected + " at position " + pos);
     }
 }

@@ -1,7 +1,6 @@
 package io.tensorsocket.pipeline;
 
 import io.tensorsocket.TensorSpec;
-
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
@@ -52,17 +51,18 @@ public final class TransformPipeline {
                     w = c.width();
                     fixed = true;
                 }
-                case Transform.RandomHorizontalFlip f -> {
-                }
+                case Transform.RandomHorizontalFlip f -> {}
                 case Transform.Normalize n -> norm = n;
             }
         }
         if (!fixed) {
-            throw new IllegalArgumentException("transforms " + this.steps + " do not give every image the same size; end them with "
-                    + "RandomResizedCrop(size), CenterCrop(size) or Resize((height, width)) so images can be batched");
+            throw new IllegalArgumentException(
+                    "transforms " + this.steps + " do not give every image the same size; end them with "
+                            + "RandomResizedCrop(size), CenterCrop(size) or Resize((height, width)) so images can be batched");
         }
         if (norm != null && format != OutputFormat.FLOAT32_CHW) {
-            throw new IllegalArgumentException("Normalize needs float32 output; drop Normalize for uint8 output and normalize in the consumer");
+            throw new IllegalArgumentException(
+                    "Normalize needs float32 output; drop Normalize for uint8 output and normalize in the consumer");
         }
         this.height = h;
         this.width = w;
@@ -84,13 +84,17 @@ public final class TransformPipeline {
      * {@code Normalize(imagenet)}, float32 CHW.
      */
     public static TransformPipeline imagenetTrain(int size) {
-        return of(List.of(Transform.randomResizedCrop(size), Transform.randomHorizontalFlip(0.5),
+        return of(List.of(
+                Transform.randomResizedCrop(size),
+                Transform.randomHorizontalFlip(0.5),
                 Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)));
     }
 
     /** The usual ImageNet evaluation pipeline: {@code Resize(resize)}, {@code CenterCrop(crop)}, {@code Normalize(imagenet)}. */
     public static TransformPipeline imagenetEval(int resize, int crop) {
-        return of(List.of(Transform.resize(resize), Transform.centerCrop(crop),
+        return of(List.of(
+                Transform.resize(resize),
+                Transform.centerCrop(crop),
                 Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)));
     }
 
@@ -135,7 +139,9 @@ public final class TransformPipeline {
         for (int c = 0; c < 3; c++) {
             for (int v = 0; v < 256; v++) {
                 float x = v / 255f;
-                table[c * 256 + v] = normalize == null ? x : (x - normalize.mean()[c]) / normalize.std()[c];
+                table[c * 256 + v] = normalize == null
+                        ? x
+                        : (x - normalize.mean()[c]) / normalize.std()[c];
             }
         }
         return table;
@@ -178,8 +184,7 @@ public final class TransformPipeline {
                         flip = !flip;
                     }
                 }
-                case Transform.Normalize n -> {
-                }
+                case Transform.Normalize n -> {}
             }
         }
         return new SampleGeometry(x.done(), y.done(), flip);
@@ -188,9 +193,9 @@ public final class TransformPipeline {
     /** torchvision's {@code _compute_resized_output_size} for an int size: returns {height, width}. */
     static int[] shorterSideTo(int width, int height, int size) {
         if (width <= height) {
-            return new int[]{(int) ((double) size * height / width), size};
+            return new int[] {(int) ((double) size * height / width), size};
         }
-        return new int[]{size, (int) ((double) size * width / height)};
+        return new int[] {size, (int) ((double) size * width / height)};
     }
 
     /** torchvision's {@code center_crop} offset, including its zero padding when the crop is larger. */
@@ -260,7 +265,7 @@ public final class TransformPipeline {
                 if (0 < w && w <= width && 0 < h && h <= height) {
                     int top = random.nextInt(height - h + 1);
                     int left = random.nextInt(width - w + 1);
-                    return new int[]{top, left, h, w};
+                    return new int[] {top, left, h, w};
                 }
             }
             // Fallback: the largest centred crop whose aspect ratio is within range.
@@ -277,7 +282,7 @@ public final class TransformPipeline {
                 w = width;
                 h = height;
             }
-            return new int[]{(height - h) / 2, (width - w) / 2, h, w};
+            return new int[] {(height - h) / 2, (width - w) / 2, h, w};
         }
 
         private static double uniform(SplittableRandom random, double lo, double hi) {

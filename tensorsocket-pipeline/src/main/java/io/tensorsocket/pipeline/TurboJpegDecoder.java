@@ -47,18 +47,21 @@ public final class TurboJpegDecoder implements ImageDecoder {
         // Header parsing and error queries are short and never block: skip the thread-state transition.
         var quick = Linker.Option.critical(false);
         initDecompress = linker.downcallHandle(find(lib, "tjInitDecompress"), FunctionDescriptor.of(ptr));
-        decompressHeader3 = linker.downcallHandle(find(lib, "tjDecompressHeader3"),
-                FunctionDescriptor.of(i32, ptr, ptr, ulong, ptr, ptr, ptr, ptr), quick);
-        decompress2 = linker.downcallHandle(find(lib, "tjDecompress2"),
-                FunctionDescriptor.of(i32, ptr, ptr, ulong, ptr, i32, i32, i32, i32, i32));
+        decompressHeader3 = linker.downcallHandle(
+                find(lib, "tjDecompressHeader3"),
+                FunctionDescriptor.of(i32, ptr, ptr, ulong, ptr, ptr, ptr, ptr),
+                quick);
+        decompress2 = linker.downcallHandle(
+                find(lib, "tjDecompress2"), FunctionDescriptor.of(i32, ptr, ptr, ulong, ptr, i32, i32, i32, i32, i32));
         destroy = linker.downcallHandle(find(lib, "tjDestroy"), FunctionDescriptor.of(i32, ptr));
         getErrorStr2 = linker.downcallHandle(find(lib, "tjGetErrorStr2"), FunctionDescriptor.of(ptr, ptr), quick);
         getErrorCode = linker.downcallHandle(find(lib, "tjGetErrorCode"), FunctionDescriptor.of(i32, ptr), quick);
     }
 
     private static MemorySegment find(SymbolLookup lib, String name) {
-        return lib.find(name).orElseThrow(() -> new IllegalStateException("the TurboJPEG library has no symbol " + name
-                + "; install libjpeg-turbo 2.0 or newer (Debian/Ubuntu: apt-get install libturbojpeg0)"));
+        return lib.find(name)
+                .orElseThrow(() -> new IllegalStateException("the TurboJPEG library has no symbol " + name
+                        + "; install libjpeg-turbo 2.0 or newer (Debian/Ubuntu: apt-get install libturbojpeg0)"));
     }
 
     /**
@@ -80,7 +83,8 @@ public final class TurboJpegDecoder implements ImageDecoder {
                             ? "; run java with --enable-native-access=ALL-UNNAMED"
                             : "; install it (Debian/Ubuntu: apt-get install libturbojpeg0) or set -D" + PATH_PROPERTY
                                     + "=/path/to/libturbojpeg.so";
-                    loadFailure = new IllegalStateException("cannot load TurboJPEG from " + what + ": " + e.getMessage() + hint, e);
+                    loadFailure = new IllegalStateException(
+                            "cannot load TurboJPEG from " + what + ": " + e.getMessage() + hint, e);
                 }
             }
             if (loadFailure != null) {
@@ -132,7 +136,8 @@ public final class TurboJpegDecoder implements ImageDecoder {
             }
             if (handle.equals(MemorySegment.NULL)) {
                 arena.close();
-                throw new IllegalStateException("tjInitDecompress returned NULL (out of memory?); use the imageio decoder instead");
+                throw new IllegalStateException(
+                        "tjInitDecompress returned NULL (out of memory?); use the imageio decoder instead");
             }
         }
 
@@ -144,14 +149,16 @@ public final class TurboJpegDecoder implements ImageDecoder {
             try {
                 width.set(ValueLayout.JAVA_INT, 0, 0);
                 height.set(ValueLayout.JAVA_INT, 0, 0);
-                int rc = (int) decompressHeader3.invokeExact(handle, encoded, encoded.byteSize(), width, height, subsamp, colorspace);
+                int rc = (int) decompressHeader3.invokeExact(
+                        handle, encoded, encoded.byteSize(), width, height, subsamp, colorspace);
                 if (rc != 0) {
                     throw new IOException("not a JPEG TurboJPEG can read: " + error());
                 }
                 int w = width.get(ValueLayout.JAVA_INT, 0);
                 int h = height.get(ValueLayout.JAVA_INT, 0);
                 if (w < 1 || h < 1) {
-                    throw new IOException("TurboJPEG read an empty image size (" + w + "x" + h + ") from the header; the file is corrupt or truncated");
+                    throw new IOException("TurboJPEG read an empty image size (" + w + "x" + h
+                            + ") from the header; the file is corrupt or truncated");
                 }
                 MemorySegment rgb = into.reset(w, h);
                 rc = (int) decompress2.invokeExact(handle, encoded, encoded.byteSize(), rgb, w, 0, h, TJPF_RGB, FLAGS);
@@ -168,7 +175,9 @@ public final class TurboJpegDecoder implements ImageDecoder {
 
         private String error() throws Throwable {
             MemorySegment s = (MemorySegment) getErrorStr2.invokeExact(handle);
-            return s.equals(MemorySegment.NULL) ? "unknown error" : s.reinterpret(Integer.MAX_VALUE).getString(0);
+            return s.equals(MemorySegment.NULL)
+                    ? "unknown error"
+                    : s.reinterpret(Integer.MAX_VALUE).getString(0);
         }
 
         @Override

@@ -1,11 +1,10 @@
 package io.tensorsocket.pipeline;
 
+import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.SlotWriter;
-import io.tensorsocket.Batch;
 import io.tensorsocket.TensorSpec;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -68,7 +67,8 @@ final class CollectingSink implements BatchSink, AutoCloseable {
     @Override
     public synchronized SlotWriter claim() {
         if (unpublished.size() >= claimsAhead) {
-            throw new AssertionError("source holds " + unpublished.size() + " unpublished claims; the limit is " + claimsAhead);
+            throw new AssertionError(
+                    "source holds " + unpublished.size() + " unpublished claims; the limit is " + claimsAhead);
         }
         MemorySegment[] mem = free.isEmpty() ? allocate() : free.pop();
         for (MemorySegment m : mem) {
@@ -102,7 +102,9 @@ final class CollectingSink implements BatchSink, AutoCloseable {
             List<byte[]> copies = new ArrayList<>();
             for (int i = 0; i < head.mem.length; i++) {
                 TensorSpec spec = layout.tensors().get(i);
-                copies.add(head.mem[i].asSlice(0, spec.sampleBytes() * head.samples).toArray(ValueLayout.JAVA_BYTE));
+                copies.add(head.mem[i]
+                        .asSlice(0, spec.sampleBytes() * head.samples)
+                        .toArray(ValueLayout.JAVA_BYTE));
             }
             received.add(new Received(copies, head.samples));
             free.push(head.mem);

@@ -1,19 +1,18 @@
 package io.tensorsocket.pipeline;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class DecoderTest {
     @TempDir
@@ -29,8 +28,10 @@ class DecoderTest {
     }
 
     private static void assumeTurbo() {
-        assumeTrue(TurboJpegDecoder.isAvailable(), "libturbojpeg.so.0 is not installed (Debian/Ubuntu: apt-get install libturbojpeg0);"
-                + " skipping the TurboJPEG comparison");
+        assumeTrue(
+                TurboJpegDecoder.isAvailable(),
+                "libturbojpeg.so.0 is not installed (Debian/Ubuntu: apt-get install libturbojpeg0);"
+                        + " skipping the TurboJPEG comparison");
     }
 
     @Test
@@ -42,7 +43,7 @@ class DecoderTest {
         int[] javaSize = new int[2];
         byte[] turbo = decode(TurboJpegDecoder.load(), file, turboSize);
         byte[] java = decode(ImageIoDecoder.INSTANCE, file, javaSize);
-        assertArrayEquals(new int[]{500, 375}, turboSize);
+        assertArrayEquals(new int[] {500, 375}, turboSize);
         assertArrayEquals(turboSize, javaSize);
         long sum = 0;
         int max = 0;
@@ -62,12 +63,12 @@ class DecoderTest {
         Path file = dir.resolve("gray.jpg");
         SyntheticImages.writeJpeg(gray, file, 0.95f);
         ImageDecoder[] decoders = TurboJpegDecoder.isAvailable()
-                ? new ImageDecoder[]{ImageIoDecoder.INSTANCE, TurboJpegDecoder.load()}
-                : new ImageDecoder[]{ImageIoDecoder.INSTANCE};
+                ? new ImageDecoder[] {ImageIoDecoder.INSTANCE, TurboJpegDecoder.load()}
+                : new ImageDecoder[] {ImageIoDecoder.INSTANCE};
         for (ImageDecoder d : decoders) {
             int[] size = new int[2];
             byte[] px = decode(d, file, size);
-            assertArrayEquals(new int[]{33, 17}, size, d.name());
+            assertArrayEquals(new int[] {33, 17}, size, d.name());
             for (int i = 0; i < px.length; i += 3) {
                 assertEquals(px[i], px[i + 1], d.name());
                 assertEquals(px[i], px[i + 2], d.name());
@@ -94,14 +95,14 @@ class DecoderTest {
         SyntheticImages.writePng(img, file);
         int[] size = new int[2];
         byte[] px = decode(ImageIoDecoder.INSTANCE, file, size);
-        assertArrayEquals(new byte[]{0x11, 0x22, 0x33}, java.util.Arrays.copyOfRange(px, 0, 3));
-        assertArrayEquals(new byte[]{0x44, 0x55, 0x66}, java.util.Arrays.copyOfRange(px, 15, 18));
+        assertArrayEquals(new byte[] {0x11, 0x22, 0x33}, java.util.Arrays.copyOfRange(px, 0, 3));
+        assertArrayEquals(new byte[] {0x44, 0x55, 0x66}, java.util.Arrays.copyOfRange(px, 15, 18));
     }
 
     @Test
     void corruptFilesFailWithAnIoException() throws IOException {
         Path notJpeg = dir.resolve("broken.jpg");
-        Files.write(notJpeg, new byte[]{(byte) 0xFF, (byte) 0xD8, (byte) 0xFF, 1, 2, 3});
+        Files.write(notJpeg, new byte[] {(byte) 0xFF, (byte) 0xD8, (byte) 0xFF, 1, 2, 3});
         Path text = dir.resolve("text.png");
         Files.writeString(text, "not an image");
         int[] size = new int[2];

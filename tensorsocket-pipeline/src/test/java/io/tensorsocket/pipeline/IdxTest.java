@@ -1,7 +1,10 @@
 package io.tensorsocket.pipeline;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
@@ -10,12 +13,8 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.zip.GZIPOutputStream;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class IdxTest {
     private static final Path FASHION = Path.of("/usr/share/datasets/fashion-mnist");
@@ -60,7 +59,7 @@ class IdxTest {
         writeIdx(dir.resolve("a.gz"), data, true, 2, 3);
         IdxFile plain = IdxFile.read(dir.resolve("a"));
         assertEquals(plain, IdxFile.read(dir.resolve("a.gz")));
-        assertArrayEquals(new int[]{2, 3}, plain.dims());
+        assertArrayEquals(new int[] {2, 3}, plain.dims());
         assertEquals(2, plain.count());
         assertEquals(3, plain.sampleSize());
         assertArrayEquals(data, plain.data());
@@ -72,10 +71,10 @@ class IdxTest {
         IOException e = assertThrows(IOException.class, () -> IdxFile.read(dir.resolve("text")));
         assertTrue(e.getMessage().contains("not an IDX file"), e.getMessage());
         Path floats = dir.resolve("floats");
-        Files.write(floats, new byte[]{0, 0, 0x0D, 1, 0, 0, 0, 1, 0, 0, 0, 0});
+        Files.write(floats, new byte[] {0, 0, 0x0D, 1, 0, 0, 0, 1, 0, 0, 0, 0});
         e = assertThrows(IOException.class, () -> IdxFile.read(floats));
         assertTrue(e.getMessage().contains("only unsigned bytes"), e.getMessage());
-        writeIdx(dir.resolve("short"), new byte[]{1, 2}, false, 4);
+        writeIdx(dir.resolve("short"), new byte[] {1, 2}, false, 4);
         e = assertThrows(IOException.class, () -> IdxFile.read(dir.resolve("short")));
         assertTrue(e.getMessage().contains("ends early"), e.getMessage());
         writeIdx(dir.resolve("train-images-idx3-ubyte"), new byte[12], false, 2, 2, 3);
@@ -101,8 +100,10 @@ class IdxTest {
                 for (int p = 0; p < 6; p++) {
                     assertEquals((byte) (10 * order[k] + p), images[k * 6 + p]);
                 }
-                assertEquals(order[k] % 10, java.lang.foreign.MemorySegment.ofArray(labels)
-                        .getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, k));
+                assertEquals(
+                        order[k] % 10,
+                        java.lang.foreign.MemorySegment.ofArray(labels)
+                                .getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, k));
             }
         }
     }
@@ -110,7 +111,12 @@ class IdxTest {
     @Test
     void sourceWritesNormalizedFloatsWithAChannelDimension() throws Exception {
         IdxDataset data = IdxDataset.open(smallSet(false, 4), "train");
-        try (IdxSource s = IdxSource.builder(data).floats(0.5f, 0.25f).batchSize(4).shuffle(false).dropLast(true).build()) {
+        try (IdxSource s = IdxSource.builder(data)
+                .floats(0.5f, 0.25f)
+                .batchSize(4)
+                .shuffle(false)
+                .dropLast(true)
+                .build()) {
             assertEquals("image:float32[1, 3, 2]", s.layout().tensors().get(0).describe());
             CollectingSink sink = new CollectingSink(s.layout(), 2);
             s.emitEpoch(0, sink);
@@ -126,8 +132,9 @@ class IdxTest {
 
     @Test
     void realFashionMnistLoadsAndServes() throws Exception {
-        assumeTrue(Files.isDirectory(FASHION), FASHION + " is missing; install it with apt-get install dataset-fashion-mnist"
-                + " to run this test");
+        assumeTrue(
+                Files.isDirectory(FASHION),
+                FASHION + " is missing; install it with apt-get install dataset-fashion-mnist" + " to run this test");
         IdxDataset train = IdxDataset.open(FASHION, "train");
         IdxDataset test = IdxDataset.open(FASHION, "test");
         assertEquals(60000, train.size());
@@ -138,8 +145,13 @@ class IdxTest {
         for (int i = 0; i < train.size(); i++) {
             perClass[train.label(i)]++;
         }
-        assertArrayEquals(new int[]{6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000}, perClass);
-        try (IdxSource s = IdxSource.builder(test).floats(0.2860f, 0.3530f).batchSize(1000).workers(2).seed(1).build()) {
+        assertArrayEquals(new int[] {6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000, 6000}, perClass);
+        try (IdxSource s = IdxSource.builder(test)
+                .floats(0.2860f, 0.3530f)
+                .batchSize(1000)
+                .workers(2)
+                .seed(1)
+                .build()) {
             CollectingSink sink = new CollectingSink(s.layout(), 2);
             s.emitEpoch(0, sink);
             assertEquals(10, sink.received().size());

@@ -1,29 +1,31 @@
 package io.tensorsocket.pipeline;
 
-import io.tensorsocket.DType;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
-import java.awt.image.BufferedImage;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.List;
-
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tensorsocket.DType;
+import java.awt.image.BufferedImage;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
 class ImagePipelineSourceTest {
     private static final String[] CLASSES = {"zebra", "ant", "moth"};
-    private static final TransformPipeline TRAIN = TransformPipeline.of(List.of(Transform.randomResizedCrop(24),
-            Transform.randomHorizontalFlip(0.5), Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)));
+    private static final TransformPipeline TRAIN = TransformPipeline.of(List.of(
+            Transform.randomResizedCrop(24),
+            Transform.randomHorizontalFlip(0.5),
+            Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)));
 
     @TempDir
     static Path shared;
+
     static Path folder;
 
     @TempDir
@@ -35,7 +37,10 @@ class ImagePipelineSourceTest {
     }
 
     private static ImagePipelineSource.Builder builder() {
-        return ImagePipelineSource.builder(folder).transforms(TRAIN).batchSize(4).seed(99);
+        return ImagePipelineSource.builder(folder)
+                .transforms(TRAIN)
+                .batchSize(4)
+                .seed(99);
     }
 
     /** Runs one epoch into a fresh sink and returns it. */
@@ -52,7 +57,9 @@ class ImagePipelineSourceTest {
         assertEquals(List.of("ant", "moth", "zebra"), f.classes());
         assertEquals(15, f.size());
         for (int i = 0; i < f.size(); i++) {
-            assertEquals(f.classes().get(f.label(i)), f.file(i).getParent().getFileName().toString());
+            assertEquals(
+                    f.classes().get(f.label(i)),
+                    f.file(i).getParent().getFileName().toString());
             if (i > 0 && f.label(i) == f.label(i - 1)) {
                 assertTrue(f.file(i - 1).compareTo(f.file(i)) < 0, "files sorted within a class");
             }
@@ -63,12 +70,15 @@ class ImagePipelineSourceTest {
     void batchesFollowSamplerOrderWithTheirLabels() throws Exception {
         try (ImagePipelineSource source = builder().workers(2).build()) {
             assertEquals(15, source.samplesPerEpoch());
-            assertEquals("image:float32[3, 24, 24]", source.layout().tensors().get(0).describe());
+            assertEquals(
+                    "image:float32[3, 24, 24]", source.layout().tensors().get(0).describe());
             assertEquals(DType.INT64, source.layout().tensors().get(1).dtype());
             assertEquals(0, source.layout().tensors().get(1).sampleShape().length, "label is a scalar per sample");
             CollectingSink sink = run(source, 3, 2);
             List<CollectingSink.Received> batches = sink.received();
-            assertEquals(List.of(4, 4, 4, 3), batches.stream().map(CollectingSink.Received::samples).toList());
+            assertEquals(
+                    List.of(4, 4, 4, 3),
+                    batches.stream().map(CollectingSink.Received::samples).toList());
             int[] order = source.sampler().order(3);
             for (int b = 0, k = 0; b < batches.size(); b++) {
                 for (int i = 0; i < batches.get(b).samples(); i++, k++) {
@@ -90,12 +100,12 @@ class ImagePipelineSourceTest {
         byte[][] many;
         try (ImagePipelineSource s = builder().workers(1).prefetch(1).build()) {
             CollectingSink sink = run(s, 5, 1);
-            one = new byte[][]{sink.concatenated(0), sink.concatenated(1)};
+            one = new byte[][] {sink.concatenated(0), sink.concatenated(1)};
             assertEquals(1, sink.maxOutstanding());
         }
         try (ImagePipelineSource s = builder().workers(3).prefetch(3).build()) {
             CollectingSink sink = run(s, 5, 3);
-            many = new byte[][]{sink.concatenated(0), sink.concatenated(1)};
+            many = new byte[][] {sink.concatenated(0), sink.concatenated(1)};
             assertTrue(sink.maxOutstanding() <= 3);
             byte[] nextEpoch = run(s, 6, 3).concatenated(0);
             assertFalse(Arrays.equals(many[0], nextEpoch), "a new epoch reshuffles and re-augments");
@@ -121,7 +131,11 @@ class ImagePipelineSourceTest {
         try (ImagePipelineSource s = builder().dropLast(true).workers(2).build()) {
             assertEquals(12, s.samplesPerEpoch());
             CollectingSink sink = run(s, 0, 2);
-            assertEquals(List.of(4, 4, 4), sink.received().stream().map(CollectingSink.Received::samples).toList());
+            assertEquals(
+                    List.of(4, 4, 4),
+                    sink.received().stream()
+                            .map(CollectingSink.Received::samples)
+                            .toList());
         }
     }
 
@@ -134,8 +148,12 @@ class ImagePipelineSourceTest {
         SyntheticImages.writePng(a, root.resolve("only/a.png"));
         SyntheticImages.writePng(b, root.resolve("only/b.png"));
         TransformPipeline identity = TransformPipeline.of(List.of(Transform.centerCrop(8, 12)), OutputFormat.UINT8_HWC);
-        try (ImagePipelineSource s = ImagePipelineSource.builder(root).transforms(identity).batchSize(2).shuffle(false)
-                .workers(2).build()) {
+        try (ImagePipelineSource s = ImagePipelineSource.builder(root)
+                .transforms(identity)
+                .batchSize(2)
+                .shuffle(false)
+                .workers(2)
+                .build()) {
             CollectingSink sink = run(s, 0, 2);
             byte[] expected = new byte[2 * 12 * 8 * 3];
             System.arraycopy(TestImages.rgb(a), 0, expected, 0, 288);
@@ -146,11 +164,15 @@ class ImagePipelineSourceTest {
 
     @Test
     void aBrokenFileFailsTheEpochWithItsNameAndLeavesNoThreads() throws Exception {
-        Path root = TestImages.folder(dir.resolve("broken"), new String[]{"a", "b"}, 6, false);
+        Path root = TestImages.folder(dir.resolve("broken"), new String[] {"a", "b"}, 6, false);
         Path bad = root.resolve("b/img_03.jpg");
-        Files.write(bad, new byte[]{(byte) 0xFF, (byte) 0xD8, (byte) 0xFF, 0, 0, 0, 0});
+        Files.write(bad, new byte[] {(byte) 0xFF, (byte) 0xD8, (byte) 0xFF, 0, 0, 0, 0});
         long before = pipelineThreads();
-        ImagePipelineSource s = ImagePipelineSource.builder(root).transforms(TRAIN).batchSize(3).workers(2).build();
+        ImagePipelineSource s = ImagePipelineSource.builder(root)
+                .transforms(TRAIN)
+                .batchSize(3)
+                .workers(2)
+                .build();
         CollectingSink sink = new CollectingSink(s.layout(), 2);
         SampleLoadException e = assertThrows(SampleLoadException.class, () -> s.emitEpoch(0, sink));
         assertTrue(e.getMessage().contains(bad.toString()), e.getMessage());
@@ -178,16 +200,21 @@ class ImagePipelineSourceTest {
     @Test
     void imagesLyingInTheRootAreRefusedWithTheLayoutExpected() throws Exception {
         Path flat = Files.createDirectories(dir.resolve("flat"));
-        javax.imageio.ImageIO.write(TestImages.pattern(8, 8, 1), "png", flat.resolve("a.png").toFile());
+        javax.imageio.ImageIO.write(
+                TestImages.pattern(8, 8, 1), "png", flat.resolve("a.png").toFile());
         Files.createDirectories(flat.resolve("sub"));
-        javax.imageio.ImageIO.write(TestImages.pattern(8, 8, 2), "png", flat.resolve("sub/b.png").toFile());
+        javax.imageio.ImageIO.write(
+                TestImages.pattern(8, 8, 2), "png", flat.resolve("sub/b.png").toFile());
         var loose = assertThrows(java.io.IOException.class, () -> ImageFolder.scan(flat));
-        assertTrue(loose.getMessage().contains("holds 1 image(s) directly, not in class sub-folders")
-                && loose.getMessage().contains("/<class>/<image>.jpg"), loose.getMessage());
+        assertTrue(
+                loose.getMessage().contains("holds 1 image(s) directly, not in class sub-folders")
+                        && loose.getMessage().contains("/<class>/<image>.jpg"),
+                loose.getMessage());
     }
 
     private static long pipelineThreads() {
         return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.isAlive() && t.getName().startsWith("tensorsocket-pipeline-")).count();
+                .filter(t -> t.isAlive() && t.getName().startsWith("tensorsocket-pipeline-"))
+                .count();
     }
 }

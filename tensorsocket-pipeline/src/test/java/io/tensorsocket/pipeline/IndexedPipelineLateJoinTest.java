@@ -1,14 +1,12 @@
 package io.tensorsocket.pipeline;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -19,8 +17,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An IDX data set served by a producer with parallel workers: a consumer that joins mid-epoch starts exact and
@@ -46,10 +45,22 @@ class IndexedPipelineLateJoinTest {
         IdxTest.writeIdx(dir.resolve("train-labels-idx1-ubyte"), labels, false, N);
         IdxDataset data = IdxDataset.open(dir, "train");
         ExecutorService pool = Executors.newSingleThreadExecutor();
-        try (IdxSource source = IdxSource.builder(data).uint8().batchSize(16).workers(2).seed(9).build();
-             TensorProducer p = TensorProducer.builder().directory(dir.resolve("p")).source(source).epochs(5)
-                     .rubberBand(0).slots(8).startGrace(Duration.ZERO).build().start();
-             TensorConsumer first = TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(16))) {
+        try (IdxSource source = IdxSource.builder(data)
+                        .uint8()
+                        .batchSize(16)
+                        .workers(2)
+                        .seed(9)
+                        .build();
+                TensorProducer p = TensorProducer.builder()
+                        .directory(dir.resolve("p"))
+                        .source(source)
+                        .epochs(5)
+                        .rubberBand(0)
+                        .slots(8)
+                        .startGrace(Duration.ZERO)
+                        .build()
+                        .start();
+                TensorConsumer first = TensorConsumer.connect(p.directory(), ConsumerOptions.batchSize(16))) {
             Iterator<Batch> it = first.iterator();
             for (int i = 0; i < 6; i++) {
                 it.next().close();
@@ -83,7 +94,8 @@ class IndexedPipelineLateJoinTest {
                         }
                     }
                     assertEquals(N, count, "epoch " + e);
-                    assertEquals(N, seen.cardinality(), "epoch " + e + " of the consumer that joined mid-epoch is one pass");
+                    assertEquals(
+                            N, seen.cardinality(), "epoch " + e + " of the consumer that joined mid-epoch is one pass");
                 }
             }
             rest.get(30, TimeUnit.SECONDS);

@@ -1,13 +1,12 @@
 package io.tensorsocket.pipeline;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.file.Path;
 import java.util.Optional;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class NormalizationTest {
 
@@ -16,7 +15,8 @@ class NormalizationTest {
         IdxTest.writeIdx(tmp.resolve("train-images-idx3-ubyte"), new byte[4 * 6], false, 4, 3, 2);
         IdxTest.writeIdx(tmp.resolve("train-labels-idx1-ubyte"), new byte[4], false, 4);
         IdxDataset data = IdxDataset.open(tmp, "train");
-        try (IdxSource s = IdxSource.builder(data).floats(0.286f, 0.353f).batchSize(3).build()) {
+        try (IdxSource s =
+                IdxSource.builder(data).floats(0.286f, 0.353f).batchSize(3).build()) {
             Normalization n = Normalization.fromDescription(s.description()).orElseThrow();
             assertEquals(new Normalization(0.286f, 0.353f), n);
             assertEquals((200 / 255f - 0.286f) / 0.353f, n.apply(200));
@@ -31,9 +31,13 @@ class NormalizationTest {
 
     @Test
     void onlyWholeWordsCount() {
-        assertEquals(Optional.empty(), Normalization.fromDescription("synthetic:samples=10,shape=4,dtype=float32,seed=1"));
-        assertEquals(Optional.empty(), Normalization.fromDescription("image-folder transforms=Normalize(mean=(0.5, 0.5, 0.5))"));
-        assertEquals(Optional.of(new Normalization(-1.5f, 2e-3f)), Normalization.fromDescription("x std=2e-3 mean=-1.5"));
+        assertEquals(
+                Optional.empty(), Normalization.fromDescription("synthetic:samples=10,shape=4,dtype=float32,seed=1"));
+        assertEquals(
+                Optional.empty(),
+                Normalization.fromDescription("image-folder transforms=Normalize(mean=(0.5, 0.5, 0.5))"));
+        assertEquals(
+                Optional.of(new Normalization(-1.5f, 2e-3f)), Normalization.fromDescription("x std=2e-3 mean=-1.5"));
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.tensorsocket.pipeline;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.awt.image.BufferedImage;
 import java.lang.foreign.Arena;
@@ -8,15 +9,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.SplittableRandom;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.Test;
 
 class ResamplerTest {
 
     /** Runs {@code pipeline} on {@code img} with a fixed random stream and returns the output bytes. */
     private static byte[] apply(TransformPipeline pipeline, BufferedImage img, long seed) {
-        try (RgbImage rgb = TestImages.toRgbImage(img); Arena arena = Arena.ofConfined()) {
+        try (RgbImage rgb = TestImages.toRgbImage(img);
+                Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(pipeline.spec("image").sampleBytes());
             SampleGeometry g = pipeline.plan(rgb.width(), rgb.height(), new SplittableRandom(seed));
             new Resampler(pipeline).run(rgb, g, out);
@@ -39,14 +39,19 @@ class ResamplerTest {
     void centerCropTakesTheMiddle() {
         BufferedImage img = TestImages.pattern(40, 30, 3);
         byte[] out = apply(TransformPipeline.of(List.of(Transform.centerCrop(10, 12)), OutputFormat.UINT8_HWC), img, 0);
-        assertArrayEquals(TestImages.rgb(img.getSubimage(14, 10, 12, 10)), out, "offsets round((40-12)/2)=14, (30-10)/2=10");
+        assertArrayEquals(
+                TestImages.rgb(img.getSubimage(14, 10, 12, 10)), out, "offsets round((40-12)/2)=14, (30-10)/2=10");
     }
 
     @Test
     void horizontalFlipMirrorsEachRow() {
         BufferedImage img = TestImages.pattern(16, 9, 5);
-        byte[] out = apply(TransformPipeline.of(List.of(Transform.randomHorizontalFlip(1.0), Transform.centerCrop(9, 16)),
-                OutputFormat.UINT8_HWC), img, 0);
+        byte[] out = apply(
+                TransformPipeline.of(
+                        List.of(Transform.randomHorizontalFlip(1.0), Transform.centerCrop(9, 16)),
+                        OutputFormat.UINT8_HWC),
+                img,
+                0);
         byte[] src = TestImages.rgb(img);
         for (int y = 0; y < 9; y++) {
             for (int x = 0; x < 16; x++) {
@@ -55,8 +60,12 @@ class ResamplerTest {
                 }
             }
         }
-        byte[] never = apply(TransformPipeline.of(List.of(Transform.randomHorizontalFlip(0.0), Transform.centerCrop(9, 16)),
-                OutputFormat.UINT8_HWC), img, 0);
+        byte[] never = apply(
+                TransformPipeline.of(
+                        List.of(Transform.randomHorizontalFlip(0.0), Transform.centerCrop(9, 16)),
+                        OutputFormat.UINT8_HWC),
+                img,
+                0);
         assertArrayEquals(src, never);
     }
 
@@ -64,8 +73,12 @@ class ResamplerTest {
     void flipBeforeAnOffCentreCropCropsTheMirroredImage() {
         // Width 11, crop 4: offset round(3.5) = 4 in the flipped image = columns 3..6 of the original, mirrored.
         BufferedImage img = TestImages.pattern(11, 1, 0);
-        byte[] out = apply(TransformPipeline.of(List.of(Transform.randomHorizontalFlip(1.0), Transform.centerCrop(1, 4)),
-                OutputFormat.UINT8_HWC), img, 0);
+        byte[] out = apply(
+                TransformPipeline.of(
+                        List.of(Transform.randomHorizontalFlip(1.0), Transform.centerCrop(1, 4)),
+                        OutputFormat.UINT8_HWC),
+                img,
+                0);
         byte[] src = TestImages.rgb(img);
         for (int x = 0; x < 4; x++) {
             assertEquals(src[(6 - x) * 3], out[x * 3]);
@@ -77,7 +90,8 @@ class ResamplerTest {
         BufferedImage img = TestImages.pattern(5, 4, 9);
         float[] mean = {0.485f, 0.456f, 0.406f};
         float[] std = {0.229f, 0.224f, 0.225f};
-        float[] out = floats(apply(TransformPipeline.of(List.of(Transform.centerCrop(4, 5), Transform.normalize(mean, std))), img, 0));
+        float[] out = floats(apply(
+                TransformPipeline.of(List.of(Transform.centerCrop(4, 5), Transform.normalize(mean, std))), img, 0));
         byte[] src = TestImages.rgb(img);
         for (int c = 0; c < 3; c++) {
             for (int y = 0; y < 4; y++) {
@@ -97,8 +111,11 @@ class ResamplerTest {
                 img.setRGB(x, y, 0x336699);
             }
         }
-        for (int size : new int[]{7, 24, 90}) {
-            byte[] out = apply(TransformPipeline.of(List.of(Transform.randomResizedCrop(size)), OutputFormat.UINT8_HWC), img, size);
+        for (int size : new int[] {7, 24, 90}) {
+            byte[] out = apply(
+                    TransformPipeline.of(List.of(Transform.randomResizedCrop(size)), OutputFormat.UINT8_HWC),
+                    img,
+                    size);
             for (int i = 0; i < out.length; i += 3) {
                 assertEquals(0x33, out[i] & 0xFF);
                 assertEquals(0x66, out[i + 1] & 0xFF);
@@ -114,7 +131,9 @@ class ResamplerTest {
         t.compute(new SampleGeometry.Axis(4, 0, 2, 0, 8, 0, 8), 8);
         assertEquals(1, t.start[1]);
         assertEquals(4, t.count[1]);
-        assertArrayEquals(new float[]{0.125f, 0.375f, 0.375f, 0.125f}, java.util.Arrays.copyOfRange(t.weights, t.maxTaps, t.maxTaps + 4));
+        assertArrayEquals(
+                new float[] {0.125f, 0.375f, 0.375f, 0.125f},
+                java.util.Arrays.copyOfRange(t.weights, t.maxTaps, t.maxTaps + 4));
         // Doubling: plain bilinear, 3/4 and 1/4 of the two nearest pixels.
         t.compute(new SampleGeometry.Axis(8, 0, 0.5, 0, 4, 0, 4), 4);
         int i = 3; // centre 1.75: pixels 1 and 2

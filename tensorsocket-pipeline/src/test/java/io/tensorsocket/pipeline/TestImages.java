@@ -9,8 +9,7 @@ import java.nio.file.Path;
 
 /** Small images with known pixels, and folders of them. */
 final class TestImages {
-    private TestImages() {
-    }
+    private TestImages() {}
 
     /** Pixel (x, y) = (r, g, b) = (x * 7 + seed, y * 5 + seed, (x + y) * 3) mod 256: every pixel distinct enough to spot shifts. */
     static BufferedImage pattern(int width, int height, int seed) {

@@ -1,23 +1,22 @@
 package io.tensorsocket.pipeline;
 
-import org.junit.jupiter.api.Test;
-
-import java.util.List;
-import java.util.SplittableRandom;
-
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
 
 class TransformPipelineTest {
 
     @Test
     void resizeOfShorterSideMatchesTorchvision() {
         // torchvision: Resize(256) of a 500x375 (w x h) image gives 256 x 341 (h x w).
-        assertArrayEquals(new int[]{256, 341}, TransformPipeline.shorterSideTo(500, 375, 256));
-        assertArrayEquals(new int[]{341, 256}, TransformPipeline.shorterSideTo(375, 500, 256));
-        assertArrayEquals(new int[]{256, 256}, TransformPipeline.shorterSideTo(100, 100, 256));
+        assertArrayEquals(new int[] {256, 341}, TransformPipeline.shorterSideTo(500, 375, 256));
+        assertArrayEquals(new int[] {341, 256}, TransformPipeline.shorterSideTo(375, 500, 256));
+        assertArrayEquals(new int[] {256, 256}, TransformPipeline.shorterSideTo(100, 100, 256));
     }
 
     @Test
@@ -49,7 +48,8 @@ class TransformPipelineTest {
     void randomResizedCropFallsBackToTheCentreAfterTenAttempts() {
         // Ratio 2 with the whole area never fits a square image: torchvision then takes the centred
         // full-width crop of height round(100 / 2).
-        TransformPipeline p = TransformPipeline.of(List.of(new Transform.RandomResizedCrop(10, 10, 1.0, 1.0, 2.0, 2.0)));
+        TransformPipeline p =
+                TransformPipeline.of(List.of(new Transform.RandomResizedCrop(10, 10, 1.0, 1.0, 2.0, 2.0)));
         SampleGeometry g = p.plan(100, 100, new SplittableRandom(1));
         assertEquals(0, g.x().offset(), 1e-9);
         assertEquals(10.0, g.x().scale(), 1e-9);
@@ -67,14 +67,25 @@ class TransformPipelineTest {
     @Test
     void outputShapeMustBeFixedAndNormalizeLast() {
         assertThrows(IllegalArgumentException.class, () -> TransformPipeline.of(List.of(Transform.resize(256))));
-        assertThrows(IllegalArgumentException.class, () -> TransformPipeline.of(List.of(
-                Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD), Transform.centerCrop(8))));
-        assertThrows(IllegalArgumentException.class, () -> TransformPipeline.of(List.of(Transform.centerCrop(8),
-                Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)), OutputFormat.UINT8_HWC));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> TransformPipeline.of(List.of(
+                        Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD),
+                        Transform.centerCrop(8))));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> TransformPipeline.of(
+                        List.of(
+                                Transform.centerCrop(8),
+                                Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD)),
+                        OutputFormat.UINT8_HWC));
         TransformPipeline eval = TransformPipeline.imagenetEval(256, 224);
         assertEquals("image:float32[3, 224, 224]", eval.spec("image").describe());
-        assertEquals("image:uint8[24, 32, 3]",
-                TransformPipeline.of(List.of(Transform.resize(24, 32)), OutputFormat.UINT8_HWC).spec("image").describe());
+        assertEquals(
+                "image:uint8[24, 32, 3]",
+                TransformPipeline.of(List.of(Transform.resize(24, 32)), OutputFormat.UINT8_HWC)
+                        .spec("image")
+                        .describe());
     }
 
     @Test
@@ -82,11 +93,17 @@ class TransformPipelineTest {
         List<Transform> parsed = TransformParser.parse(
                 "transforms.RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(3/4, 4/3)), RandomHorizontalFlip(), Normalize(imagenet)");
         assertEquals(TransformPipeline.imagenetTrain(224).steps(), parsed);
-        assertEquals(List.of(Transform.resize(256), Transform.centerCrop(224), Transform.randomHorizontalFlip(0.25),
-                        Transform.resize(10, 20), Transform.normalize(new float[]{0.5f, 0.5f, 0.5f}, new float[]{0.25f, 0.25f, 0.25f})),
+        assertEquals(
+                List.of(
+                        Transform.resize(256),
+                        Transform.centerCrop(224),
+                        Transform.randomHorizontalFlip(0.25),
+                        Transform.resize(10, 20),
+                        Transform.normalize(new float[] {0.5f, 0.5f, 0.5f}, new float[] {0.25f, 0.25f, 0.25f})),
                 TransformParser.parse("Resize(256), CenterCrop(224), RandomHorizontalFlip(p=0.25), Resize((10, 20)),"
                         + " Normalize(mean=[0.5, 0.5, 0.5], std=(0.25, 0.25, 0.25))"));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TransformParser.parse("Rotate(5)"));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> TransformParser.parse("Rotate(5)"));
         assertTrue(e.getMessage().contains("RandomResizedCrop"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> TransformParser.parse("CenterCrop(224"));
     }

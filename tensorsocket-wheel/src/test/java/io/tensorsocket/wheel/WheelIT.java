@@ -1,11 +1,10 @@
 package io.tensorsocket.wheel;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -19,12 +18,12 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /**
  * The {@code tensorsocket} wheel as a PyTorch user meets it: installed with pip into a fresh virtual environment
@@ -34,8 +33,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 @Tag("process")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class WheelIT {
-    private static final Pattern WHEEL = Pattern.compile("tensorsocket-[0-9][^-]*-py3-none-manylinux_2_28_x86_64\\.whl");
-    private final Path work = Path.of(System.getProperty("wheel.work", "target/it")).toAbsolutePath();
+    private static final Pattern WHEEL =
+            Pattern.compile("tensorsocket-[0-9][^-]*-py3-none-manylinux_2_28_x86_64\\.whl");
+    private final Path work =
+            Path.of(System.getProperty("wheel.work", "target/it")).toAbsolutePath();
     private final Path python = Path.of(System.getProperty("wheel.python", "/usr/bin/python3"));
     private Path wheel;
     private Path venv;
@@ -46,10 +47,13 @@ class WheelIT {
         Path dist = Path.of(System.getProperty("wheel.dist", "../dist"));
         Files.createDirectories(dist);
         try (Stream<Path> s = Files.list(dist)) {
-            List<Path> wheels = s.filter(p -> WHEEL.matcher(p.getFileName().toString()).matches()).toList();
+            List<Path> wheels = s.filter(
+                            p -> WHEEL.matcher(p.getFileName().toString()).matches())
+                    .toList();
             if (wheels.isEmpty() && !"1".equals(System.getenv("TENSORSOCKET_WHEEL_REQUIRED"))) {
                 // the build said why it built none ("SKIPPED the pip wheel: ...")
-                System.out.println("SKIPPED WheelIT: no wheel in " + dist + "; the build's line 'SKIPPED the pip wheel' says what to install");
+                System.out.println("SKIPPED WheelIT: no wheel in " + dist
+                        + "; the build's line 'SKIPPED the pip wheel' says what to install");
                 Assumptions.abort("no wheel was built");
             }
             assertEquals(1, wheels.size(), "one platform wheel in " + dist + ", found " + wheels);
@@ -61,7 +65,10 @@ class WheelIT {
         venv = work.resolve("env");
         // System site packages for numpy and torch (Debian's); none of them is a Java.
         ok(run(List.of(python.toString(), "-m", "venv", "--system-site-packages", venv.toString()), Map.of(), 120));
-        ok(run(List.of(pip(), "install", "-q", "--no-index", "--disable-pip-version-check", wheel.toString()), Map.of(), 300));
+        ok(run(
+                List.of(pip(), "install", "-q", "--no-index", "--disable-pip-version-check", wheel.toString()),
+                Map.of(),
+                300));
     }
 
     @AfterAll
@@ -71,14 +78,40 @@ class WheelIT {
 
     @Test
     void theWheelIsForLinuxX8664AndPipRefusesItElsewhere() throws Exception {
-        Result elsewhere = run(List.of(pip(), "install", "--dry-run", "--no-deps", "--no-index", "--disable-pip-version-check",
-                "--only-binary=:all:", "--platform", "macosx_11_0_arm64", "--target", work.resolve("t1").toString(),
-                wheel.toString()), Map.of(), 120);
+        Result elsewhere = run(
+                List.of(
+                        pip(),
+                        "install",
+                        "--dry-run",
+                        "--no-deps",
+                        "--no-index",
+                        "--disable-pip-version-check",
+                        "--only-binary=:all:",
+                        "--platform",
+                        "macosx_11_0_arm64",
+                        "--target",
+                        work.resolve("t1").toString(),
+                        wheel.toString()),
+                Map.of(),
+                120);
         assertNotEquals(0, elsewhere.code(), elsewhere.toString());
         assertTrue(elsewhere.stderr().contains("is not a supported wheel on this platform"), elsewhere.toString());
-        Result here = run(List.of(pip(), "install", "--dry-run", "--no-deps", "--no-index", "--disable-pip-version-check",
-                "--only-binary=:all:", "--platform", "manylinux_2_28_x86_64", "--target", work.resolve("t2").toString(),
-                wheel.toString()), Map.of(), 120);
+        Result here = run(
+                List.of(
+                        pip(),
+                        "install",
+                        "--dry-run",
+                        "--no-deps",
+                        "--no-index",
+                        "--disable-pip-version-check",
+                        "--only-binary=:all:",
+                        "--platform",
+                        "manylinux_2_28_x86_64",
+                        "--target",
+                        work.resolve("t2").toString(),
+                        wheel.toString()),
+                Map.of(),
+                120);
         ok(here);
     }
 
@@ -87,7 +120,9 @@ class WheelIT {
         assertFalse(Files.exists(venv.resolve("bin/java")));
         Result r = ok(run(List.of(script(), "--version"), Map.of(), 60));
         assertTrue(r.stdout().startsWith("tensorsocket "), r.toString());
-        assertTrue(r.stdout().contains("at " + bundle().resolve("java") + ", bundled with the tensorsocket wheel"), r.toString());
+        assertTrue(
+                r.stdout().contains("at " + bundle().resolve("java") + ", bundled with the tensorsocket wheel"),
+                r.toString());
         assertTrue(r.stdout().contains("(DJL with PyTorch): not installed"), r.toString());
     }
 
@@ -101,7 +136,8 @@ class WheelIT {
         Files.writeString(old.resolve("release"), "JAVA_VERSION=\"17.0.15\"\n");
         Result passed = ok(run(List.of(script(), "--version"), Map.of("JAVA_HOME", old.toString()), 60));
         assertTrue(passed.stdout().contains("bundled with the tensorsocket wheel"), passed.toString());
-        assertTrue(passed.stderr().contains("JAVA_HOME=" + old + " holds Java 17; the producer needs 25 or newer"),
+        assertTrue(
+                passed.stderr().contains("JAVA_HOME=" + old + " holds Java 17; the producer needs 25 or newer"),
                 passed.toString());
     }
 
@@ -113,12 +149,37 @@ class WheelIT {
         List<Process> all = new ArrayList<>();
         Path out = Files.createDirectories(work.resolve("e2e"));
         Map<String, String> notOnPath = Map.of("PATH", out.toString()); // neither java nor the tensorsocket script
-        all.add(start(List.of(py, "-m", "tensorsocket_client", "feed", "--name", "wheelfeed", "--synthetic",
-                "samples=" + samples + ",shape=3x8x8,dtype=float32,seed=5", "--batch-size", "50", "--epochs", "2",
-                "--min-consumers", "2"), notOnPath, out.resolve("feeder")));
+        all.add(start(
+                List.of(
+                        py,
+                        "-m",
+                        "tensorsocket_client",
+                        "feed",
+                        "--name",
+                        "wheelfeed",
+                        "--synthetic",
+                        "samples=" + samples + ",shape=3x8x8,dtype=float32,seed=5",
+                        "--batch-size",
+                        "50",
+                        "--epochs",
+                        "2",
+                        "--min-consumers",
+                        "2"),
+                notOnPath,
+                out.resolve("feeder")));
         for (int i = 0; i < 2; i++) {
-            all.add(start(List.of(py, "-m", "tensorsocket_client", "consume", "--name", "wheelfeed", "--batch-size",
-                    Integer.toString(32 + 32 * i)), notOnPath, out.resolve("consumer" + i)));
+            all.add(start(
+                    List.of(
+                            py,
+                            "-m",
+                            "tensorsocket_client",
+                            "consume",
+                            "--name",
+                            "wheelfeed",
+                            "--batch-size",
+                            Integer.toString(32 + 32 * i)),
+                    notOnPath,
+                    out.resolve("consumer" + i)));
         }
         try {
             Path producerExe = awaitProducerExe("wheelfeed");
@@ -131,11 +192,16 @@ class WheelIT {
             }
             for (int i = 0; i < 2; i++) {
                 List<String> epochs = Files.readAllLines(out.resolve("consumer" + i + ".out")).stream()
-                        .filter(l -> l.contains("\"epoch\"")).toList();
+                        .filter(l -> l.contains("\"epoch\""))
+                        .toList();
                 assertEquals(2, epochs.size(), epochs.toString());
                 for (String e : epochs) {
-                    for (String field : List.of("\"samples\": " + samples, "\"expected\": " + samples,
-                            "\"unique\": " + samples, "\"duplicates\": 0", "\"corrupt\": 0")) {
+                    for (String field : List.of(
+                            "\"samples\": " + samples,
+                            "\"expected\": " + samples,
+                            "\"unique\": " + samples,
+                            "\"duplicates\": 0",
+                            "\"corrupt\": 0")) {
                         assertTrue(e.contains(field), field + " in " + e);
                     }
                 }
@@ -148,21 +214,31 @@ class WheelIT {
     @Test
     void theDemoRunsFromTheWheel() throws Exception {
         Path home = Files.createDirectories(work.resolve("demo-home"));
-        Result r = run(List.of(script(), "demo", "--seconds", "5", "--chart", home.resolve("demo.png").toString()),
-                Map.of("HOME", home.toString()), 300);
+        Result r = run(
+                List.of(
+                        script(),
+                        "demo",
+                        "--seconds",
+                        "5",
+                        "--chart",
+                        home.resolve("demo.png").toString()),
+                Map.of("HOME", home.toString()),
+                300);
         ok(r);
         assertTrue(Files.size(home.resolve("demo.png")) > 0, r.toString());
     }
 
     @Test
     void commandsThatNeedWhatTheWheelLeavesOutSayWhatToInstall() throws Exception {
-        for (List<String> args : List.of(List.of("train", "--name", "nothing", "--batch-size", "8"),
+        for (List<String> args : List.of(
+                List.of("train", "--name", "nothing", "--batch-size", "8"),
                 List.of("demo", "--model", "mlp", "--seconds", "1"))) {
             List<String> cmd = new ArrayList<>(List.of(script()));
             cmd.addAll(args);
             Result r = run(cmd, Map.of(), 60);
             assertEquals(1, r.code(), r.toString());
-            assertTrue(r.stderr().contains("which this installation does not carry (the pip wheel holds the producer"),
+            assertTrue(
+                    r.stderr().contains("which this installation does not carry (the pip wheel holds the producer"),
                     r.toString());
             assertTrue(r.stderr().contains("./mvnw -DskipTests package"), r.toString());
             assertFalse(r.stderr().contains("NoClassDefFound") || r.stderr().contains("Exception"), r.toString());
@@ -172,12 +248,24 @@ class WheelIT {
     @Test
     void aDamagedRuntimeFailsSayingWhichFileAndHowToReinstall() throws Exception {
         Path target = work.resolve("damaged");
-        ok(run(List.of(pip(), "install", "-q", "--no-deps", "--no-index", "--disable-pip-version-check", "--target",
-                target.toString(), wheel.toString()), Map.of(), 300));
+        ok(run(
+                List.of(
+                        pip(),
+                        "install",
+                        "-q",
+                        "--no-deps",
+                        "--no-index",
+                        "--disable-pip-version-check",
+                        "--target",
+                        target.toString(),
+                        wheel.toString()),
+                Map.of(),
+                300));
         List<String> version = List.of(venv.resolve("bin/python").toString(), "-m", "tensorsocket_bundle", "--version");
         Map<String, String> env = Map.of("PYTHONPATH", target.toString());
         ok(run(version, env, 60));
-        Path jar = target.resolve("tensorsocket_bundle/lib").resolve(firstJar(target.resolve("tensorsocket_bundle/lib")));
+        Path jar =
+                target.resolve("tensorsocket_bundle/lib").resolve(firstJar(target.resolve("tensorsocket_bundle/lib")));
         try (RandomAccessFile f = new RandomAccessFile(jar.toFile(), "rw")) {
             f.seek(f.length() / 2); // the same size, other bytes: what only the hashes --version checks can see
             int b = f.read();
@@ -186,7 +274,9 @@ class WheelIT {
         }
         Result flipped = run(version, env, 60);
         assertEquals(1, flipped.code(), flipped.toString());
-        assertTrue(flipped.stderr().contains("are damaged: lib/" + jar.getFileName() + " has other bytes than the wheel's"),
+        assertTrue(
+                flipped.stderr()
+                        .contains("are damaged: lib/" + jar.getFileName() + " has other bytes than the wheel's"),
                 flipped.toString());
         assertTrue(flipped.stderr().contains("pip install --force-reinstall"), flipped.toString());
 
@@ -199,24 +289,42 @@ class WheelIT {
         assertEquals(1, cut.code(), cut.toString());
         assertTrue(cut.stderr().contains("java/lib/modules has " + size / 3 + " bytes, not " + size), cut.toString());
         // and a feeder that would start it says so instead of waiting for a producer that cannot come
-        Result feeder = run(List.of(venv.resolve("bin/python").toString(), "-m", "tensorsocket_client", "feed", "--name",
-                "damagedfeed", "--synthetic", "samples=100,shape=4,dtype=float32,seed=1", "--batch-size", "10"),
-                Map.of("PYTHONPATH", target.toString(), "PATH", work.toString()), 60);
+        Result feeder = run(
+                List.of(
+                        venv.resolve("bin/python").toString(),
+                        "-m",
+                        "tensorsocket_client",
+                        "feed",
+                        "--name",
+                        "damagedfeed",
+                        "--synthetic",
+                        "samples=100,shape=4,dtype=float32,seed=1",
+                        "--batch-size",
+                        "10"),
+                Map.of("PYTHONPATH", target.toString(), "PATH", work.toString()),
+                60);
         assertEquals(1, feeder.code(), feeder.toString());
-        assertTrue(feeder.stderr().contains("cannot start a producer for 'damagedfeed'")
-                && feeder.stderr().contains("java/lib/modules has"), feeder.toString());
+        assertTrue(
+                feeder.stderr().contains("cannot start a producer for 'damagedfeed'")
+                        && feeder.stderr().contains("java/lib/modules has"),
+                feeder.toString());
     }
 
     private static String firstJar(Path lib) throws IOException {
         try (Stream<Path> s = Files.list(lib)) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("tensorsocket-core")).findFirst()
+            return s.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith("tensorsocket-core"))
+                    .findFirst()
                     .orElseThrow();
         }
     }
 
     private Path bundle() throws IOException {
         try (Stream<Path> s = Files.list(venv.resolve("lib"))) {
-            return s.findFirst().orElseThrow().resolve("site-packages/tensorsocket_bundle").toRealPath();
+            return s.findFirst()
+                    .orElseThrow()
+                    .resolve("site-packages/tensorsocket_bundle")
+                    .toRealPath();
         }
     }
 
@@ -260,8 +368,10 @@ class WheelIT {
      * the producers' base, and {@code env}; stdout and stderr to {@code logs}.out and .err.
      */
     private Process start(List<String> command, Map<String, String> env, Path logs) throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile())
-                .redirectOutput(Path.of(logs + ".out").toFile()).redirectError(Path.of(logs + ".err").toFile());
+        ProcessBuilder pb = new ProcessBuilder(command)
+                .directory(work.toFile())
+                .redirectOutput(Path.of(logs + ".out").toFile())
+                .redirectError(Path.of(logs + ".err").toFile());
         Map<String, String> e = pb.environment();
         e.clear();
         e.put("HOME", work.toString());
@@ -280,7 +390,10 @@ class WheelIT {
             fail(String.join(" ", command) + " did not end within " + timeoutS + " s; stderr: "
                     + Files.readString(Path.of(logs + ".err")));
         }
-        return new Result(command, p.exitValue(), Files.readString(Path.of(logs + ".out"), StandardCharsets.UTF_8),
+        return new Result(
+                command,
+                p.exitValue(),
+                Files.readString(Path.of(logs + ".out"), StandardCharsets.UTF_8),
                 Files.readString(Path.of(logs + ".err"), StandardCharsets.UTF_8));
     }
 

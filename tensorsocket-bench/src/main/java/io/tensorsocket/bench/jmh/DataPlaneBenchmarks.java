@@ -6,6 +6,12 @@ import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.SharedArena;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -19,13 +25,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The data plane's primitives on a real /dev/shm arena: writing a batch into a slot (the producer's one
@@ -57,8 +56,13 @@ public class DataPlaneBenchmarks {
         long[] dims = io.tensorsocket.source.SyntheticSpec.parseShape(shape);
         BatchLayout layout = new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, dims)), batchSize);
         Path shm = Path.of("/dev/shm");
-        dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "ts-jmh-");
-        arena = SharedArena.create(dir.resolve("arena"), ArenaLayout.of(layout, 4), 1, ProcessHandle.current().pid());
+        dir = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "ts-jmh-");
+        arena = SharedArena.create(
+                dir.resolve("arena"),
+                ArenaLayout.of(layout, 4),
+                1,
+                ProcessHandle.current().pid());
         sampleBytes = layout.tensors().getFirst().sampleBytes();
         scope = Arena.ofShared();
         batch = scope.allocate(sampleBytes * batchSize, 64);

@@ -4,6 +4,11 @@ import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -14,12 +19,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
-
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /** Encoding and decoding control frames: the per-batch BATCH/RELEASE pair and a status snapshot of 16 consumers. */
 @State(Scope.Thread)
@@ -40,12 +39,49 @@ public class ProtocolBenchmarks {
     public void setUp() {
         List<ProducerStatus.Consumer> cs = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
-            cs.add(new ProducerStatus.Consumer(i, 1000 + i, "alice", 64, false, StartMode.EPOCH_START, 3, 150_000, 512, 2, 2000,
-                    true, 140_000, 900.5, 1_000_000_000L, 9_000_000_000L, 60_000_000_000L, "flight 10.0.0.7:51234"));
+            cs.add(new ProducerStatus.Consumer(
+                    i,
+                    1000 + i,
+                    "alice",
+                    64,
+                    false,
+                    StartMode.EPOCH_START,
+                    3,
+                    150_000,
+                    512,
+                    2,
+                    2000,
+                    true,
+                    140_000,
+                    900.5,
+                    1_000_000_000L,
+                    9_000_000_000L,
+                    60_000_000_000L,
+                    "flight 10.0.0.7:51234"));
         }
-        status = new Message.Status(new ProducerStatus(1, "imagenet", "image-folder root=/data", ProducerStatus.State.SERVING,
-                64, 50_000, 0, 3, 1000, 2400, 151_000, 950.0, 12, 38L << 20, 6, 2, 2, 60_000_000_000L, 16, 0,
-                io.tensorsocket.StartMode.EXACT, cs));
+        status = new Message.Status(new ProducerStatus(
+                1,
+                "imagenet",
+                "image-folder root=/data",
+                ProducerStatus.State.SERVING,
+                64,
+                50_000,
+                0,
+                3,
+                1000,
+                2400,
+                151_000,
+                950.0,
+                12,
+                38L << 20,
+                6,
+                2,
+                2,
+                60_000_000_000L,
+                16,
+                0,
+                io.tensorsocket.StartMode.EXACT,
+                cs));
         encodedBatch = WireFormat.encode(batch);
         encodedStatus = WireFormat.encode(status);
     }
