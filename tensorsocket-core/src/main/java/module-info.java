@@ -1,3 +1,5 @@
+import io.tensorsocket.spi.RemoteConnector;
+
 /**
  * TensorSocket core: one data loader (a {@link io.tensorsocket.TensorProducer}) serving batches to many
  * training processes ({@link io.tensorsocket.TensorConsumer}) through shared memory, with control over a
@@ -36,5 +38,5 @@ module io.tensorsocket.core {
             io.tensorsocket.bench,
             io.tensorsocket.pipeline;
 
-    uses io.tensorsocket.spi.RemoteConnector;
+    uses RemoteConnector;
 }

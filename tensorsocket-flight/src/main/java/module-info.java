@@ -1,3 +1,6 @@
+import io.tensorsocket.flight.FlightConnector;
+import io.tensorsocket.spi.RemoteConnector;
+
 /**
  * TensorSocket over Apache Arrow Flight: serve a producer to other hosts, consume it remotely, relay a
  * remote stream into a local producer.
@@ -22,6 +25,6 @@ module io.tensorsocket.flight {
 
     exports io.tensorsocket.flight;
 
-    provides io.tensorsocket.spi.RemoteConnector with
-            io.tensorsocket.flight.FlightConnector;
+    provides RemoteConnector with
+            FlightConnector;
 }

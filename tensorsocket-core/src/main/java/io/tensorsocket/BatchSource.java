@@ -1,6 +1,9 @@
 package io.tensorsocket;
 
 import io.tensorsocket.producer.IterableSource;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Iterator;
 import java.util.function.LongFunction;
 
 /**
@@ -43,7 +46,7 @@ public interface BatchSource extends AutoCloseable {
      * layout is declared by another process (an external feeder) waits for that declaration here, bounded.
      * Most sources know their layout at once and do nothing.
      */
-    default void awaitLayout(java.nio.file.Path producerDirectory) throws java.io.IOException, InterruptedException {}
+    default void awaitLayout(Path producerDirectory) throws IOException, InterruptedException {}
 
     /**
      * Epochs to serve when the source decides them (an external feeder declares its own); otherwise
@@ -83,11 +86,11 @@ public interface BatchSource extends AutoCloseable {
     }
 
     /** Wraps a loader given as one iterator per epoch: {@code epochs.apply(e)} iterates epoch {@code e}. */
-    static BatchSource fromIterators(LongFunction<? extends java.util.Iterator<Batch>> epochs, long samplesPerEpoch) {
+    static BatchSource fromIterators(LongFunction<? extends Iterator<Batch>> epochs, long samplesPerEpoch) {
         return new IterableSource(
                 e -> () -> {
                     @SuppressWarnings("unchecked")
-                    java.util.Iterator<Batch> it = (java.util.Iterator<Batch>) epochs.apply(e);
+                    Iterator<Batch> it = (Iterator<Batch>) epochs.apply(e);
                     return it;
                 },
                 samplesPerEpoch);

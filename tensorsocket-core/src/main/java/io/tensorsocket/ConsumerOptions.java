@@ -159,7 +159,7 @@ public record ConsumerOptions(
 
     /** Batch size {@code batchSize}, last batch kept, 60 s to connect, 120 s per batch, 10 s liveness, join now. */
     public static ConsumerOptions batchSize(int batchSize) {
-        return new ConsumerOptions(batchSize, false, DEFAULT_CONNECT_TIMEOUT, Duration.ofSeconds(120));
+        return new ConsumerOptions(batchSize, false, DEFAULT_CONNECT_TIMEOUT, Duration.ofMinutes(2));
     }
 
     public ConsumerOptions withDropLast(boolean dropLast) {

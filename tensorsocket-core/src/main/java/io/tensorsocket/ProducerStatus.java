@@ -1,6 +1,7 @@
 package io.tensorsocket;
 
 import java.util.List;
+import java.util.Locale;
 
 /**
  * A snapshot of a running producer, as it answers a status request on its control socket (the same
@@ -61,7 +62,7 @@ public record ProducerStatus(
         CLOSING;
 
         public String label() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.tensorsocket;
 
 import java.nio.file.Path;
+import java.util.Locale;
 
 /**
  * The file system that holds a producer's arena (usually {@code /dev/shm}) has too little free space for it.
@@ -29,7 +30,7 @@ public final class SharedMemoryFullException extends TensorSocketException {
     }
 
     private static String mib(long bytes) {
-        return String.format(java.util.Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
+        return String.format(Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
     }
 
     /** The directory whose file system is full. */

@@ -2,6 +2,7 @@ package io.tensorsocket;
 
 import io.tensorsocket.consumer.LocalEngine;
 import io.tensorsocket.consumer.ProgressMeter;
+import io.tensorsocket.consumer.SharedServe;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
@@ -11,6 +12,7 @@ import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -90,8 +92,8 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * @param serveArgs what {@code serve} needs besides the name, e.g. {@code --idx /data/fmnist --batch-size 256}
      */
     public static TensorConsumer connectOrServe(
-            String name, ConsumerOptions options, java.util.List<String> serveArgs, Duration linger) {
-        io.tensorsocket.consumer.SharedServe share = new io.tensorsocket.consumer.SharedServe(name, serveArgs, linger);
+            String name, ConsumerOptions options, List<String> serveArgs, Duration linger) {
+        SharedServe share = new SharedServe(name, serveArgs, linger);
         for (int attempt = 0; ; attempt++) {
             share.ensureStarted(options.connectTimeout());
             TensorConsumer c;
@@ -306,7 +308,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
         return metered(meter::samples);
     }
 
-    private long metered(java.util.function.LongSupplier figure) {
+    private long metered(LongSupplier figure) {
         lock.lock();
         try {
             return figure.getAsLong();

@@ -163,7 +163,7 @@ public final class TensorProducer implements AutoCloseable {
         private int rings = DescriptorRings.DEFAULT_RINGS;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
-        /** Null until set: see {@link #effectiveIdleTimeout(long)}. */
+        /** Null until set: see {@link ProducerSpec#effectiveIdleTimeout(long)}. */
         private Duration idleTimeout;
 
         private Duration startGrace = Duration.ofSeconds(2);

@@ -18,6 +18,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,6 +27,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -63,7 +65,7 @@ class ArenaSafetyTest {
     @BeforeEach
     void fakeProducerFiles() throws IOException {
         dir = tmp.resolve("fake");
-        java.nio.file.Files.createDirectory(dir);
+        Files.createDirectory(dir);
         layout = ArenaLayout.of(new BatchLayout(TENSORS, B), SLOTS);
         arena = SharedArena.create(dir.resolve(ProducerDirectory.ARENA_FILE), layout, SESSION, 1);
         for (int s = 0; s < SLOTS; s++) {
@@ -203,7 +205,7 @@ class ArenaSafetyTest {
 
     @Test
     void ringsOfAnotherSessionAreRefused() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        Assumptions.assumeTrue(Futex.supported());
         rings(SESSION + 1);
         serve(welcome().forConsumer(1, 0));
         ProtocolException e = assertThrows(ProtocolException.class, this::connect);
@@ -214,7 +216,7 @@ class ArenaSafetyTest {
 
     @Test
     void aRingThatServesAnotherConsumerEndsThisOneAsLetGo() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        Assumptions.assumeTrue(Futex.supported());
         ringsOwnedBy(2, SESSION, batch(0, 0, 0, 0, B)); // the producer gave ring 0 to consumer 2, and said nothing
         serve(welcome().forConsumer(1, 0));
         try (TensorConsumer c = connect()) {
@@ -229,7 +231,7 @@ class ArenaSafetyTest {
 
     @Test
     void aRingEntryThatOnlyTheSocketCarriesIsRejected() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        Assumptions.assumeTrue(Futex.supported());
         rings(SESSION, batch(0, 0, 0, 0, B), new Message.Heartbeat());
         serve(welcome().forConsumer(1, 0));
         List<Float> seen = new ArrayList<>();
@@ -239,7 +241,7 @@ class ArenaSafetyTest {
 
     @Test
     void descriptorsInARingAreCheckedAsOnTheSocket() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Futex.supported());
+        Assumptions.assumeTrue(Futex.supported());
         rings(SESSION, batch(0, 0, 0, 0, B), batch(1, 3, 0, B, B));
         serve(welcome().forConsumer(1, 0));
         List<Float> seen = new ArrayList<>();
@@ -293,6 +295,7 @@ class ArenaSafetyTest {
     }
 
     @Test
+    @SuppressWarnings("ModifiedButNotUsed") // the samples are read, as a trainer reads them; not compared
     void anEpochEndWithTheWrongCountIsRejected() {
         serve(welcome(), batch(0, 0, 0, 0, B), new Message.EpochEnd(0, 1, 7));
         List<Float> seen = new ArrayList<>();

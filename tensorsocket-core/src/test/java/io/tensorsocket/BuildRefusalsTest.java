@@ -34,18 +34,22 @@ class BuildRefusalsTest {
         BatchSource inner = synthetic();
         String longText = "x".repeat(BatchSource.MAX_DESCRIPTION_BYTES - 1) + "é"; // 4097 UTF-8 bytes
         BatchSource wordy = new BatchSource() {
+            @Override
             public BatchLayout layout() {
                 return inner.layout();
             }
 
+            @Override
             public long samplesPerEpoch() {
                 return inner.samplesPerEpoch();
             }
 
+            @Override
             public void emitEpoch(long epoch, BatchSink sink) throws Exception {
                 inner.emitEpoch(epoch, sink);
             }
 
+            @Override
             public String description() {
                 return longText;
             }
@@ -68,18 +72,22 @@ class BuildRefusalsTest {
         BatchSource inner = synthetic();
         String limit = "y".repeat(BatchSource.MAX_DESCRIPTION_BYTES);
         BatchSource full = new BatchSource() {
+            @Override
             public BatchLayout layout() {
                 return inner.layout();
             }
 
+            @Override
             public long samplesPerEpoch() {
                 return inner.samplesPerEpoch();
             }
 
+            @Override
             public void emitEpoch(long epoch, BatchSink sink) throws Exception {
                 inner.emitEpoch(epoch, sink);
             }
 
+            @Override
             public String description() {
                 return limit;
             }

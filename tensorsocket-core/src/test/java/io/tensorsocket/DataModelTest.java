@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.tensorsocket.arena.ArenaLayout;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.NoSuchElementException;
 import org.junit.jupiter.api.Test;
 
 class DataModelTest {
@@ -65,7 +66,7 @@ class DataModelTest {
         Batch ok = Batch.of("x", x, "y", Tensor.ofLongs(new long[3], 3));
         assertEquals(3, ok.size());
         assertEquals(List.of("x", "y"), ok.names());
-        assertThrows(java.util.NoSuchElementException.class, () -> ok.tensor("z"));
+        assertThrows(NoSuchElementException.class, () -> ok.tensor("z"));
         assertThrows(IllegalArgumentException.class, () -> Batch.of("x", x, "x", x));
     }
 

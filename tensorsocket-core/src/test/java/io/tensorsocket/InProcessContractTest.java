@@ -6,6 +6,7 @@ import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -68,7 +69,7 @@ class InProcessContractTest {
                 }
             }
             pool.shutdown();
-            assertTrue(p.await(java.time.Duration.ofSeconds(20)));
+            assertTrue(p.await(Duration.ofSeconds(20)));
         }
     }
 

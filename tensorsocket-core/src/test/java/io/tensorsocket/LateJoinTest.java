@@ -6,6 +6,7 @@ import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -62,7 +63,7 @@ class LateJoinTest {
 
     @Test
     void aPlainSourceLetsLateJoinersRollAndSaysSo() throws Exception {
-        BatchSource plain = SyntheticSource.seeded(SPEC, 16, java.time.Duration.ZERO);
+        BatchSource plain = SyntheticSource.seeded(SPEC, 16, Duration.ZERO);
         assertNull(plain.byIndex(), "the seeded order is the source's own");
         List<Seen> seen = joinAtRandomTimes(plain, 0x1A7EL);
         long duplicates = 0;
@@ -89,7 +90,7 @@ class LateJoinTest {
                 .source(source)
                 .epochs(0)
                 .rubberBand(0)
-                .startGrace(java.time.Duration.ZERO)
+                .startGrace(Duration.ZERO)
                 .build()) {
             List<Future<Seen>> results = new ArrayList<>();
             TensorConsumer pacer = TensorConsumer.connect(dir, ConsumerOptions.batchSize(BATCH_SIZES[0]));
@@ -124,7 +125,7 @@ class LateJoinTest {
                     for (int i = 0; i < b.size(); i++) {
                         idAt.put(pos + i, id.getLong(i));
                     }
-                    Thread.sleep(java.time.Duration.ofNanos(b.size() * 60_000L));
+                    Thread.sleep(Duration.ofNanos(b.size() * 60_000L));
                 }
                 counts.add(v.finishEpoch());
             }

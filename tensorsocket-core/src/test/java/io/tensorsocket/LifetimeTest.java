@@ -5,11 +5,15 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -67,9 +71,9 @@ class LifetimeTest {
         try (TensorProducer p = producer("confined", 100, 10, 1).start();
                 TensorConsumer c = TensorConsumer.connect(
                         tmp.resolve("confined"), ConsumerOptions.batchSize(15).withThreadConfinedBatches(true))) {
-            java.util.Set<Long> seen = new java.util.HashSet<>();
+            Set<Long> seen = new HashSet<>();
             Batch kept = null;
-            var keptRaw = (java.lang.foreign.MemorySegment) null;
+            var keptRaw = (MemorySegment) null;
             for (Batch b : c) { // zero-copy and gathered batches alike (15 does not divide 10)
                 Tensor ids = b.tensor("id");
                 Tensor data = b.tensor("data");
@@ -77,7 +81,7 @@ class LifetimeTest {
                     long id = ids.getLong(i);
                     assertTrue(seen.add(id), "sample " + id + " twice");
                     float[] expected = new float[16];
-                    var scratch = java.lang.foreign.MemorySegment.ofArray(expected);
+                    var scratch = MemorySegment.ofArray(expected);
                     spec.fill(id, scratch);
                     assertEquals(
                             expected[5], data.data().getAtIndex(ValueLayout.JAVA_FLOAT, i * 16L + 5), "sample " + id);
@@ -86,7 +90,7 @@ class LifetimeTest {
                     kept = b;
                     keptRaw = data.data();
                     Batch mine = b;
-                    var other = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+                    var other = new AtomicReference<Throwable>();
                     Thread t = Thread.ofPlatform().start(() -> {
                         try {
                             mine.tensor("data").data().get(ValueLayout.JAVA_FLOAT, 0);
@@ -317,14 +321,17 @@ class LifetimeTest {
     void aSourceThatBreaksItsDeclaredLengthFailsTheProducer() throws Exception {
         SyntheticSource real = new SyntheticSource(SyntheticSpec.parse("samples=10"), 2);
         BatchSource liar = new BatchSource() {
+            @Override
             public BatchLayout layout() {
                 return real.layout();
             }
 
+            @Override
             public long samplesPerEpoch() {
                 return 12;
             }
 
+            @Override
             public void emitEpoch(long epoch, BatchSink sink) throws Exception {
                 real.emitEpoch(epoch, sink);
             }

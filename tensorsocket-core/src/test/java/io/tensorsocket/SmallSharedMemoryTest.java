@@ -1,8 +1,10 @@
 package io.tensorsocket;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.*;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
@@ -10,6 +12,7 @@ import io.tensorsocket.source.SyntheticVerifier;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -100,7 +103,7 @@ class SmallSharedMemoryTest {
         try (TensorProducer p = TensorProducer.builder()
                         .directory(dir)
                         .source(new SyntheticSource(spec, 64))
-                        .drainTimeout(java.time.Duration.ofSeconds(5))
+                        .drainTimeout(Duration.ofSeconds(5))
                         .build()
                         .start();
                 TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
@@ -116,7 +119,7 @@ class SmallSharedMemoryTest {
             SyntheticVerifier.EpochCounts counts = v.finishEpoch();
             assertTrue(counts.exact(640) && counts.intact(), counts.toString());
             c.close();
-            assertTrue(p.await(java.time.Duration.ofSeconds(30)));
+            assertTrue(p.await(Duration.ofSeconds(30)));
         }
         assertEquals(List.of(), leftovers());
     }
@@ -131,7 +134,7 @@ class SmallSharedMemoryTest {
                         .directory(dir)
                         .source(new SyntheticSource(spec, 64))
                         .slots(slots)
-                        .drainTimeout(java.time.Duration.ofSeconds(5))
+                        .drainTimeout(Duration.ofSeconds(5))
                         .build()
                         .start();
                 TensorConsumer c = TensorConsumer.connect(dir, ConsumerOptions.batchSize(64));
@@ -166,13 +169,11 @@ class SmallSharedMemoryTest {
         Path dir = Files.createDirectories(dir("reserve"));
         Path file = Files.createFile(dir.resolve("arena"));
         long before = SpaceReservationProbe.free(mount);
-        io.tensorsocket.arena.SpaceReservation.reserve(file, 8L << 20);
+        SpaceReservation.reserve(file, 8L << 20);
         assertEquals(8L << 20, Files.size(file));
         assertTrue(before - SpaceReservationProbe.free(mount) >= 8L << 20, "the blocks are allocated, not sparse");
         Path second = Files.createFile(dir.resolve("second"));
-        assertThrows(
-                SharedMemoryFullException.class,
-                () -> io.tensorsocket.arena.SpaceReservation.reserve(second, 9L << 20));
+        assertThrows(SharedMemoryFullException.class, () -> SpaceReservation.reserve(second, 9L << 20));
         Files.delete(file);
         Files.delete(second);
         Files.delete(dir);
@@ -181,7 +182,7 @@ class SmallSharedMemoryTest {
     /** Free space as the producer measures it. */
     static final class SpaceReservationProbe {
         static long free(Path p) throws IOException {
-            return io.tensorsocket.arena.SpaceReservation.usableBytes(p);
+            return SpaceReservation.usableBytes(p);
         }
     }
 
@@ -196,7 +197,7 @@ class SmallSharedMemoryTest {
                             "mount", "-t", "tmpfs", "-o", "size=" + bytes + ",mode=0700", "tmpfs", dir.toString())
                     .redirectErrorStream(true)
                     .start();
-            String out = new String(p.getInputStream().readAllBytes());
+            String out = new String(p.getInputStream().readAllBytes(), UTF_8);
             if (!p.waitFor(20, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 return "cannot mount a tmpfs here (" + out.strip() + ")";
             }

@@ -55,7 +55,7 @@ class SourceAdaptersTest {
                     Tensor x = b.tensor("x");
                     Tensor y = b.tensor("y");
                     for (int i = 0; i < b.size(); i++) {
-                        assertEquals(y.getLong(i), (long) x.getFloat(2L * i) * 10);
+                        assertEquals(y.getLong(i), ((long) x.getFloat(2L * i)) * 10);
                         assertEquals(-x.getFloat(2L * i), x.getFloat(2L * i + 1), 0.0f);
                         ys.add(y.getLong(i));
                     }
@@ -153,14 +153,17 @@ class SourceAdaptersTest {
     void claimsFilledOutOfOrderArePublishedInClaimOrder() {
         BatchLayout layout = new BatchLayout(List.of(TensorSpec.of("v", DType.INT64)), 3);
         BatchSource source = new BatchSource() {
+            @Override
             public BatchLayout layout() {
                 return layout;
             }
 
+            @Override
             public long samplesPerEpoch() {
                 return 12;
             }
 
+            @Override
             public void emitEpoch(long epoch, BatchSink sink) {
                 for (int pair = 0; pair < 2; pair++) {
                     SlotWriter first = sink.claim();

@@ -19,6 +19,7 @@ import java.util.Arrays;
  * handed over ({@link ConsumerOptions#ringHandoff()}).
  */
 public final class BenchConsumer {
+    @SuppressWarnings("UnusedVariable") // a blackhole: written so the JIT keeps the reads, never read
     private static volatile long sink;
 
     public static void main(String[] args) {

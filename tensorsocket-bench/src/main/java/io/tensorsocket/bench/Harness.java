@@ -1,5 +1,6 @@
 package io.tensorsocket.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.Tensor;
@@ -12,8 +13,11 @@ import io.tensorsocket.arena.SharedArena;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,6 +27,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The multi-process throughput and latency harness: one producer in this JVM, K consumer JVMs.
@@ -194,8 +201,7 @@ public final class Harness {
     public static ProducerCpu producerCpu(int k, int batches, boolean ring) throws Exception {
         ReplaySource src =
                 new ReplaySource(new long[] {3, 32, 32}, DType.FLOAT32, 64, HANDOFF_WARMUP + batches, 200_000);
-        var os = (com.sun.management.OperatingSystemMXBean)
-                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        var os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         try (ScratchDirectory scratch = ScratchDirectory.create("tensorsocket-bench-");
                 TensorProducer p = TensorProducer.builder()
                         .directory(scratch.resolve("p"))
@@ -218,21 +224,21 @@ public final class Harness {
             long cpu0 = os.getProcessCpuTime();
             // The producer thread ends with the stream, and a dead thread has no CPU time: sample while it runs.
             long[] ids = {threadId("tensorsocket-producer-"), threadId("tensorsocket-consumer-reader")};
-            java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-            java.util.concurrent.atomic.AtomicLongArray last = new java.util.concurrent.atomic.AtomicLongArray(2);
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            AtomicLongArray last = new AtomicLongArray(2);
             Thread sampler = Thread.ofPlatform().daemon().start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
                     for (int i = 0; i < 2; i++) {
                         last.accumulateAndGet(i, threads.getThreadCpuTime(ids[i]), Math::max);
                     }
-                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
+                    LockSupport.parkNanos(10_000_000L);
                 }
             });
             long publish0 = threads.getThreadCpuTime(ids[0]);
             long reader0 = threads.getThreadCpuTime(ids[1]);
             long published0 = p.batchesPublished();
             for (Process proc : procs) {
-                proc.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+                proc.getInputStream().transferTo(OutputStream.nullOutputStream());
                 proc.waitFor(10, TimeUnit.MINUTES);
             }
             long cpu = os.getProcessCpuTime() - cpu0;
@@ -282,11 +288,6 @@ public final class Harness {
         double sum = rs.stream().mapToDouble(m -> m.get("batches_per_s")).sum();
         ReplaySource.Timing t = src.timing();
         return new Fanout(k, min, sum, t.claimMs(), t.copyMs(), t.publishMs());
-    }
-
-    private static List<Map<String, Double>> run(ReplaySource src, int consumers, int epochs, String touch)
-            throws Exception {
-        return run(src, consumers, epochs, touch, 0, 0, true);
     }
 
     /** Why no Python consumer can be measured here, or null if one can. */
@@ -399,7 +400,7 @@ public final class Harness {
     }
 
     /** Starts {@code main} in a JVM like this one (same java, class path and native access); stderr is shared. */
-    static Process startJvm(Class<?> main, String... args) throws java.io.IOException {
+    static Process startJvm(Class<?> main, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED",
@@ -467,7 +468,7 @@ public final class Harness {
                 BulkCopy.copy(batch, 0, arena.region(i, 0), 0, FANOUT_BATCH_BYTES);
             }
             Copies alone = copies(batch, arena, slots, copies);
-            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            AtomicBoolean stop = new AtomicBoolean();
             Thread busy = Thread.ofPlatform()
                     .daemon()
                     .name("tensorsocket-bench-busy-cpu")
@@ -488,7 +489,7 @@ public final class Harness {
                 stop.set(true);
             }
             try {
-                busy.join(java.time.Duration.ofSeconds(5));
+                busy.join(Duration.ofSeconds(5));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -54,6 +54,8 @@ public final class LateJoinRun {
     private LateJoinRun() {}
 
     /**
+     * Runs {@code consumers} consumers of one producer for {@code epochs} epochs and counts what the loader did.
+     *
      * @param randomJoins  false: every consumer attached before the first batch; true: the first one, then each of the
      *                     others at a random moment of the first epoch
      * @param producerOrder true: the producer chooses the order (exact late joins); false: the seeded order (rolling)

@@ -12,6 +12,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A loader whose batches are already in memory: each batch is one copy from a prepared buffer (in 2 MiB
@@ -68,7 +69,7 @@ final class ReplaySource implements BatchSource {
         long publishing = 0;
         for (long i = 0; i < batches; i++) {
             if (pauseNanos > 0) {
-                java.util.concurrent.locks.LockSupport.parkNanos(pauseNanos);
+                LockSupport.parkNanos(pauseNanos);
             }
             long t0 = System.nanoTime();
             SlotWriter slot = sink.claim();

@@ -17,6 +17,7 @@ import java.util.Iterator;
  * a consumer that connected and mapped the arena but read nothing. Arguments: directory, batch size, batches.
  */
 public final class RssConsumer {
+    @SuppressWarnings("UnusedVariable") // a blackhole: written so the JIT keeps the reads, never read
     private static volatile long sink;
 
     public static void main(String[] args) throws Exception {

@@ -69,7 +69,7 @@ public final class ShuffleCost {
                 for (j = i; j < size && previousBatch[j] == previousBatch[i]; j++) {
                     // a run of samples that were batch-mates before
                 }
-                long run = j - i;
+                long run = (long) j - i;
                 together += run * (run - 1) / 2;
             }
             pairs += (long) size * (size - 1) / 2;

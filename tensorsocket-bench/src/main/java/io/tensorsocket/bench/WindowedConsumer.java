@@ -1,5 +1,6 @@
 package io.tensorsocket.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
@@ -98,7 +99,6 @@ public final class WindowedConsumer {
     }
 
     private static long cpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 }

@@ -5,8 +5,11 @@ import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -19,7 +22,7 @@ import picocli.CommandLine.Option;
         description = "Consume from a producer, verify every sample, and print one JSON line per epoch.")
 final class ConsumeCommand implements Callable<Integer> {
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     ConsumerFlags consumer;
 
     @Option(names = "--batch-size", required = true, description = "This consumer's batch size.")
@@ -51,7 +54,7 @@ final class ConsumeCommand implements Callable<Integer> {
             paramLabel = "FILE",
             description = "Also write every batch received to FILE, one line each: its stream position, then the ids of"
                     + " its samples (to compare what several consumers saw at the same positions).")
-    java.nio.file.Path idsOut;
+    Path idsOut;
 
     @Option(
             names = "--spin-us",
@@ -81,7 +84,7 @@ final class ConsumeCommand implements Callable<Integer> {
             description = "Also print a progress line (samples so far) at most this often; 0: never (default).")
     long progressMs;
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     RemoteClientOptions remote;
 
     @Override
@@ -90,7 +93,7 @@ final class ConsumeCommand implements Callable<Integer> {
                 .withDropLast(dropLast)
                 .withConnectTimeout(ServeCommand.seconds(connectTimeoutS))
                 .withBatchTimeout(ServeCommand.seconds(batchTimeoutS))
-                .withSpinWait(java.time.Duration.ofNanos(spinUs * 1000))
+                .withSpinWait(Duration.ofNanos(spinUs * 1000))
                 .withRingHandoff(handoff == Handoff.ring);
         try (TensorConsumer c = consumer.connect(opts, remote.build(epochs == null ? 0 : epochs))) {
             String description = c.sourceDescription();

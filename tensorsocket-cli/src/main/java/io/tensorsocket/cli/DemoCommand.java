@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import io.tensorsocket.pipeline.Decoders;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -217,7 +218,7 @@ final class DemoCommand implements Callable<Integer> {
 
     static void writeChart(
             TrainingComparison.ModeResult priv, TrainingComparison.ModeResult shared, Path file, String subtitle)
-            throws java.io.IOException {
+            throws IOException {
         List<String> cats = new ArrayList<>();
         int k = priv.jobs().size();
         double[] p = new double[k];

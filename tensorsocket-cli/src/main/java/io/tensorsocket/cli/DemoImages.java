@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.stream.IntStream;
 
 /** The demo's data: photo-like JPEGs made once and kept in the user's cache directory. */
@@ -43,7 +44,7 @@ final class DemoImages {
                     Path f = dir.resolve(String.format("img_%05d.jpg", i));
                     Path part = dir.resolve(String.format(".img_%05d.jpg.part", i));
                     SyntheticImages.writeJpeg(SyntheticImages.photoLike(WIDTH, HEIGHT, i), part, 0.9f);
-                    Files.move(part, f, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    Files.move(part, f, StandardCopyOption.REPLACE_EXISTING);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }

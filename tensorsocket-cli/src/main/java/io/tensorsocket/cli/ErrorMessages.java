@@ -9,6 +9,7 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
+import java.util.regex.Matcher;
 
 /** Turns a failure into the one sentence the command line prints: never a Java class name. */
 final class ErrorMessages {
@@ -32,8 +33,7 @@ final class ErrorMessages {
         }
         // not where the message names a path already (".../bin/tensorsocket serve")
         return m.replaceAll(
-                "(?<![/\\w.-])tensorsocket (?=(serve|clean|status|list)\\b)",
-                java.util.regex.Matcher.quoteReplacement(launcher + " "));
+                "(?<![/\\w.-])tensorsocket (?=(serve|clean|status|list)\\b)", Matcher.quoteReplacement(launcher + " "));
     }
 
     private static String sentence(Throwable e) {

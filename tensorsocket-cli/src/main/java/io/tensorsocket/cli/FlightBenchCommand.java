@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
@@ -7,6 +8,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.DType;
 import io.tensorsocket.SlotWriter;
+import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSpec;
@@ -18,19 +20,31 @@ import io.tensorsocket.flight.RelaySource;
 import io.tensorsocket.flight.RemoteConsumer;
 import io.tensorsocket.flight.RemoteOptions;
 import io.tensorsocket.source.SyntheticSpec;
+import java.io.EOFException;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code tensorsocket bench-flight}: throughput of 64x3x224x224 float32 batches to consumers over Arrow
@@ -72,8 +86,8 @@ final class FlightBenchCommand implements Callable<Integer> {
                     "Seconds a case's warm-up may last at most, if the JIT does not go quiet sooner (default ${DEFAULT-VALUE}).")
     double maxWarmUpSeconds;
 
-    @picocli.CommandLine.Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    @Spec
+    CommandSpec spec;
 
     @Option(
             names = "--consumers",
@@ -87,7 +101,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         shape = parseShape(sampleShape);
         if (!(maxWarmUpSeconds >= 0)) {
-            throw new picocli.CommandLine.ParameterException(
+            throw new ParameterException(
                     spec.commandLine(), "--max-warm-up takes seconds, 0 or more, not " + maxWarmUpSeconds);
         }
         double batchGb = batchBytes() / 1e9;
@@ -104,14 +118,14 @@ final class FlightBenchCommand implements Callable<Integer> {
             Path base = scratch.path();
             for (int k : consumers) {
                 if (wants("shm")) {
-                    run("shm", k, base, false, false, memcpy);
+                    run("shm", k, base, false, false);
                 }
                 if (wants("flight")) {
-                    run("flight", k, base, true, false, memcpy);
+                    run("flight", k, base, true, false);
                 }
             }
             if (wants("relay")) {
-                run("relay", 4, base, true, true, memcpy);
+                run("relay", 4, base, true, true);
             }
         }
         return 0;
@@ -124,13 +138,13 @@ final class FlightBenchCommand implements Callable<Integer> {
      */
     private void tcpLimit() throws Exception {
         long bytes = batchBytes();
-        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
-                        .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
-                java.nio.channels.SocketChannel out = java.nio.channels.SocketChannel.open(server.getLocalAddress());
-                java.nio.channels.SocketChannel in = server.accept();
+        try (ServerSocketChannel server =
+                        ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+                SocketChannel out = SocketChannel.open(server.getLocalAddress());
+                SocketChannel in = server.accept();
                 Arena arena = Arena.ofShared()) {
-            java.nio.ByteBuffer src = arena.allocate(bytes, 64).fill((byte) 1).asByteBuffer();
-            java.nio.ByteBuffer dst = arena.allocate(bytes, 64).fill((byte) 2).asByteBuffer();
+            ByteBuffer src = arena.allocate(bytes, 64).fill((byte) 1).asByteBuffer();
+            ByteBuffer dst = arena.allocate(bytes, 64).fill((byte) 2).asByteBuffer();
             AtomicBoolean running = new AtomicBoolean(true);
             Thread writer = Thread.ofPlatform().name("bench-tcp-writer").start(() -> {
                 try {
@@ -140,7 +154,7 @@ final class FlightBenchCommand implements Callable<Integer> {
                             out.write(src);
                         }
                     }
-                } catch (java.io.IOException closed) {
+                } catch (IOException closed) {
                     // the reader closed its end: the measurement is over
                 }
             });
@@ -159,7 +173,7 @@ final class FlightBenchCommand implements Callable<Integer> {
                 dst.clear();
                 while (dst.hasRemaining()) {
                     if (in.read(dst) < 0) {
-                        throw new java.io.EOFException("the TCP pair's writer closed its end during the measurement");
+                        throw new EOFException("the TCP pair's writer closed its end during the measurement");
                     }
                 }
                 for (int off = 0; off < bytes; off += 4096) {
@@ -190,7 +204,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         return only == null || only.contains(c);
     }
 
-    private void run(String kind, int k, Path base, boolean remote, boolean relay, double memcpy) throws Exception {
+    private void run(String kind, int k, Path base, boolean remote, boolean relay) throws Exception {
         Path dir = base.resolve(kind + k);
         TensorProducer producer = TensorProducer.builder()
                 .directory(dir)
@@ -218,7 +232,7 @@ final class FlightBenchCommand implements Callable<Integer> {
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicLongArray counts = new AtomicLongArray(k);
         List<Thread> threads = new ArrayList<>();
-        List<Throwable> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Throwable> errors = new CopyOnWriteArrayList<>();
         for (int i = 0; i < k; i++) {
             int id = i;
             threads.add(Thread.ofPlatform().name("bench-consumer-" + i).start(() -> {
@@ -289,9 +303,7 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     /** CPU time of this whole process (every thread: producer, server, gRPC, consumers). */
     private static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean)
-                        java.lang.management.ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     private static void loop(Iterable<Batch> c, AtomicBoolean running, AtomicLongArray counts, int id) {
@@ -369,14 +381,14 @@ final class FlightBenchCommand implements Callable<Integer> {
 
     /** Bytes of one batch of float32 samples of {@code shape}. */
     private static long batchBytes(long[] shape) {
-        return BATCH * io.tensorsocket.Tensor.numel(shape) * DType.FLOAT32.byteSize();
+        return BATCH * Tensor.numel(shape) * DType.FLOAT32.byteSize();
     }
 
     private long[] parseShape(String text) {
         try {
             return SyntheticSpec.parseShape(text);
         } catch (IllegalArgumentException e) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--sample-shape: " + e.getMessage());
+            throw new ParameterException(spec.commandLine(), "--sample-shape: " + e.getMessage());
         }
     }
 

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.IntToLongFunction;
 
 /**
  * {@code consume --ids-out}: one line per batch received, {@code POSITION ID ID ...} (its stream position, then
@@ -26,7 +27,7 @@ final class IdLog implements AutoCloseable {
         return new IdLog(file == null ? null : Files.newBufferedWriter(file));
     }
 
-    void write(java.util.function.IntToLongFunction positionOf, boolean consecutive, Batch batch) {
+    void write(IntToLongFunction positionOf, boolean consecutive, Batch batch) {
         if (out == null) {
             return;
         }

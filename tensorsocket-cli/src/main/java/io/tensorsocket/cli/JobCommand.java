@@ -1,11 +1,14 @@
 package io.tensorsocket.cli;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
@@ -149,7 +152,7 @@ final class JobCommand implements Callable<Integer> {
     private static void delete(Path tmp) {
         try (Stream<Path> s = Files.walk(tmp)) {
             s.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             // already gone
         }
     }
@@ -257,7 +260,7 @@ final class JobCommand implements Callable<Integer> {
     }
 
     static long cpuNanos() {
-        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os) {
             return os.getProcessCpuTime();
         }
         return ProcessHandle.current()

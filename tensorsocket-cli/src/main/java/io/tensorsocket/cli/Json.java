@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /** One JSON object per line, as the commands print their results. Keys keep insertion order. */
@@ -41,7 +42,7 @@ final class Json {
             } else if (v instanceof Raw r) {
                 s.append(r.json());
             } else if (v instanceof Double d) {
-                s.append(Double.isFinite(d) ? String.format(java.util.Locale.ROOT, "%.3f", d) : "null");
+                s.append(Double.isFinite(d) ? String.format(Locale.ROOT, "%.3f", d) : "null");
             } else if (v instanceof Number || v instanceof Boolean) {
                 s.append(v);
             } else {

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 
 /**
@@ -88,7 +89,7 @@ final class LeakProbe {
         }
     }
 
-    private static long awaitStable(java.util.function.LongSupplier value) {
+    private static long awaitStable(LongSupplier value) {
         long last = value.getAsLong();
         for (int i = 0; i < 50; i++) {
             sleepMs(100);
@@ -116,7 +117,7 @@ final class LeakProbe {
             }
             String json = Files.readString(dump);
             Files.delete(dump);
-            return json.split("\"tensorsocket-conn\"", -1).length - 1;
+            return json.split("\"tensorsocket-conn\"", -1).length - 1L;
         } catch (IOException e) {
             return 0;
         } catch (InterruptedException e) {

@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -10,9 +11,8 @@ import java.util.List;
  */
 final class OptionalParts {
     /** The models {@code train} and {@code demo --model} can build. */
-    static final List<String> MODELS = java.util.Arrays.stream(TrainCommand.Architecture.values())
-            .map(Enum::name)
-            .toList();
+    static final List<String> MODELS =
+            Arrays.stream(TrainCommand.Architecture.values()).map(Enum::name).toList();
 
     private OptionalParts() {}
 

@@ -8,9 +8,16 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /** {@code tensorsocket serve}: runs a producer until its epochs are done. */
 @Command(
@@ -30,11 +37,11 @@ final class ServeCommand implements Callable<Integer> {
         Path dir;
     }
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     SourceOptions source;
 
-    @picocli.CommandLine.Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    @Spec
+    CommandSpec spec;
 
     @Option(
             names = "--epochs",
@@ -136,7 +143,7 @@ final class ServeCommand implements Callable<Integer> {
                     "Serve Prometheus/OpenMetrics metrics at http://HOST:PORT/metrics (a bare port binds loopback).")
     String metrics;
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     FlightOptions flight;
 
     @Override
@@ -144,8 +151,7 @@ final class ServeCommand implements Callable<Integer> {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
         if (source.batchSize == null && !source.kind.external) {
             // Required except with --external: reported as picocli reports any missing option.
-            throw new picocli.CommandLine.ParameterException(
-                    spec.commandLine(), "Missing required option: '--batch-size=<batchSize>'");
+            throw new ParameterException(spec.commandLine(), "Missing required option: '--batch-size=<batchSize>'");
         }
         BatchSource src = source.build(
                 target.name != null ? target.name : target.dir.getFileName().toString());
@@ -157,7 +163,7 @@ final class ServeCommand implements Callable<Integer> {
                 .minConsumers(minConsumers)
                 .jobTimeout(seconds(jobTimeoutS))
                 .shareKey(shareKey)
-                .startGrace(java.time.Duration.ofMillis(startGraceMs))
+                .startGrace(Duration.ofMillis(startGraceMs))
                 .helloTimeout(seconds(helloTimeoutS))
                 .rings(rings);
         if (idleTimeoutS != null) {
@@ -182,9 +188,8 @@ final class ServeCommand implements Callable<Integer> {
         }
         // SIGTERM or Ctrl-C at any time, also while the producer still waits for its source (an external
         // producer's feeder), leaves no directory behind.
-        java.util.concurrent.atomic.AtomicReference<TensorProducer> built =
-                new java.util.concurrent.atomic.AtomicReference<>();
-        java.util.concurrent.CountDownLatch constructed = new java.util.concurrent.CountDownLatch(1);
+        AtomicReference<TensorProducer> built = new AtomicReference<>();
+        CountDownLatch constructed = new CountDownLatch(1);
         Thread main = Thread.currentThread();
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
@@ -193,7 +198,7 @@ final class ServeCommand implements Callable<Integer> {
                                 main.interrupt(); // ends the wait for the source; the half-built producer removes
                                 // its directory
                                 try {
-                                    constructed.await(5, java.util.concurrent.TimeUnit.SECONDS);
+                                    constructed.await(5, TimeUnit.SECONDS);
                                 } catch (InterruptedException ignored) {
                                     // the JVM is going down
                                 }

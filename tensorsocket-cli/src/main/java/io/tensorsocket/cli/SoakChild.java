@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /** A {@code tensorsocket} JVM started by the soak: stdout lines with arrival times, stderr in a file. */
 final class SoakChild {
@@ -62,7 +63,7 @@ final class SoakChild {
         }
     }
 
-    String awaitLine(java.util.function.Predicate<String> p, long timeoutMs) throws InterruptedException {
+    String awaitLine(Predicate<String> p, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutMs * 1_000_000;
         while (System.nanoTime() < deadline) {
             for (String l : lines) {

@@ -297,7 +297,7 @@ final class SoakCommand implements Callable<Integer> {
         c.signal("STOP");
         c.stopped = true;
         verdict.stalls++;
-        long ms = 200 + random.nextInt((int) (stallTimeoutS * 1500));
+        long ms = 200L + random.nextInt((int) (stallTimeoutS * 1500));
         Thread.ofPlatform().daemon().start(() -> {
             sleepMs(ms);
             synchronized (c) {

@@ -51,6 +51,6 @@ final class SoakSchedule {
 
     /** How long to let things run before the next action. */
     long pauseMs() {
-        return 300 + random.nextInt(900);
+        return 300L + random.nextInt(900);
     }
 }

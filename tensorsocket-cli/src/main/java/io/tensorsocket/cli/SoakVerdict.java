@@ -48,7 +48,6 @@ final class SoakVerdict {
                 continue;
             }
             Map<String, String> e = JsonLine.parse(line);
-            long samples = Long.parseLong(e.get("samples"));
             long unique = Long.parseLong(e.get("unique"));
             // An epoch from an epoch start, or an exact one from mid-epoch, is one pass; a rolling epoch spans two
             // producer epochs, each in its own shuffled order: repeats are expected there.

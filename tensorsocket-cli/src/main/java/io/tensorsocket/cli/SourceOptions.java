@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.external.ExternalSource;
 import io.tensorsocket.flight.RelaySource;
@@ -14,8 +15,12 @@ import io.tensorsocket.pipeline.OutputFormat;
 import io.tensorsocket.pipeline.TransformPipeline;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Locale;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Option;
 
@@ -152,7 +157,7 @@ final class SourceOptions {
                     + " samples x sample bytes of memory).")
     boolean preload;
 
-    @picocli.CommandLine.ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
+    @ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
     RelayOptions relay = new RelayOptions();
 
     static final class RelayOptions {
@@ -180,8 +185,7 @@ final class SourceOptions {
         } catch (ArithmeticException e) {
             bytes = Long.MAX_VALUE;
         }
-        long total = java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-                        instanceof com.sun.management.OperatingSystemMXBean os
+        long total = ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
                 ? os.getTotalMemorySize()
                 : Long.MAX_VALUE;
         if (bytes > total / 2) {
@@ -218,7 +222,7 @@ final class SourceOptions {
             String t = relay.token != null
                     ? relay.token
                     : relay.tokenFile != null
-                            ? java.nio.file.Files.readString(relay.tokenFile).strip()
+                            ? Files.readString(relay.tokenFile).strip()
                             : null;
             if (t != null) {
                 o = o.withToken(t);
@@ -267,7 +271,7 @@ final class SourceOptions {
                 .seed(seed)
                 .shuffle(!noShuffle)
                 .dropLast(loaderDropLast);
-        if (output.trim().toLowerCase(java.util.Locale.ROOT).startsWith("uint8")) {
+        if (output.trim().toLowerCase(Locale.ROOT).startsWith("uint8")) {
             if (mean != null || std != null) {
                 throw new IllegalArgumentException("--mean and --std apply to float32 images; --output uint8 serves the"
                         + " file's bytes unchanged");
@@ -287,7 +291,7 @@ final class SourceOptions {
      * The folder, refused when it has a single class: that is a folder of images one level too high or too low
      * (a labelled data set has two classes at least), and serving it would train on one label without a word.
      */
-    static ImageFolder classPerFolder(Path root) throws java.io.IOException {
+    static ImageFolder classPerFolder(Path root) throws IOException {
         ImageFolder f = ImageFolder.scan(root);
         if (f.classes().size() == 1) {
             String only = f.classes().getFirst();

@@ -1,14 +1,18 @@
 package io.tensorsocket.cli;
 
+import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.directory.ProducerDirectory;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -53,7 +57,7 @@ final class StatusCommand implements Callable<Integer> {
             description = "Wait this long for the producer's answer (default ${DEFAULT-VALUE}).")
     double timeoutS;
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     RemoteClientOptions remote;
 
     @Override
@@ -67,8 +71,7 @@ final class StatusCommand implements Callable<Integer> {
         boolean tty = Terminal.isInteractive();
         PrintStream out = System.out;
         while (true) {
-            java.util.Optional<FeederWaits.Waiting> waiting =
-                    d == null ? java.util.Optional.empty() : FeederWaits.of(d);
+            Optional<FeederWaits.Waiting> waiting = d == null ? Optional.empty() : FeederWaits.of(d);
             if (waiting.isPresent()) {
                 FeederWaits.Waiting w = waiting.get();
                 out.println(
@@ -164,7 +167,7 @@ final class StatusCommand implements Callable<Integer> {
                         ? " (" + s.consumers().size() + " listed)"
                         : "",
                 s.evictions(),
-                s.midEpoch() == io.tensorsocket.StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
+                s.midEpoch() == StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
         if (!s.consumers().isEmpty()) {
             boolean jobs = s.consumers().stream().anyMatch(ProducerStatus.Consumer::inJob);
             b.append(String.format(
@@ -223,7 +226,7 @@ final class StatusCommand implements Callable<Integer> {
 
     /** A remote consumer's peer as is; a local one's command cut to the program's name ({@code java}, {@code python3}). */
     static String client(String client) {
-        if (client.startsWith(io.tensorsocket.ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
+        if (client.startsWith(ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
             return client;
         }
         String first = client.split(" ", 2)[0];

@@ -1,5 +1,7 @@
 package io.tensorsocket.cli;
 
+import java.io.Console;
+
 /** Whether output goes to a person at a terminal, and the little drawing done there. */
 final class Terminal {
     static final String HOME_AND_CLEAR = "\033[H\033[2J";
@@ -7,8 +9,9 @@ final class Terminal {
     private Terminal() {}
 
     /** True when stdout and stderr are a terminal (not a pipe or file), so redrawing in place is safe. */
+    @SuppressWarnings("SystemConsoleNull") // null-safe for any launcher that replaces the console
     static boolean isInteractive() {
-        java.io.Console c = System.console();
+        Console c = System.console();
         return c != null && c.isTerminal() && System.getenv("TERM") != null && !"dumb".equals(System.getenv("TERM"));
     }
 

@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -15,7 +16,7 @@ import picocli.CommandLine.Option;
         description = "Train a DJL model (CPU) from a running producer; one JSON line per epoch.")
 final class TrainCommand implements Callable<Integer> {
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     ConsumerFlags consumer;
 
     /** The models train can build; lower case because users type them (picocli checks the word before anything starts). */
@@ -63,7 +64,7 @@ final class TrainCommand implements Callable<Integer> {
             description = "PyTorch threads, kept low so training leaves CPU to the loader (default ${DEFAULT-VALUE}).")
     int threads;
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     RemoteClientOptions remote;
 
     @Override

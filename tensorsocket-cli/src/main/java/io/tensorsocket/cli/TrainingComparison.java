@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
@@ -240,7 +241,7 @@ final class TrainingComparison {
             return new Job(index, p, err);
         }
 
-        String await(java.util.function.Predicate<String> match, Duration timeout, String what) throws Exception {
+        String await(Predicate<String> match, Duration timeout, String what) throws Exception {
             long deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline) {
                 for (String l : lines) {

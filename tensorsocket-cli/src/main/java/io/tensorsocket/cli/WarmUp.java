@@ -46,7 +46,7 @@ final class WarmUp {
             windowStart = now;
             compiledAtWindowStart = compiled;
         }
-        if (now >= maxEnd || quietWindows >= QUIET_WINDOWS && now >= minEnd) {
+        if (now >= maxEnd || (quietWindows >= QUIET_WINDOWS && now >= minEnd)) {
             ended = now;
         }
         return ended != 0;

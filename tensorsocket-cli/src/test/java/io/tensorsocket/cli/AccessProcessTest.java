@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -237,8 +239,7 @@ class AccessProcessTest extends ProcessTestBase {
     private Proc pythonAsNobody(String... args) throws IOException {
         List<String> cmd = nobody(PYTHON, "-u", "-m", "tensorsocket_client");
         cmd.addAll(List.of(args));
-        return startCommand(
-                cmd, java.util.Map.of("PYTHONPATH", pythonClient().toString(), "PYTHONDONTWRITEBYTECODE", "1"));
+        return startCommand(cmd, Map.of("PYTHONPATH", pythonClient().toString(), "PYTHONDONTWRITEBYTECODE", "1"));
     }
 
     private static void assertNobodyCannotRead(Path file) throws Exception {
@@ -256,7 +257,7 @@ class AccessProcessTest extends ProcessTestBase {
             Path dir = Files.createTempDirectory("tensorsocket-cp-");
             Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
             int i = 0;
-            for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
                 Path src = Path.of(entry);
                 if (!Files.exists(src)) {
                     continue;
@@ -279,7 +280,7 @@ class AccessProcessTest extends ProcessTestBase {
         }
         try (Stream<Path> s = Files.list(readableClassPath)) {
             return String.join(
-                    java.io.File.pathSeparator, s.sorted().map(Path::toString).toList());
+                    File.pathSeparator, s.sorted().map(Path::toString).toList());
         }
     }
 

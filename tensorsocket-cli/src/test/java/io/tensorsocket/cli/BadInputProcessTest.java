@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.tensorsocket.ProtocolException;
 import io.tensorsocket.protocol.Message;
+import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.protocol.WireFormat;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -18,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -193,7 +196,7 @@ class BadInputProcessTest extends ProcessTestBase {
             frame.get(bytes);
             switch (i % 4) {
                 case 0 -> bytes[random.nextInt(bytes.length)] = (byte) random.nextInt(256); // mutated
-                case 1 -> bytes = java.util.Arrays.copyOf(bytes, random.nextInt(bytes.length)); // truncated
+                case 1 -> bytes = Arrays.copyOf(bytes, random.nextInt(bytes.length)); // truncated
                 case 2 ->
                     ByteBuffer.wrap(bytes)
                             .order(ByteOrder.LITTLE_ENDIAN)
@@ -217,10 +220,10 @@ class BadInputProcessTest extends ProcessTestBase {
                             answered++;
                         }
                         if (m instanceof Message.BatchReady r) {
-                            new io.tensorsocket.protocol.MessageChannel(ch).sendQuietly(new Message.Release(r.seq()));
+                            new MessageChannel(ch).sendQuietly(new Message.Release(r.seq()));
                         }
                     }
-                } catch (IOException | io.tensorsocket.ProtocolException e) {
+                } catch (IOException | ProtocolException e) {
                     // the producer hung up on us: fine
                 }
             }
@@ -249,7 +252,7 @@ class BadInputProcessTest extends ProcessTestBase {
     }
 
     private static Message read(SocketChannel ch) throws IOException {
-        return new io.tensorsocket.protocol.MessageChannel(ch).read();
+        return new MessageChannel(ch).read();
     }
 
     /** A usage mistake: exit code 2, the error, and one line saying where the options are; no screen of usage. */

@@ -4,11 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tensorsocket.bench.Harness;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,7 +37,7 @@ class BenchProcessTest extends ProcessTestBase {
                 "handoff",
                 "--out",
                 base.resolve("out").toString());
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         List<Map<String, String>> lines = p.json().stream()
                 .filter(l -> "handoff_us".equals(l.get("metric")))
                 .toList();
@@ -52,9 +58,9 @@ class BenchProcessTest extends ProcessTestBase {
 
     @Test
     void aBenchStoppedBySigtermLeavesNoSharedMemoryBehind() throws Exception {
-        java.util.Set<Path> before = benchDirectories();
+        Set<Path> before = benchDirectories();
         Proc p = start("bench", "--only", "fanout", "--out", base.resolve("out").toString());
-        java.util.Set<Path> created = new java.util.HashSet<>();
+        Set<Path> created = new HashSet<>();
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (created.isEmpty() && System.nanoTime() < deadline) { // its slot copy's arena, then its producers'
             created.addAll(benchDirectories());
@@ -70,10 +76,10 @@ class BenchProcessTest extends ProcessTestBase {
         assertEquals(before, benchDirectories(), "the bench left shared memory behind");
     }
 
-    private static java.util.Set<Path> benchDirectories() throws java.io.IOException {
+    private static Set<Path> benchDirectories() throws IOException {
         try (var s = Files.list(Path.of("/dev/shm"))) {
             return s.filter(d -> d.getFileName().toString().startsWith("tensorsocket-bench-"))
-                    .collect(java.util.stream.Collectors.toSet());
+                    .collect(Collectors.toSet());
         }
     }
 
@@ -86,8 +92,8 @@ class BenchProcessTest extends ProcessTestBase {
                 "fanout",
                 "--out",
                 base.resolve("out").toString());
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
-        Map<String, Map<String, String>> first = new java.util.LinkedHashMap<>();
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
+        Map<String, Map<String, String>> first = new LinkedHashMap<>();
         p.json().forEach(l -> first.putIfAbsent(l.get("metric"), l));
         Map<String, String> copy = first.get("memcpy_gb_per_s");
         double memcpy = value(copy, "value");
@@ -148,7 +154,7 @@ class BenchProcessTest extends ProcessTestBase {
                 "shuffle,latejoin",
                 "--out",
                 base.resolve("out").toString());
-        assertEquals(0, p.exitCode(Duration.ofSeconds(180)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(3)), p.stderr());
         List<Map<String, String>> shift = p.json().stream()
                 .filter(l -> "shuffle_position_shift".equals(l.get("metric")))
                 .toList();
@@ -171,7 +177,7 @@ class BenchProcessTest extends ProcessTestBase {
 
     /** The harness as the README runs it: {@code java ... io.tensorsocket.bench.Harness producer-cpu|fanout ...}. */
     private Proc harness(String... args) throws Exception {
-        List<String> cmd = new java.util.ArrayList<>(List.of(
+        List<String> cmd = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED",
                 "-cp",
@@ -185,7 +191,7 @@ class BenchProcessTest extends ProcessTestBase {
     void harnessPrintsProducerCpuForBothPathsAndFanout() throws Exception {
         for (String path : List.of("ring", "socket")) {
             Proc p = path.equals("ring") ? harness("producer-cpu", "1") : harness("producer-cpu", "1", "--socket");
-            assertEquals(0, p.exitCode(Duration.ofSeconds(120)), p.stderr());
+            assertEquals(0, p.exitCode(Duration.ofMinutes(2)), p.stderr());
             List<Map<String, String>> lines = p.json();
             assertEquals(1, lines.size(), lines.toString());
             Map<String, String> l = lines.getFirst();
@@ -197,7 +203,7 @@ class BenchProcessTest extends ProcessTestBase {
             }
         }
         Proc fanout = harness("fanout", "1");
-        assertEquals(0, fanout.exitCode(Duration.ofSeconds(120)), fanout.stderr());
+        assertEquals(0, fanout.exitCode(Duration.ofMinutes(2)), fanout.stderr());
         List<String> metrics = fanout.json().stream().map(l -> l.get("metric")).toList();
         assertEquals(
                 List.of("memcpy_gb_per_s", "slot_copy_batches_per_s", "fanout_batches_per_s"),
@@ -222,7 +228,7 @@ class BenchProcessTest extends ProcessTestBase {
                 "1x28x28",
                 "--max-warm-up",
                 "3");
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         assertTrue(
                 p.lines().getFirst().contains("batch 64x1x28x28 float32 (0.20 MB)"),
                 p.lines().toString());
@@ -277,7 +283,7 @@ class BenchProcessTest extends ProcessTestBase {
                 launcherScript().toString(),
                 "--classpath",
                 System.getProperty("java.class.path"));
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         List<Map<String, String>> lines = p.json();
         assertEquals(
                 List.of("java", "python"),
@@ -309,7 +315,7 @@ class BenchProcessTest extends ProcessTestBase {
                 "2",
                 "--launcher",
                 launcherScript().toString());
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         List<Map<String, String>> lines = p.json();
         assertEquals(2, lines.size(), lines.toString());
         for (Map<String, String> l : lines) {
@@ -344,7 +350,7 @@ class BenchProcessTest extends ProcessTestBase {
                 launcherScript().toString(),
                 "--classpath",
                 System.getProperty("java.class.path"));
-        assertEquals(0, p.exitCode(Duration.ofSeconds(240)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         assertTrue(
                 p.stderr().contains("SKIPPED the tf.data service rows: " + PYTHON + " cannot import tensorflow"),
                 p.stderr());
@@ -385,7 +391,7 @@ class BenchProcessTest extends ProcessTestBase {
                 PYTHON,
                 "--launcher",
                 launcher.toString());
-        assertEquals(1, p.exitCode(Duration.ofSeconds(120)), p.stderr());
+        assertEquals(1, p.exitCode(Duration.ofMinutes(2)), p.stderr());
         assertTrue(
                 p.stderr().contains("the server exited (code 2) before listening:\ntensorsocket: needs Java 25"),
                 p.stderr());

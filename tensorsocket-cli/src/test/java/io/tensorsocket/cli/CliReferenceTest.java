@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -31,7 +32,7 @@ class CliReferenceTest {
                 command prints this help with `--help`; `tensorsocket help COMMAND` does the same.
 
                 """);
-        List<CommandLine> commands = new java.util.ArrayList<>();
+        List<CommandLine> commands = new ArrayList<>();
         commands.add(root);
         root.getSubcommands().forEach((name, sub) -> {
             if (!name.equals("help")) {

@@ -61,7 +61,7 @@ class DemoProcessTest extends ProcessTestBase {
                 "RandomResizedCrop(32), RandomHorizontalFlip(0.5)",
                 "--chart",
                 base.resolve("model.png").toString());
-        assertEquals(0, demo.exitCode(Duration.ofSeconds(120)), demo.lines() + demo.stderr());
+        assertEquals(0, demo.exitCode(Duration.ofMinutes(2)), demo.lines() + demo.stderr());
         String out = String.join("\n", demo.lines());
         assertTrue(out.contains("a real DJL mlp training step"), out);
         assertTrue(out.contains("checked: every job got every sample once and in order"), out);

@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -118,7 +119,7 @@ class ExactEpochsProcessTest extends ProcessTestBase {
         Thread.sleep(r.nextInt(100, 500));
         readers.add(pythonConsume("torchmap", 17));
         for (Proc c : readers) {
-            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), "seed " + seed + ": " + c.stderr());
+            assertEquals(0, c.exitCode(Duration.ofMinutes(2)), "seed " + seed + ": " + c.stderr());
             List<Map<String, String>> epochs =
                     c.json().stream().filter(e -> e.containsKey("epoch")).toList();
             assertTrue(epochs.size() >= 2, "seed " + seed + ": " + epochs);
@@ -146,7 +147,7 @@ class ExactEpochsProcessTest extends ProcessTestBase {
     }
 
     /** Every stream position that several consumers saw held the same sample for all of them. */
-    private static void assertOneStream(List<Path> idFiles, long seed) throws java.io.IOException {
+    private static void assertOneStream(List<Path> idFiles, long seed) throws IOException {
         Map<Long, Long> stream = new HashMap<>();
         for (Path f : idFiles) {
             for (String line : Files.readAllLines(f)) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -17,7 +18,7 @@ class ExactlyOnceProcessTest extends ProcessTestBase {
         serve("mix", spec, 16, 2, "--min-consumers", "5");
         int[] sizes = {16, 8, 10, 40, 1};
         String[] handoffs = {"ring", "socket", "ring", "socket", "ring"}; // both paths serve one producer at once
-        List<Proc> consumers = new java.util.ArrayList<>();
+        List<Proc> consumers = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {
             consumers.add(consume("mix", sizes[i], "--handoff", handoffs[i]));
         }

@@ -17,6 +17,9 @@ import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
@@ -97,8 +100,8 @@ class FailureProcessTest extends ProcessTestBase {
                     @Override
                     public SlotWriter claim() {
                         if (++n[0] == 30) {
-                            throw new java.io.UncheckedIOException(
-                                    new java.io.IOException("disk on fire (a failure this test provokes on purpose)"));
+                            throw new UncheckedIOException(
+                                    new IOException("disk on fire (a failure this test provokes on purpose)"));
                         }
                         return sink.claim();
                     }
@@ -136,8 +139,7 @@ class FailureProcessTest extends ProcessTestBase {
     void restartedProducerReclaimsTheStaleDirectoryAndServesNewConsumers() throws Exception {
         Proc first = serve("phoenix", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         first.kill();
-        assertTrue(
-                java.nio.file.Files.exists(base.resolve("phoenix").resolve("control.sock")), "a SIGKILL leaves files");
+        assertTrue(Files.exists(base.resolve("phoenix").resolve("control.sock")), "a SIGKILL leaves files");
         Proc stale = consume("phoenix", 10, "--connect-timeout-s", "2");
         assertNotEquals(0, stale.exitCode(Duration.ofSeconds(30)));
         assertTrue(stale.errorLine().contains("is not running"), stale.errorLine());
@@ -166,7 +168,7 @@ class FailureProcessTest extends ProcessTestBase {
         producer.exitCode(Duration.ofSeconds(30));
         assertNotEquals(0, c.exitCode(Duration.ofSeconds(10)));
         assertTrue(c.errorLine().contains("was closed"), c.errorLine());
-        assertTrue(!java.nio.file.Files.exists(base.resolve("term")), "the producer removes its directory on SIGTERM");
+        assertTrue(!Files.exists(base.resolve("term")), "the producer removes its directory on SIGTERM");
     }
 
     @Test
@@ -176,6 +178,6 @@ class FailureProcessTest extends ProcessTestBase {
         assertEquals(0, c.exitCode(Duration.ofSeconds(30)), c.stderr());
         assertEquals(3, c.json().size());
         assertEquals(0, producer.exitCode(Duration.ofSeconds(30)), producer.stderr());
-        assertTrue(!java.nio.file.Files.exists(base.resolve("bounded")), "the producer removes its directory");
+        assertTrue(!Files.exists(base.resolve("bounded")), "the producer removes its directory");
     }
 }

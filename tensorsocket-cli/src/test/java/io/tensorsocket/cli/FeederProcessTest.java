@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -56,7 +57,7 @@ class FeederProcessTest extends ProcessTestBase {
         producer.awaitReady();
         consumers = List.of(consumers.getFirst(), pythonConsume("torchfeed", 64), pythonConsume("torchfeed", 100));
         for (Proc c : consumers) {
-            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            assertEquals(0, c.exitCode(Duration.ofMinutes(2)), c.stderr());
             List<Map<String, String>> epochs = c.json();
             assertEquals(2, epochs.size(), c.lines().toString());
             for (int e = 0; e < 2; e++) {
@@ -93,7 +94,7 @@ class FeederProcessTest extends ProcessTestBase {
         first.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(60));
         Proc late = pythonConsume("synfeed", 30);
         for (Proc c : List.of(first, late)) {
-            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            assertEquals(0, c.exitCode(Duration.ofMinutes(2)), c.stderr());
             for (Map<String, String> e : c.json()) {
                 assertEquals("0", e.get("corrupt"), e.toString());
                 assertEquals("0", e.get("out_of_order"), e.toString());
@@ -189,21 +190,21 @@ class FeederProcessTest extends ProcessTestBase {
     void aPlainTorchTrainingLoopReadsTwoEpochsThroughTheDataLoaderWrapper() throws Exception {
         assumePython("numpy", "torch");
         serve("torchloop", "samples=1000,shape=3x4,dtype=float32,seed=8", 64, 2);
-        String loop = String.join(
-                "\n",
-                "import sys, numpy as np",
-                "from tensorsocket_client.torch_data import loader",
-                "from tensorsocket_client.synthetic import SyntheticSpec",
-                "dl = loader('torchloop', 40, names=('data', 'label', 'id'))",
-                "spec = SyntheticSpec.parse(dl.dataset.consumer.source_description)",
-                "for e in range(2):",
-                "    seen = []",
-                "    for x, y, i in dl:",
-                "        ids = i.numpy()",
-                "        assert np.array_equal(x.numpy(), spec.fill(ids)) and np.array_equal(y.numpy(), spec.labels(ids))",
-                "        seen.extend(ids.tolist())",
-                "    assert sorted(seen) == list(range(spec.samples)), e",
-                "    print('{\"epoch\": %d, \"samples\": %d, \"batches\": %d}' % (e, len(seen), len(dl)), flush=True)");
+        String loop = """
+                      import sys, numpy as np
+                      from tensorsocket_client.torch_data import loader
+                      from tensorsocket_client.synthetic import SyntheticSpec
+                      dl = loader('torchloop', 40, names=('data', 'label', 'id'))
+                      spec = SyntheticSpec.parse(dl.dataset.consumer.source_description)
+                      for e in range(2):
+                          seen = []
+                          for x, y, i in dl:
+                              ids = i.numpy()
+                              assert np.array_equal(x.numpy(), spec.fill(ids)) and np.array_equal(y.numpy(), spec.labels(ids))
+                              seen.extend(ids.tolist())
+                          assert sorted(seen) == list(range(spec.samples)), e
+                          print('{"epoch": %d, "samples": %d, "batches": %d}' % (e, len(seen), len(dl)), flush=True)\
+                      """;
         Proc p = startPython(Map.of("OMP_NUM_THREADS", "1"), "-c", loop);
         assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
         assertEquals(2, p.json().size(), p.lines().toString());
@@ -218,7 +219,7 @@ class FeederProcessTest extends ProcessTestBase {
         // An isolated build gets only what pyproject.toml declares: without wheel there, an older setuptools
         // fails with "invalid command 'bdist_wheel'". The local index stands in for PyPI (offline here).
         Path index = Path.of("/opt/pypi/simple");
-        org.junit.jupiter.api.Assumptions.assumeTrue(
+        Assumptions.assumeTrue(
                 Files.isDirectory(index.resolve("setuptools")) && Files.isDirectory(index.resolve("wheel")),
                 "SKIPPED: no local package index at " + index);
         assumePython("venv", "ensurepip", "pip");
@@ -235,7 +236,7 @@ class FeederProcessTest extends ProcessTestBase {
                         index.toUri().toString(),
                         copy.toString()))) {
             Proc step = startCommand(cmd);
-            assertEquals(0, step.exitCode(Duration.ofSeconds(180)), cmd + ": " + step.stderr());
+            assertEquals(0, step.exitCode(Duration.ofMinutes(3)), cmd + ": " + step.stderr());
         }
         Proc imported = startCommand(List.of(
                 venv.resolve("bin/python").toString(),
@@ -281,7 +282,7 @@ class FeederProcessTest extends ProcessTestBase {
                         "--no-build-isolation",
                         copy.toString()))) {
             Proc step = startCommand(cmd);
-            assertEquals(0, step.exitCode(Duration.ofSeconds(120)), cmd + ": " + step.stderr());
+            assertEquals(0, step.exitCode(Duration.ofMinutes(2)), cmd + ": " + step.stderr());
         }
         Proc producer = serveExternal("venvfeed");
         Proc feeder = startCommand(List.of(

@@ -6,10 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -193,7 +195,7 @@ class FlightProcessTest extends ProcessTestBase {
         serve("garbage", "samples=500,shape=4,dtype=float32,seed=8", 10, 1, "--flight", "127.0.0.1:" + port);
         byte[] answer;
         try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 5000);
             s.setSoTimeout(5000);
             OutputStream out = s.getOutputStream();
             out.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -210,7 +212,7 @@ class FlightProcessTest extends ProcessTestBase {
             goAway = answer[at + 3] == 7 && at + 17 <= answer.length && answer[at + 16] == 1;
             at += 9 + length;
         }
-        assertTrue(goAway, "no GOAWAY(PROTOCOL_ERROR) frame: " + java.util.Arrays.toString(answer));
+        assertTrue(goAway, "no GOAWAY(PROTOCOL_ERROR) frame: " + Arrays.toString(answer));
         Proc c = consume(uri(port, "garbage"), 10);
         assertExact(c, 1, 500);
     }

@@ -36,7 +36,7 @@ class FlightPythonProcessTest extends ProcessTestBase {
         Proc python1000 = pythonConsume(uri(port, "pyf"), 1000);
         Proc java7 = consume(uri(port, "pyf"), 7);
         for (Proc c : List.of(python13, python1000, java7)) {
-            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            assertEquals(0, c.exitCode(Duration.ofMinutes(2)), c.stderr());
             assertEquals(2, c.json().size(), c.lines().toString());
             for (Map<String, String> e : c.json()) {
                 assertExactEpoch(e, 1000, "epoch_start");

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -150,8 +151,7 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
         Path maps = Path.of("/proc/" + p.pid() + "/maps");
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
-            if (!java.nio.file.Files.exists(maps)
-                    || java.nio.file.Files.readString(maps).contains(arena.toString())) {
+            if (!Files.exists(maps) || Files.readString(maps).contains(arena.toString())) {
                 return; // no /proc to look at: go ahead
             }
             Thread.sleep(20);

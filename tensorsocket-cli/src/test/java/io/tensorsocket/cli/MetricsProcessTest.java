@@ -3,11 +3,13 @@ package io.tensorsocket.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -54,7 +56,7 @@ class MetricsProcessTest extends ProcessTestBase {
 
     @Test
     void aPortInUseIsAClearErrorAndLeavesNothing() throws Exception {
-        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             Proc p = start(
                     "serve",
                     "--name",
@@ -73,7 +75,7 @@ class MetricsProcessTest extends ProcessTestBase {
                     p.errorLine());
             assertTrue(p.errorLine().contains("choose another port"), p.errorLine());
         }
-        assertTrue(!java.nio.file.Files.exists(base.resolve("clash")), "the producer's directory is removed");
+        assertTrue(!Files.exists(base.resolve("clash")), "the producer's directory is removed");
         Proc bad = start(
                 "serve", "--name", "bad", "--synthetic", "samples=10", "--batch-size", "2", "--metrics", "nowhere");
         assertEquals(1, bad.exitCode(Duration.ofSeconds(30)), bad.stderr());

@@ -4,17 +4,24 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
+import org.opentest4j.TestAbortedException;
 
 /**
  * Shared set-up of the multi-process tests: a private producer base under /dev/shm and cleanup of every JVM.
@@ -64,10 +71,9 @@ abstract class ProcessTestBase {
         return p;
     }
 
-    /** Waits (at most 30 s) until the producer has logged {@code consumers} joins. */
     /** A loopback TCP port free at the time of asking, for a test's Flight server. */
     protected static int freePort() throws IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
     }
@@ -77,8 +83,9 @@ abstract class ProcessTestBase {
         return "grpc://127.0.0.1:" + port + "/" + name;
     }
 
+    /** Waits (at most 30 s) until the producer has logged {@code consumers} joins. */
     protected static void awaitJoined(Proc producer, int consumers) throws InterruptedException {
-        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(30).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (System.nanoTime() < deadline) {
             if (producer.stderr().lines().filter(l -> l.contains(" joined at ")).count() >= consumers) {
                 return;
@@ -135,9 +142,9 @@ abstract class ProcessTestBase {
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .start();
-            ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
+            ok = p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
         }
-        org.junit.jupiter.api.Assumptions.assumeTrue(
+        Assumptions.assumeTrue(
                 ok,
                 "needs " + PYTHON + " with " + String.join(", ", modules)
                         + " (apt-get install python3-numpy python3-torch)");
@@ -148,7 +155,7 @@ abstract class ProcessTestBase {
         try {
             assumePython("numpy");
             return true;
-        } catch (org.opentest4j.TestAbortedException e) {
+        } catch (TestAbortedException e) {
             System.out.println("SKIPPED the Python consumers of this test: " + e.getMessage());
             return false;
         }
@@ -159,7 +166,7 @@ abstract class ProcessTestBase {
         try {
             assumePyarrow();
             return true;
-        } catch (org.opentest4j.TestAbortedException e) {
+        } catch (TestAbortedException e) {
             System.out.println("SKIPPED the Python remote consumers of this test: " + e.getMessage());
             return false;
         }
@@ -173,9 +180,9 @@ abstract class ProcessTestBase {
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .start();
-            ok = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0;
+            ok = p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
         }
-        org.junit.jupiter.api.Assumptions.assumeTrue(
+        Assumptions.assumeTrue(
                 ok,
                 "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
                         + " Python client's optional dependency for grpc:// producers: " + PYTHON
@@ -212,7 +219,7 @@ abstract class ProcessTestBase {
     protected Proc startPython(String python, Map<String, String> env, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(python, "-u"));
         cmd.addAll(List.of(args));
-        Map<String, String> all = new java.util.HashMap<>(env);
+        Map<String, String> all = new HashMap<>(env);
         all.put("PYTHONPATH", pythonClient().toString());
         all.put("PYTHONDONTWRITEBYTECODE", "1");
         all.putIfAbsent("TENSORSOCKET_LAUNCHER", launcherScript().toString());

@@ -3,8 +3,12 @@ package io.tensorsocket.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -21,8 +25,8 @@ class PythonClientTest extends ProcessTestBase {
 
     @Test
     void aTorch2DataLoaderFeedsTrainersUnderNumpy2() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(
-                TORCH2 != null && java.nio.file.Files.isExecutable(java.nio.file.Path.of(TORCH2)),
+        Assumptions.assumeTrue(
+                TORCH2 != null && Files.isExecutable(Path.of(TORCH2)),
                 "SKIPPED: no torch 2.x interpreter (set TENSORSOCKET_TORCH2_PYTHON, as .ci/run does)");
         Proc versions =
                 startPython(TORCH2, Map.of(), "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)");
@@ -42,7 +46,7 @@ class PythonClientTest extends ProcessTestBase {
                 "--workers",
                 "2");
         String trainer = pythonClient().resolve("tests/scripts/train_case.py").toString();
-        for (Proc t : java.util.List.of(
+        for (Proc t : List.of(
                 startPython(TORCH2, Map.of(), trainer, "torch2", "64", "2"),
                 startPython(TORCH2, Map.of(), trainer, "torch2", "100", "2"))) {
             assertEquals(0, t.exitCode(Duration.ofSeconds(90)), t.stderr());

@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,7 +28,6 @@ class PythonProcessTest extends ProcessTestBase {
         serve("mixed", "samples=" + samples + ",shape=4x6,dtype=bfloat16,seed=21", 32, 2, "--min-consumers", "4");
         List<Proc> consumers = List.of(
                 consume("mixed", 32), consume("mixed", 50), pythonConsume("mixed", 17), pythonConsume("mixed", 100));
-        Proc dropping = null;
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
             List<Map<String, String>> epochs = c.json();
@@ -63,7 +63,7 @@ class PythonProcessTest extends ProcessTestBase {
                 pythonConsume("pyring", 64, "--spin-us", "500"),
                 pythonConsume("pyring", 40, "--handoff", "socket"),
                 pythonConsume("pyring", 7));
-        Map<String, Integer> handoffs = new java.util.TreeMap<>();
+        Map<String, Integer> handoffs = new TreeMap<>();
         for (Proc c : consumers) {
             assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
             List<Map<String, String>> epochs = c.json();

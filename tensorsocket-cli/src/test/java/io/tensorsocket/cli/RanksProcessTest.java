@@ -4,14 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -152,7 +156,7 @@ class RanksProcessTest extends ProcessTestBase {
         // Debian's torch 1.13 cannot run torchrun under Python 3.11 (its redirect setting is lost); the torch 2.x
         // interpreter .ci/run installs can.
         String torch2 = System.getenv("TENSORSOCKET_TORCH2_PYTHON");
-        org.junit.jupiter.api.Assumptions.assumeTrue(
+        Assumptions.assumeTrue(
                 torch2 != null && Files.isExecutable(Path.of(torch2)),
                 "SKIPPED: no torch 2.x interpreter for torchrun (set TENSORSOCKET_TORCH2_PYTHON, as .ci/run does)");
         Proc producer = serve("torchrun", "samples=1000,shape=8,dtype=float32,seed=4", 20, 0, "--loader-delay-ms", "1");
@@ -175,7 +179,7 @@ class RanksProcessTest extends ProcessTestBase {
                 "2",
                 "--batch-size",
                 "25");
-        assertEquals(0, job.exitCode(Duration.ofSeconds(180)), job.stderr());
+        assertEquals(0, job.exitCode(Duration.ofMinutes(3)), job.stderr());
         List<Map<String, String>> epochs = job.json();
         assertEquals(2, epochs.size(), job.lines().toString());
         for (Map<String, String> e : epochs) {
@@ -266,7 +270,7 @@ class RanksProcessTest extends ProcessTestBase {
      * positions the ranks among them ({@link #rankFiles}) saw cover {@code epochs} epochs of {@code n} from where the
      * job started, each position once but the last {@code pad} of each epoch, twice.
      */
-    private void assertJobCovers(List<Path> idFiles, long n, int epochs, int pad) throws java.io.IOException {
+    private void assertJobCovers(List<Path> idFiles, long n, int epochs, int pad) throws IOException {
         Map<Long, Long> stream = new HashMap<>();
         Map<Long, Integer> seenByRanks = new TreeMap<>();
         for (Path f : idFiles) {
@@ -303,7 +307,7 @@ class RanksProcessTest extends ProcessTestBase {
         }
     }
 
-    private final java.util.Set<Path> rankFiles = new java.util.HashSet<>();
+    private final Set<Path> rankFiles = new HashSet<>();
 
     private Proc reader(int batchSize, List<Path> idFiles) throws Exception {
         Path ids = base.resolve("ids-" + idFiles.size());

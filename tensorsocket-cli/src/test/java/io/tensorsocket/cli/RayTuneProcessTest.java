@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -27,7 +28,7 @@ class RayTuneProcessTest extends ProcessTestBase {
         Assumptions.assumeTrue(
                 RAY != null && Files.isExecutable(Path.of(RAY)),
                 "SKIPPED: no Python with ray[tune] and lightning (set TENSORSOCKET_RAY_PYTHON, as .ci/run does)");
-        List<String> all = new java.util.ArrayList<>(
+        List<String> all = new ArrayList<>(
                 List.of(pythonClient().resolve("examples/tune_sweep.py").toString()));
         all.addAll(List.of(args));
         return startPython(
@@ -44,7 +45,7 @@ class RayTuneProcessTest extends ProcessTestBase {
 
     /** The trial epochs the sweep printed, checked exact; returns them. */
     private static List<Map<String, String>> exactEpochs(Proc p) throws Exception {
-        assertEquals(0, p.exitCode(Duration.ofSeconds(300)), p.stderr());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(5)), p.stderr());
         List<Map<String, String>> lines = p.json();
         Map<String, String> summary = lines.getLast();
         assertEquals("4", summary.get("trials"), summary.toString());

@@ -13,6 +13,7 @@ import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.ObjectOutputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -22,6 +23,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
@@ -34,6 +36,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -476,7 +479,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
     // reconfigured
     void defect15_noPortsNoDeserialisationNoCollisionsNoLoggingChanges() throws Exception {
         Properties props = (Properties) System.getProperties().clone();
-        var rootHandlers = List.of(java.util.logging.Logger.getLogger("").getHandlers());
+        var rootHandlers = List.of(Logger.getLogger("").getHandlers());
         try (TensorProducer a = producer("d15a", "samples=50,shape=4,dtype=float32,seed=1", 10, 1)
                         .build();
                 TensorProducer b = producer("d15b", "samples=70,shape=4,dtype=float32,seed=2", 10, 1)
@@ -503,7 +506,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
                             assertFalse(
                                     inet.contains(Long.parseLong(target.substring(8, target.length() - 1))), target);
                         }
-                    } catch (java.io.IOException ignored) {
+                    } catch (IOException ignored) {
                         // closed meanwhile
                     }
                 }
@@ -511,7 +514,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
             // A serialized Java object sent to the control socket is a bad frame, never deserialized.
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-                out.writeObject(new java.util.HashMap<>(Map.of("evil", "payload")));
+                out.writeObject(new HashMap<>(Map.of("evil", "payload")));
             }
             try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
                 ch.connect(UnixDomainSocketAddress.of(base.resolve("d15a").resolve("control.sock")));
@@ -522,8 +525,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
             }
         }
         // The library left logging and system properties as it found them.
-        assertEquals(
-                rootHandlers, List.of(java.util.logging.Logger.getLogger("").getHandlers()));
+        assertEquals(rootHandlers, List.of(Logger.getLogger("").getHandlers()));
         assertEquals(props, System.getProperties());
     }
 }

@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -31,11 +33,11 @@ class ShareProcessTest extends ProcessTestBase {
     }
 
     @Override
-    protected Proc startPython(Map<String, String> env, String... args) throws java.io.IOException {
+    protected Proc startPython(Map<String, String> env, String... args) throws IOException {
         // The factories' module sits beside the trial script, as a user's loaders.py beside train.py.
         List<String> cmd = new ArrayList<>(List.of(PYTHON, "-u"));
         cmd.addAll(List.of(args));
-        Map<String, String> all = new java.util.HashMap<>(env);
+        Map<String, String> all = new HashMap<>(env);
         all.put("PYTHONPATH", pythonClient() + ":" + pythonClient().resolve("tests/scripts"));
         all.put("PYTHONDONTWRITEBYTECODE", "1");
         all.putIfAbsent("TENSORSOCKET_LAUNCHER", launcherScript().toString());
@@ -61,15 +63,15 @@ class ShareProcessTest extends ProcessTestBase {
                     "--kwargs",
                     SLOW));
         }
-        first.get(0).awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofSeconds(120));
+        first.get(0).awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofMinutes(2));
         // A late trial, and one SIGKILLed while it reads (an early-stopped trial's fate): neither disturbs the share.
         Proc late = trial("sweep", "--epochs", "2", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
         Proc killed = trial("sweep", "--epochs", "5", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
-        killed.awaitLine(l -> l.contains("\"attached\""), Duration.ofSeconds(120));
+        killed.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(2));
         killed.kill();
         Set<String> producers = new HashSet<>();
         for (Proc t : concat(first, List.of(late))) {
-            assertEquals(0, t.exitCode(Duration.ofSeconds(180)), t.stderr());
+            assertEquals(0, t.exitCode(Duration.ofMinutes(3)), t.stderr());
             List<Map<String, String>> lines = t.json();
             producers.add(lines.getFirst().get("producer_pid"));
             for (Map<String, String> e : lines.subList(1, lines.size())) {
@@ -81,7 +83,7 @@ class ShareProcessTest extends ProcessTestBase {
         assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
         // A trial within the linger reuses it too.
         Proc again = trial("sweep", "--epochs", "1", "--batch-size", "50", "--linger", "4", "--kwargs", SLOW);
-        assertEquals(0, again.exitCode(Duration.ofSeconds(120)), again.stderr());
+        assertEquals(0, again.exitCode(Duration.ofMinutes(2)), again.stderr());
         assertEquals(producers.iterator().next(), again.json().getFirst().get("producer_pid"));
         // After its linger the producer and its feeder are gone, and so is its directory.
         long pid = Long.parseLong(producers.iterator().next());
@@ -100,9 +102,9 @@ class ShareProcessTest extends ProcessTestBase {
     void aTrialAskingForAnotherLoaderOrWhoseFactoryFailsIsToldHow() throws Exception {
         assumePython("numpy", "torch");
         Proc running = trial("other", "--epochs", "20", "--batch-size", "20", "--linger", "3", "--step-ms", "2");
-        running.awaitLine(l -> l.contains("\"attached\""), Duration.ofSeconds(120));
+        running.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(2));
         Proc differs = trial("other", "--epochs", "1", "--kwargs", "{\"batch_size\": 64}");
-        assertEquals(1, differs.exitCode(Duration.ofSeconds(120)), differs.stderr());
+        assertEquals(1, differs.exitCode(Duration.ofMinutes(2)), differs.stderr());
         assertTrue(
                 differs.stderr()
                         .contains("ShareMismatch: producer 'other' on this host serves another loader than"
@@ -110,7 +112,7 @@ class ShareProcessTest extends ProcessTestBase {
                                 + " (here 64)"),
                 differs.stderr());
         Proc broken = trial("broken", "--factory", "share_loaders:broken");
-        assertEquals(1, broken.exitCode(Duration.ofSeconds(120)), broken.stderr());
+        assertEquals(1, broken.exitCode(Duration.ofMinutes(2)), broken.stderr());
         assertTrue(
                 broken.stderr()
                         .contains("ShareFailed: the producer started for share 'broken'"
@@ -135,7 +137,7 @@ class ShareProcessTest extends ProcessTestBase {
                     "--batch-size", Integer.toString(b), "--epochs", "2", "--share", serveArgs, "--linger-s", "3"));
         }
         for (Proc c : consumers) {
-            assertEquals(0, c.exitCode(Duration.ofSeconds(120)), c.stderr());
+            assertEquals(0, c.exitCode(Duration.ofMinutes(2)), c.stderr());
             for (Map<String, String> e : c.json()) {
                 assertExactEpoch(e, 2000);
             }
@@ -149,7 +151,7 @@ class ShareProcessTest extends ProcessTestBase {
                 serveArgs.replace("seed=3", "seed=4"),
                 "--linger-s",
                 "3");
-        assertEquals(1, other.exitCode(Duration.ofSeconds(120)), other.stderr());
+        assertEquals(1, other.exitCode(Duration.ofMinutes(2)), other.stderr());
         assertTrue(
                 other.stderr()
                         .contains("producer 'jshare' on this host serves another source than this caller asks"

@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,7 +30,7 @@ class SmallShmProcessTest extends ProcessTestBase {
         Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", shm.toString())
                 .redirectErrorStream(true)
                 .start();
-        String out = new String(p.getInputStream().readAllBytes()).strip();
+        String out = new String(p.getInputStream().readAllBytes(), UTF_8).strip();
         if (!p.waitFor(20, TimeUnit.SECONDS) || p.exitValue() != 0) {
             skip = "cannot mount a tmpfs here (" + out + ")";
             System.out.println("SmallShmProcessTest skipped: " + skip);

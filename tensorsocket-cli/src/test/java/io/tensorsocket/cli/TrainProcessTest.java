@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -64,7 +66,7 @@ class TrainProcessTest extends ProcessTestBase {
                     "--test-idx",
                     FASHION.toString());
             for (Proc t : new Proc[] {slow, fast}) {
-                assertEquals(0, t.exitCode(Duration.ofSeconds(240)), t.stderr());
+                assertEquals(0, t.exitCode(Duration.ofMinutes(4)), t.stderr());
                 Map<String, String> epoch = t.json().getFirst();
                 System.out.println("trainer: " + t.lines().getFirst());
                 assertEquals("1", epoch.get("epoch"), epoch.toString());
@@ -80,7 +82,7 @@ class TrainProcessTest extends ProcessTestBase {
     @Test
     void trainReadsARemoteProducerOverFlight() throws Exception {
         int port;
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
         serve(
@@ -92,7 +94,7 @@ class TrainProcessTest extends ProcessTestBase {
                 "127.0.0.1:" + port);
         Proc t = start(
                 "train", "--name", "grpc://127.0.0.1:" + port + "/trainr", "--data", "data", "--batch-size", "32");
-        assertEquals(0, t.exitCode(Duration.ofSeconds(120)), t.stderr());
+        assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
         List<Map<String, String>> epochs = t.json();
         assertEquals(1, epochs.size(), t.lines().toString());
         assertEquals("640", epochs.getFirst().get("samples"), epochs.toString());
@@ -102,7 +104,7 @@ class TrainProcessTest extends ProcessTestBase {
     void trainNumbersTheJobsEpochsFromOne() throws Exception {
         serve("train2", "samples=640,shape=1x28x28,dtype=float32,seed=5,classes=10", 64, 2);
         Proc t = start("train", "--name", "train2", "--data", "data", "--batch-size", "64", "--epochs", "2");
-        assertEquals(0, t.exitCode(Duration.ofSeconds(120)), t.stderr());
+        assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
         List<Map<String, String>> epochs = t.json();
         assertEquals(2, epochs.size(), t.lines().toString());
         for (int e = 0; e < 2; e++) {

@@ -10,10 +10,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The code of the README's "Use it from your project", verbatim between the markers, so that the build
+ * The code of the README's "Java: a producer and consumers", verbatim between the markers, so that the build
  * compiles it and {@link ReadmeExampleTest} runs it: a README snippet that stops compiling fails the build.
  */
-// The README's code as a reader would write it: laid out by hand, exempt from the formatter.
+// The README's code as a reader would write it: laid out by hand, exempt from the formatter, names in full where
+// the README shows no imports.
+@SuppressWarnings({"IntLongMath", "UnusedVariable", "UnnecessarilyFullyQualified"})
 final class ReadmeExample {
     private ReadmeExample() {}
 

@@ -115,6 +115,7 @@ public final class SharedArena implements AutoCloseable {
                 : ch.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY, 0, bytes, scope);
     }
 
+    @SuppressWarnings("UnusedVariable") // a blackhole: written so the JIT keeps the reads, never read
     private static volatile long sink;
 
     private static void pretouch(MemorySegment seg) {

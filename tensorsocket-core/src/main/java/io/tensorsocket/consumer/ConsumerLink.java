@@ -9,6 +9,8 @@ import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.rings.DescriptorRings;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -32,7 +34,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * the watchdog holds it and reads whatever arrives into the queue (an ERROR or the end of the connection
  * becomes {@link #check()}'s failure); a waiting iterator that finds the watchdog holding it wakes the
  * watchdog's selector, which then yields; the watchdog takes the socket back once the iterator has not
- * waited for a while ({@link #WATCHDOG_PARK_NANOS}). Queued messages are taken first, so order is kept.
+ * waited for a while (20 ms, {@link LinkWatchdog}). Queued messages are taken first, so order is kept.
  * With a ring, the watchdog keeps the socket for good, answers heartbeats, and rings the ring's doorbell
  * when the socket brings an ERROR or ends. Every ring entry was published before the producer wrote
  * anything after it to the socket, so the socket's end is a failure only once the ring is drained and
@@ -76,7 +78,7 @@ public final class ConsumerLink implements AutoCloseable {
     /**
      * @param liveness how long a waiting iterator accepts hearing nothing from the producer
      */
-    public ConsumerLink(MessageChannel channel, String producer, java.time.Duration liveness) {
+    public ConsumerLink(MessageChannel channel, String producer, Duration liveness) {
         this.channel = channel;
         this.producer = producer;
         this.failures = new LinkFailures(producer);
@@ -334,7 +336,7 @@ public final class ConsumerLink implements AutoCloseable {
     // ------------------------------------------------------------------------------------------------ sending
 
     /** Sends {@code frames} in one write. */
-    public void send(java.util.List<Message> frames) {
+    public void send(List<Message> frames) {
         if (streamEnded) {
             channel.sendQuietly(frames); // the producer may already be gone after a finished stream
             return;

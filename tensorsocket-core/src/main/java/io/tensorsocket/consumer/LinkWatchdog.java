@@ -2,6 +2,7 @@ package io.tensorsocket.consumer;
 
 import io.tensorsocket.rings.Futex;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -38,7 +39,7 @@ final class LinkWatchdog implements AutoCloseable {
             this.selector = Selector.open();
             channel.register(selector, SelectionKey.OP_READ);
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
         this.thread = Thread.ofPlatform()
                 .daemon()
@@ -52,7 +53,7 @@ final class LinkWatchdog implements AutoCloseable {
             while (!link.closing() && !link.ended()) {
                 boolean ringMode = link.ring() != null;
                 long sinceIterator = System.nanoTime() - iteratorLeft;
-                if (!ringMode && (iteratorWaiting || sinceIterator < PARK_NANOS)
+                if ((!ringMode && (iteratorWaiting || sinceIterator < PARK_NANOS))
                         || !link.reader().tryLock()) {
                     LockSupport.parkNanos(this, Math.max(1_000_000L, PARK_NANOS - sinceIterator));
                     continue;

@@ -14,9 +14,12 @@ import java.net.SocketException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,7 +50,7 @@ public final class ProducerSocket {
         boolean awaitedFeeder = false;
         while (true) {
             Attempt a = attempt(dir, name);
-            if (a.state() == AWAITS_FEEDER) {
+            if (isAwaitingFeeder(a)) {
                 awaitedFeeder = true;
             } else if (awaitedFeeder && !Files.isDirectory(dir)) {
                 throw new ProducerGoneException(
@@ -93,8 +96,7 @@ public final class ProducerSocket {
      * line) and the exception to throw if that is still so at the deadline ({@code notYet}, given how long was
      * waited).
      */
-    private record Attempt(
-            SocketChannel channel, String state, java.util.function.Function<String, TensorSocketException> notYet) {
+    private record Attempt(SocketChannel channel, String state, Function<String, TensorSocketException> notYet) {
         static Attempt connected(SocketChannel ch) {
             return new Attempt(ch, null, null);
         }
@@ -102,8 +104,8 @@ public final class ProducerSocket {
 
     private static Attempt attempt(Path dir, String name) {
         try {
-            Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
-        } catch (java.nio.file.AccessDeniedException e) {
+            Files.readAttributes(dir, BasicFileAttributes.class);
+        } catch (AccessDeniedException e) {
             throw new PermissionDeniedException(
                     "not allowed to reach producer '" + name + "' (" + dir + "): a directory on"
                             + " the way belongs to another user and is not shared with you; ask its owner to start the producer"
@@ -203,5 +205,11 @@ public final class ProducerSocket {
         } catch (IOException ignored) {
             // nothing to report about a socket that never connected
         }
+    }
+
+    /** The state is one of this class's constants, told apart by identity. */
+    @SuppressWarnings("ReferenceEquality")
+    private static boolean isAwaitingFeeder(Attempt a) {
+        return a.state() == AWAITS_FEEDER;
     }
 }

@@ -72,7 +72,7 @@ final class ReleaseSchedule {
      */
     boolean heldByAnotherThread() {
         Batch b = current;
-        return b != null && LEASES.lease(b).confinedElsewhere() || retired != null && retired.confinedElsewhere();
+        return (b != null && LEASES.lease(b).confinedElsewhere()) || (retired != null && retired.confinedElsewhere());
     }
 
     /** Releases everything, for the consumer's close. */

@@ -1,5 +1,6 @@
 package io.tensorsocket.consumer;
 
+import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.protocol.Message;
 import java.io.IOException;
 import java.nio.channels.ClosedSelectorException;
@@ -70,7 +71,7 @@ final class SocketInbox implements Inbox {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new io.tensorsocket.TensorSocketException("interrupted while waiting for " + awaited, e);
+            throw new TensorSocketException("interrupted while waiting for " + awaited, e);
         } catch (IOException | ClosedSelectorException e) {
             throw link.readFailed(e instanceof IOException io ? io : null);
         } finally {

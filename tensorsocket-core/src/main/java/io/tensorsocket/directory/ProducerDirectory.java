@@ -9,6 +9,8 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -22,8 +24,10 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -71,7 +75,7 @@ public final class ProducerDirectory implements AutoCloseable {
      * Directories claimed by this JVM. POSIX record locks are per process and closing any descriptor of
      * the lock file drops them, so this JVM never opens a lock file it already holds.
      */
-    private static final Set<Path> HELD = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Set<Path> HELD = ConcurrentHashMap.newKeySet();
 
     private final Path dir;
     private final FileChannel lockChannel;
@@ -311,7 +315,7 @@ public final class ProducerDirectory implements AutoCloseable {
 
     /** The real, effective and supplementary group ids of this process (from /proc; empty where there is none). */
     private static Set<Long> currentGroupIds() {
-        Set<Long> ids = new java.util.HashSet<>();
+        Set<Long> ids = new HashSet<>();
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
                 if (line.startsWith("Gid:") || line.startsWith("Groups:")) {
@@ -332,7 +336,7 @@ public final class ProducerDirectory implements AutoCloseable {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             try {
                 Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
-            } catch (java.nio.file.FileAlreadyExistsException e) {
+            } catch (FileAlreadyExistsException e) {
                 // another producer created it at the same moment; the checks below still apply
             }
             return;
@@ -423,7 +427,7 @@ public final class ProducerDirectory implements AutoCloseable {
             lockChannel.close();
             try {
                 Files.deleteIfExists(dir);
-            } catch (java.nio.file.DirectoryNotEmptyException e) {
+            } catch (DirectoryNotEmptyException e) {
                 log.debug("{} holds files of someone else; left in place", dir);
             }
         } catch (IOException e) {

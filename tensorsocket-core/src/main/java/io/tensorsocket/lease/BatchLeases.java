@@ -40,12 +40,7 @@ public interface BatchLeases {
 
     /** Called once, by {@link Batch}'s static initializer. */
     static void install(BatchLeases leases) {
-        synchronized (Holder.class) {
-            if (Holder.installed != null) {
-                throw new IllegalStateException("BatchLeases installed twice");
-            }
-            Holder.installed = Objects.requireNonNull(leases);
-        }
+        Holder.install(leases);
     }
 
     /** Where {@link #install} keeps the implementation. */
@@ -53,5 +48,12 @@ public interface BatchLeases {
         private static volatile BatchLeases installed;
 
         private Holder() {}
+
+        private static synchronized void install(BatchLeases leases) {
+            if (installed != null) {
+                throw new IllegalStateException("BatchLeases installed twice");
+            }
+            installed = Objects.requireNonNull(leases);
+        }
     }
 }

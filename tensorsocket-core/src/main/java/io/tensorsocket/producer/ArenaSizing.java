@@ -21,6 +21,8 @@ public final class ArenaSizing {
     private ArenaSizing() {}
 
     /**
+     * The arena's slot count for {@code batch}: the count or size asked for, else the default within the free space.
+     *
      * @param slots      the count asked for, or 0
      * @param arenaBytes the size asked for, or 0
      * @param freeBytes  what the arena's file system has free

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,16 +30,12 @@ final class Attached {
     private final SlotTable slots;
     private final StreamGeometry geometry;
     private final Runnable changed;
-    private final java.util.function.BiConsumer<ConsumerSession, String> departed;
+    private final BiConsumer<ConsumerSession, String> departed;
     private RingPool rings = new RingPool(null);
     private long evictions;
 
     /** {@code departed} is told of every consumer that left, and why, after it left. */
-    Attached(
-            SlotTable slots,
-            StreamGeometry geometry,
-            Runnable changed,
-            java.util.function.BiConsumer<ConsumerSession, String> departed) {
+    Attached(SlotTable slots, StreamGeometry geometry, Runnable changed, BiConsumer<ConsumerSession, String> departed) {
         this.slots = slots;
         this.geometry = geometry;
         this.changed = changed;

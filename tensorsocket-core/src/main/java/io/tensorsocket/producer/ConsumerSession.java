@@ -1,12 +1,16 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.stream.StreamGeometry;
 import java.io.IOException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,7 +52,7 @@ final class ConsumerSession {
     /** When anything was last sent to it ({@link System#nanoTime()}): heartbeats fill only silences. */
     volatile long lastSentNanos = System.nanoTime();
     /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
-    io.tensorsocket.stream.StartPoint start;
+    StartPoint start;
 
     boolean attached = true;
     /** When a send to it failed ({@link System#nanoTime()}), 0 while none has: see {@code Attached.unreachable}. */
@@ -60,9 +64,9 @@ final class ConsumerSession {
     /** Stream position up to which this consumer has released every sample. */
     long position;
     /** Boundaries kept for the consumers of a relay this consumer feeds ({@code Attached.keepForRelay}), one per joiner. */
-    final java.util.List<Integer> keptForRelay = new java.util.ArrayList<>();
+    final List<Integer> keptForRelay = new ArrayList<>();
     /** Its latest progress reports, oldest first, at most {@link #RATE_REPORTS}: its rate in status is taken over them. */
-    private final java.util.ArrayDeque<Message.Progress> reports = new java.util.ArrayDeque<>();
+    private final ArrayDeque<Message.Progress> reports = new ArrayDeque<>();
     /**
      * Reports a consumer's samples/s in status spans: it reports about once a second, so about five seconds of its
      * own time, long enough to even out batches that come in bursts, short enough to follow a change of pace.
@@ -165,7 +169,7 @@ final class ConsumerSession {
      */
     String describe() {
         String client = hello.client();
-        if (client != null && client.startsWith(io.tensorsocket.ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
+        if (client != null && client.startsWith(ConsumerOptions.REMOTE_CLIENT_PREFIX)) {
             return "remote consumer " + id + " (" + client + ", batch size " + hello.batchSize() + ")";
         }
         return "consumer " + id + " (pid " + hello.pid() + ", batch size " + hello.batchSize()

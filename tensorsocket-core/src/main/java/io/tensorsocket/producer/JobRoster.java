@@ -2,11 +2,13 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -74,7 +76,7 @@ final class JobRoster {
     private final long timeoutNanos;
     private final Map<String, Job> jobs = new HashMap<>();
 
-    JobRoster(String producer, java.time.Duration timeout) {
+    JobRoster(String producer, Duration timeout) {
         this.producer = producer;
         this.timeoutNanos = timeout.toNanos();
     }
@@ -84,7 +86,7 @@ final class JobRoster {
         Job job = jobs.get(hello.job());
         if (job != null && !job.running.isEmpty()) {
             return new Arrival.Refused("job '" + hello.job() + "' started already (its ranks "
-                    + ranks(new java.util.TreeSet<>(job.running.keySet()))
+                    + ranks(new TreeSet<>(job.running.keySet()))
                     + " are reading): a rank cannot join a job whose epoch is under way; restart all the job's ranks, or"
                     + " name the new job differently");
         }

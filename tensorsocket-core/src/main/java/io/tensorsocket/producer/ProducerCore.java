@@ -24,8 +24,6 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The producer's bookkeeping: which slot holds which batch, who still reads it, where the stream is, and
@@ -50,8 +48,6 @@ import org.slf4j.LoggerFactory;
  * is evicted by the stall timeout rather than blocking a write.
  */
 public final class ProducerCore implements BatchSink {
-    private static final Logger log = LoggerFactory.getLogger(ProducerCore.class);
-
     /** Thrown inside the producer thread when the producer is being closed. */
     public static final class Stopped extends RuntimeException {
         Stopped(String message) {

@@ -1,5 +1,6 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.JobRank;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.StartMode;
@@ -23,6 +24,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import jdk.net.ExtendedSocketOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -164,7 +166,7 @@ public final class ProducerServer implements AutoCloseable {
     private static String peerUser(MessageChannel ch) {
         try {
             return ch.channel()
-                    .getOption(jdk.net.ExtendedSocketOptions.SO_PEERCRED)
+                    .getOption(ExtendedSocketOptions.SO_PEERCRED)
                     .user()
                     .getName();
         } catch (IOException | UnsupportedOperationException e) {
@@ -179,14 +181,11 @@ public final class ProducerServer implements AutoCloseable {
         }
         int w = hello.worldSize();
         if (hello.inJob()
-                ? hello.job().length() > io.tensorsocket.JobRank.MAX_JOB
-                        || w < 1
-                        || hello.rank() < 0
-                        || hello.rank() >= w
+                ? hello.job().length() > JobRank.MAX_JOB || w < 1 || hello.rank() < 0 || hello.rank() >= w
                 : w != 1 || hello.rank() != 0) {
             return "rank " + hello.rank() + " of " + w
                     + (hello.inJob() ? " of job '" + hello.job() + "'" : " with no job")
-                    + " is invalid: a job's name has 1 to " + io.tensorsocket.JobRank.MAX_JOB
+                    + " is invalid: a job's name has 1 to " + JobRank.MAX_JOB
                     + " characters and its ranks are numbered 0 to world size - 1";
         }
         int max = core.maxConsumerBatch();

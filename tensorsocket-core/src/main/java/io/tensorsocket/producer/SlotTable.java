@@ -3,6 +3,7 @@ package io.tensorsocket.producer;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.JoinRule;
+import java.util.Arrays;
 
 /**
  * Which arena slot holds which batch and how many consumers still hold it. Slots are used as a ring:
@@ -25,7 +26,7 @@ final class SlotTable {
         this.seq = new long[slots];
         this.batch = new BatchPosition[slots];
         this.holders = new int[slots];
-        java.util.Arrays.fill(seq, -1);
+        Arrays.fill(seq, -1);
     }
 
     int count() {

@@ -75,7 +75,11 @@ final class StartWaits {
         }
     }
 
-    /** Waits on the producer's condition for at most {@code nanos}; an interrupt stops the producer. */
+    /**
+     * Waits on the producer's condition for at most {@code nanos}; an interrupt stops the producer. Callers loop,
+     * re-checking what they wait for.
+     */
+    @SuppressWarnings("WaitNotInLoop")
     void awaitNanos(long nanos) {
         try {
             changed.awaitNanos(nanos);

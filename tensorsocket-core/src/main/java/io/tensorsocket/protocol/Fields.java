@@ -8,7 +8,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The field types of {@link WireFormat}'s payloads, each read with its check: {@code str} (u16 byte count +
- * UTF-8, at most {@link WireFormat#WireFormat.MAX_STRING} bytes), {@code bool} (u8 0 or 1), counts and positions
+ * UTF-8, at most {@link WireFormat#MAX_STRING} bytes), {@code bool} (u8 0 or 1), counts and positions
  * (never negative), sizes (at least 1), rates (finite, never negative). A value that fails its check is the
  * peer's {@link ProtocolException}.
  */

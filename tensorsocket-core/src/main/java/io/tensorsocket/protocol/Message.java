@@ -1,9 +1,12 @@
 package io.tensorsocket.protocol;
 
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * The control messages. Their bytes are defined in {@link WireFormat}; nothing else encodes them.
@@ -28,8 +31,8 @@ public sealed interface Message {
             int worldSize)
             implements Message {
         public Hello {
-            java.util.Objects.requireNonNull(startPolicy, "startPolicy");
-            java.util.Objects.requireNonNull(job, "job");
+            Objects.requireNonNull(startPolicy, "startPolicy");
+            Objects.requireNonNull(job, "job");
         }
 
         /** A HELLO of a consumer that is no rank of a job. */
@@ -169,7 +172,7 @@ public sealed interface Message {
     record StatusRequest() implements Message {}
 
     /** Producer to a status client: a snapshot of the producer and its consumers. */
-    record Status(io.tensorsocket.ProducerStatus status) implements Message {}
+    record Status(ProducerStatus status) implements Message {}
 
     /**
      * Consumer to producer, about once a second: what the consumer observed of itself, for status
@@ -239,12 +242,12 @@ public sealed interface Message {
                     && e.epoch == epoch
                     && e.first == first
                     && e.total == total
-                    && java.util.Arrays.equals(e.ids, ids);
+                    && Arrays.equals(e.ids, ids);
         }
 
         @Override
         public int hashCode() {
-            return java.util.Objects.hash(epoch, first, total, java.util.Arrays.hashCode(ids));
+            return Objects.hash(epoch, first, total, Arrays.hashCode(ids));
         }
 
         @Override

@@ -245,12 +245,12 @@ public final class MessageChannel implements AutoCloseable {
      * Closes a refused connection once the peer has read the refusal: closing over unread input resets the
      * connection, and the peer's next read would then fail without the reason.
      */
-    public static void closeAfterPeerRead(java.nio.channels.SocketChannel ch) {
+    public static void closeAfterPeerRead(SocketChannel ch) {
         try (ch) {
             ch.shutdownOutput();
             // Non-blocking reads in a bounded loop: a Unix-domain channel has no read timeout.
             ch.configureBlocking(false);
-            java.nio.ByteBuffer sink = java.nio.ByteBuffer.allocate(4096);
+            ByteBuffer sink = ByteBuffer.allocate(4096);
             long deadline = System.nanoTime() + 2_000_000_000L;
             while (System.nanoTime() < deadline) {
                 sink.clear();

@@ -10,6 +10,8 @@ import static io.tensorsocket.protocol.Fields.truncate;
 
 import io.tensorsocket.DType;
 import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
@@ -160,7 +162,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return type >= HELLO && type <= LAST_TYPE || type >= FEEDER_HELLO && type <= ORDER_REQUEST;
+        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= ORDER_REQUEST);
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -376,12 +378,12 @@ public final class WireFormat {
                 tensors,
                 samples,
                 epochs,
-                io.tensorsocket.StartMode.values()[mode],
+                StartMode.values()[mode],
                 startEpoch,
                 startSample,
                 source,
                 ring,
-                io.tensorsocket.StartMode.values()[midEpoch]);
+                StartMode.values()[midEpoch]);
     }
 
     private static Message.FeederHello decodeFeederHello(ByteBuffer p) {
@@ -446,12 +448,12 @@ public final class WireFormat {
                 nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()));
     }
 
-    private static io.tensorsocket.StartPolicy startPolicy(byte b) {
+    private static StartPolicy startPolicy(byte b) {
         int v = Byte.toUnsignedInt(b);
-        if (v >= io.tensorsocket.StartPolicy.values().length) {
+        if (v >= StartPolicy.values().length) {
             throw new ProtocolException("HELLO holds unknown start policy " + v);
         }
-        return io.tensorsocket.StartPolicy.values()[v];
+        return StartPolicy.values()[v];
     }
 
     private static int typeOf(Message m) {

@@ -24,6 +24,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Arrays;
+import java.util.function.Predicate;
 
 /**
  * The rings file: one descriptor ring per consumer that asked for one, through which the producer hands it
@@ -178,6 +180,7 @@ public final class DescriptorRings implements AutoCloseable {
         }
 
         /** Rings the doorbell: a sleeping consumer wakes (called after publishing, or when the socket has news). */
+        @SuppressWarnings("ReachabilityFenceUsage") // the fence keeps the ring mapped through the wake, no later
         public void knock(Futex futex) {
             INT.getAndAdd(ring, DOORBELL, 1); // a volatile write, ordered before the read of parked
             if ((int) INT.getVolatile(ring, PARKED) != 0) {
@@ -225,7 +228,7 @@ public final class DescriptorRings implements AutoCloseable {
             if ((int) (cursor >>> 32) == owner && (int) tail - (int) cursor >= capacity) {
                 return false;
             }
-            java.util.Arrays.fill(scratch, frame.position(), ENTRY_BYTES, (byte) 0);
+            Arrays.fill(scratch, frame.position(), ENTRY_BYTES, (byte) 0);
             MemorySegment.copy(scratchSegment, 0, ring, entryOffset(tail), ENTRY_BYTES);
             LONG.setRelease(ring, TAIL, ++tail);
             knock(futex);
@@ -276,7 +279,7 @@ public final class DescriptorRings implements AutoCloseable {
         }
 
         /** Whether any entry not yet taken passes {@code test} (given each entry's frame); takes nothing. */
-        public boolean anyUnread(java.util.function.Predicate<ByteBuffer> test) {
+        public boolean anyUnread(Predicate<ByteBuffer> test) {
             long tail = (long) LONG.getAcquire(ring, TAIL);
             if (tail < head || tail - head > capacity) {
                 return false;
@@ -310,6 +313,7 @@ public final class DescriptorRings implements AutoCloseable {
          * @return as {@link Futex#await}: 0 when woken, {@link Futex#EAGAIN} when the doorbell had already
          *         moved, {@link Futex#ETIMEDOUT} when no one rang within {@code nanos}
          */
+        @SuppressWarnings("ReachabilityFenceUsage") // the fence keeps the ring mapped through the wait, no later
         public int park(Futex futex, int seen, long nanos) {
             INT.setVolatile(ring, PARKED, 1);
             try {

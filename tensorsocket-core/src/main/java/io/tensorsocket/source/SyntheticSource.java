@@ -7,6 +7,7 @@ import io.tensorsocket.DType;
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -62,7 +63,7 @@ public final class SyntheticSource implements IndexedSource {
      */
     public SyntheticSource preload() {
         long bytes = preloadBytes(spec);
-        MemorySegment all = java.lang.foreign.Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
+        MemorySegment all = Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
         long sampleBytes = spec.sampleBytes();
         for (long id = 0; id < spec.samples(); id++) {
             spec.fill(id, all.asSlice(id * sampleBytes, sampleBytes));

@@ -5,6 +5,7 @@ import io.tensorsocket.Tensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
+import java.util.function.IntToLongFunction;
 
 /**
  * Checks received batches of a synthetic source against the generator, sample by sample, and counts
@@ -84,7 +85,7 @@ public final class SyntheticVerifier implements AutoCloseable {
      * a job): {@code positionOf} gives sample {@code i}'s. Where the producer chooses the order, the check is that the
      * positions rise through the epoch.
      */
-    public void accept(Batch batch, java.util.function.IntToLongFunction positionOf) {
+    public void accept(Batch batch, IntToLongFunction positionOf) {
         boolean rising = true;
         for (int i = 0; i < batch.size(); i++) {
             long p = positionOf.applyAsLong(i);
@@ -94,7 +95,7 @@ public final class SyntheticVerifier implements AutoCloseable {
         check(batch, positionOf, rising);
     }
 
-    private void check(Batch batch, java.util.function.IntToLongFunction positionOf, boolean inOrder) {
+    private void check(Batch batch, IntToLongFunction positionOf, boolean inOrder) {
         Tensor data = batch.tensor(SyntheticSource.DATA);
         Tensor label = batch.tensor(SyntheticSource.LABEL);
         Tensor id = batch.tensor(SyntheticSource.ID);

@@ -1,6 +1,7 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.Batch;
+import io.tensorsocket.JobRank;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSpec;
 import java.util.Iterator;
@@ -50,7 +51,7 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
     }
 
     /** The consumer's rank in a job, or null. */
-    default io.tensorsocket.JobRank jobRank() {
+    default JobRank jobRank() {
         return null;
     }
 

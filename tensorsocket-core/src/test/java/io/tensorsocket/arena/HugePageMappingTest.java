@@ -10,6 +10,7 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
 import io.tensorsocket.TensorSpec;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.FileStore;
@@ -147,7 +148,7 @@ class HugePageMappingTest {
     @Test
     void whatCannotBeMappedSaysWhatAndTheErrno() throws IOException {
         assumeTrue(HugePageMapping.available(), "no C library with mmap and madvise here");
-        try (java.lang.foreign.Arena scope = java.lang.foreign.Arena.ofShared()) {
+        try (Arena scope = Arena.ofShared()) {
             IOException missing = assertThrows(
                     IOException.class, () -> HugePageMapping.mapFile(dir.resolve("none"), 4096, false, scope));
             assertEquals("could not open " + dir.resolve("none") + " (errno 2)", missing.getMessage());
@@ -174,7 +175,7 @@ class HugePageMappingTest {
         assumeTrue(
                 m.find()
                         && (Integer.parseInt(m.group(1)) > 6
-                                || Integer.parseInt(m.group(1)) == 6 && Integer.parseInt(m.group(2)) >= 1),
+                                || (Integer.parseInt(m.group(1)) == 6 && Integer.parseInt(m.group(2)) >= 1)),
                 "kernel " + System.getProperty("os.version") + " has no MADV_COLLAPSE");
         Path shmem = Path.of("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
         assumeTrue(

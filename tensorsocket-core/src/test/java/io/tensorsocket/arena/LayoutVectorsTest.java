@@ -13,6 +13,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Collectors;
@@ -47,9 +48,7 @@ class LayoutVectorsTest {
 
     private static String spec(TensorSpec t) {
         return t.name() + ":" + t.dtype().lowerName() + ":"
-                + java.util.Arrays.stream(t.sampleShape())
-                        .mapToObj(Long::toString)
-                        .collect(Collectors.joining("x"));
+                + Arrays.stream(t.sampleShape()).mapToObj(Long::toString).collect(Collectors.joining("x"));
     }
 
     @Test

@@ -21,6 +21,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -90,7 +91,7 @@ class HandshakeTest {
     /** Answers one HELLO with {@code answer}; completes, at the end of the stream, with what the consumer said after it. */
     private CompletableFuture<List<Message>> answer(Message answer) {
         return CompletableFuture.supplyAsync(() -> {
-            List<Message> after = new java.util.ArrayList<>();
+            List<Message> after = new ArrayList<>();
             try (MessageChannel ch = new MessageChannel(server.accept())) {
                 assertInstanceOf(Message.Hello.class, ch.read());
                 ch.send(answer);

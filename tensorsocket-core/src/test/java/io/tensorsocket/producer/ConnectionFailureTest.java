@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.DType;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
@@ -56,7 +57,7 @@ class ConnectionFailureTest {
                             1,
                             Duration.ZERO,
                             "p",
-                            io.tensorsocket.StartMode.ROLLING,
+                            StartMode.ROLLING,
                             Duration.ofSeconds(30)));
             try (ProducerServer server = new ProducerServer(
                     dir.resolve(ProducerDirectory.SOCKET_FILE),

@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tensorsocket.DType;
+import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.ProducerStatus.Consumer;
+import io.tensorsocket.ProducerStatus.State;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.source.SyntheticSpec;
 import java.io.IOException;
@@ -37,15 +41,7 @@ class ProtocolVectorsTest {
         FRAMES.put(
                 "hello",
                 new Message.Hello(
-                        64,
-                        true,
-                        4242,
-                        "python3 train.py — ü",
-                        io.tensorsocket.StartPolicy.NEXT_EPOCH_START,
-                        true,
-                        "ddp-lr0.1",
-                        2,
-                        4));
+                        64, true, 4242, "python3 train.py — ü", StartPolicy.NEXT_EPOCH_START, true, "ddp-lr0.1", 2, 4));
         FRAMES.put(
                 "welcome",
                 new Message.Welcome(
@@ -79,11 +75,11 @@ class ProtocolVectorsTest {
         FRAMES.put("heartbeat", new Message.Heartbeat());
         FRAMES.put(
                 "status",
-                new Message.Status(new io.tensorsocket.ProducerStatus(
+                new Message.Status(new ProducerStatus(
                         4242,
                         "cifar",
                         "synthetic:samples=5",
-                        io.tensorsocket.ProducerStatus.State.SERVING,
+                        State.SERVING,
                         64,
                         50000,
                         10,
@@ -102,7 +98,7 @@ class ProtocolVectorsTest {
                         1,
                         StartMode.EXACT,
                         List.of(
-                                new io.tensorsocket.ProducerStatus.Consumer(
+                                new Consumer(
                                         1,
                                         777,
                                         "ana",
@@ -122,7 +118,7 @@ class ProtocolVectorsTest {
                                         30_000_000_000L,
                                         "python3 train.py",
                                         false),
-                                new io.tensorsocket.ProducerStatus.Consumer(
+                                new Consumer(
                                         2,
                                         778,
                                         "ana",

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import com.sun.management.ThreadMXBean;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.ProtocolVersionException;
 import io.tensorsocket.testing.RandomTrials;
@@ -156,7 +157,7 @@ class WireFormatFuzzTest {
         // Every u16 / u32 slot of the payload claims its maximum: strings of 65535 bytes, 65535 tensors.
         byte[] p = Arrays.copyOf(payload, Math.max(payload.length, offset + 4));
         p[offset] = p[offset + 1] = p[offset + 2] = p[offset + 3] = (byte) 0xff;
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        ThreadMXBean mx = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         decodeOrReject(type, p); // first call: class loading and lazy initialisation are not what is measured
         long before = mx.getCurrentThreadAllocatedBytes();
         decodeOrReject(type, p);

@@ -6,9 +6,11 @@ import io.tensorsocket.DType;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -17,7 +19,7 @@ class WireFormatTest {
 
     static final List<Message> ALL = List.of(
             new Message.Hello(64, true, 1234, "python3 train.py — ü"),
-            new Message.Hello(64, true, 1234, "late", io.tensorsocket.StartPolicy.NEXT_EPOCH_START),
+            new Message.Hello(64, true, 1234, "late", StartPolicy.NEXT_EPOCH_START),
             new Message.Heartbeat(),
             new Message.Welcome(
                     -77,
@@ -49,7 +51,7 @@ class WireFormatTest {
             new Message.OrderRequest(2));
 
     static ProducerStatus status(int consumers, double rate) {
-        List<ProducerStatus.Consumer> cs = new java.util.ArrayList<>();
+        List<ProducerStatus.Consumer> cs = new ArrayList<>();
         for (int i = 0; i < consumers; i++) {
             cs.add(new ProducerStatus.Consumer(
                     i + 1,

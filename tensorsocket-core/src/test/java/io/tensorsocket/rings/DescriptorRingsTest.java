@@ -8,7 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tensorsocket.ProtocolException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -114,7 +119,7 @@ class DescriptorRingsTest {
             assertTrue(e.getMessage().contains("another producer session"), e.getMessage());
             assertThrows(ProtocolException.class, () -> producer.reader(2, 1));
         }
-        java.nio.file.Files.write(dir.resolve("junk"), new byte[4096]);
+        Files.write(dir.resolve("junk"), new byte[4096]);
         ProtocolException e =
                 assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("junk"), SESSION));
         assertTrue(e.getMessage().contains("not a TensorSocket rings file"), e.getMessage());
@@ -122,23 +127,19 @@ class DescriptorRingsTest {
 
     @Test
     void aTruncatedFileAndATailPastTheCapacityAreProtocolErrors() throws Exception {
-        java.nio.file.Files.write(dir.resolve("short"), new byte[10]);
+        Files.write(dir.resolve("short"), new byte[10]);
         ProtocolException e =
                 assertThrows(ProtocolException.class, () -> DescriptorRings.open(dir.resolve("short"), SESSION));
         assertTrue(e.getMessage().contains("smaller than its header"), e.getMessage());
         try (DescriptorRings producer = DescriptorRings.create(dir.resolve("rings"), 1, 4, SESSION);
                 DescriptorRings consumer = DescriptorRings.open(dir.resolve("rings"), SESSION);
-                java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(
-                        dir.resolve("rings"),
-                        java.nio.file.StandardOpenOption.READ,
-                        java.nio.file.StandardOpenOption.WRITE)) {
+                FileChannel ch =
+                        FileChannel.open(dir.resolve("rings"), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             producer.writer(0).claim(1);
             DescriptorRings.Reader r = consumer.reader(0, 1);
             // a producer that claims more entries than the ring holds
             ch.write(
-                    ByteBuffer.allocate(8)
-                            .order(java.nio.ByteOrder.LITTLE_ENDIAN)
-                            .putLong(0, producer.capacity() + 5L),
+                    ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, producer.capacity() + 5L),
                     RingLayout.HEADER_BYTES + RingLayout.TAIL);
             e = assertThrows(ProtocolException.class, r::poll);
             assertTrue(e.getMessage().contains("more than its " + producer.capacity()), e.getMessage());
@@ -181,7 +182,7 @@ class DescriptorRingsTest {
                 }
             });
             Futex futex = new Futex();
-            java.util.Random random = new java.util.Random(42);
+            Random random = new Random(42);
             for (long k = 0; k < entries; k++) {
                 write(w, k);
                 while (!w.publish(futex)) {

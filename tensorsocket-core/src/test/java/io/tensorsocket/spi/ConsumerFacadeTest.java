@@ -3,6 +3,7 @@ package io.tensorsocket.spi;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.tensorsocket.Batch;
+import io.tensorsocket.DType;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorConsumer;
@@ -22,66 +23,82 @@ class ConsumerFacadeTest {
         long epoch;
         boolean closed;
 
+        @Override
         public long size() {
             return 3;
         }
 
+        @Override
         public long samplesPerEpoch() {
             return 3;
         }
 
+        @Override
         public int batchSize() {
             return 1;
         }
 
+        @Override
         public int producerBatchSize() {
             return 1;
         }
 
+        @Override
         public long epoch() {
             return epoch;
         }
 
+        @Override
         public StartMode startMode() {
             return StartMode.EPOCH_START;
         }
 
+        @Override
         public StartMode midEpochStart() {
             return StartMode.ROLLING;
         }
 
+        @Override
         public long startEpoch() {
             return 0;
         }
 
+        @Override
         public long startSample() {
             return 0;
         }
 
+        @Override
         public long streamPosition(Batch b) {
             return b.epoch() * 3 + b.sampleStart();
         }
 
+        @Override
         public List<TensorSpec> tensors() {
-            return List.of(TensorSpec.of("v", io.tensorsocket.DType.INT64));
+            return List.of(TensorSpec.of("v", DType.INT64));
         }
 
+        @Override
         public String sourceDescription() {
             return "two epochs";
         }
 
+        @Override
         public long producerEpochs() {
             return 2;
         }
 
+        @Override
         public boolean isEndOfStream() {
             return epoch == 2;
         }
 
+        @Override
         public String handoff() {
             return "test";
         }
 
+        @Override
         public Iterator<Batch> iterator() {
             long e = epoch++;
             return List.of(0, 1, 2).stream()
@@ -89,6 +106,7 @@ class ConsumerFacadeTest {
                     .iterator();
         }
 
+        @Override
         public void close() {
             closed = true;
         }

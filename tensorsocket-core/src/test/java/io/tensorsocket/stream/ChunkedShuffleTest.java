@@ -3,10 +3,14 @@ package io.tensorsocket.stream;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.tensorsocket.testing.RandomTrials;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -111,7 +115,7 @@ class ChunkedShuffleTest {
      * ({@code stream.chunked_first}, {@code chunked_next}) reproduces. Rewrite with {@code -Dtensorsocket.writeVectors=true}.
      */
     @Test
-    void theSharedVectorsAreWhatThisRuleDraws() throws java.io.IOException {
+    void theSharedVectorsAreWhatThisRuleDraws() throws IOException {
         List<String> lines = new ArrayList<>();
         lines.add("# first <samples> <seed> -> <order>   (java.util.SplittableRandom(seed))");
         lines.add("# next <seed> <boundaries, or -> <previous order> -> <order>");
@@ -124,16 +128,16 @@ class ChunkedShuffleTest {
                     + join(order) + " -> " + join(next));
             order = next;
         }
-        java.nio.file.Path file = StreamScenariosTest.vectors().resolveSibling("chunked-shuffle.txt");
+        Path file = StreamScenariosTest.vectors().resolveSibling("chunked-shuffle.txt");
         String text = String.join("\n", lines) + "\n";
         if (Boolean.getBoolean("tensorsocket.writeVectors")) {
-            java.nio.file.Files.writeString(file, text);
+            Files.writeString(file, text);
         }
-        assertEquals(java.nio.file.Files.readString(file), text);
+        assertEquals(Files.readString(file), text);
     }
 
     private static String join(int[] a) {
-        return Arrays.stream(a).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(","));
+        return Arrays.stream(a).mapToObj(Integer::toString).collect(Collectors.joining(","));
     }
 
     private static String sorted(int[] a, int from, int to) {

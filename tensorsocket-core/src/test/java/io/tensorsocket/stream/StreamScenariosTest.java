@@ -3,12 +3,17 @@ package io.tensorsocket.stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -52,7 +57,7 @@ class StreamScenariosTest {
 
     static StreamSimulation parse(String given) {
         String[] w = given.split(" ");
-        java.util.Map<String, String> kv = new java.util.HashMap<>();
+        Map<String, String> kv = new HashMap<>();
         for (int i = 1; i < w.length; i++) {
             String[] p = w[i].split("=", 2);
             kv.put(p[0], p[1]);
@@ -68,10 +73,8 @@ class StreamScenariosTest {
                 Integer.parseInt(kv.get("epochs")),
                 Integer.parseInt(kv.get("producer_epochs")),
                 Integer.parseInt(kv.get("leave_after")),
-                io.tensorsocket.StartPolicy.valueOf(
-                        kv.getOrDefault("start_policy", "join_now").toUpperCase(java.util.Locale.ROOT)),
-                io.tensorsocket.StartMode.valueOf(
-                        kv.getOrDefault("mid_epoch", "rolling").toUpperCase(java.util.Locale.ROOT)),
+                StartPolicy.valueOf(kv.getOrDefault("start_policy", "join_now").toUpperCase(Locale.ROOT)),
+                StartMode.valueOf(kv.getOrDefault("mid_epoch", "rolling").toUpperCase(Locale.ROOT)),
                 rank(kv.getOrDefault("rank", "0/1")));
     }
 

@@ -1,5 +1,7 @@
 package io.tensorsocket.stream;
 
+import io.tensorsocket.StartMode;
+import io.tensorsocket.StartPolicy;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -25,8 +27,8 @@ record StreamSimulation(
         int consumerEpochs,
         int producerEpochs,
         int leaveAfter,
-        io.tensorsocket.StartPolicy startPolicy,
-        io.tensorsocket.StartMode midEpoch,
+        StartPolicy startPolicy,
+        StartMode midEpoch,
         RankShare share) {
 
     StreamSimulation(
@@ -51,8 +53,8 @@ record StreamSimulation(
                 consumerEpochs,
                 producerEpochs,
                 leaveAfter,
-                io.tensorsocket.StartPolicy.JOIN_NOW,
-                io.tensorsocket.StartMode.ROLLING,
+                StartPolicy.JOIN_NOW,
+                StartMode.ROLLING,
                 RankShare.ALL);
     }
 

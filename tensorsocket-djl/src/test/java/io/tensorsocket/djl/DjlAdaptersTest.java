@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import ai.djl.Model;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -15,19 +16,29 @@ import ai.djl.training.EasyTrain;
 import ai.djl.training.Trainer;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.evaluator.Accuracy;
+import ai.djl.training.listener.TrainingListener.Defaults;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,13 +69,12 @@ class DjlAdaptersTest {
             SyntheticSpec spec = SyntheticSpec.parse("samples=100,shape=4,dtype=float32");
             long[] idValues = ids.toLongArray();
             float[] values = data.toFloatArray();
-            try (var arena = java.lang.foreign.Arena.ofConfined()) {
+            try (var arena = Arena.ofConfined()) {
                 var expected = arena.allocate(16);
                 for (int i = 0; i < 10; i++) {
                     spec.fill(idValues[i], expected);
                     for (int j = 0; j < 4; j++) {
-                        assertEquals(
-                                expected.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, j), values[i * 4 + j]);
+                        assertEquals(expected.getAtIndex(ValueLayout.JAVA_FLOAT, j), values[i * 4 + j]);
                     }
                 }
             }
@@ -139,8 +149,7 @@ class DjlAdaptersTest {
 
                 // epochs 1-3 through EasyTrain, unchanged
                 SequentialBlock block = new SequentialBlock()
-                        .add(arrays -> new ai.djl.ndarray.NDList(
-                                arrays.singletonOrThrow().get(":, 0:1")))
+                        .add(arrays -> new NDList(arrays.singletonOrThrow().get(":, 0:1")))
                         .add(Linear.builder().setUnits(16).build())
                         .add(Activation::relu)
                         .add(Linear.builder().setUnits(2).build());
@@ -151,7 +160,7 @@ class DjlAdaptersTest {
                                     .optLearningRateTracker(Tracker.fixed(0.05f))
                                     .build())
                             .addEvaluator(new Accuracy())
-                            .addTrainingListeners(ai.djl.training.listener.TrainingListener.Defaults.basic());
+                            .addTrainingListeners(Defaults.basic());
                     try (Trainer trainer = model.newTrainer(config)) {
                         trainer.initialize(new Shape(50, 2));
                         EasyTrain.fit(trainer, 3, SharedDataset.of(c, "x", "y"), null);
@@ -192,19 +201,19 @@ class DjlAdaptersTest {
                             .epochs(4)
                             .rubberBand(0)
                             .slots(8)
-                            .startGrace(java.time.Duration.ZERO)
+                            .startGrace(Duration.ZERO)
                             .build()
                             .start();
                     TensorConsumer first = TensorConsumer.connect(dir, ConsumerOptions.batchSize(50))) {
-                java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
-                java.util.Iterator<io.tensorsocket.Batch> it = first.iterator();
+                ExecutorService pool = Executors.newSingleThreadExecutor();
+                Iterator<io.tensorsocket.Batch> it = first.iterator();
                 for (int i = 0; i < 5; i++) {
                     it.next().close();
                 }
                 // The producer now waits for a slot in the middle of epoch 0 (8 slots, the first consumer at sample
                 // 250): the late one joins there, then the first goes on.
                 TensorConsumer late = TensorConsumer.connect(dir, ConsumerOptions.batchSize(45));
-                java.util.concurrent.Future<?> rest = pool.submit(() -> {
+                Future<?> rest = pool.submit(() -> {
                     while (it.hasNext()) {
                         it.next().close();
                     }
@@ -216,13 +225,10 @@ class DjlAdaptersTest {
                     return null;
                 });
                 try (late) {
-                    assertEquals(
-                            io.tensorsocket.StartMode.EXACT,
-                            late.startMode(),
-                            "joined at sample " + late.startSample());
-                    assertEquals(io.tensorsocket.StartMode.EXACT, late.midEpochStart());
+                    assertEquals(StartMode.EXACT, late.startMode(), "joined at sample " + late.startSample());
+                    assertEquals(StartMode.EXACT, late.midEpochStart());
                     for (int e = 0; e < 2; e++) {
-                        java.util.BitSet seen = new java.util.BitSet(n);
+                        BitSet seen = new BitSet(n);
                         int count = 0;
                         for (io.tensorsocket.Batch b : late) {
                             for (int i = 0; i < b.size(); i++) {
@@ -236,7 +242,7 @@ class DjlAdaptersTest {
                         assertEquals(n, seen.cardinality(), "epoch " + e + " of the late joiner is one pass");
                     }
                 }
-                rest.get(60, java.util.concurrent.TimeUnit.SECONDS);
+                rest.get(60, TimeUnit.SECONDS);
                 pool.shutdown();
             }
         }

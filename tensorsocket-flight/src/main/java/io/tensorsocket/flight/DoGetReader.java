@@ -17,6 +17,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.auth2.Auth2Constants;
@@ -69,7 +70,7 @@ final class DoGetReader implements AutoCloseable {
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private volatile boolean closed;
     private volatile boolean trailersArrived;
-    private volatile java.util.function.Consumer<Status> onEnd = s -> {};
+    private volatile Consumer<Status> onEnd = s -> {};
 
     /**
      * Starts {@code DoGet(ticket)} on {@code channel}; bodies go into buffers of {@code allocator}.
@@ -156,7 +157,7 @@ final class DoGetReader implements AutoCloseable {
      * Runs {@code action} on gRPC's thread when the call ends (at once if it has), before the messages queued
      * ahead of that end are taken: a reader that is not reading learns of it anyway.
      */
-    void onEnd(java.util.function.Consumer<Status> action) {
+    void onEnd(Consumer<Status> action) {
         onEnd = action;
         for (Object o : received) {
             if (o instanceof End e) {

@@ -37,6 +37,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -45,6 +47,7 @@ import java.util.function.Consumer;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.FlightProducer.StreamListener;
 import org.apache.arrow.flight.FlightServer;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
@@ -111,7 +114,7 @@ public final class FlightServe implements AutoCloseable {
     /** The producer served, where this server runs beside it (then it answers {@link BoundaryAction}), else null. */
     private final TensorProducer producer;
     /** The producer's ids of the consumers of this server's streams now. */
-    private final java.util.Set<Integer> streaming = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<Integer> streaming = ConcurrentHashMap.newKeySet();
     /** The epoll event loop the server runs on, or null where epoll is not available (then no link timeout). */
     private final EventLoopGroup eventLoop;
 
@@ -291,7 +294,7 @@ public final class FlightServe implements AutoCloseable {
     }
 
     /** Answers a relay's {@link BoundaryAction} for a consumer of this server's own streams. */
-    private void boundary(Action action, org.apache.arrow.flight.FlightProducer.StreamListener<Result> listener) {
+    private void boundary(Action action, StreamListener<Result> listener) {
         BoundaryAction.Request r;
         try {
             r = BoundaryAction.decode(action.getBody());

@@ -25,6 +25,7 @@ final class GrpcLogFilter implements Filter {
     }
 
     @Override
+    @SuppressWarnings("ReferenceEquality") // log levels are constants
     public boolean isLoggable(LogRecord r) {
         Throwable t = r.getThrown();
         return !(r.getLevel() == Level.WARNING

@@ -57,6 +57,7 @@ final class LinkWatch implements AutoCloseable {
         c.closeFuture().addListener(f -> connections.remove(c));
     }
 
+    @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // a concurrent set
     private void check() {
         for (EpollSocketChannel c : connections) {
             if (!c.isActive()) {

@@ -12,6 +12,10 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.spi.RelayedSource;
 import io.tensorsocket.spi.UpstreamBoundaries;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 /**
  * A remote stream as the source of a local producer, so the jobs on one host share one network stream
@@ -33,14 +37,13 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
 
     private final RemoteConsumer remote;
     /** Relay consumers per offset whose boundary the upstream keeps; under the relay producer's lock. */
-    private final java.util.Map<Integer, Integer> kept = new java.util.HashMap<>();
+    private final Map<Integer, Integer> kept = new HashMap<>();
     /** Sends releases, which the producer does not wait for. */
-    private final java.util.concurrent.ExecutorService releases =
-            java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "tensorsocket-relay-boundaries");
-                t.setDaemon(true);
-                return t;
-            });
+    private final ExecutorService releases = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "tensorsocket-relay-boundaries");
+        t.setDaemon(true);
+        return t;
+    });
     /** Why the upstream's stream failed, once it has; set on a gRPC thread. */
     private volatile TensorSocketException upstreamFailure;
     /** The producer's thread while it hands a batch to the sink (where it waits for slots and consumers), else null. */

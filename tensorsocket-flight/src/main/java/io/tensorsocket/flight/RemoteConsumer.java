@@ -1,5 +1,6 @@
 package io.tensorsocket.flight;
 
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.channel.EventLoopGroup;
@@ -31,10 +32,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Locale;
 import java.util.NoSuchElementException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.apache.arrow.flatbuf.Message;
 import org.apache.arrow.flatbuf.MessageHeader;
 import org.apache.arrow.flight.Action;
@@ -48,6 +52,7 @@ import org.apache.arrow.flight.Result;
 import org.apache.arrow.flight.auth2.BearerCredentialWriter;
 import org.apache.arrow.flight.grpc.CredentialCallOption;
 import org.apache.arrow.flight.grpc.NettyClientBuilder;
+import org.apache.arrow.flight.grpc.StatusUtils;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -322,6 +327,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     }
 
     /** Batches in one epoch at this consumer's batch size. */
+    @Override
     public long size() {
         long n = header.samplesPerEpoch();
         int b = header.batchSize();
@@ -329,26 +335,31 @@ public final class RemoteConsumer implements ConsumerEngine {
     }
 
     /** Samples in one epoch. */
+    @Override
     public long samplesPerEpoch() {
         return header.samplesPerEpoch();
     }
 
     /** This consumer's batch size. */
+    @Override
     public int batchSize() {
         return header.batchSize();
     }
 
     /** The producer's loader batch size. */
+    @Override
     public int producerBatchSize() {
         return header.producerBatchSize();
     }
 
     /** The current (or last finished) epoch. */
+    @Override
     public long epoch() {
         return epoch;
     }
 
     /** Whether this consumer started at an epoch start or mid-stream. */
+    @Override
     public StartMode startMode() {
         return header.startMode();
     }
@@ -359,26 +370,31 @@ public final class RemoteConsumer implements ConsumerEngine {
     }
 
     /** Producer epoch of the first sample. */
+    @Override
     public long startEpoch() {
         return header.startEpoch();
     }
 
     /** Position in that epoch of the first sample. */
+    @Override
     public long startSample() {
         return header.startSample();
     }
 
     /** The tensors of every batch. */
+    @Override
     public List<TensorSpec> tensors() {
         return specs;
     }
 
     /** The producer's source description. */
+    @Override
     public String sourceDescription() {
         return header.description();
     }
 
     /** Epochs the producer serves (0: until stopped). */
+    @Override
     public long producerEpochs() {
         return header.producerEpochs();
     }
@@ -389,33 +405,31 @@ public final class RemoteConsumer implements ConsumerEngine {
      * would throw. It runs even while nobody reads (a relay with no consumers of its own); not when the
      * stream completes or this consumer closes it.
      */
-    public void onFailure(java.util.function.Consumer<TensorSocketException> action) {
-        java.util.concurrent.atomic.AtomicBoolean told = new java.util.concurrent.atomic.AtomicBoolean();
-        java.util.function.Consumer<TensorSocketException> once = e -> {
+    public void onFailure(Consumer<TensorSocketException> action) {
+        AtomicBoolean told = new AtomicBoolean();
+        Consumer<TensorSocketException> once = e -> {
             if (!closed && told.compareAndSet(false, true)) {
                 action.accept(e);
             }
         };
         reader.onEnd(status -> {
             if (!status.isOk()) {
-                once.accept(translate(org.apache.arrow.flight.grpc.StatusUtils.fromGrpcStatus(status)
-                        .toRuntimeException()));
+                once.accept(translate(StatusUtils.fromGrpcStatus(status).toRuntimeException()));
             }
         });
         // gRPC delivers a call's end only after the messages queued ahead of it are taken; the connection's
         // state says at once that the one connection this stream runs on is gone.
-        watchConnection(io.grpc.ConnectivityState.READY, once);
+        watchConnection(ConnectivityState.READY, once);
     }
 
-    private void watchConnection(
-            io.grpc.ConnectivityState seen, java.util.function.Consumer<TensorSocketException> action) {
-        io.grpc.ConnectivityState now = channel.getState(false);
+    private void watchConnection(ConnectivityState seen, Consumer<TensorSocketException> action) {
+        ConnectivityState now = channel.getState(false);
         if (reader.endedByServer()) {
             return; // the server ended the stream first: what it sent, and how it ended, is read from the queue
         }
-        if (now != seen && seen == io.grpc.ConnectivityState.READY) {
+        if (now != seen && seen == ConnectivityState.READY) {
             action.accept(new ProducerGoneException("server " + address + " went away: the connection to it was lost ("
-                    + now.name().toLowerCase(java.util.Locale.ROOT) + ")"));
+                    + now.name().toLowerCase(Locale.ROOT) + ")"));
             return;
         }
         if (!closed) {
@@ -424,6 +438,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     }
 
     /** Whether the producer's stream has ended. */
+    @Override
     public boolean isEndOfStream() {
         return endOfStream;
     }
@@ -434,6 +449,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     }
 
     /** The producer-stream position of the current batch's first sample. */
+    @Override
     public long streamPosition(Batch batch) {
         if (batch != current) {
             throw new IllegalArgumentException("only the current batch's stream position is known");

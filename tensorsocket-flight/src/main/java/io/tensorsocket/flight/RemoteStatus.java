@@ -11,7 +11,9 @@ import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.WireFormat;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -77,18 +79,18 @@ public final class RemoteStatus {
 
     private static ProducerStatus decode(RemoteAddress address, byte[] body) {
         try {
-            ByteBuffer b = ByteBuffer.wrap(body).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer b = ByteBuffer.wrap(body).order(ByteOrder.LITTLE_ENDIAN);
             WireFormat.Header h = WireFormat.decodeHeader(b);
             if (h.payloadBytes() != b.remaining()) {
                 throw new ProtocolException(
                         "frame announces " + h.payloadBytes() + " payload bytes but carries " + b.remaining());
             }
-            if (!(WireFormat.decodePayload(h.type(), b.slice().order(java.nio.ByteOrder.LITTLE_ENDIAN))
+            if (!(WireFormat.decodePayload(h.type(), b.slice().order(ByteOrder.LITTLE_ENDIAN))
                     instanceof Message.Status s)) {
                 throw new ProtocolException("the answer is not a STATUS frame");
             }
             return s.status();
-        } catch (ProtocolException | java.nio.BufferUnderflowException e) {
+        } catch (ProtocolException | BufferUnderflowException e) {
             throw new ProtocolException(
                     "server " + address + " answered the status action with a bad frame: " + e.getMessage());
         }

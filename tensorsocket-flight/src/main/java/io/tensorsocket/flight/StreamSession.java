@@ -13,6 +13,7 @@ import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -44,7 +45,7 @@ final class StreamSession {
     private final ScheduledExecutorService timer;
     private final String peer;
     /** The producer's ids of the consumers of this server's streams, this one's among them while it streams. */
-    private final java.util.Set<Integer> streaming;
+    private final Set<Integer> streaming;
 
     private int consumerId = -1;
     private final ReentrantLock lock = new ReentrantLock();
@@ -60,7 +61,7 @@ final class StreamSession {
             BufferAllocator allocator,
             ScheduledExecutorService timer,
             String peer,
-            java.util.Set<Integer> streaming) {
+            Set<Integer> streaming) {
         this.producerDirectory = producerDirectory;
         this.request = request;
         this.listener = listener;

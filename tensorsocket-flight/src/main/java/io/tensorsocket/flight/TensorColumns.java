@@ -234,7 +234,7 @@ public final class TensorColumns {
     /** The memory of column {@code i} of a received root: the tensor's bytes for the root's rows. */
     static MemorySegment values(VectorSchemaRoot root, int column, TensorSpec spec) {
         FieldVector v = root.getVector(column);
-        FieldVector values = v instanceof FixedSizeListVector l ? (FieldVector) l.getDataVector() : v;
+        FieldVector values = v instanceof FixedSizeListVector l ? l.getDataVector() : v;
         long bytes = (long) root.getRowCount() * spec.sampleBytes();
         ArrowBuf buf = values.getDataBuffer();
         if (buf.capacity() < bytes) {

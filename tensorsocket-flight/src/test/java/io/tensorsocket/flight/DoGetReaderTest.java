@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.grpc.ManagedChannel;
+import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.ByteArrayInputStream;
@@ -197,7 +198,7 @@ class DoGetReaderTest {
                 StatusRuntimeException e = assertThrows(
                         StatusRuntimeException.class,
                         () -> new DoGetReader.FrameMarshaller(alloc).parse(new ByteArrayInputStream(bytes)));
-                assertEquals(io.grpc.Status.Code.INTERNAL, e.getStatus().getCode());
+                assertEquals(Code.INTERNAL, e.getStatus().getCode());
                 assertTrue(e.getStatus().getDescription().startsWith("malformed FlightData"), e.getMessage());
                 assertEquals(0, alloc.getAllocatedMemory());
             }

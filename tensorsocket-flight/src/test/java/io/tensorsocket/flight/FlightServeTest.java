@@ -1,5 +1,6 @@
 package io.tensorsocket.flight;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,7 +10,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchReleasedException;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.PermissionDeniedException;
 import io.tensorsocket.ProducerGoneException;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorConsumer;
@@ -24,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -134,8 +138,7 @@ class FlightServeTest {
     void tensorConsumerConnectReachesAGrpcNameThroughTheServiceLoader() throws Exception {
         try (TensorProducer p = producer(2);
                 FlightServe f = FlightServe.builder().producer(p).build().start();
-                io.tensorsocket.TensorConsumer c =
-                        io.tensorsocket.TensorConsumer.connect(f.address().toString(), ConsumerOptions.batchSize(64));
+                TensorConsumer c = TensorConsumer.connect(f.address().toString(), ConsumerOptions.batchSize(64));
                 SyntheticVerifier v = new SyntheticVerifier(SPEC)) {
             assertEquals(5, c.size());
             assertEquals(SPEC.format() + ",order=producer", c.sourceDescription());
@@ -160,12 +163,12 @@ class FlightServeTest {
                         ConsumerOptions.batchSize(10),
                         RemoteOptions.defaults().withToken("t0k"))) {
             c.iterator().next();
-            io.tensorsocket.ProducerStatus s = RemoteStatus.query(
+            ProducerStatus s = RemoteStatus.query(
                     f.address().toString(), RemoteOptions.defaults().withToken("t0k"), Duration.ofSeconds(5));
             assertEquals(1, s.consumersAttached());
             assertTrue(s.consumers().getFirst().client().matches("flight 127\\.0\\.0\\.1:\\d+"), s.toString());
             assertThrows(
-                    io.tensorsocket.PermissionDeniedException.class,
+                    PermissionDeniedException.class,
                     () -> RemoteStatus.query(f.address().toString(), RemoteOptions.defaults(), Duration.ofSeconds(5)));
         }
     }
@@ -175,14 +178,14 @@ class FlightServeTest {
         Path tokenFile = Files.writeString(dir.resolve("token"), "fromfile\n");
         assertEquals(
                 "direct",
-                FlightConnector.fromEnvironment(java.util.Map.of(
-                                "TENSORSOCKET_TOKEN", "direct", "TENSORSOCKET_TOKEN_FILE", tokenFile.toString()))
+                FlightConnector.fromEnvironment(
+                                Map.of("TENSORSOCKET_TOKEN", "direct", "TENSORSOCKET_TOKEN_FILE", tokenFile.toString()))
                         .token());
         RemoteOptions o = FlightConnector.fromEnvironment(
-                java.util.Map.of("TENSORSOCKET_TOKEN_FILE", tokenFile.toString(), "TENSORSOCKET_TRUST", "/etc/ca.pem"));
+                Map.of("TENSORSOCKET_TOKEN_FILE", tokenFile.toString(), "TENSORSOCKET_TRUST", "/etc/ca.pem"));
         assertEquals("fromfile", o.token());
         assertEquals(Path.of("/etc/ca.pem"), o.trustedCertificates());
-        assertEquals(null, FlightConnector.fromEnvironment(java.util.Map.of()).token());
+        assertEquals(null, FlightConnector.fromEnvironment(Map.of()).token());
     }
 
     @Test
@@ -249,14 +252,17 @@ class FlightServeTest {
         assertEquals(r, StreamRequest.parse(r.encode()));
         assertEquals(
                 StartPolicy.JOIN_NOW,
-                StreamRequest.parse("v=1&name=x&batch_size=4".getBytes()).startPolicy());
+                StreamRequest.parse("v=1&name=x&batch_size=4".getBytes(UTF_8)).startPolicy());
         assertThrows(
                 IllegalArgumentException.class,
-                () -> StreamRequest.parse("v=1&name=x&batch_size=4&start=later".getBytes()));
-        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=2&name=x&batch_size=1".getBytes()));
-        assertThrows(IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=0".getBytes()));
+                () -> StreamRequest.parse("v=1&name=x&batch_size=4&start=later".getBytes(UTF_8)));
         assertThrows(
-                IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes()));
+                IllegalArgumentException.class, () -> StreamRequest.parse("v=2&name=x&batch_size=1".getBytes(UTF_8)));
+        assertThrows(
+                IllegalArgumentException.class, () -> StreamRequest.parse("v=1&name=x&batch_size=0".getBytes(UTF_8)));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> StreamRequest.parse("v=1&name=x&batch_size=4&evil=1".getBytes(UTF_8)));
         assertEquals(new RemoteAddress(true, "::1", 99, "n"), RemoteAddress.parse("grpc+tls://[::1]:99/n"));
         assertEquals("grpc://h:1/n", RemoteAddress.parse("grpc://h:1/n").toString());
         assertThrows(IllegalArgumentException.class, () -> RemoteAddress.parse("http://h:1/n"));
@@ -358,7 +364,7 @@ class FlightServeTest {
             long before = 0;
             int n = 0;
             while (n < warm + measured && !c.isEndOfStream()) {
-                for (Batch b : c) {
+                for (Batch unused : c) {
                     if (++n == warm) {
                         before = writeCalls(io);
                     }

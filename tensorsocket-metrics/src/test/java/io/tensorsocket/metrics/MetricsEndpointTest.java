@@ -16,6 +16,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
@@ -59,12 +60,10 @@ class MetricsEndpointTest {
     private static double value(Map<String, Double> samples, String name, String... labels) {
         return samples.entrySet().stream()
                 .filter(e -> e.getKey().equals(name) || e.getKey().startsWith(name + "{"))
-                .filter(e ->
-                        java.util.Arrays.stream(labels).allMatch(l -> e.getKey().contains(l)))
+                .filter(e -> Arrays.stream(labels).allMatch(l -> e.getKey().contains(l)))
                 .mapToDouble(Map.Entry::getValue)
                 .findFirst()
-                .orElseThrow(() ->
-                        new AssertionError("no " + name + " " + java.util.Arrays.toString(labels) + " in " + samples));
+                .orElseThrow(() -> new AssertionError("no " + name + " " + Arrays.toString(labels) + " in " + samples));
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.tensorsocket.pipeline;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
@@ -29,6 +30,7 @@ import java.util.stream.Stream;
 public final class PipelineBench {
     private PipelineBench() {}
 
+    @SuppressWarnings("IncrementInForLoopAndHeader") // an option's value is skipped in the loop's body
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(System.getProperty("java.io.tmpdir"), "tensorsocket-bench-jpegs");
         int images = 200;
@@ -143,7 +145,7 @@ public final class PipelineBench {
     }
 
     private static long processCpuNanos() {
-        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+        return ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
                 ? os.getProcessCpuTime()
                 : -1;
     }

@@ -2,6 +2,7 @@ package io.tensorsocket.pipeline;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 
 /**
  * Applies a {@link SampleGeometry} to a decoded image for one worker thread: crop, resize (bilinear,
@@ -60,7 +61,7 @@ final class Resampler {
     private void verticalPass(MemorySegment pixels, long stride, int oy, int taps, long colOffset, int rowLen) {
         float[] acc = this.acc;
         byte[] src = this.srcRow;
-        java.util.Arrays.fill(acc, 0, rowLen, 0f);
+        Arrays.fill(acc, 0, rowLen, 0f);
         int first = ty.start[oy];
         int wBase = oy * ty.maxTaps;
         for (int k = 0; k < taps; k++) {

@@ -11,8 +11,10 @@ import java.util.Locale;
 public sealed interface Transform {
 
     /** ImageNet channel means, as torchvision examples use them. */
+    @SuppressWarnings("MutablePublicArray") // public API since 0.1; Normalize copies it
     float[] IMAGENET_MEAN = {0.485f, 0.456f, 0.406f};
     /** ImageNet channel standard deviations. */
+    @SuppressWarnings("MutablePublicArray") // public API since 0.1; Normalize copies it
     float[] IMAGENET_STD = {0.229f, 0.224f, 0.225f};
 
     /** torchvision's {@code RandomResizedCrop(size)}: scale (0.08, 1.0), ratio (3/4, 4/3). */

@@ -166,7 +166,7 @@ public final class TransformPipeline {
                 }
                 case Transform.Resize r -> {
                     if (r.keepsAspect()) {
-                        int[] hw = shorterSideTo(x.size, y.size, r.height());
+                        int[] hw = shorterSideTo(/* width= */ x.size, /* height= */ y.size, r.height());
                         y.resize(hw[0]);
                         x.resize(hw[1]);
                     } else {

@@ -69,6 +69,7 @@ public final class TurboJpegDecoder implements ImageDecoder {
      *
      * @throws IllegalStateException saying what to install if the library cannot be loaded
      */
+    @SuppressWarnings("StaticAssignmentOfThrowable") // the one load failure, reported again on every later use
     public static TurboJpegDecoder load() {
         synchronized (LOCK) {
             if (instance == null && loadFailure == null) {

@@ -5,6 +5,7 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
+import java.io.ByteArrayOutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -117,7 +118,7 @@ final class CollectingSink implements BatchSink, AutoCloseable {
 
     /** All published batches of tensor {@code index} concatenated. */
     synchronized byte[] concatenated(int index) {
-        var out = new java.io.ByteArrayOutputStream();
+        var out = new ByteArrayOutputStream();
         for (Received r : received) {
             out.writeBytes(r.tensor(index));
         }

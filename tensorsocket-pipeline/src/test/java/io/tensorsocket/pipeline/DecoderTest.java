@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -95,8 +96,8 @@ class DecoderTest {
         SyntheticImages.writePng(img, file);
         int[] size = new int[2];
         byte[] px = decode(ImageIoDecoder.INSTANCE, file, size);
-        assertArrayEquals(new byte[] {0x11, 0x22, 0x33}, java.util.Arrays.copyOfRange(px, 0, 3));
-        assertArrayEquals(new byte[] {0x44, 0x55, 0x66}, java.util.Arrays.copyOfRange(px, 15, 18));
+        assertArrayEquals(new byte[] {0x11, 0x22, 0x33}, Arrays.copyOfRange(px, 0, 3));
+        assertArrayEquals(new byte[] {0x44, 0x55, 0x66}, Arrays.copyOfRange(px, 15, 18));
     }
 
     @Test

@@ -10,6 +10,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.zip.GZIPOutputStream;
@@ -101,9 +103,7 @@ class IdxTest {
                     assertEquals((byte) (10 * order[k] + p), images[k * 6 + p]);
                 }
                 assertEquals(
-                        order[k] % 10,
-                        java.lang.foreign.MemorySegment.ofArray(labels)
-                                .getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, k));
+                        order[k] % 10, MemorySegment.ofArray(labels).getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, k));
             }
         }
     }
@@ -155,8 +155,7 @@ class IdxTest {
             CollectingSink sink = new CollectingSink(s.layout(), 2);
             s.emitEpoch(0, sink);
             assertEquals(10, sink.received().size());
-            float[] all = java.lang.foreign.MemorySegment.ofArray(sink.concatenated(0))
-                    .toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED);
+            float[] all = MemorySegment.ofArray(sink.concatenated(0)).toArray(ValueLayout.JAVA_FLOAT_UNALIGNED);
             double mean = 0;
             for (float v : all) {
                 mean += v;

@@ -8,10 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tensorsocket.DType;
 import java.awt.image.BufferedImage;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import javax.imageio.ImageIO;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -189,23 +191,22 @@ class ImagePipelineSourceTest {
 
     @Test
     void missingOrEmptyFoldersAreExplained() throws Exception {
-        var missing = assertThrows(java.io.IOException.class, () -> ImageFolder.scan(dir.resolve("nope")));
+        var missing = assertThrows(IOException.class, () -> ImageFolder.scan(dir.resolve("nope")));
         assertTrue(missing.getMessage().contains("one sub-folder per class"), missing.getMessage());
         Files.createDirectories(dir.resolve("empty/cls"));
         Files.writeString(dir.resolve("empty/cls/readme.txt"), "no images");
-        var empty = assertThrows(java.io.IOException.class, () -> ImageFolder.scan(dir.resolve("empty")));
+        var empty = assertThrows(IOException.class, () -> ImageFolder.scan(dir.resolve("empty")));
         assertTrue(empty.getMessage().contains("ROOT/<class>/<image>.jpg"), empty.getMessage());
     }
 
     @Test
     void imagesLyingInTheRootAreRefusedWithTheLayoutExpected() throws Exception {
         Path flat = Files.createDirectories(dir.resolve("flat"));
-        javax.imageio.ImageIO.write(
-                TestImages.pattern(8, 8, 1), "png", flat.resolve("a.png").toFile());
+        ImageIO.write(TestImages.pattern(8, 8, 1), "png", flat.resolve("a.png").toFile());
         Files.createDirectories(flat.resolve("sub"));
-        javax.imageio.ImageIO.write(
+        ImageIO.write(
                 TestImages.pattern(8, 8, 2), "png", flat.resolve("sub/b.png").toFile());
-        var loose = assertThrows(java.io.IOException.class, () -> ImageFolder.scan(flat));
+        var loose = assertThrows(IOException.class, () -> ImageFolder.scan(flat));
         assertTrue(
                 loose.getMessage().contains("holds 1 image(s) directly, not in class sub-folders")
                         && loose.getMessage().contains("/<class>/<image>.jpg"),

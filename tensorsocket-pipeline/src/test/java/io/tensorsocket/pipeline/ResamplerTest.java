@@ -7,6 +7,7 @@ import java.awt.image.BufferedImage;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -132,12 +133,11 @@ class ResamplerTest {
         assertEquals(1, t.start[1]);
         assertEquals(4, t.count[1]);
         assertArrayEquals(
-                new float[] {0.125f, 0.375f, 0.375f, 0.125f},
-                java.util.Arrays.copyOfRange(t.weights, t.maxTaps, t.maxTaps + 4));
+                new float[] {0.125f, 0.375f, 0.375f, 0.125f}, Arrays.copyOfRange(t.weights, t.maxTaps, t.maxTaps + 4));
         // Doubling: plain bilinear, 3/4 and 1/4 of the two nearest pixels.
         t.compute(new SampleGeometry.Axis(8, 0, 0.5, 0, 4, 0, 4), 4);
         int i = 3; // centre 1.75: pixels 1 and 2
-        float[] w = java.util.Arrays.copyOfRange(t.weights, i * t.maxTaps, i * t.maxTaps + t.count[i]);
+        float[] w = Arrays.copyOfRange(t.weights, i * t.maxTaps, i * t.maxTaps + t.count[i]);
         float w1 = 0;
         float w2 = 0;
         for (int k = 0; k < t.count[i]; k++) {

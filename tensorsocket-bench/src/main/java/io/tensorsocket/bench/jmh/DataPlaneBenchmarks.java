@@ -6,6 +6,7 @@ import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.source.SyntheticSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -53,7 +54,7 @@ public class DataPlaneBenchmarks {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        long[] dims = io.tensorsocket.source.SyntheticSpec.parseShape(shape);
+        long[] dims = SyntheticSpec.parseShape(shape);
         BatchLayout layout = new BatchLayout(List.of(new TensorSpec("data", DType.FLOAT32, dims)), batchSize);
         Path shm = Path.of("/dev/shm");
         dir = Files.createTempDirectory(

@@ -80,7 +80,7 @@ public class ProtocolBenchmarks {
                 60_000_000_000L,
                 16,
                 0,
-                io.tensorsocket.StartMode.EXACT,
+                StartMode.EXACT,
                 cs));
         encodedBatch = WireFormat.encode(batch);
         encodedStatus = WireFormat.encode(status);
