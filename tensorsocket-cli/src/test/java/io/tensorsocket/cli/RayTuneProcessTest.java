@@ -30,6 +30,10 @@ class RayTuneProcessTest extends ProcessTestBase {
                 "SKIPPED: no Python with ray[tune] and lightning (set TENSORSOCKET_RAY_PYTHON, as .ci/run does)");
         List<String> all = new ArrayList<>(
                 List.of(pythonClient().resolve("examples/tune_sweep.py").toString()));
+        // A producer outlives the gaps between a sweep's trials by its linger; on a loaded machine Ray may start the
+        // next trial more than the example's 10 s after the last one left, and a second producer would then serve
+        // the same node. The sweep stops its producers itself at the end, so a long linger costs nothing here.
+        all.addAll(List.of("--linger", "120"));
         all.addAll(List.of(args));
         return startPython(
                 RAY,
