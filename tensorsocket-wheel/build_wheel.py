@@ -63,12 +63,15 @@ def pyproject(version):
     text = text.replace('packages = ["tensorsocket_client"]', 'packages = ["tensorsocket_client", "tensorsocket_bundle"]')
     if 'packages = ["tensorsocket_client", "tensorsocket_bundle"]' not in text:
         raise SystemExit("clients/python/pyproject.toml no longer lists packages = [\"tensorsocket_client\"]")
+    bundle_data = 'tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar"]\n'
+    header = "[tool.setuptools.package-data]\n"
+    if header in text:  # the client's own data (py.typed): the bundle's joins its table, which TOML allows once
+        text = text.replace(header, header + bundle_data, 1)
+    else:
+        text += "\n" + header + bundle_data
     return text + """
 [project.scripts]
 tensorsocket = "tensorsocket_bundle:main"
-
-[tool.setuptools.package-data]
-tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar"]
 """
 
 
