@@ -8,12 +8,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Liveness with real processes: a stopped producer (SIGSTOP) is reported by Java and Python consumers alike
  * within about their liveness timeout, naming its pid; a producer whose loader takes far longer than that
  * for each batch, but is alive, never is.
  */
+@Isolated // it times a slow loader against the liveness timeout
 class LivenessProcessTest extends ProcessTestBase {
 
     @Test

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * The Tune example, run by the real engine: an ASHA sweep of 4 trials (one a Lightning {@code Trainer.fit}) on one
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.Test;
  * two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
  * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
  */
+@Isolated // a Ray cluster takes the machine
 class RayTuneProcessTest extends ProcessTestBase {
     private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
 

@@ -39,11 +39,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * One regression test per known defect of the reference implementation (TensorSocket 0.0.4, Python),
  * each named and described at its test: each would fail if that defect were present here. Where another test already covers the scenario in depth, it is named.
  */
+@Isolated // it checks that this JVM holds no IP socket, which another class's Flight test would
 class ReferenceDefectsTest extends ProcessTestBase {
 
     private static final String SPEC = "samples=105,shape=3x2,dtype=float32,seed=5";

@@ -15,11 +15,13 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * {@code serve} where shared memory is as small as in a default Docker container: a real 16 MiB tmpfs as
  * TENSORSOCKET_BASE (skipped, saying why, where mounting is not permitted).
  */
+@Isolated // it mounts a small tmpfs
 class SmallShmProcessTest extends ProcessTestBase {
     private Path shm;
     private String skip;
