@@ -13,6 +13,7 @@ import math
 import sys
 import time
 
+from . import stream
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .consumer import TensorConsumer
 from .errors import TensorSocketError
@@ -110,7 +111,7 @@ def consume(args):
             if not intact:
                 failure = "epoch %d: %d corrupt and %d out-of-order samples" % (epoch, counts["corrupt"],
                                                                                counts["out_of_order"])
-            elif (c.start_mode != "rolling" and complete
+            elif (c.start_mode != stream.ROLLING and complete
                   and (counts["duplicates"] > 0 if args.drop_last else not exact)):
                 failure = "epoch %d delivered %d distinct of %d samples with %d duplicates" % (
                     epoch, counts["unique"], spe, counts["duplicates"])

@@ -16,109 +16,29 @@ import collections
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import traceback
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import dtypes, wire
+from . import wire
+from ._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
+from ._feeder_link import FeederError, FeederLink
 from ._map_style import MapStyle
 from ._memory import FileMapping
+from ._producer_process import serve_args, start_producer, stop_unserved
 from ._waiting import Waiting
 from .arena import MAGIC, Layout
-from .directory import FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher, launcher_command, not_found
-from .errors import ProducerFailed, ProtocolError, TensorSocketError, TensorSocketTimeout
+from .directory import FEEDER_SOCKET_FILE, directory_for, is_locked, launcher, not_found
+from .errors import ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _log = logging.getLogger("tensorsocket_client")
 
-
-
-class FeederError(TensorSocketError):
-    """The producer refused this feeder or ended the stream because of what it sent."""
-
-
-def _dtype_code(arr, name: str = "") -> int:
-    dt = np.dtype(arr.dtype)
-    code = dtypes.code_of(dt)
-    if code is None:
-        what = {"U": "strings", "S": "byte strings", "O": "Python objects", "c": "complex numbers",
-                "M": "datetimes", "m": "time deltas", "V": "records"}.get(dt.kind, "values")
-        tensor = "tensor '%s' of the loader's batch" % name if name else "a tensor"
-        raise TypeError("%s holds %s (numpy dtype %s), which TensorSocket cannot carry; it carries uint8, int8..int64, "
-                        "float16/32/64, bfloat16 and bool. Leave it out by naming the tensors to share (names=(...)), "
-                        "or turn it into numbers in the dataset or collate_fn (for example class indices)"
-                        % (tensor, what, dt))
-    return code
-
-
-def _as_numpy(x) -> np.ndarray:
-    """A CPU numpy view of a batch tensor (no copy for CPU torch tensors and numpy arrays)."""
-    if isinstance(x, np.ndarray):
-        return x
-    if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch.Tensor
-        try:
-            return x.numpy()  # the common case, at once: a CPU tensor of a numpy dtype without grad
-        except (RuntimeError, TypeError):
-            pass  # needs grad detached, a copy off the GPU, or bfloat16's view
-        t = x.detach()
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if str(t.dtype) == "torch.bfloat16":
-            import torch
-            return t.view(torch.int16).numpy().view(np.uint16)
-        return t.numpy()
-    return np.asarray(x)
-
-
-def _named(batch, names: Optional[Sequence[str]]) -> List[Tuple[str, np.ndarray]]:
-    if isinstance(batch, Mapping):
-        if names is None:
-            return [(str(k), _as_numpy(v)) for k, v in batch.items()]
-        missing = [n for n in names if n not in batch]
-        if missing:
-            raise ValueError("the loader's batch has keys %s; names=%s asks for %s" % (list(batch), list(names), missing))
-        return [(n, _as_numpy(batch[n])) for n in names]
-    if isinstance(batch, (tuple, list)):
-        arrays = [_as_numpy(v) for v in batch]
-    else:
-        arrays = [_as_numpy(batch)]
-    if names is None:
-        names = ("data", "label") if len(arrays) == 2 else tuple("t%d" % i for i in range(len(arrays)))
-        if len(arrays) == 1:
-            names = ("data",)
-    if len(names) != len(arrays):
-        raise ValueError("the loader yields %d tensors per batch but names=%s has %d" % (len(arrays), list(names), len(names)))
-    return list(zip(names, arrays))
-
-
-def _copy_hint(batch_bytes: int, environ: Mapping[str, str] = os.environ) -> Optional[str]:
-    """What to tell a user whose batches this process copies through the cache because the C library misjudges the
-    cache's size (the rule of ``tensorsocket_bundle.copy_tuning``, where that module is at hand), or None."""
-    try:
-        import tensorsocket_bundle as bundle
-    except ImportError:
-        return None
-    tuning = bundle.copy_tuning(environ)
-    if tuning is None or batch_bytes < int(tuning.rsplit("=", 1)[1]):
-        return None
-    return ("batches of %.1f MB are copied into shared memory through the processor's cache, as the C library here "
-            "misjudges its size; start Python with GLIBC_TUNABLES=%s to copy them past it (1.6 times as fast where "
-            "measured), or with any GLIBC_TUNABLES, even empty, to keep this and not be told" % (batch_bytes / 1e6, tuning))
-
-
-def _check_carriable(tensors: List[Tuple[str, np.ndarray]]) -> None:
-    """Refuses, naming the tensor, what a batch cannot carry: before anything is declared or published."""
-    for name, a in tensors:
-        _dtype_code(a, name)
-        if a.ndim < 1:
-            raise TypeError("tensor '%s' of the loader's batch is a single %s, not a batch of samples (no batch "
-                            "dimension); leave it out with names=(...) or give it one value per sample" % (name, a.dtype))
 
 
 def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
@@ -149,84 +69,7 @@ def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
         original, where, ", sample index %d" % sample if sample is not None else "", batch_index, epoch)
 
 
-class _Connection:
-    def __init__(self, path: Path, timeout: float):
-        self._received = bytearray()  # what arrived and was not read yet: one recv often brings several frames
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        try:
-            self.sock.connect(str(path))
-        except OSError:
-            self.sock.close()
-            raise
-
-    def send(self, message):
-        self.send_frames(wire.encode(message))
-
-    def send_frames(self, frames: bytes):
-        """Sends encoded frames at once (several claims in one write)."""
-        try:
-            self.sock.sendall(frames)
-        except OSError as e:
-            # The producer closed the connection: it said why before it did (a second feeder, a refused declaration).
-            self.sock.settimeout(1.0)
-            try:
-                self.read(wire.Error, "a message it did not read")
-            except (FeederError, ProtocolError):
-                raise
-            except (OSError, TensorSocketError):
-                pass
-            raise ProducerFailed("the producer closed the feeder connection (%s)" % e) from None
-
-    def _exact(self, n: int) -> bytes:
-        buf = self._received
-        while len(buf) < n:
-            try:
-                chunk = self.sock.recv(max(65536, n - len(buf)))
-            except ConnectionResetError:
-                raise ProducerFailed("the producer reset the feeder connection (is another feeder feeding it?)") from None
-            if not chunk:
-                raise ProducerFailed("the producer closed the feeder connection")
-            buf += chunk
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
-
-    def read(self, expected, answering: str):
-        """The producer's answer, of type ``expected``; its ERROR is raised as a FeederError."""
-        version, mtype, length = wire.decode_header(self._exact(wire.HEADER_BYTES))
-        payload = self._exact(length)
-        m = wire.check_version(version, mtype, payload) if version != wire.VERSION else wire.decode_payload(mtype, payload)
-        if isinstance(m, wire.Error):
-            raise FeederError(m.message)
-        if not isinstance(m, expected):
-            raise ProtocolError("the producer answered %s with %s" % (answering, type(m).__name__))
-        return m
-
-    def error(self, code: int, message: str) -> None:
-        """Tells the producer why this feeder stops; quietly, since it may be gone already."""
-        try:
-            self.sock.sendall(wire.encode(wire.Error(code, message[:2000])))
-        except OSError:
-            pass
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-
 _CLAIM = wire.encode(wire.Claim())
-
-# What a feeder can set of the producer it starts, and the serve option each becomes.
-_PRODUCER_OPTIONS = {"min_consumers": ("--min-consumers", int), "rubber_band": ("--rubber-band", int),
-                     "start_grace": ("--start-grace-ms", lambda s: int(round(float(s) * 1000))),
-                     "stall_timeout": ("--stall-timeout-s", float), "idle_timeout": ("--idle-timeout-s", float),
-                     "arena_mb": ("--arena-mb", int), "slots": ("--slots", int)}
-# Options that are text: where the producer also serves remote consumers over Arrow Flight, and their token.
-_TEXT_OPTIONS = {"flight": "--flight", "flight_token_file": "--flight-token-file"}
-
 
 class TensorProducer:
     """Feeds ``loader`` into the Java producer called ``name``.
@@ -268,32 +111,7 @@ class TensorProducer:
                  seed: Optional[int] = None, **producer_options: Any):
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
-        unknown = sorted(set(producer_options) - set(_PRODUCER_OPTIONS) - set(_TEXT_OPTIONS))
-        if unknown:
-            raise TypeError("TensorProducer got unknown options %s; producer options are %s"
-                            % (unknown, sorted(set(_PRODUCER_OPTIONS) | set(_TEXT_OPTIONS))))
-        self._serve_args = []
-        for key, value in producer_options.items():
-            if value is None:
-                continue
-            if key in _TEXT_OPTIONS:
-                host, sep, port = str(value).rpartition(":")
-                if key == "flight" and not (sep and host and port.isdigit()):
-                    raise ValueError("flight=%r is not HOST:PORT (e.g. '0.0.0.0:8815')" % (value,))
-                self._serve_args += [_TEXT_OPTIONS[key], str(value)]
-                continue
-            flag, conv = _PRODUCER_OPTIONS[key]
-            try:
-                v = conv(value)
-            except (TypeError, ValueError):
-                raise ValueError("%s=%r is not a number" % (key, value)) from None
-            if v < 0 or (v == 0 and key not in ("start_grace", "rubber_band")):
-                raise ValueError("%s=%r must be %s" % (key, value, "0 or more" if key in ("start_grace", "rubber_band")
-                                                       else "positive"))
-            self._serve_args += [flag, str(v)]
-        if "arena_mb" in producer_options and "slots" in producer_options and None not in (
-                producer_options["arena_mb"], producer_options["slots"]):
-            raise ValueError("give arena_mb or slots, not both")
+        self._serve_args = serve_args(producer_options)
         self.name = name
         directory_for(name)  # checks the name now, not after the first batch
         self.loader = loader
@@ -309,7 +127,7 @@ class TensorProducer:
         self._connect_timeout = connect_timeout
         self._batch_timeout = batch_timeout
         self._process: Optional[subprocess.Popen] = None
-        self._conn: Optional[_Connection] = None
+        self._conn: Optional[FeederLink] = None
         self._map = None
         self._arena = None
         self._slot_views = {}  # arena offset of a slot -> its tensors' arrays
@@ -328,32 +146,16 @@ class TensorProducer:
         return directory_for(self.name) / FEEDER_SOCKET_FILE
 
     def _start_java_producer(self) -> None:
-        d = directory_for(self.name)
-        if (d / FEEDER_SOCKET_FILE).exists() or not self._start_producer:
-            return
-        if is_locked(d):
-            if (d / SOCKET_FILE).exists():
-                raise FeederError("producer '%s' is already running and serves a source of its own, not a feeder's; "
-                                  "feed another name, or stop it and let this feeder start one" % self.name)
-            return  # a producer is starting (another feeder's): this one connects to it
-        try:
-            found = launcher_command(warn=lambda m: print(m, file=sys.stderr))
-        except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
-            raise FeederError("cannot start a producer for '%s': %s" % (self.name, e)) from e
-        if found is None:
-            return  # waits for one started by hand; the timeout's message says how
-        argv, env = found
-        cmd = argv + ["serve", "--name", self.name, "--external", "--feeder-pid", str(os.getpid())] + self._serve_args
-        # A session of its own: Ctrl-C in the terminal reaches this feeder, which stops the producer cleanly.
-        self._process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True, env=env)
+        if self._start_producer:
+            self._process = start_producer(self.name, self._serve_args)
 
-    def _connect(self) -> _Connection:
+    def _connect(self) -> FeederLink:
         path = self._feeder_socket()
         waiting = Waiting("producer '%s' (its feeder socket %s)" % (self.name, path), self._connect_timeout)
         while True:
             if path.exists():
                 try:
-                    return _Connection(path, self._connect_timeout)
+                    return FeederLink(path, self._connect_timeout)
                 except OSError:
                     pass
             if self._process is not None and self._process.poll() is not None:
@@ -609,7 +411,7 @@ class TensorProducer:
             while True:
                 if self._feeder_socket().exists():
                     try:
-                        conn = _Connection(self._feeder_socket(), 2.0)
+                        conn = FeederLink(self._feeder_socket(), 2.0)
                         break
                     except OSError:
                         pass
@@ -662,16 +464,8 @@ class TensorProducer:
 
     def _stop_unserved_producer(self) -> None:
         """A producer this feeder started that never got a declaration stops now, not after its wait."""
-        p = self._process
-        if p is not None and self._spec is None and p.poll() is None:
-            try:
-                p.wait(10)  # it stops by itself when it heard why (at once; a loaded machine may take seconds)
-            except subprocess.TimeoutExpired:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        if self._spec is None:
+            stop_unserved(self._process)
 
     def close(self) -> None:
         """Ends the stream after the epochs fed so far (mid-epoch, the producer stops); idempotent."""

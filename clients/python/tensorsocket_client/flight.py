@@ -24,6 +24,7 @@ import urllib.parse
 import numpy as np
 
 from . import dtypes as _dtypes
+from . import stream
 from ._lifecycle import ConsumerBase, checked_batch_size
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from ._waiting import Waiting as _Waiting
@@ -185,7 +186,7 @@ class RemoteConsumer(ConsumerBase):
                                                           "producer_batch_size", "start_epoch", "start_sample",
                                                           "producer_epochs")}
             h["start_mode"] = m["tensorsocket.start_mode"]
-            h["mid_epoch"] = m.get("tensorsocket.mid_epoch", "rolling")
+            h["mid_epoch"] = m.get("tensorsocket.mid_epoch", stream.ROLLING)
             h["description"] = m["tensorsocket.description"]
         except (KeyError, ValueError) as e:
             raise ProtocolError("the stream's header from %s lacks or garbles %s" % (self.address, e)) from None

@@ -6,6 +6,7 @@ import threading
 import time
 
 from . import wire
+from ._frames import FrameReader
 from .errors import (
     ConsumerEvicted,
     JobFailed,
@@ -32,6 +33,7 @@ class ProducerLink:
 
     def __init__(self, sock, producer):
         self.sock = sock
+        self._frames = FrameReader(sock)
         self.producer = producer
         self.inbox = queue.Queue()
         self.failure = None
@@ -45,28 +47,8 @@ class ProducerLink:
         self.thread = threading.Thread(target=self._receive, name="tensorsocket-consumer-rx", daemon=True)
         self.thread.start()
 
-    def _read_exact(self, n, eof_ok):
-        chunks = []
-        got = 0
-        while got < n:
-            b = self.sock.recv(n - got)
-            if not b:
-                if eof_ok and got == 0:
-                    return None
-                raise EOFError("connection closed in the middle of a frame")
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
-
     def _read(self):
-        head = self._read_exact(wire.HEADER_BYTES, True)
-        if head is None:
-            return None
-        version, mtype, length = wire.decode_header(head)
-        payload = self._read_exact(length, False) if length else b""
-        if version != wire.VERSION:
-            return wire.check_version(version, mtype, payload)
-        return wire.decode_payload(mtype, payload)
+        return self._frames.read(eof_ok=True)
 
     def _receive(self):
         try:

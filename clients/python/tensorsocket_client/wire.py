@@ -8,6 +8,7 @@ import struct
 from dataclasses import dataclass
 from typing import Tuple
 
+from . import stream
 from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
@@ -31,8 +32,9 @@ ERROR_NAMES = {VERSION_MISMATCH: "VERSION_MISMATCH", BAD_FRAME: "BAD_FRAME", BAD
                EVICTED: "EVICTED", LOADER_FAILED: "LOADER_FAILED", PRODUCER_CLOSED: "PRODUCER_CLOSED",
                INTERNAL: "INTERNAL", STOPPED: "STOPPED", JOB_FAILED: "JOB_FAILED"}
 
+# Start modes on the wire; their names are the stream model's (stream.EPOCH_START, ROLLING, EXACT), written once there.
 START_EPOCH, START_ROLLING, START_EXACT = 0, 1, 2
-START_LABELS = {START_EPOCH: "epoch_start", START_ROLLING: "rolling", START_EXACT: "exact"}
+START_LABELS = {START_EPOCH: stream.EPOCH_START, START_ROLLING: stream.ROLLING, START_EXACT: stream.EXACT}
 # HELLO's start policy: join at once (rolling if too late for the epoch start), or wait for the next epoch start.
 JOIN_NOW, NEXT_EPOCH_START = 0, 1
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from tensorsocket_client import ProducerNotFound, TensorConsumer, TensorProducer
 from tensorsocket_client.__main__ import synthetic_epochs
-from tensorsocket_client.feeder import FeederError, _check_carriable, _copy_hint, _dtype_code, _loader_failure, _named
+from tensorsocket_client._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
+from tensorsocket_client.feeder import FeederError, _loader_failure
 from tensorsocket_client.synthetic import SyntheticSpec
 
 try:
