@@ -7,6 +7,7 @@ import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
 import io.tensorsocket.spi.RemoteConnector;
+import io.tensorsocket.spi.StreamTerms;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
@@ -49,6 +50,7 @@ import java.util.function.Supplier;
  */
 public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     private final ConsumerEngine engine;
+    private final StreamTerms terms;
     private final ReentrantLock lock = new ReentrantLock();
     private final ProgressMeter meter = new ProgressMeter();
     private final String producer;
@@ -61,6 +63,7 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     /** The façade over {@code engine}; {@link ConsumerFacade} reaches it for other modules' engines. */
     private TensorConsumer(String producer, ConsumerEngine engine) {
         this.engine = engine;
+        this.terms = engine.terms();
         this.producer = producer;
     }
 
@@ -128,22 +131,22 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** Batches in one epoch at this consumer's batch size. */
     public long size() {
-        return engine.size();
+        return terms.batchesPerEpoch();
     }
 
     /** Samples in one of this consumer's epochs: the producer's epoch, or a rank's share of it. */
     public long samplesPerEpoch() {
-        return engine.samplesPerEpoch();
+        return terms.samplesPerEpoch();
     }
 
     /** This consumer's batch size. */
     public int batchSize() {
-        return engine.batchSize();
+        return terms.batchSize();
     }
 
     /** The producer's (loader's) batch size. */
     public int producerBatchSize() {
-        return engine.producerBatchSize();
+        return terms.producerBatchSize();
     }
 
     /**
@@ -160,12 +163,12 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * was the current epoch's (within the rubber band) or the next one's.
      */
     public StartMode startMode() {
-        return engine.startMode();
+        return terms.startMode();
     }
 
     /** The id the producer gave this consumer, as its status lists it; -1 for a remote consumer whose server gave none. */
     public int consumerId() {
-        return engine.consumerId();
+        return terms.consumerId();
     }
 
     /**
@@ -174,13 +177,13 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      * pass over the data set wherever it joined; {@link StartMode#ROLLING} where the source fixes its own order.
      */
     public StartMode midEpochStart() {
-        return engine.midEpochStart();
+        return terms.midEpochStart();
     }
 
     /** How batches reach this consumer: {@code ring} (a descriptor ring in shared memory, see
      * {@link ConsumerOptions#ringHandoff()}), {@code socket} (announced over its socket) or {@code flight}. */
     public String handoff() {
-        return engine.handoff();
+        return terms.handoff();
     }
 
     /** Whether batches reach this consumer through a descriptor ring in shared memory: {@link #handoff()} is {@code ring}. */
@@ -190,12 +193,12 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** The producer epoch in which this consumer's first epoch begins. */
     public long startEpoch() {
-        return engine.startEpoch();
+        return terms.startEpoch();
     }
 
     /** The sample position, in {@link #startEpoch()}, where this consumer's first epoch begins (0 at an epoch start). */
     public long startSample() {
-        return engine.startSample();
+        return terms.startSample();
     }
 
     /**
@@ -216,22 +219,22 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** This consumer's rank in a data-parallel job ({@link ConsumerOptions#withRank}), or null if it is none. */
     public JobRank jobRank() {
-        return engine.jobRank();
+        return terms.jobRank();
     }
 
     /** Tensors of every batch, in order, with their per-sample shapes. */
     public List<TensorSpec> tensors() {
-        return engine.tensors();
+        return terms.tensors();
     }
 
     /** The source's description as the producer gave it (for a synthetic source, its parameters). */
     public String sourceDescription() {
-        return engine.sourceDescription();
+        return terms.sourceDescription();
     }
 
     /** Epochs the producer runs (0 = unbounded). */
     public long producerEpochs() {
-        return engine.producerEpochs();
+        return terms.producerEpochs();
     }
 
     /** Whether the producer's stream has ended and every batch of it was handed out. */

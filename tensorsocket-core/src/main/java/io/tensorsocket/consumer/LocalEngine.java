@@ -4,12 +4,11 @@ import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.JobRank;
 import io.tensorsocket.ProtocolException;
-import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorSocketException;
-import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.ConsumerEngine;
+import io.tensorsocket.spi.StreamTerms;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ConsumerStream;
 import io.tensorsocket.stream.RankShare;
@@ -35,6 +34,7 @@ public final class LocalEngine implements ConsumerEngine {
     private final SharedArena arena;
     private final ConsumerStream stream;
     private final BatchAssembly assembly;
+    private final StreamTerms terms;
     private final ReleaseSchedule schedule = new ReleaseSchedule();
     /** Guards the stream against a batch's release from another thread. */
     private final ReentrantLock lock = new ReentrantLock();
@@ -68,35 +68,30 @@ public final class LocalEngine implements ConsumerEngine {
                 shareOf(options.jobRank()));
         this.assembly = new BatchAssembly(
                 welcome.tensors(), options.batchSize(), arena::region, options.threadConfinedBatches());
+        this.terms = new StreamTerms(
+                stream.batchesPerEpoch(),
+                stream.samplesPerEpoch(),
+                options.batchSize(),
+                welcome.producerBatchSize(),
+                welcome.startMode(),
+                welcome.midEpoch(),
+                welcome.startEpoch(),
+                welcome.startSample(),
+                welcome.consumerId(),
+                options.jobRank(),
+                welcome.tensors(),
+                welcome.source(),
+                welcome.epochs(),
+                link.ringHandoff() ? "ring" : "socket");
     }
 
     @Override
-    public long size() {
-        return stream.batchesPerEpoch();
+    public StreamTerms terms() {
+        return terms;
     }
 
     private static RankShare shareOf(JobRank rank) {
         return rank == null ? RankShare.ALL : new RankShare(rank.rank(), rank.worldSize());
-    }
-
-    @Override
-    public long samplesPerEpoch() {
-        return stream.samplesPerEpoch();
-    }
-
-    @Override
-    public JobRank jobRank() {
-        return options.jobRank();
-    }
-
-    @Override
-    public int batchSize() {
-        return options.batchSize();
-    }
-
-    @Override
-    public int producerBatchSize() {
-        return welcome.producerBatchSize();
     }
 
     @Override
@@ -110,31 +105,6 @@ public final class LocalEngine implements ConsumerEngine {
     }
 
     @Override
-    public StartMode startMode() {
-        return welcome.startMode();
-    }
-
-    @Override
-    public int consumerId() {
-        return welcome.consumerId();
-    }
-
-    @Override
-    public StartMode midEpochStart() {
-        return welcome.midEpoch();
-    }
-
-    @Override
-    public long startEpoch() {
-        return welcome.startEpoch();
-    }
-
-    @Override
-    public long startSample() {
-        return welcome.startSample();
-    }
-
-    @Override
     public long streamPosition(Batch batch) {
         return stream.streamPosition(batch.epoch(), batch.sampleStart());
     }
@@ -142,26 +112,6 @@ public final class LocalEngine implements ConsumerEngine {
     @Override
     public long streamPosition(Batch batch, int sample) {
         return stream.streamPosition(batch.epoch(), batch.sampleStart() + sample);
-    }
-
-    @Override
-    public List<TensorSpec> tensors() {
-        return welcome.tensors();
-    }
-
-    @Override
-    public String sourceDescription() {
-        return welcome.source();
-    }
-
-    @Override
-    public long producerEpochs() {
-        return welcome.epochs();
-    }
-
-    @Override
-    public String handoff() {
-        return link.ringHandoff() ? "ring" : "socket";
     }
 
     @Override

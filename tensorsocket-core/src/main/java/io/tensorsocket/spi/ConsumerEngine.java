@@ -1,16 +1,12 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.Batch;
-import io.tensorsocket.JobRank;
-import io.tensorsocket.StartMode;
-import io.tensorsocket.TensorSpec;
 import java.util.Iterator;
-import java.util.List;
 
 /**
  * What a {@link io.tensorsocket.TensorConsumer} does, behind its façade: one engine per transport (shared
- * memory on this host, Arrow Flight from another), chosen once when the consumer connects. Each method has
- * the meaning of the {@code TensorConsumer} method of the same name: one epoch per {@link #iterator()},
+ * memory on this host, Arrow Flight from another), chosen once when the consumer connects. What the stream is
+ * comes once, as {@link StreamTerms}; each method has the meaning of the {@code TensorConsumer} method of the same name: one epoch per {@link #iterator()},
  * every sample exactly once and in order, each batch valid until the next is asked for.
  *
  * <p>The façade calls an engine from one thread at a time (it holds its own lock), except
@@ -19,24 +15,14 @@ import java.util.List;
  */
 public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
 
-    long size();
+    /** What the stream is, as the producer said when this consumer joined; the same record every time. */
+    StreamTerms terms();
 
-    long samplesPerEpoch();
-
-    int batchSize();
-
-    int producerBatchSize();
-
+    /**
+     * The epoch being iterated, or about to be: the producer's epoch for a consumer that started at an epoch start;
+     * for one that joined mid-epoch, the producer epoch it joined in, plus one per finished epoch.
+     */
     long epoch();
-
-    StartMode startMode();
-
-    /** How any consumer joining this producer mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}. */
-    StartMode midEpochStart();
-
-    long startEpoch();
-
-    long startSample();
 
     long streamPosition(Batch batch);
 
@@ -45,26 +31,7 @@ public interface ConsumerEngine extends Iterable<Batch>, AutoCloseable {
         return streamPosition(batch) + sample;
     }
 
-    /** The id the serving producer gave this consumer (the one its status lists), or -1 where it gave none. */
-    default int consumerId() {
-        return -1;
-    }
-
-    /** The consumer's rank in a job, or null. */
-    default JobRank jobRank() {
-        return null;
-    }
-
-    List<TensorSpec> tensors();
-
-    String sourceDescription();
-
-    long producerEpochs();
-
     boolean isEndOfStream();
-
-    /** How batches reach this consumer: {@code ring}, {@code socket} or {@code flight}. */
-    String handoff();
 
     /** The next epoch's batches; an unfinished previous epoch's remaining samples are skipped first. */
     @Override

@@ -36,6 +36,7 @@ class LayeringTest {
             "io.tensorsocket.consumer.ProgressMeter",
             "io.tensorsocket.spi.ConsumerEngine",
             "io.tensorsocket.spi.ConsumerFacade",
+            "io.tensorsocket.spi.StreamTerms",
             "io.tensorsocket.spi.RemoteConnector",
             // TensorConsumer.connectOrServe: start a shared producer, compare its key
             "io.tensorsocket.consumer.SharedServe",

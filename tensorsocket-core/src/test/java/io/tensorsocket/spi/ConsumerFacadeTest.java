@@ -24,23 +24,22 @@ class ConsumerFacadeTest {
         boolean closed;
 
         @Override
-        public long size() {
-            return 3;
-        }
-
-        @Override
-        public long samplesPerEpoch() {
-            return 3;
-        }
-
-        @Override
-        public int batchSize() {
-            return 1;
-        }
-
-        @Override
-        public int producerBatchSize() {
-            return 1;
+        public StreamTerms terms() {
+            return new StreamTerms(
+                    3,
+                    3,
+                    1,
+                    1,
+                    StartMode.EPOCH_START,
+                    StartMode.ROLLING,
+                    0,
+                    0,
+                    -1,
+                    null,
+                    List.of(TensorSpec.of("v", DType.INT64)),
+                    "two epochs",
+                    2,
+                    "test");
         }
 
         @Override
@@ -49,53 +48,13 @@ class ConsumerFacadeTest {
         }
 
         @Override
-        public StartMode startMode() {
-            return StartMode.EPOCH_START;
-        }
-
-        @Override
-        public StartMode midEpochStart() {
-            return StartMode.ROLLING;
-        }
-
-        @Override
-        public long startEpoch() {
-            return 0;
-        }
-
-        @Override
-        public long startSample() {
-            return 0;
-        }
-
-        @Override
         public long streamPosition(Batch b) {
             return b.epoch() * 3 + b.sampleStart();
         }
 
         @Override
-        public List<TensorSpec> tensors() {
-            return List.of(TensorSpec.of("v", DType.INT64));
-        }
-
-        @Override
-        public String sourceDescription() {
-            return "two epochs";
-        }
-
-        @Override
-        public long producerEpochs() {
-            return 2;
-        }
-
-        @Override
         public boolean isEndOfStream() {
             return epoch == 2;
-        }
-
-        @Override
-        public String handoff() {
-            return "test";
         }
 
         @Override

@@ -104,47 +104,48 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
                 .withBatchTimeout(batchTimeout)
                 .withStartPolicy(StartPolicy.NEXT_EPOCH_START);
         RemoteConsumer remote = RemoteConsumer.connect(uri, opts, options);
-        if (remote.startMode() != StartMode.EPOCH_START || remote.startSample() != 0) {
+        if (remote.terms().startMode() != StartMode.EPOCH_START
+                || remote.terms().startSample() != 0) {
             remote.close();
-            throw new ProtocolException(
-                    "server " + uri + " started the relay's stream at sample " + remote.startSample()
-                            + " of epoch " + remote.startEpoch() + " ("
-                            + remote.startMode().label() + ") although it asked for"
-                            + " the next epoch start; the relay's epochs would not be the upstream's");
+            throw new ProtocolException("server " + uri + " started the relay's stream at sample "
+                    + remote.terms().startSample()
+                    + " of epoch " + remote.terms().startEpoch() + " ("
+                    + remote.terms().startMode().label() + ") although it asked for"
+                    + " the next epoch start; the relay's epochs would not be the upstream's");
         }
         return new RelaySource(remote);
     }
 
     /** How the relay's remote stream lined up with the remote producer's epochs: always at an epoch start. */
     public StartMode startMode() {
-        return remote.startMode();
+        return remote.terms().startMode();
     }
 
     /** The upstream epoch the relay joined at, so the relay's epochs carry the upstream's numbers. */
     @Override
     public long firstEpoch() {
-        return remote.startEpoch();
+        return remote.terms().startEpoch();
     }
 
     /** The upstream's remaining epochs, or {@code requested} of them if fewer (0: as many as the upstream serves). */
     @Override
     public long epochs(long requested) {
-        long upstreamEnd = remote.producerEpochs();
+        long upstreamEnd = remote.terms().producerEpochs();
         if (upstreamEnd == 0) {
             return requested;
         }
-        long left = Math.max(0, upstreamEnd - remote.startEpoch());
+        long left = Math.max(0, upstreamEnd - remote.terms().startEpoch());
         return requested == 0 ? left : Math.min(requested, left);
     }
 
     @Override
     public BatchLayout layout() {
-        return new BatchLayout(remote.tensors(), remote.batchSize());
+        return new BatchLayout(remote.terms().tensors(), remote.terms().batchSize());
     }
 
     @Override
     public long samplesPerEpoch() {
-        return remote.samplesPerEpoch();
+        return remote.terms().samplesPerEpoch();
     }
 
     @Override
@@ -159,9 +160,9 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
             hand(sink, b);
             samples += b.size();
         }
-        if (samples < remote.samplesPerEpoch()) {
+        if (samples < remote.terms().samplesPerEpoch()) {
             throw new ProducerGoneException("the remote stream " + remote.address() + " ended after " + samples
-                    + " of epoch " + epoch + "'s " + remote.samplesPerEpoch() + " samples"
+                    + " of epoch " + epoch + "'s " + remote.terms().samplesPerEpoch() + " samples"
                     + (remote.isEndOfStream() ? " (its producer served no more epochs)" : ""));
         }
     }
@@ -169,7 +170,10 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
     /** The upstream, where it chooses its order and so can keep this relay's joiners' boundaries; else null. */
     @Override
     public UpstreamBoundaries upstreamBoundaries() {
-        return remote.midEpochStart() == StartMode.EXACT && remote.consumerId() >= 0 ? this : null;
+        return remote.terms().midEpochStart() == StartMode.EXACT
+                        && remote.terms().consumerId() >= 0
+                ? this
+                : null;
     }
 
     @Override
@@ -195,7 +199,7 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
     /** The remote producer's description, so consumers of the relay see what the source is. */
     @Override
     public String description() {
-        return remote.sourceDescription();
+        return remote.terms().sourceDescription();
     }
 
     @Override

@@ -15,13 +15,13 @@ import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.RequestRejectedException;
-import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.TensorSpec;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.ConsumerFacade;
+import io.tensorsocket.spi.StreamTerms;
 import io.tensorsocket.spi.UpstreamBoundaries;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -91,6 +91,7 @@ public final class RemoteConsumer implements ConsumerEngine {
     private final ScheduledExecutorService watchdog;
     private final StreamHeader header;
     private final List<TensorSpec> specs;
+    private final StreamTerms terms;
     private final long silenceNanos;
 
     private final EventLoopGroup eventLoop;
@@ -175,6 +176,7 @@ public final class RemoteConsumer implements ConsumerEngine {
             this.root = opened;
             this.loader = new VectorLoader(opened);
             this.epoch = header.startEpoch();
+            this.terms = termsOf(header, specs);
         } catch (RuntimeException e) {
             if (r != null) {
                 r.close();
@@ -185,6 +187,32 @@ public final class RemoteConsumer implements ConsumerEngine {
             shutdown();
             throw e instanceof FlightRuntimeException f ? translate(f) : e;
         }
+    }
+
+    /** What the stream is, as its header says: one record for every getter. */
+    private static StreamTerms termsOf(StreamHeader h, List<TensorSpec> specs) {
+        long n = h.samplesPerEpoch();
+        int b = h.batchSize();
+        return new StreamTerms(
+                h.dropLast() ? n / b : (n + b - 1) / b,
+                n,
+                b,
+                h.producerBatchSize(),
+                h.startMode(),
+                h.midEpoch(),
+                h.startEpoch(),
+                h.startSample(),
+                h.consumerId(),
+                null,
+                specs,
+                h.description(),
+                h.producerEpochs(),
+                "flight");
+    }
+
+    @Override
+    public StreamTerms terms() {
+        return terms;
     }
 
     /** The stream's schema, from its first message. */
@@ -277,12 +305,6 @@ public final class RemoteConsumer implements ConsumerEngine {
 
     // ------------------------------------------------------------------------------------------------ info
 
-    /** The id the server's producer gave this stream's consumer (the stream header's), or -1 where it gave none. */
-    @Override
-    public int consumerId() {
-        return header.consumerId();
-    }
-
     /**
      * Sends the {@link BoundaryAction} on this consumer's own connection and waits at most {@code timeout} for the
      * answer. Whatever fails (a server without the action, no answer in time, a broken link) is
@@ -326,77 +348,10 @@ public final class RemoteConsumer implements ConsumerEngine {
         return address;
     }
 
-    /** Batches in one epoch at this consumer's batch size. */
-    @Override
-    public long size() {
-        long n = header.samplesPerEpoch();
-        int b = header.batchSize();
-        return header.dropLast() ? n / b : (n + b - 1) / b;
-    }
-
-    /** Samples in one epoch. */
-    @Override
-    public long samplesPerEpoch() {
-        return header.samplesPerEpoch();
-    }
-
-    /** This consumer's batch size. */
-    @Override
-    public int batchSize() {
-        return header.batchSize();
-    }
-
-    /** The producer's loader batch size. */
-    @Override
-    public int producerBatchSize() {
-        return header.producerBatchSize();
-    }
-
     /** The current (or last finished) epoch. */
     @Override
     public long epoch() {
         return epoch;
-    }
-
-    /** Whether this consumer started at an epoch start or mid-stream. */
-    @Override
-    public StartMode startMode() {
-        return header.startMode();
-    }
-
-    @Override
-    public StartMode midEpochStart() {
-        return header.midEpoch();
-    }
-
-    /** Producer epoch of the first sample. */
-    @Override
-    public long startEpoch() {
-        return header.startEpoch();
-    }
-
-    /** Position in that epoch of the first sample. */
-    @Override
-    public long startSample() {
-        return header.startSample();
-    }
-
-    /** The tensors of every batch. */
-    @Override
-    public List<TensorSpec> tensors() {
-        return specs;
-    }
-
-    /** The producer's source description. */
-    @Override
-    public String sourceDescription() {
-        return header.description();
-    }
-
-    /** Epochs the producer serves (0: until stopped). */
-    @Override
-    public long producerEpochs() {
-        return header.producerEpochs();
     }
 
     /**
@@ -441,11 +396,6 @@ public final class RemoteConsumer implements ConsumerEngine {
     @Override
     public boolean isEndOfStream() {
         return endOfStream;
-    }
-
-    @Override
-    public String handoff() {
-        return "flight";
     }
 
     /** The producer-stream position of the current batch's first sample. */

@@ -70,10 +70,10 @@ class FlightServeTest {
                 FlightServe f = FlightServe.builder().producer(p).build().start();
                 RemoteConsumer c =
                         RemoteConsumer.connect(f.address(), ConsumerOptions.batchSize(45), RemoteOptions.defaults())) {
-            assertEquals(StartMode.EPOCH_START, c.startMode());
-            assertEquals(7, c.size());
-            assertEquals(3, c.tensors().size());
-            assertEquals(SPEC.format() + ",order=producer", c.sourceDescription());
+            assertEquals(StartMode.EPOCH_START, c.terms().startMode());
+            assertEquals(7, c.terms().batchesPerEpoch());
+            assertEquals(3, c.terms().tensors().size());
+            assertEquals(SPEC.format() + ",order=producer", c.terms().sourceDescription());
             Batch first = c.iterator().next();
             assertEquals(45, first.size());
             assertEquals(0, first.index());
@@ -115,9 +115,9 @@ class FlightServeTest {
             }
             ConsumerOptions waits = ConsumerOptions.batchSize(45).withStartPolicy(StartPolicy.NEXT_EPOCH_START);
             try (RemoteConsumer c = RemoteConsumer.connect(f.address(), waits, RemoteOptions.defaults())) {
-                assertEquals(StartMode.EPOCH_START, c.startMode());
-                assertEquals(1, c.startEpoch());
-                assertEquals(0, c.startSample());
+                assertEquals(StartMode.EPOCH_START, c.terms().startMode());
+                assertEquals(1, c.terms().startEpoch());
+                assertEquals(0, c.terms().startSample());
                 Thread drain = Thread.ofPlatform().start(() -> {
                     it.forEachRemaining(Batch::close);
                     local.forEach(Batch::close);
