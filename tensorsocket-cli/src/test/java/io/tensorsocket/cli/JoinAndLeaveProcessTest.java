@@ -16,15 +16,16 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
 
     @Test
     void lateJoinerInsideTheRubberBandStartsAtTheEpochStart() throws Exception {
-        // A slow loader (150 ms per batch) and a 16-batch rubber band: the epoch's first batch stays
-        // retained for 2.4 s, longer than the second JVM takes to start.
+        // A slow loader (300 ms per batch) and a 16-batch rubber band: the epoch's first batch stays
+        // retained for 4.8 s, longer than the second JVM takes to start, also beside another test class (at 150 ms,
+        // 2.4 s, a loaded machine started it too late once).
         Proc producer = serve(
                 "band",
                 "samples=200,shape=4,dtype=float32,seed=1",
                 10,
                 2,
                 "--loader-delay-ms",
-                "150",
+                "300",
                 "--rubber-band",
                 "16");
         Proc first = consume("band", 10);
@@ -42,7 +43,8 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
 
     @Test
     void lateJoinerOutsideTheWindowOfASeededSourceRollsAndItsLastEpochIsCutShort() throws Exception {
-        // 80 batches of 50 ms per epoch and a 2-batch window: a consumer arriving a second later starts mid-epoch;
+        // 80 batches of 100 ms per epoch and a 2-batch window: a consumer arriving a second or a few later starts
+        // inside the first epoch (at 50 ms, a 4 s epoch, a loaded machine started it in the second once);
         // order=seeded keeps the source's own order, so it rolls (ExactEpochsProcessTest: the default, exact).
         Proc producer = serve(
                 "roll",
@@ -50,7 +52,7 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
                 10,
                 2,
                 "--loader-delay-ms",
-                "50",
+                "100",
                 "--rubber-band",
                 "2");
         Proc first = consume("roll", 10);

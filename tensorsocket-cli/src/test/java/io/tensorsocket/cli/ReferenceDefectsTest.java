@@ -12,45 +12,39 @@ import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.source.SyntheticSource;
 import io.tensorsocket.source.SyntheticSpec;
 import io.tensorsocket.source.SyntheticVerifier;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.ObjectOutputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * One regression test per known defect of the reference implementation (TensorSocket 0.0.4, Python),
- * each named and described at its test: each would fail if that defect were present here. Where another test already covers the scenario in depth, it is named.
+ * each named and described at its test: each would fail if that defect were present here. Where another test already
+ * covers the scenario in depth, it is named. The fifteenth, which checks that this JVM holds no IP socket, is
+ * {@link ReferenceDefect15Test}: it must run alone, and these need not.
  */
-@Isolated // it checks that this JVM holds no IP socket, which another class's Flight test would
 class ReferenceDefectsTest extends ProcessTestBase {
 
     private static final String SPEC = "samples=105,shape=3x2,dtype=float32,seed=5";
 
     private TensorProducer.Builder producer(String name, String spec, int batch, long epochs) {
+        return producer(base, name, spec, batch, epochs);
+    }
+
+    static TensorProducer.Builder producer(Path base, String name, String spec, int batch, long epochs) {
         return TensorProducer.builder()
                 .directory(base.resolve(name))
                 .source(new SyntheticSource(SyntheticSpec.parse(spec), batch))
@@ -62,7 +56,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
     }
 
     /** Reads {@code epochs} epochs, verifying every sample; returns each epoch's counts. */
-    private static List<SyntheticVerifier.EpochCounts> readEpochs(TensorConsumer c, String spec, int epochs) {
+    static List<SyntheticVerifier.EpochCounts> readEpochs(TensorConsumer c, String spec, int epochs) {
         List<SyntheticVerifier.EpochCounts> out = new ArrayList<>();
         try (SyntheticVerifier v = new SyntheticVerifier(SyntheticSpec.parse(spec))) {
             for (int e = 0; e < epochs; e++) {
@@ -75,7 +69,7 @@ class ReferenceDefectsTest extends ProcessTestBase {
         return out;
     }
 
-    private static void assertExact(List<SyntheticVerifier.EpochCounts> epochs, long samples) {
+    static void assertExact(List<SyntheticVerifier.EpochCounts> epochs, long samples) {
         for (SyntheticVerifier.EpochCounts e : epochs) {
             assertTrue(e.exact(samples), e.toString());
         }
@@ -475,59 +469,5 @@ class ReferenceDefectsTest extends ProcessTestBase {
         try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
             return s.count();
         }
-    }
-
-    @Test // 15: TCP ports on every interface; consumers unpickle whatever arrives; producers collide; logging
-    // reconfigured
-    void defect15_noPortsNoDeserialisationNoCollisionsNoLoggingChanges() throws Exception {
-        Properties props = (Properties) System.getProperties().clone();
-        var rootHandlers = List.of(Logger.getLogger("").getHandlers());
-        try (TensorProducer a = producer("d15a", "samples=50,shape=4,dtype=float32,seed=1", 10, 1)
-                        .build();
-                TensorProducer b = producer("d15b", "samples=70,shape=4,dtype=float32,seed=2", 10, 1)
-                        .build();
-                TensorConsumer ca = connect("d15a", 10);
-                TensorConsumer cb = connect("d15b", 10)) {
-            a.start();
-            b.start();
-            // Two producers on one host, each found by its own name, each serving its own data.
-            assertExact(readEpochs(ca, "samples=50,shape=4,dtype=float32,seed=1", 1), 50);
-            assertExact(readEpochs(cb, "samples=70,shape=4,dtype=float32,seed=2", 1), 70);
-            // No IP socket in this JVM (see AccessProcessTest for the processes).
-            Set<Long> inet = new HashSet<>();
-            for (String t : List.of("tcp", "tcp6", "udp", "udp6")) {
-                List<String> lines = Files.readAllLines(Path.of("/proc/net", t));
-                lines.subList(1, lines.size())
-                        .forEach(l -> inet.add(Long.parseLong(l.trim().split("\\s+")[9])));
-            }
-            try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-                for (Path fd : fds.toList()) {
-                    try {
-                        String target = Files.readSymbolicLink(fd).toString();
-                        if (target.startsWith("socket:[")) {
-                            assertFalse(
-                                    inet.contains(Long.parseLong(target.substring(8, target.length() - 1))), target);
-                        }
-                    } catch (IOException ignored) {
-                        // closed meanwhile
-                    }
-                }
-            }
-            // A serialized Java object sent to the control socket is a bad frame, never deserialized.
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-            try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-                out.writeObject(new HashMap<>(Map.of("evil", "payload")));
-            }
-            try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
-                ch.connect(UnixDomainSocketAddress.of(base.resolve("d15a").resolve("control.sock")));
-                ch.write(ByteBuffer.wrap(bytes.toByteArray()));
-                Message m = new MessageChannel(ch).read();
-                assertInstanceOf(Message.Error.class, m);
-                assertTrue(((Message.Error) m).message().contains("not a TensorSocket frame"), m.toString());
-            }
-        }
-        // The library left logging and system properties as it found them.
-        assertEquals(rootHandlers, List.of(Logger.getLogger("").getHandlers()));
-        assertEquals(props, System.getProperties());
     }
 }
