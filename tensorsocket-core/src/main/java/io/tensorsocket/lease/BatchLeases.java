@@ -1,8 +1,7 @@
 package io.tensorsocket.lease;
 
 import io.tensorsocket.Batch;
-import java.lang.invoke.MethodHandles;
-import java.util.Objects;
+import io.tensorsocket.spi.Installed;
 
 /**
  * What a consumer engine does to the batches it hands out beyond their public API: reads a batch's {@link Lease}
@@ -24,36 +23,16 @@ public interface BatchLeases {
      */
     void retire(Batch batch);
 
+    /** Where {@link Batch} installs the one implementation. */
+    Installed<BatchLeases> INSTALLED = new Installed<>(Batch.class, "BatchLeases");
+
     /** The implementation {@link Batch} installed. */
     static BatchLeases get() {
-        BatchLeases b = Holder.installed;
-        if (b == null) {
-            try {
-                MethodHandles.lookup().ensureInitialized(Batch.class);
-            } catch (IllegalAccessException e) {
-                throw new IllegalStateException(e);
-            }
-            b = Objects.requireNonNull(Holder.installed, "Batch installed no BatchLeases");
-        }
-        return b;
+        return INSTALLED.get();
     }
 
     /** Called once, by {@link Batch}'s static initializer. */
     static void install(BatchLeases leases) {
-        Holder.install(leases);
-    }
-
-    /** Where {@link #install} keeps the implementation. */
-    final class Holder {
-        private static volatile BatchLeases installed;
-
-        private Holder() {}
-
-        private static synchronized void install(BatchLeases leases) {
-            if (installed != null) {
-                throw new IllegalStateException("BatchLeases installed twice");
-            }
-            installed = Objects.requireNonNull(leases);
-        }
+        INSTALLED.install(leases);
     }
 }

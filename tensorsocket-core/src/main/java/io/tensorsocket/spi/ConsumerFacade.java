@@ -1,7 +1,6 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.TensorConsumer;
-import java.lang.invoke.MethodHandles;
 import java.util.Objects;
 import java.util.function.BiFunction;
 
@@ -14,30 +13,19 @@ import java.util.function.BiFunction;
  * hands this class a reference to it ({@link #install}), which {@link #over} runs first if it has not run.
  */
 public final class ConsumerFacade {
-    private static volatile BiFunction<String, ConsumerEngine, TensorConsumer> constructor;
+    private static final Installed<BiFunction<String, ConsumerEngine, TensorConsumer>> CONSTRUCTOR =
+            new Installed<>(TensorConsumer.class, "the consumer façade's constructor");
 
     private ConsumerFacade() {}
 
     /** A consumer over {@code engine}, named {@code address} in its messages. */
     public static TensorConsumer over(String address, ConsumerEngine engine) {
         Objects.requireNonNull(engine, "engine");
-        BiFunction<String, ConsumerEngine, TensorConsumer> c = constructor;
-        if (c == null) {
-            try {
-                MethodHandles.lookup().ensureInitialized(TensorConsumer.class);
-            } catch (IllegalAccessException e) {
-                throw new IllegalStateException(e);
-            }
-            c = Objects.requireNonNull(constructor, "TensorConsumer installed no constructor");
-        }
-        return c.apply(address, engine);
+        return CONSTRUCTOR.get().apply(address, engine);
     }
 
     /** Called once, by {@link TensorConsumer}'s static initializer. */
-    public static synchronized void install(BiFunction<String, ConsumerEngine, TensorConsumer> facadeConstructor) {
-        if (constructor != null) {
-            throw new IllegalStateException("the consumer façade was installed twice");
-        }
-        constructor = Objects.requireNonNull(facadeConstructor);
+    public static void install(BiFunction<String, ConsumerEngine, TensorConsumer> facadeConstructor) {
+        CONSTRUCTOR.install(facadeConstructor);
     }
 }

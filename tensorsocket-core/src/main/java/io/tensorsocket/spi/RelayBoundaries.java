@@ -1,8 +1,6 @@
 package io.tensorsocket.spi;
 
 import io.tensorsocket.TensorProducer;
-import java.lang.invoke.MethodHandles;
-import java.util.Objects;
 
 /**
  * A producer's side of {@link UpstreamBoundaries}, for a server that relays its stream on a remote relay's
@@ -13,7 +11,7 @@ import java.util.Objects;
  * <p>Mechanism: {@link TensorProducer}'s static initializer installs the {@link Hooks} that reach its engine.
  */
 public final class RelayBoundaries {
-    private static volatile Hooks hooks;
+    private static final Installed<Hooks> HOOKS = new Installed<>(TensorProducer.class, "relay hooks");
 
     /** What {@link TensorProducer} installs. */
     public interface Hooks {
@@ -30,32 +28,16 @@ public final class RelayBoundaries {
      * producer's next epochs, so that its epochs are exact too.
      */
     public static UpstreamBoundaries.Answer keep(TensorProducer producer, int consumerId, long epoch, long sample) {
-        return hooks().keep(producer, consumerId, epoch, sample);
+        return HOOKS.get().keep(producer, consumerId, epoch, sample);
     }
 
     /** The relay's consumer that joined at {@code sample} left: the boundary kept for it goes. */
     public static void release(TensorProducer producer, int consumerId, long sample) {
-        hooks().release(producer, consumerId, sample);
+        HOOKS.get().release(producer, consumerId, sample);
     }
 
     /** Called once, by {@link TensorProducer}'s static initializer. */
-    public static synchronized void install(Hooks installed) {
-        if (hooks != null) {
-            throw new IllegalStateException("the relay boundaries' hooks were installed twice");
-        }
-        hooks = Objects.requireNonNull(installed);
-    }
-
-    private static Hooks hooks() {
-        Hooks h = hooks;
-        if (h == null) {
-            try {
-                MethodHandles.lookup().ensureInitialized(TensorProducer.class);
-            } catch (IllegalAccessException e) {
-                throw new IllegalStateException(e);
-            }
-            h = Objects.requireNonNull(hooks, "TensorProducer installed no relay hooks");
-        }
-        return h;
+    public static void install(Hooks installed) {
+        HOOKS.install(installed);
     }
 }
