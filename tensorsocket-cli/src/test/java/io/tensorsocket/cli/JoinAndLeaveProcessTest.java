@@ -10,8 +10,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** Consumers that arrive late, die, or stall, while the others carry on exactly. */
+@Isolated // its late joiners must start a JVM inside a window of seconds; beside another class one missed it
 class JoinAndLeaveProcessTest extends ProcessTestBase {
 
     @Test
