@@ -139,10 +139,11 @@ class StatusListCleanProcessTest extends ProcessTestBase {
 
     @Test
     void aConsumersSamplesPerSecondInStatusAgreesWithWhatItMeasuresAndEpochsCountFromOne() throws Exception {
-        // 20 ms per batch of 32: about 1500 samples/s each, for about 6 s of the 10000-sample epoch
+        // 20 ms per batch of 32: about 1500 samples/s each, for about 10 s of the 16000-sample epoch, which
+        // leaves the two status commands (started together, 4 s in) seconds to spare for their JVMs' start
         serve(
                 "rate",
-                "samples=10000,shape=8,dtype=float32,seed=3",
+                "samples=16000,shape=8,dtype=float32,seed=3",
                 50,
                 1,
                 "--min-consumers",
@@ -153,9 +154,9 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         }
         Thread.sleep(4000);
         Proc status = start("status", "rate", "--once", "--json");
+        Proc text = start("status", "rate", "--once");
         assertEquals(0, status.exitCode(Duration.ofSeconds(30)), status.stderr());
         List<Map<String, String>> shown = consumerObjects(status.lines().getFirst());
-        Proc text = start("status", "rate", "--once");
         assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
         String view = String.join("\n", text.lines());
         assertTrue(view.contains("epoch    1 of 1 "), "the first epoch is epoch 1: " + view);
