@@ -4,10 +4,10 @@ import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.directory.ShareFiles;
+import io.tensorsocket.directory.StartLock;
 import java.io.File;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -54,7 +54,7 @@ public final class SharedServe {
 
     /** Where the output of a producer a share started goes. */
     public Path logFile() {
-        return ProducerDirectory.baseDirectory().resolve("." + name + ".share.log");
+        return ShareFiles.logFile(name);
     }
 
     /** Starts the producer unless one of this name runs, waiting at most {@code timeout} for it to open its socket. */
@@ -63,11 +63,7 @@ public final class SharedServe {
         Path base = ProducerDirectory.baseDirectory();
         try {
             Files.createDirectories(base);
-            try (FileChannel ch = FileChannel.open(
-                            base.resolve("." + name + ".share.lock"),
-                            StandardOpenOption.CREATE,
-                            StandardOpenOption.WRITE);
-                    FileLock ignored = lock(ch, deadline)) {
+            try (StartLock ignored = StartLock.take(ShareFiles.lockFile(name), deadline, this::tookTooLong)) {
                 Path dir = ProducerDirectory.forName(name);
                 if (ProducerDirectory.isLocked(dir)) {
                     return; // running, or starting: the consumer's join waits for it
@@ -114,18 +110,9 @@ public final class SharedServe {
                 + String.join(" ", serveArgs);
     }
 
-    private FileLock lock(FileChannel ch, long deadline) throws IOException, InterruptedException {
-        while (true) {
-            FileLock l = ch.tryLock();
-            if (l != null) {
-                return l;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new TensorSocketTimeoutException("another process has been starting the producer of share '"
-                        + name + "' for too long; its output: " + logFile());
-            }
-            Thread.sleep(20);
-        }
+    private TensorSocketTimeoutException tookTooLong() {
+        return new TensorSocketTimeoutException("another process has been starting the producer of share '" + name
+                + "' for too long; its output: " + logFile());
     }
 
     private Process start() throws IOException {

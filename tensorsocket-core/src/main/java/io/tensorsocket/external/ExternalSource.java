@@ -271,6 +271,10 @@ public final class ExternalSource implements IndexedSource {
             return sink.claim();
         } catch (ProducerCore.Stopped stopped) {
             if (!feederGone) {
+                if (stopped instanceof ProducerCore.IdleEnd) {
+                    // the feeder's normal end too: it is told so, and why
+                    mc.sendQuietly(new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, stopped.getMessage()));
+                }
                 throw stopped; // the producer is being closed
             }
             throw lost(mc, at, " while the producer waited for a free slot or its consumers");

@@ -98,6 +98,10 @@ final class EpochLoop {
                     drainTimeout.toSeconds());
             core.awaitConsumersGone(drainTimeout);
             return new Outcome(null, 0);
+        } catch (ProducerCore.IdleEnd e) {
+            log.info(e.getMessage());
+            core.shutdown("ended", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, e.getMessage()));
+            return new Outcome(null, 0);
         } catch (ProducerCore.Stopped e) {
             return new Outcome(
                     closing.getAsBoolean()

@@ -49,9 +49,19 @@ import java.util.function.Supplier;
  */
 public final class ProducerCore implements BatchSink {
     /** Thrown inside the producer thread when the producer is being closed. */
-    public static final class Stopped extends RuntimeException {
+    public static sealed class Stopped extends RuntimeException permits IdleEnd {
         Stopped(String message) {
             super(message, null, false, false);
+        }
+    }
+
+    /**
+     * Thrown inside the producer thread when consumers came, read and left, and none came back within the idle
+     * timeout: the normal end of a producer that serves until its consumers are done.
+     */
+    public static final class IdleEnd extends Stopped {
+        IdleEnd(String message) {
+            super(message);
         }
     }
 

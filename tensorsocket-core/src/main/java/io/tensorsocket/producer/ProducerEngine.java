@@ -5,6 +5,8 @@ import io.tensorsocket.ProducerFailedException;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
+import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.directory.ShareFiles;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.UpstreamBoundaries;
 import java.io.IOException;
@@ -43,6 +45,8 @@ public final class ProducerEngine {
     private volatile Throwable failure;
     private volatile boolean closing;
     private volatile long loaderErrors;
+    /** The share whose files go with a clean end ({@link ShareFiles}), or null: a share's named producer only. */
+    private final String share;
 
     /** Assembles the producer {@code spec} describes: claims its directory, maps its arena, opens its socket. */
     public ProducerEngine(ProducerSpec spec) throws IOException {
@@ -56,6 +60,9 @@ public final class ProducerEngine {
         this.description = made.description();
         this.firstEpoch = made.firstEpoch();
         this.epochs = made.epochs();
+        this.share = spec.shareKey() != null && parts.directory().path().equals(ProducerDirectory.forName(name))
+                ? name
+                : null;
     }
 
     public void start() {
@@ -172,5 +179,8 @@ public final class ProducerEngine {
             log.warn("closing the source failed: {}", e.toString());
         }
         parts.close();
+        if (share != null && isFinished() && failure == null) {
+            ShareFiles.removeUnused(share); // after the directory's lock went with parts.close()
+        }
     }
 }

@@ -8,7 +8,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The producer thread's waits for consumers: for enough of them to attach (up to the idle timeout, which
- * ends the producer with a message saying how many came), and, before the very first batch, for the start
+ * ends the producer: normally, with {@link ProducerCore.IdleEnd}, once consumers came, read and left; with a
+ * timeout saying how many came when too few ever did), and, before the very first batch, for the start
  * grace since the first one attached, so that consumers launched together all start at the first epoch's
  * start. Called under the producer's lock, whose condition {@code changed} is signalled when consumers come.
  */
@@ -46,16 +47,27 @@ final class StartWaits {
             checkOpen.run();
             long left = idleTimeout == null ? Long.MAX_VALUE : deadline - System.nanoTime();
             if (left <= 0) {
+                if (started) {
+                    throw new ProducerCore.IdleEnd(endMessage());
+                }
                 throw new TensorSocketTimeoutException(idleMessage(needed));
             }
             awaitNanos(Math.min(left, 60_000_000_000L));
         }
     }
 
-    private String idleMessage(int needed) {
+    private String endMessage() {
+        return "producer '" + rules.producerName() + "' ends: its consumers left and none came back within "
+                + idleTimeout() + " (the idle timeout, --idle-timeout-s)";
+    }
+
+    private String idleTimeout() {
         long ms = rules.idleTimeout().toMillis();
-        String within = " within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
-                + " (the idle timeout, --idle-timeout-s); raise it to wait longer";
+        return ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms";
+    }
+
+    private String idleMessage(int needed) {
+        String within = " within " + idleTimeout() + " (the idle timeout, --idle-timeout-s); raise it to wait longer";
         if (needed <= 1) {
             return "producer '" + rules.producerName() + "' stopped: no consumer attached" + within;
         }

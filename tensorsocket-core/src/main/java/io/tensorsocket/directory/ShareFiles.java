@@ -1,0 +1,41 @@
+package io.tensorsocket.directory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The two files a share keeps beside the producers' directories for producer {@code NAME}: {@code .NAME.share.lock},
+ * whose lock ({@link StartLock}) lets one caller at a time start the producer, and {@code .NAME.share.log}, the
+ * output of the producers started for it, which a failing start shows. A producer that ends cleanly removes both;
+ * one that failed or was killed leaves them, so the next start can show what happened.
+ */
+public final class ShareFiles {
+    private ShareFiles() {}
+
+    /** {@code .NAME.share.lock} in the base directory. */
+    public static Path lockFile(String name) {
+        return ProducerDirectory.baseDirectory().resolve("." + name + ".share.lock");
+    }
+
+    /** {@code .NAME.share.log} in the base directory. */
+    public static Path logFile(String name) {
+        return ProducerDirectory.baseDirectory().resolve("." + name + ".share.log");
+    }
+
+    /**
+     * Removes both files of share {@code name} unless they are in use: a caller holds the lock (it is starting the
+     * next producer of the name) or a producer of the name runs. Call it once the producer has let go of its
+     * directory's lock.
+     */
+    public static void removeUnused(String name) {
+        try (StartLock held = StartLock.tryTake(lockFile(name))) {
+            if (held != null && !ProducerDirectory.isLocked(ProducerDirectory.forName(name))) {
+                Files.deleteIfExists(logFile(name));
+                Files.deleteIfExists(lockFile(name));
+            }
+        } catch (IOException e) {
+            // left behind, as after a producer that did not end cleanly; the next share reuses them
+        }
+    }
+}
