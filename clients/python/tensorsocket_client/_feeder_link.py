@@ -12,6 +12,11 @@ class FeederError(TensorSocketError):
     """The producer refused this feeder or ended the stream because of what it sent."""
 
 
+class ProducerEnded(FeederError):
+    """The producer ended the stream by its own rules, a normal end: its consumers came, read and left, and none
+    came back within its idle timeout (a share's linger). The message says so."""
+
+
 class FeederLink:
     """A feeder's conversation with its producer over the producer's feeder socket: frames out, the producer's
     answers in, each of the type the feeder awaits; the producer's ERROR becomes a FeederError, its going away a
@@ -54,7 +59,7 @@ class FeederLink:
         except EOFError:
             raise ProducerFailed("the producer closed the feeder connection") from None
         if isinstance(m, wire.Error):
-            raise FeederError(m.message)
+            raise (ProducerEnded if m.code == wire.PRODUCER_CLOSED else FeederError)(m.message)
         if not isinstance(m, expected):
             raise ProtocolError("the producer answered %s with %s" % (answering, type(m).__name__))
         return m

@@ -55,27 +55,29 @@ def serve_args(producer_options: Dict[str, Any]) -> List[str]:
     return args
 
 
-def start_producer(name: str, args: List[str]) -> Optional[subprocess.Popen]:
-    """Starts producer ``name`` for this feeder with ``args``, unless one is there or starting already, or no
-    launcher is found (the feeder then waits for one started by hand): the process, or None."""
+def start_producer(name: str, args: List[str]) -> Tuple[Optional[subprocess.Popen], str]:
+    """Starts producer ``name`` for this feeder with ``args`` unless one runs (holds its directory's lock) or no
+    launcher is found: the process, or None and why none was started (for the feeder's messages). A directory
+    that no producer holds is the leftovers of a killed one, which the producer started here reclaims."""
     d = directory_for(name)
-    if (d / FEEDER_SOCKET_FILE).exists():
-        return None
     if is_locked(d):
-        if (d / SOCKET_FILE).exists():
+        if (d / SOCKET_FILE).exists() and not (d / FEEDER_SOCKET_FILE).exists():
             raise FeederError("producer '%s' is already running and serves a source of its own, not a feeder's; "
                               "feed another name, or stop it and let this feeder start one" % name)
-        return None  # a producer is starting (another feeder's): this one connects to it
+        # it waits for a feeder, or is starting (another feeder's): this one connects to it
+        return None, "producer '%s' was already running or starting when this feeder came" % name
     try:
         found = launcher_command(warn=lambda m: print(m, file=sys.stderr))
     except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
         raise FeederError("cannot start a producer for '%s': %s" % (name, e)) from e
     if found is None:
-        return None  # waits for one started by hand; the timeout's message says how
+        return None, ("found no tensorsocket launcher to start one (install the tensorsocket wheel, put "
+                      "bin/tensorsocket on PATH, or set TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve "
+                      "--name %s --external" % name)
     argv, env = found
     cmd = argv + ["serve", "--name", name, "--external", "--feeder-pid", str(os.getpid())] + args
     # A session of its own: Ctrl-C in the terminal reaches this feeder, which stops the producer cleanly.
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True, env=env)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True, env=env), ""
 
 
 def stop_unserved(p: Optional[subprocess.Popen]) -> None:

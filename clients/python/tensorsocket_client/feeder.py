@@ -28,7 +28,7 @@ import numpy as np
 
 from . import wire
 from ._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
-from ._feeder_link import FeederError, FeederLink
+from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._map_style import MapStyle
 from ._memory import FileMapping
 from ._producer_process import serve_args, start_producer, stop_unserved
@@ -70,6 +70,18 @@ def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
 
 
 _CLAIM = wire.encode(wire.Claim())
+
+
+def command_line(argv: List[str], limit: int) -> str:
+    """``argv`` joined by spaces, of at most ``limit`` characters: whole arguments only, an ellipsis after the last
+    one that fits (a message never shows an argument cut in two)."""
+    shown = ""
+    for i, a in enumerate(argv):
+        more = (" " if shown else "") + a
+        if len(shown) + len(more) > limit - (0 if i == len(argv) - 1 else 2):
+            return (shown + " \u2026") if shown else "python3 \u2026"
+        shown += more
+    return shown or "python3"
 
 class TensorProducer:
     """Feeds ``loader`` into the Java producer called ``name``.
@@ -127,6 +139,7 @@ class TensorProducer:
         self._connect_timeout = connect_timeout
         self._batch_timeout = batch_timeout
         self._process: Optional[subprocess.Popen] = None
+        self._not_started = "start one: %s serve --name %s --external" % (launcher(), name)  # why none was started
         self._conn: Optional[FeederLink] = None
         self._map = None
         self._arena = None
@@ -147,7 +160,7 @@ class TensorProducer:
 
     def _start_java_producer(self) -> None:
         if self._start_producer:
-            self._process = start_producer(self.name, self._serve_args)
+            self._process, self._not_started = start_producer(self.name, self._serve_args)
 
     def _connect(self) -> FeederLink:
         path = self._feeder_socket()
@@ -159,8 +172,9 @@ class TensorProducer:
                 except OSError:
                     pass
             if self._process is not None and self._process.poll() is not None:
-                if path.exists():  # another feeder's producer came first: connecting is refused, naming it
+                if is_locked(path.parent):  # another feeder's producer came first: connecting is refused, naming it
                     self._process = None
+                    self._not_started = "producer '%s' was started by another feeder at the same time" % self.name
                     continue
                 raise not_found("the producer started for '%s' (%s serve --name %s --external) exited with status "
                                        "%d before it took this feeder; its output above says why"
@@ -168,12 +182,8 @@ class TensorProducer:
             if waiting.left() <= 0:
                 if self._process is not None:
                     how = "started `%s serve --name %s --external`, which did not open it" % (launcher(), self.name)
-                elif self._start_producer:
-                    how = ("found no tensorsocket launcher to start one (install the tensorsocket wheel, put "
-                           "bin/tensorsocket on PATH, or set TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve "
-                           "--name %s --external" % self.name)
                 else:
-                    how = "start one: %s serve --name %s --external" % (launcher(), self.name)
+                    how = self._not_started
                 raise not_found("no producer '%s' waits for a feeder (no %s%s); %s"
                                        % (self.name, path, waiting.within(), how))
             waiting.note("no feeder socket yet")
@@ -196,7 +206,7 @@ class TensorProducer:
     def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
         tensors = tuple(wire.TensorSpec(n, _dtype_code(a, n), tuple(a.shape[1:])) for n, a in first)
         ix = self._by_index
-        self._conn.send(wire.FeederHello(os.getpid(), " ".join(sys.argv)[:200] or "python3", batch_size, samples,
+        self._conn.send(wire.FeederHello(os.getpid(), command_line(sys.argv, 200), batch_size, samples,
                                          self._declared_epochs, self.description, tensors,
                                          ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0))
         welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
@@ -245,6 +255,9 @@ class TensorProducer:
             raise
         except KeyboardInterrupt:
             self._stop("its feeder (pid %d) was interrupted (Ctrl-C)" % os.getpid(), now=True)
+            raise
+        except ProducerEnded:
+            self._end()  # the producer's normal end, by its idle timeout: nothing to tell it
             raise
         except BaseException as e:
             self._fail(e)

@@ -28,6 +28,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
+from ._feeder_link import ProducerEnded
 from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
 from .errors import ProducerGone, ProducerNotFound, TensorSocketError
 
@@ -178,19 +179,63 @@ def log_path(name: str):
     return base_directory() / (".%s.share.log" % name)
 
 
+def _take_start_lock(name, deadline) -> int:
+    """The lock file's descriptor, flock-ed: the one right to start producer ``name`` now. The file is removed when
+    the producer it started ends cleanly (see _remove_share_files), so a lock taken on a file that was removed
+    meanwhile is let go and taken again on the file the path names now."""
+    lock = _lock_path(name)
+    while True:
+        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise ShareFailed("another trial has been starting producer '%s' for longer than "
+                                          "start_timeout; its output: %s" % (name, log_path(name))) from None
+                    time.sleep(0.05)
+            try:
+                same = os.stat(str(lock)).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _remove_share_files(name) -> None:
+    """Removes the share's lock file and log (the end of a producer that ran cleanly leaves nothing behind), unless a
+    trial is starting the next producer of the name or one runs: then both are still in use."""
+    lock = _lock_path(name)
+    try:
+        fd = os.open(str(lock), os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    try:
+        if not is_locked(directory_for(name)):
+            for f in (log_path(name), lock):
+                try:
+                    os.unlink(str(f))
+                except FileNotFoundError:
+                    pass
+    finally:
+        os.close(fd)
+
+
 def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline):
     """Starts the shared producer unless it runs; one caller at a time (a lock file decides), bounded by deadline."""
-    fd = os.open(str(_lock_path(name)), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _take_start_lock(name, deadline)
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ShareFailed("another trial has been starting producer '%s' for longer than start_timeout; "
-                                      "its output: %s" % (name, log_path(name))) from None
-                time.sleep(0.05)
         d = directory_for(name)
         if is_locked(d):
             return  # running (or starting: the consumer's join waits for it)
@@ -198,8 +243,10 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         proc_log = log_path(name)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
             if _spawned.poll() is not None:
-                raise ShareFailed("the producer started for share '%s' (%s) exited with status %d before it served:\n%s"
-                                  % (name, path, _spawned.returncode, _tail(proc_log)))
+                how = ("ended before this trial could attach" if _spawned.returncode == 0
+                       else "failed (exit status %d) before it served" % _spawned.returncode)
+                raise ShareFailed("the producer started for share '%s' (%s) %s; its output (%s) ends:\n%s"
+                                  % (name, path, how, proc_log, _tail(proc_log)))
             if time.monotonic() > deadline:
                 raise ShareFailed("the producer started for share '%s' (%s) did not open its socket within "
                                   "start_timeout; its output so far:\n%s" % (name, path, _tail(proc_log)))
@@ -255,17 +302,23 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
     producer = TensorProducer(name, loader, description=description, **options)
+    ended = False
     if started is not None:
         started(producer)
     try:
         while True:
             for _ in producer:
                 pass
-    except TensorSocketError as e:
-        if producer._loader_error is not None:
-            raise  # the loader failed: its consumers were told, and so is this process's output
-        # The producer stopped: its linger ran out with no consumer attached (or someone stopped it).
-        print("share '%s': the producer stopped (%s)" % (name, e), flush=True)
-        return 0
+    except ProducerEnded as e:
+        # The normal end: its linger ran out with no consumer attached. Anything else is a failure, said as one.
+        print("share '%s': %s" % (name, e), flush=True)
+        ended = True
     finally:
         producer.close()
+    if ended:
+        try:
+            producer.wait_producer(30)  # its lock goes with its process
+        except subprocess.TimeoutExpired:
+            return 0  # still exiting: its files stay, as after any producer that did not end cleanly
+        _remove_share_files(name)
+    return 0
