@@ -9,7 +9,7 @@ import numpy as np
 from tensorsocket_client import ProducerNotFound, TensorConsumer, TensorProducer
 from tensorsocket_client.__main__ import synthetic_epochs
 from tensorsocket_client._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
-from tensorsocket_client.feeder import FeederError, _loader_failure
+from tensorsocket_client.feeder import FeederError, _loader_failure, command_line
 from tensorsocket_client.synthetic import SyntheticSpec
 
 try:
@@ -108,6 +108,18 @@ class RefusalTest(unittest.TestCase):
         p._epoch = 1
         with self.assertRaisesRegex(FeederError, "all 1 epochs declared"):
             iter(p)
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_whole_arguments_only_with_an_ellipsis_after_the_last_that_fits(self):
+        argv = ["train.py", "--lr", "0.001", "--data", "/datasets/imagenet/train"]
+        self.assertEqual("train.py --lr 0.001 --data /datasets/imagenet/train", command_line(argv, 200))
+        self.assertEqual("train.py --lr 0.001 --data \u2026", command_line(argv, 40))
+        for limit in range(1, 60):
+            shown = command_line(argv, limit)
+            self.assertTrue(all(a in argv + ["python3", "\u2026"] for a in shown.split(" ")), shown)
+        self.assertEqual("python3 \u2026", command_line(["/a/very/long/script/path.py"], 10))
+        self.assertEqual("python3", command_line([], 10))
 
 
 class CopyHintTest(unittest.TestCase):

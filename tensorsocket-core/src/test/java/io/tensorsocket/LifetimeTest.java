@@ -295,6 +295,27 @@ class LifetimeTest {
     }
 
     @Test
+    void aProducerWhoseConsumersCameAndLeftEndsNormallyAtItsIdleTimeout() throws Exception {
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(tmp.resolve("done"))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
+                .epochs(0)
+                .idleTimeout(Duration.ofMillis(300))
+                .build()
+                .start()) {
+            try (TensorConsumer c = TensorConsumer.connect(tmp.resolve("done"), ConsumerOptions.batchSize(2))) {
+                int samples = 0;
+                for (Batch b : c) {
+                    samples += b.size();
+                }
+                assertEquals(10, samples);
+            }
+            assertTrue(p.await(Duration.ofSeconds(30)), "ended at its idle timeout, without a failure");
+            assertTrue(p.isFinished());
+        }
+    }
+
+    @Test
     void aProducerThatServesUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
         try (TensorProducer p = TensorProducer.builder()
                 .directory(tmp.resolve("forever"))

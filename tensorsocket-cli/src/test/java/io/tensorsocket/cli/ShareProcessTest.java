@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Sweeps as sweep engines run them: the same script per trial, with one line that shares the loader. Trials launched
  * in the same second start one producer; later ones, one SIGKILLed on the way, reuse it with exact epochs; it goes
- * after its linger; a trial asking for another loader, or whose factory fails, is told how. Java callers
+ * after its linger, leaving nothing behind; a producer SIGKILLed under its trials fails them at once and does not
+ * block its name; a trial asking for another loader, or whose factory fails, is told how. Java callers
  * ({@code consume --share}) the same.
  */
 class ShareProcessTest extends ProcessTestBase {
@@ -85,7 +86,9 @@ class ShareProcessTest extends ProcessTestBase {
         Proc again = trial("sweep", "--epochs", "1", "--batch-size", "50", "--linger", "4", "--kwargs", SLOW);
         assertEquals(0, again.exitCode(Duration.ofMinutes(2)), again.stderr());
         assertEquals(producers.iterator().next(), again.json().getFirst().get("producer_pid"));
-        // After its linger the producer and its feeder are gone, and so is its directory.
+        String log = Files.readString(base.resolve(".sweep.share.log")); // kept while the producer runs
+        assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
+        // After its linger the producer and its feeder are gone, and so are its directory, lock file and log.
         long pid = Long.parseLong(producers.iterator().next());
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
@@ -94,8 +97,66 @@ class ShareProcessTest extends ProcessTestBase {
         assertFalse(
                 ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the producer outlived its linger");
         assertFalse(Files.exists(base.resolve("sweep")), "its directory stayed");
-        String log = Files.readString(base.resolve(".sweep.share.log"));
-        assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
+        assertNothingLeftOf("sweep");
+    }
+
+    @Test
+    void aProducerKilledMidEpochFailsItsTrialsAtOnceAndTheNextTrialStartsAFreshOne() throws Exception {
+        assumePython("numpy", "torch");
+        List<Proc> running = new ArrayList<>();
+        for (int b : new int[] {20, 32}) {
+            running.add(trial(
+                    "oom",
+                    "--epochs",
+                    "50",
+                    "--batch-size",
+                    Integer.toString(b),
+                    "--linger",
+                    "3",
+                    "--step-ms",
+                    "2",
+                    "--kwargs",
+                    SLOW));
+        }
+        for (Proc t : running) {
+            t.awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofMinutes(2));
+        }
+        // The OOM killer's way: SIGKILL to the producer's JVM, mid-epoch, its directory left as it was.
+        String pid = running.getFirst().json().getFirst().get("producer_pid");
+        ProcessHandle.of(Long.parseLong(pid)).orElseThrow().destroyForcibly();
+        for (Proc t : running) {
+            assertEquals(1, t.exitCode(Duration.ofSeconds(30)), t.stderr());
+            assertTrue(
+                    t.stderr().contains("ProducerGone: lost the connection to producer 'oom' (pid " + pid + ")"),
+                    t.stderr());
+        }
+        // The next trial of the name reclaims the leftovers and starts a producer of its own.
+        Proc next = trial("oom", "--epochs", "1", "--batch-size", "50", "--linger", "2");
+        assertEquals(0, next.exitCode(Duration.ofMinutes(2)), next.stderr());
+        List<Map<String, String>> lines = next.json();
+        assertTrue(!lines.getFirst().get("producer_pid").equals(pid), "a fresh producer: " + lines.getFirst());
+        assertTrue(
+                Double.parseDouble(lines.getFirst().get("seconds")) < 30,
+                "attached without waiting out a timeout: " + lines.getFirst());
+        assertEquals("true", lines.get(1).get("exact"), lines.get(1).toString());
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (Files.exists(base.resolve("oom")) && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertFalse(Files.exists(base.resolve("oom")), "the fresh producer outlived its linger");
+        assertNothingLeftOf("oom");
+    }
+
+    /** A share that ended cleanly leaves neither its lock file nor its log; its feeder removes them on its way out. */
+    private void assertNothingLeftOf(String name) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while ((Files.exists(base.resolve("." + name + ".share.lock"))
+                        || Files.exists(base.resolve("." + name + ".share.log")))
+                && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertFalse(Files.exists(base.resolve("." + name + ".share.lock")), "its lock file stayed");
+        assertFalse(Files.exists(base.resolve("." + name + ".share.log")), "its log stayed");
     }
 
     @Test
@@ -116,7 +177,8 @@ class ShareProcessTest extends ProcessTestBase {
         assertTrue(
                 broken.stderr()
                         .contains("ShareFailed: the producer started for share 'broken'"
-                                + " (share_loaders:broken) exited with status 1 before it served"),
+                                + " (share_loaders:broken) failed (exit status 1) before it served; its output ("
+                                + base.resolve(".broken.share.log") + ") ends:"),
                 broken.stderr());
         assertTrue(
                 broken.stderr().contains("RuntimeError: the data set's root /data/cifar does not exist"),
@@ -167,6 +229,7 @@ class ShareProcessTest extends ProcessTestBase {
             Thread.sleep(100);
         }
         assertFalse(Files.exists(base.resolve("jshare")), "the producer outlived its linger: " + log);
+        assertNothingLeftOf("jshare");
     }
 
     /** {@code consume --name jshare args...}, able to start {@code tensorsocket serve} as a user's PATH would. */

@@ -79,6 +79,24 @@ class SweepStartProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aProducerWhoseConsumersCameAndLeftEndsAtItsIdleTimeoutAsANormalEnd() throws Exception {
+        // The consumer first (it waits for the producer), so that the short idle timeout cannot pass before it came.
+        Proc c = consume("served", 10, "--epochs", "1");
+        Proc producer = serve("served", "samples=500,shape=4,dtype=float32,seed=1", 10, 0, "--idle-timeout-s", "1");
+        assertEquals(0, c.exitCode(Duration.ofSeconds(60)), c.stderr());
+        assertExactEpoch(c.json().getFirst(), 500);
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(30)), producer.stderr());
+        assertTrue(
+                producer.stderr()
+                        .lines()
+                        .anyMatch(l -> l.contains(" INFO ")
+                                && l.endsWith("producer 'served' ends: its consumers left and none came back within"
+                                        + " 1 s (the idle timeout, --idle-timeout-s)")),
+                producer.stderr());
+        assertFalse(producer.stderr().contains("error"), producer.stderr());
+    }
+
+    @Test
     void servingUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
         Proc forever = serve("forever", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
         Proc bounded = serve("bounded", "samples=100,shape=4,dtype=float32,seed=1", 10, 0, "--idle-timeout-s", "1");

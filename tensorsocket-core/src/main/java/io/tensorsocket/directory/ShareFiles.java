@@ -29,10 +29,15 @@ public final class ShareFiles {
      * directory's lock.
      */
     public static void removeUnused(String name) {
-        try (StartLock held = StartLock.tryTake(lockFile(name))) {
-            if (held != null && !ProducerDirectory.isLocked(ProducerDirectory.forName(name))) {
-                Files.deleteIfExists(logFile(name));
-                Files.deleteIfExists(lockFile(name));
+        removeUnused(ProducerDirectory.baseDirectory(), name);
+    }
+
+    static void removeUnused(Path base, String name) {
+        Path lock = base.resolve("." + name + ".share.lock");
+        try (StartLock held = StartLock.tryTake(lock)) {
+            if (held != null && !ProducerDirectory.isLocked(base.resolve(name))) {
+                Files.deleteIfExists(base.resolve("." + name + ".share.log"));
+                Files.deleteIfExists(lock);
             }
         } catch (IOException e) {
             // left behind, as after a producer that did not end cleanly; the next share reuses them

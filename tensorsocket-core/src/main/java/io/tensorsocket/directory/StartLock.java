@@ -3,6 +3,7 @@ package io.tensorsocket.directory;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -41,7 +42,7 @@ public final class StartLock implements AutoCloseable {
         }
     }
 
-    /** The lock of {@code file} if it exists and nobody holds it, else null. */
+    /** The lock of {@code file} if it exists and nobody (no process, no other holder in this JVM) holds it, else null. */
     public static StartLock tryTake(Path file) throws IOException {
         return attempt(file, false);
     }
@@ -58,6 +59,8 @@ public final class StartLock implements AutoCloseable {
             FileLock l;
             try {
                 l = ch.tryLock();
+            } catch (OverlappingFileLockException heldInThisJvm) {
+                l = null;
             } catch (IOException | RuntimeException e) {
                 ch.close();
                 throw e;
