@@ -60,9 +60,10 @@ def manifest(bundle):
 def pyproject(version):
     """The client's pyproject.toml, plus the bundle package, its data and the console script."""
     text = (CLIENT / "pyproject.toml").read_text(encoding="utf-8")
-    text = text.replace('packages = ["tensorsocket_client"]', 'packages = ["tensorsocket_client", "tensorsocket_bundle"]')
-    if 'packages = ["tensorsocket_client", "tensorsocket_bundle"]' not in text:
-        raise SystemExit("clients/python/pyproject.toml no longer lists packages = [\"tensorsocket_client\"]")
+    listed = 'packages = ["tensorsocket_client", "tensorsocket"]'
+    if listed not in text:
+        raise SystemExit("clients/python/pyproject.toml no longer lists %s" % listed)
+    text = text.replace(listed, 'packages = ["tensorsocket_client", "tensorsocket", "tensorsocket_bundle"]')
     bundle_data = 'tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar"]\n'
     header = "[tool.setuptools.package-data]\n"
     if header in text:  # the client's own data (py.typed): the bundle's joins its table, which TOML allows once
@@ -115,7 +116,7 @@ def main():
 
     stage = args.work / "stage"
     shutil.rmtree(stage, ignore_errors=True)
-    for package in ("tensorsocket_client", "tensorsocket_bundle"):
+    for package in ("tensorsocket_client", "tensorsocket", "tensorsocket_bundle"):
         shutil.copytree(CLIENT / package, stage / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     bundle = stage / "tensorsocket_bundle"
     jlink(args.jdk, bundle / "java")

@@ -28,6 +28,7 @@ from . import rings as _rings
 from . import stream as _stream
 from . import wire
 from ._lifecycle import ConsumerBase, checked_batch_size, job_rank
+from ._reference import check_consumer_call
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .assembly import BatchAssembly
 from .dtypes import DTYPES
@@ -50,6 +51,8 @@ class TensorConsumer(ConsumerBase):
     """
 
     def __new__(cls, name=None, *args, **kwargs):
+        # Here, not in __init__: the reference's TensorConsumer("5556", "5557", batch_size=64) fails binding there.
+        check_consumer_call(name, args)
         # grpc://HOST:PORT/NAME is a producer on another host, read over Arrow Flight (pyarrow, loaded only then)
         if cls is TensorConsumer and isinstance(name, str) and name.lower().startswith(("grpc://", "grpc+tls://")):
             if kwargs.get("job") is not None:

@@ -32,6 +32,7 @@ from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._map_style import MapStyle
 from ._memory import FileMapping
 from ._producer_process import serve_args, start_producer, stop_unserved
+from ._reference import check_producer_call
 from ._waiting import Waiting
 from .arena import MAGIC, Layout
 from .directory import FEEDER_SOCKET_FILE, directory_for, is_locked, launcher, not_found
@@ -121,6 +122,7 @@ class TensorProducer:
                  start_producer: bool = True, connect_timeout: float = 60.0, batch_timeout: float = 600.0,
                  epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, exact_epochs: Optional[bool] = None,
                  seed: Optional[int] = None, **producer_options: Any):
+        check_producer_call(name, loader)
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
         self._serve_args = serve_args(producer_options)

@@ -127,6 +127,19 @@ class WheelIT {
     }
 
     @Test
+    void theReferencesImportPathsComeWithTheWheel() throws Exception {
+        Result r = ok(run(List.of(venv.resolve("bin/python").toString(), "-c", """
+                        import tensorsocket, tensorsocket_client
+                        from tensorsocket.producer import TensorProducer
+                        from tensorsocket.consumer import TensorConsumer
+                        assert TensorProducer is tensorsocket_client.TensorProducer
+                        assert TensorConsumer is tensorsocket_client.TensorConsumer
+                        print(tensorsocket.__file__)
+                        """), Map.of(), 60));
+        assertTrue(r.stdout().strip().startsWith(venv.toString()), "the installed package: " + r);
+    }
+
+    @Test
     void aJavaHomeOfJava25WinsAndAnOlderOneIsPassedOverSayingSo() throws Exception {
         String jdk = System.getProperty("java.home"); // this test's JVM: 25 or newer, as the build requires
         Result chosen = ok(run(List.of(script(), "--version"), Map.of("JAVA_HOME", jdk), 60));
