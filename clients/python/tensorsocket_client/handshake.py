@@ -15,7 +15,7 @@ from . import rings as _rings
 from . import wire
 from ._memory import FileMapping
 from ._waiting import Waiting
-from .errors import PermissionDenied, ProducerGone, ProtocolError, TensorSocketTimeout
+from .errors import PermissionDenied, ProducerFailed, ProducerGone, ProtocolError, TensorSocketTimeout
 from .link import ProducerLink
 
 _SLICE = 0.05  # seconds between looks while waiting
@@ -108,6 +108,11 @@ def _attempt(name, d):
         return None, "no directory %s yet" % d, lambda within: _directory.not_found(
             "no producer named '%s' appeared%s (no directory %s); running: %s. To %s"
             % (name, within, d, _directory.live_producers(), feed_hint()))
+    try:
+        with open(os.path.join(d, _directory.FAILED_FILE), encoding="utf-8") as f:
+            raise ProducerFailed("producer '%s' failed before it served: %s" % (name, f.read()))
+    except OSError:
+        pass  # none: it has not failed
     _directory.check_accessible_to_current_user(d)
     sock_path = os.path.join(d, _directory.SOCKET_FILE)
     if not os.path.exists(sock_path):

@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -161,6 +162,37 @@ class FeederProcessTest extends ProcessTestBase {
         assertTrue(c2.errorLine().contains("tensor 'data' changed in epoch 0"), c2.stderr());
         assertTrue(c2.errorLine().contains("pid " + shaped.pid()), c2.stderr());
         assertNotEquals(0, shaped.exitCode(Duration.ofSeconds(30)));
+    }
+
+    @Test
+    void aLoaderThatFailsOnItsFirstBatchFailsTheConsumersLaunchedWithItWithTheLoadersException() throws Exception {
+        assumePython("numpy", "torch");
+        String feed = """
+                from torch.utils.data import DataLoader, Dataset
+                from tensorsocket_client import TensorProducer
+                class Truncated(Dataset):
+                    def __len__(self): return 100
+                    def __getitem__(self, i): raise ValueError("cannot decode sample %d: truncated file" % i)
+                TensorProducer("firstfail", DataLoader(Truncated(), batch_size=10), epochs=1).run()
+                """;
+        // As users launch them: the consumers and the feeder (which starts the producer) in the same second.
+        List<Proc> consumers = List.of(consume("firstfail", 10), pythonConsume("firstfail", 10));
+        Proc feeder = startPython(Map.of("OMP_NUM_THREADS", "1"), "-c", feed);
+        assertNotEquals(0, feeder.exitCode(Duration.ofSeconds(90)), feeder.stderr());
+        for (Proc c : consumers) {
+            assertNotEquals(0, c.exitCode(Duration.ofSeconds(30)), c.stderr());
+            assertTrue(c.stderr().contains("producer 'firstfail' failed before it served: "), c.stderr());
+            assertTrue(
+                    c.stderr()
+                            .contains("the loader raised ValueError: cannot decode sample 0: truncated file (<string>:5"
+                                    + " in __getitem__, sample index 0) while loading batch 0 of epoch 0"),
+                    c.stderr());
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (Files.exists(base.resolve("firstfail")) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        assertFalse(Files.exists(base.resolve("firstfail")), "the failed producer's directory stayed");
     }
 
     @Test

@@ -191,7 +191,8 @@ class PyTorchUserProcessTest extends ProcessTestBase {
                 strings.stderr());
         assertEquals(1, waiting.exitCode(Duration.ofSeconds(30)), waiting.stderr());
         assertTrue(
-                waiting.errorLine().contains("went away before it served anything")
+                (waiting.errorLine().contains("producer 'strings' failed before it served: ")
+                                && waiting.errorLine().contains("tensor 'path' of the loader's batch holds strings"))
                         || waiting.errorLine().contains("no producer named 'strings' appeared"),
                 waiting.errorLine());
 

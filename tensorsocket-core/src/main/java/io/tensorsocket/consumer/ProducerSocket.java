@@ -2,6 +2,7 @@ package io.tensorsocket.consumer;
 
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.PermissionDeniedException;
+import io.tensorsocket.ProducerFailedException;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
@@ -123,6 +124,10 @@ public final class ProducerSocket {
                                     + ". Start one with:"
                                     + " tensorsocket serve --name " + name + " ..., or feed one from Python:"
                                     + " tensorsocket_client.TensorProducer(\"" + name + "\", loader)"));
+        }
+        String failed = ProducerDirectory.failureBeforeServing(dir);
+        if (failed != null) {
+            throw new ProducerFailedException("producer '" + name + "' failed before it served: " + failed);
         }
         try {
             ProducerDirectory.checkAccessibleToCurrentUser(dir);

@@ -15,6 +15,7 @@ import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.GroupPrincipal;
 import java.nio.file.attribute.PosixFileAttributeView;
@@ -23,6 +24,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.nio.file.attribute.UserPrincipalNotFoundException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -43,7 +45,9 @@ import org.slf4j.LoggerFactory;
  *        ├── control.sock                  0600, Unix-domain socket consumers connect to
  *        ├── feeder.sock                   0600, only for an external source: where its feeder connects
  *        ├── arena                         0600, the shared memory (see ArenaLayout)
- *        └── rings                         0600, descriptor rings and futex words (see DescriptorRings)
+ *        ├── rings                         0600, descriptor rings and futex words (see DescriptorRings)
+ *        └── failed                        only for a second after a producer failed before it served: why
+ *                                          (UTF-8), for the consumers waiting for its socket
  * </pre>
  *
  * A producer started with an access group shares with that group only: the per-user directory becomes
@@ -66,6 +70,14 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";
     /** What a producer started for {@code TensorConsumer.connectOrServe} was started with (its serve arguments). */
     public static final String SHARE_FILE = "share";
+    /**
+     * Why a producer failed before it served, kept for {@link #FAILURE_NOTICE} before its directory goes, so that
+     * consumers waiting for its socket (launched with it, as users do) fail with the cause instead of waiting out
+     * their connect timeout.
+     */
+    public static final String FAILED_FILE = "failed";
+    /** How long the directory of a producer that failed before it served keeps {@link #FAILED_FILE}. */
+    public static final Duration FAILURE_NOTICE = Duration.ofSeconds(1);
 
     private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
     private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
@@ -413,6 +425,31 @@ public final class ProducerDirectory implements AutoCloseable {
         return dir.resolve(RINGS_FILE);
     }
 
+    /**
+     * Says why the producer failed before it served: writes {@link #FAILED_FILE} (whole, by a rename) and keeps
+     * it for {@link #FAILURE_NOTICE}, for the consumers waiting for its socket. Call it just before {@link #close}.
+     */
+    public void failBeforeServing(String why) {
+        try {
+            Path written = Files.writeString(dir.resolve(FAILED_FILE + ".new"), why);
+            Files.move(written, dir.resolve(FAILED_FILE), StandardCopyOption.ATOMIC_MOVE);
+            Thread.sleep(FAILURE_NOTICE);
+        } catch (IOException e) {
+            log.debug("could not say why in {}: {}", dir, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Why the producer in {@code dir} failed before it served ({@link #FAILED_FILE}), or null. */
+    public static String failureBeforeServing(Path dir) {
+        try {
+            return Files.readString(dir.resolve(FAILED_FILE));
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     /** Removes the producer's files and the directory, then drops the lock. */
     @Override
     public void close() {
@@ -422,6 +459,7 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.deleteIfExists(ringsPath());
             Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
             Files.deleteIfExists(dir.resolve(SHARE_FILE));
+            Files.deleteIfExists(dir.resolve(FAILED_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();
             lockChannel.close();

@@ -137,6 +137,7 @@ final class ProducerAssembly {
             } catch (Exception ce) {
                 e.addSuppressed(ce);
             }
+            made.directory().failBeforeServing(e.getMessage() != null ? e.getMessage() : e.toString());
             made.close();
             throw e;
         }
