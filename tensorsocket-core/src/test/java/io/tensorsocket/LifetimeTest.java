@@ -294,15 +294,18 @@ class LifetimeTest {
         }
     }
 
+    /** A producer of 10 samples in batches of 2 in {@code name} that serves until stopped ({@code --epochs 0}). */
+    private TensorProducer.Builder untilStopped(String name) {
+        return TensorProducer.builder()
+                .directory(tmp.resolve(name))
+                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
+                .epochs(0);
+    }
+
     @Test
     void aProducerWhoseConsumersCameAndLeftEndsNormallyAtItsIdleTimeout() throws Exception {
-        try (TensorProducer p = TensorProducer.builder()
-                .directory(tmp.resolve("done"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
-                .epochs(0)
-                .idleTimeout(Duration.ofMillis(300))
-                .build()
-                .start()) {
+        try (TensorProducer p =
+                untilStopped("done").idleTimeout(Duration.ofMillis(300)).build().start()) {
             try (TensorConsumer c = TensorConsumer.connect(tmp.resolve("done"), ConsumerOptions.batchSize(2))) {
                 int samples = 0;
                 for (Batch b : c) {
@@ -317,20 +320,11 @@ class LifetimeTest {
 
     @Test
     void aProducerThatServesUntilStoppedHasNoIdleTimeoutUnlessOneIsGiven() throws Exception {
-        try (TensorProducer p = TensorProducer.builder()
-                .directory(tmp.resolve("forever"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
-                .epochs(0)
-                .build()
-                .start()) {
+        try (TensorProducer p = untilStopped("forever").build().start()) {
             assertFalse(p.await(Duration.ofMillis(1500)), "an unbounded producer without consumers keeps waiting");
         }
-        try (TensorProducer p = TensorProducer.builder()
-                .directory(tmp.resolve("bounded"))
-                .source(new SyntheticSource(SyntheticSpec.parse("samples=10"), 2))
-                .epochs(0)
-                .idleTimeout(Duration.ofMillis(300))
-                .build()) {
+        try (TensorProducer p =
+                untilStopped("bounded").idleTimeout(Duration.ofMillis(300)).build()) {
             TensorSocketTimeoutException e = assertThrows(TensorSocketTimeoutException.class, p::run);
             assertTrue(
                     e.getMessage().startsWith("producer 'bounded' stopped: no consumer attached within"),

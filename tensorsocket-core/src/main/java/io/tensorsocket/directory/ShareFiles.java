@@ -15,12 +15,20 @@ public final class ShareFiles {
 
     /** {@code .NAME.share.lock} in the base directory. */
     public static Path lockFile(String name) {
-        return ProducerDirectory.baseDirectory().resolve("." + name + ".share.lock");
+        return lockFile(ProducerDirectory.baseDirectory(), name);
+    }
+
+    static Path lockFile(Path base, String name) {
+        return base.resolve("." + name + ".share.lock");
     }
 
     /** {@code .NAME.share.log} in the base directory. */
     public static Path logFile(String name) {
-        return ProducerDirectory.baseDirectory().resolve("." + name + ".share.log");
+        return logFile(ProducerDirectory.baseDirectory(), name);
+    }
+
+    static Path logFile(Path base, String name) {
+        return base.resolve("." + name + ".share.log");
     }
 
     /**
@@ -33,10 +41,10 @@ public final class ShareFiles {
     }
 
     static void removeUnused(Path base, String name) {
-        Path lock = base.resolve("." + name + ".share.lock");
+        Path lock = lockFile(base, name);
         try (StartLock held = StartLock.tryTake(lock)) {
             if (held != null && !ProducerDirectory.isLocked(base.resolve(name))) {
-                Files.deleteIfExists(base.resolve("." + name + ".share.log"));
+                Files.deleteIfExists(logFile(base, name));
                 Files.deleteIfExists(lock);
             }
         } catch (IOException e) {
