@@ -54,6 +54,9 @@ _PRODUCER_GONE = "ProducerGoneException: "
 _PAUSED_AFTER_S = 0.5
 
 
+# What gRPC says of a call that reached no server: nothing listens at the address yet, or its name does not resolve.
+_NOT_REACHED = ("failed to connect", "connection refused", "dns resolution failed")
+
 def is_remote(name):
     """Whether ``name`` is a ``grpc://`` or ``grpc+tls://`` address rather than a local producer name."""
     return isinstance(name, str) and name.lower().startswith(tuple(s + "://" for s in SCHEMES))
@@ -401,7 +404,9 @@ class RemoteConsumer(ConsumerBase):
                 return ProducerGone("%s: %s" % (where, msg[len(_PRODUCER_GONE):]))
             gone = ProducerGone("%s is unreachable or went away: %s (is `serve --flight` running there, and the "
                                 "address and TLS setting right?)" % (where, msg))
-            gone.unreachable = True
+            # Tried again while connecting: only a server never reached (not listening yet, its name not resolved
+            # yet); one reached that broke off, killed in the middle of the handshake, went away.
+            gone.unreachable = any(m in msg.lower() for m in _NOT_REACHED)
             return gone
         if isinstance(e, KeyError) or "ProducerNotFoundException" in msg or "serves producer" in msg:
             return ProducerNotFound("%s: %s" % (where, msg))

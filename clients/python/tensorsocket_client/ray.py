@@ -134,8 +134,8 @@ class SharedRelay:
     def _wait(self):
         code = self._proc.wait()
         if code != 0:
-            from .share import _tail
-            self._error = "the relay exited with status %d:\n%s" % (code, _tail(self._log))
+            from ._share_log import tail
+            self._error = "the relay exited with status %d:\n%s" % (code, tail(self._log))
             time.sleep(5)  # trials that ask meanwhile are told why
         os._exit(0)
 

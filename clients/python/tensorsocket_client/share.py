@@ -28,6 +28,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
+from . import _share_log
 from ._feeder_link import ProducerEnded
 from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
 from .errors import ProducerGone, ProducerNotFound, TensorSocketError
@@ -239,6 +240,9 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         d = directory_for(name)
         if is_locked(d):
             return  # running (or starting: the consumer's join waits for it)
+        short = _share_log.space_still_short(log_path(name), base_directory())
+        if short is not None:  # every trial of a sweep would start it, to fail the same way
+            raise ShareFailed("the producer for share '%s' (%s) cannot start: %s" % (name, path, short))
         _spawn(name, path, kwargs, description, linger, producer_options)
         proc_log = log_path(name)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
@@ -246,10 +250,10 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
                 how = ("ended before this trial could attach" if _spawned.returncode == 0
                        else "failed (exit status %d) before it served" % _spawned.returncode)
                 raise ShareFailed("the producer started for share '%s' (%s) %s; its output (%s) ends:\n%s"
-                                  % (name, path, how, proc_log, _tail(proc_log)))
+                                  % (name, path, how, proc_log, _share_log.tail(proc_log)))
             if time.monotonic() > deadline:
                 raise ShareFailed("the producer started for share '%s' (%s) did not open its socket within "
-                                  "start_timeout; its output so far:\n%s" % (name, path, _tail(proc_log)))
+                                  "start_timeout; its output so far:\n%s" % (name, path, _share_log.tail(proc_log)))
             time.sleep(0.05)
     finally:
         os.close(fd)  # releases the lock
@@ -268,22 +272,13 @@ def _spawn(name, path, kwargs, description, linger, producer_options):
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
     log = open(log_path(name), "ab")
     try:
-        log.write(("--- %s: started by pid %d: %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"), os.getpid(),
-                                                        " ".join(cmd))).encode("utf-8"))
+        log.write(_share_log.start_entry(os.getpid(), cmd))
         log.flush()
         # A session of its own: the trial's end, Ctrl-C in its terminal or its process group's kill do not reach it.
         _spawned = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                     start_new_session=True, close_fds=True)
     finally:
         log.close()
-
-
-def _tail(path, lines=20):
-    try:
-        with open(path, "rb") as f:
-            return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
-    except OSError:
-        return "(no output: %s)" % path
 
 
 def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,

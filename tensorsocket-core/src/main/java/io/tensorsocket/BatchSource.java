@@ -78,6 +78,15 @@ public interface BatchSource extends AutoCloseable {
     default void close() throws Exception {}
 
     /**
+     * Closes a source whose producer failed before it served, saying why: a source with a party of its own (an
+     * external producer's feeder) passes {@code reason} on, so that the party reports the producer's failure rather
+     * than a closed connection. Default: {@link #close()}.
+     */
+    default void abandon(String reason) throws Exception {
+        close();
+    }
+
+    /**
      * Wraps any loader: {@code epochs.apply(e)} returns the batches of epoch {@code e}. The layout is
      * taken from the first batch of epoch 0.
      */

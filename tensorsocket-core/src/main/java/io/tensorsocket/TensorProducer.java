@@ -221,8 +221,8 @@ public final class TensorProducer implements AutoCloseable {
         /**
          * Number of batch slots in the arena. Default: rubber band + claims ahead + 4, at least 8, and for
          * small batches as many as fit in 64 MiB, up to 64; fewer where that would take more than half of
-         * the free space of the file system holding the arena (usually {@code /dev/shm}), but never fewer than
-         * rubber band + claims ahead + 1.
+         * the free space of the file system holding the arena (usually {@code /dev/shm}). Where fewer than rubber
+         * band + claims ahead + 1 fit, claims ahead are lowered, down to 1: the fewest slots are rubber band + 2.
          */
         public Builder slots(int slots) {
             if (slots < 2) {
@@ -245,7 +245,10 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
-        /** How many slots a source may claim ahead of publishing (default 2; parallel pipelines use more). */
+        /**
+         * The most slots a source may claim ahead of publishing (default 2; parallel pipelines use more); lowered,
+         * down to 1, where the arena holds fewer than rubber band + claims ahead + 1 slots (see {@link #slots}).
+         */
         public Builder claimsAhead(int claims) {
             if (claims < 1) {
                 throw new IllegalArgumentException("claims ahead must be at least 1, got " + claims);

@@ -77,7 +77,8 @@ final class ServeCommand implements Callable<Integer> {
             paramLabel = "N",
             description =
                     "Slots the source may fill before it publishes the first of them (default 2; 4 with --external,"
-                            + " so that a feeder's claims travel while it copies); each leaves one slot fewer to consumers' batches.")
+                            + " so that a feeder's claims travel while it copies); each leaves one slot fewer to consumers' batches;"
+                            + " lowered, down to 1, where the arena holds fewer than rubber band + claims ahead + 1 slots.")
     Integer claimsAhead;
 
     @Option(

@@ -9,45 +9,52 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
 /**
- * {@code serve} where shared memory is as small as in a default Docker container: a real 16 MiB tmpfs as
- * TENSORSOCKET_BASE (skipped, saying why, where mounting is not permitted).
+ * {@code serve} and {@code share()} where shared memory is as small as in a default Docker container: a real tmpfs
+ * (16 or 64 MiB) as TENSORSOCKET_BASE (skipped, saying why, where mounting is not permitted).
  */
 @Isolated // it mounts a small tmpfs
 class SmallShmProcessTest extends ProcessTestBase {
     private Path shm;
     private String skip;
 
-    @BeforeEach
-    void mountTmpfs() throws Exception {
+    /** Mounts a tmpfs of {@code size} (as mount's {@code size=} takes it) for this test. */
+    private void mount(String size) throws Exception {
         shm = Files.createDirectory(base.resolve("shm"));
-        Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", shm.toString())
+        Process p = new ProcessBuilder(
+                        "mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0700", "tmpfs", shm.toString())
                 .redirectErrorStream(true)
                 .start();
         String out = new String(p.getInputStream().readAllBytes(), UTF_8).strip();
         if (!p.waitFor(20, TimeUnit.SECONDS) || p.exitValue() != 0) {
             skip = "cannot mount a tmpfs here (" + out + ")";
             System.out.println("SmallShmProcessTest skipped: " + skip);
+            shm = null;
         }
+        assumeTrue(skip == null, skip);
     }
 
     @AfterEach
     void unmount() throws Exception {
-        if (skip == null) {
-            new ProcessBuilder("umount", shm.toString()).inheritIO().start().waitFor(20, TimeUnit.SECONDS);
+        if (shm != null) { // lazily: a share's producer may still be on its way out
+            new ProcessBuilder("umount", "-l", shm.toString())
+                    .inheritIO()
+                    .start()
+                    .waitFor(20, TimeUnit.SECONDS);
         }
     }
 
-    private Proc serveOnShm(String... args) throws Exception {
-        assumeTrue(skip == null, skip);
+    private Proc serveOnShm(String size, String... args) throws Exception {
+        mount(size);
         return Proc.start(shm, args);
     }
 
@@ -57,10 +64,134 @@ class SmallShmProcessTest extends ProcessTestBase {
         }
     }
 
+    /** One trial of a sweep sharing producer {@code name} on the tmpfs: {@code share_trial.py NAME extra...}. */
+    private Proc trial(String name, String... extra) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(
+                PYTHON,
+                "-u",
+                pythonClient().resolve("tests/scripts/share_trial.py").toString(),
+                name));
+        cmd.addAll(List.of(extra));
+        Proc p = Proc.startCommand(
+                shm,
+                cmd,
+                Map.of(
+                        "PYTHONPATH",
+                        pythonClient() + ":" + pythonClient().resolve("tests/scripts"),
+                        "PYTHONDONTWRITEBYTECODE",
+                        "1",
+                        "OMP_NUM_THREADS",
+                        "1",
+                        "TENSORSOCKET_LAUNCHER",
+                        launcherScript().toString()));
+        trials.add(p);
+        return p;
+    }
+
+    private final List<Proc> trials = new ArrayList<>();
+
+    @AfterEach
+    void endTrials() throws Exception {
+        for (Proc t : trials) {
+            t.close();
+        }
+    }
+
+    /** The factory's arguments: batches of {@code batch} samples of 3x224x224 float32 (588 KiB each). */
+    private static String imagenetSized(int batch) {
+        return "{\"samples\": 96, \"shape\": \"3x224x224\", \"batch_size\": " + batch + "}";
+    }
+
+    @Test
+    void batchesOfTenMegabytesShareInSixtyFourMiBWithClaimsAheadLowered() throws Exception {
+        assumePython("numpy", "torch");
+        mount("64m");
+        // 16 samples: 9.2 MiB a batch. A feeder's 4 claims ahead need 7 slots (65 MiB); 4 slots serve with 1.
+        List<Proc> together = new ArrayList<>();
+        for (int b : new int[] {16, 24}) {
+            together.add(trial(
+                    "ten",
+                    "--epochs",
+                    "2",
+                    "--batch-size",
+                    Integer.toString(b),
+                    "--linger",
+                    "2",
+                    "--kwargs",
+                    imagenetSized(16)));
+        }
+        together.getFirst().awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(2));
+        String log = Files.readString(shm.resolve(".ten.share.log")); // kept while the producer runs
+        assertTrue(
+                log.contains("arena of producer 'ten': 4 slots of ")
+                        && log.contains("claims ahead lowered from 4 to 1 so that 4 slots hold the rubber band (2),"
+                                + " the claims and one more (the fewest this producer serves from); 64.0 MiB free"),
+                log);
+        for (Proc t : together) {
+            assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
+            List<Map<String, String>> lines = t.json();
+            assertEquals(3, lines.size(), lines.toString()); // attached, then two exact epochs (the script checks ids)
+            for (Map<String, String> e : lines.subList(1, 3)) {
+                assertEquals("true", e.get("exact"), e.toString());
+            }
+        }
+        // after its linger: nothing of it on the tmpfs, lock file and log included
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!leftovers().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertEquals(List.of(), leftovers());
+    }
+
+    @Test
+    void aShareWhoseArenaCannotFitStartsOneProducerAndEveryTrialGetsItsErrorAtOnce() throws Exception {
+        assumePython("numpy", "torch");
+        mount("64m");
+        // 48 samples: 27.6 MiB a batch; even the fewest slots (4: 110 MiB) do not fit in 64 MiB
+        List<Proc> together = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            together.add(trial("big", "--epochs", "1", "--batch-size", "48", "--kwargs", imagenetSized(48)));
+        }
+        for (Proc t : together) { // the first start fails each, as a ShareFailed or as the consumer it became
+            assertEquals(1, t.exitCode(Duration.ofMinutes(2)), t.stderr());
+            String err = t.stderr();
+            assertTrue(err.contains("ShareFailed: ") || err.contains("ProducerFailed: "), err);
+            assertTrue(err.contains("not enough shared memory in " + shm.resolve("big") + ": the arena needs "), err);
+        }
+        // a trial after it is told at once, starting nothing: the space is still short
+        Proc later = trial("big", "--epochs", "1", "--batch-size", "48", "--kwargs", imagenetSized(48));
+        assertEquals(1, later.exitCode(Duration.ofSeconds(30)), later.stderr());
+        assertTrue(
+                later.stderr()
+                        .contains("ShareFailed: the producer for share 'big' (share_loaders:synthetic) cannot start: it"
+                                + " failed for lack of shared memory when pid "),
+                later.stderr());
+        assertTrue(
+                later.stderr()
+                        .contains("so it was not started again: not enough shared memory in " + shm.resolve("big")),
+                later.stderr());
+        String log = Files.readString(shm.resolve(".big.share.log"));
+        assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "one producer started: " + log);
+        assertFalse(log.contains("arena of producer 'big'"), "no arena named that cannot fit: " + log);
+        // the failure stays readable, nothing else does: no directory, arena or socket
+        assertEquals(
+                List.of(shm.resolve(".big.share.lock"), shm.resolve(".big.share.log")),
+                leftovers().stream().sorted().toList());
+    }
+
     @Test
     void anArenaThatDoesNotFitIsOneLineAndLeavesNothing() throws Exception {
         try (Proc p = serveOnShm(
-                "serve", "--name", "big", "--synthetic", "samples=1000", "--batch-size", "64", "--arena-mb", "64")) {
+                "16m",
+                "serve",
+                "--name",
+                "big",
+                "--synthetic",
+                "samples=1000",
+                "--batch-size",
+                "64",
+                "--arena-mb",
+                "64")) {
             assertEquals(1, p.exitCode(Duration.ofSeconds(60)), p.stderr());
             String err = p.stderr();
             assertFalse(err.contains("Exception") || err.contains("\tat "), "no stack trace: " + err);
@@ -77,7 +208,15 @@ class SmallShmProcessTest extends ProcessTestBase {
 
     @Test
     void theDefaultArenaFitsAndServesAConsumer() throws Exception {
-        try (Proc p = serveOnShm("serve", "--name", "fits", "--synthetic", "samples=640,seed=4", "--batch-size", "64")
+        try (Proc p = serveOnShm(
+                                "16m",
+                                "serve",
+                                "--name",
+                                "fits",
+                                "--synthetic",
+                                "samples=640,seed=4",
+                                "--batch-size",
+                                "64")
                         .awaitReady();
                 Proc c = Proc.start(shm, "consume", "--name", "fits", "--batch-size", "32")) {
             assertTrue(

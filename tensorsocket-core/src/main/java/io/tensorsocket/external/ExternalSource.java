@@ -454,6 +454,17 @@ public final class ExternalSource implements IndexedSource {
         return new FeederFailedException(message);
     }
 
+    /** Tells the feeder why its producer cannot serve (it failed before it served), then closes. */
+    @Override
+    public void abandon(String reason) {
+        MessageChannel mc = feeder;
+        if (mc != null) {
+            mc.sendQuietly(new Message.Error(
+                    Message.ErrorCode.BAD_REQUEST, "producer '" + producer + "' cannot serve: " + reason));
+        }
+        close();
+    }
+
     @Override
     public void close() {
         closed = true;

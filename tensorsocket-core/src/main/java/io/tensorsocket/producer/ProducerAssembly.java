@@ -82,7 +82,7 @@ final class ProducerAssembly {
                             firstEpoch,
                             epochs,
                             spec.rubberBand(),
-                            spec.claimsAhead(),
+                            sizing.claimsAhead(),
                             spec.stallTimeout(),
                             spec.effectiveIdleTimeout(count),
                             spec.minConsumers(),
@@ -132,12 +132,13 @@ final class ProducerAssembly {
                     spec.rubberBand());
             return new Assembled(made, core, description, firstEpoch, epochs);
         } catch (IOException | RuntimeException | Error e) {
+            String why = e.getMessage() != null ? e.getMessage() : e.toString();
             try {
-                source.close();
+                source.abandon(why);
             } catch (Exception ce) {
                 e.addSuppressed(ce);
             }
-            made.directory().failBeforeServing(e.getMessage() != null ? e.getMessage() : e.toString());
+            made.directory().failBeforeServing(why);
             made.close();
             throw e;
         }
