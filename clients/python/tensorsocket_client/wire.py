@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 6
+VERSION = 7
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -169,6 +169,7 @@ class ConsumerStatus:
     job: str = ""
     rank: int = 0
     world_size: int = 1
+    pace_share: float = 0.0  # of the producer's last 10 s, waiting for this one's releases; >= 0.5: it sets the pace
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,7 @@ def _encode_status(m) -> bytes:
                          c.lag_samples, c.batches_held, c.batches_sent, c.reported, c.samples_consumed,
                          c.samples_per_second, c.wait_nanos, c.work_nanos, c.connected_nanos)
         p += _string(c.client) + struct.pack("<B", c.ring)
-        p += _string(c.job) + struct.pack("<ii", c.rank, c.world_size)
+        p += _string(c.job) + struct.pack("<iid", c.rank, c.world_size, c.pace_share)
     return p
 
 
@@ -569,8 +570,11 @@ def _decode_status(r):
         client, ring = r.string(), r.bool()
         job = r.string()
         rank, world = _non_negative(r.take("<i")), _positive(r.take("<i"))
+        pace = r.take("<d")
+        if not 0.0 <= pace <= 1.0:
+            raise ProtocolError("STATUS holds a pace share of %r" % pace)
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
-                                        samples, crate, wait, work, connected, client, ring, job, rank, world))
+                                        samples, crate, wait, work, connected, client, ring, job, rank, world, pace))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
                   uptime, attached, evictions, mid_epoch, tuple(consumers))
 

@@ -33,7 +33,7 @@ EXPECTED = {
                                                   30_000_000_000, "python3 train.py", False),
                               wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
-                                                  True, "ddp", 3, 4))),
+                                                  True, "ddp", 3, 4, 0.75))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
                                      60001, True, -5),
@@ -117,13 +117,21 @@ class VectorTest(unittest.TestCase):
         with self.assertRaisesRegex(ProtocolError, "invalid"):
             wire.decode_payload(wire.WELCOME, bytes(bad))
 
+    def test_a_pace_share_outside_0_to_1_is_refused(self):
+        status = bytearray(read_hex("status")[wire.HEADER_BYTES:])
+        status[-8:] = struct.pack("<d", 1.5)  # the last consumer's pace share
+        with self.assertRaisesRegex(ProtocolError, "pace share of 1.5"):
+            wire.decode_payload(wire.STATUS, bytes(status))
+        status[-8:] = struct.pack("<d", 0.75)
+        self.assertEqual(0.75, wire.decode_payload(wire.STATUS, bytes(status)).consumers[-1].pace_share)
+
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 7)
+        frame[4:6] = struct.pack("<H", 8)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 7)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 7"):
+        batch[4:6] = struct.pack("<H", 8)
+        with self.assertRaisesRegex(ProtocolVersionError, "version 8"):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):

@@ -75,6 +75,9 @@ public record ProducerStatus(
      * @param client       who the consumer is, as it said when it joined: its command, or for a remote
      *                     consumer served over Flight the remote peer ({@code flight 10.0.0.7:51234}); at
      *                     most {@link #MAX_CLIENT} characters
+     * @param paceShare    the share (0 to 1) of the producer's last pace window (10 s) it spent waiting for this
+     *                     consumer to release batches while other consumers were attached: from
+     *                     {@link #SETS_PACE_SHARE} on, this consumer {@linkplain #setsPace() sets the pace}
      */
     public record Consumer(
             int id,
@@ -98,9 +101,15 @@ public record ProducerStatus(
             boolean ring,
             String job,
             int rank,
-            int worldSize) {
+            int worldSize,
+            double paceShare) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
+
+        /**
+         * From this {@link #paceShare()} on, a consumer sets the pace: the others read at its speed, not their own.
+         */
+        public static final double SETS_PACE_SHARE = 0.5;
 
         public Consumer {
             client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
@@ -150,7 +159,63 @@ public record ProducerStatus(
                     ring,
                     "",
                     0,
-                    1);
+                    1,
+                    0);
+        }
+
+        /** A consumer that is a rank of a job or none, measured by no pace window yet. */
+        public Consumer(
+                int id,
+                long pid,
+                String user,
+                int batchSize,
+                boolean dropLast,
+                StartMode startMode,
+                long epoch,
+                long position,
+                long lagSamples,
+                int batchesHeld,
+                long batchesSent,
+                boolean reported,
+                long samplesConsumed,
+                double samplesPerSecond,
+                long waitNanos,
+                long workNanos,
+                long connectedNanos,
+                String client,
+                boolean ring,
+                String job,
+                int rank,
+                int worldSize) {
+            this(
+                    id,
+                    pid,
+                    user,
+                    batchSize,
+                    dropLast,
+                    startMode,
+                    epoch,
+                    position,
+                    lagSamples,
+                    batchesHeld,
+                    batchesSent,
+                    reported,
+                    samplesConsumed,
+                    samplesPerSecond,
+                    waitNanos,
+                    workNanos,
+                    connectedNanos,
+                    client,
+                    ring,
+                    job,
+                    rank,
+                    worldSize,
+                    0);
+        }
+
+        /** Whether the producer waited for it most of its last pace window, holding the other consumers back. */
+        public boolean setsPace() {
+            return paceShare >= SETS_PACE_SHARE;
         }
 
         /** Whether it is a rank of a job ({@link #job()}, {@link #rank()} of {@link #worldSize()}). */

@@ -213,12 +213,19 @@ final class StatusCommand implements Callable<Integer> {
                         c.startMode().label(),
                         c.handoff(),
                         rank,
-                        client(c.client())));
+                        client(c.client())
+                                + (c.setsPace()
+                                        ? String.format(Locale.ROOT, "  << sets the pace (%.0f%%)", 100 * c.paceShare())
+                                        : "")));
             }
             b.append(
                     "  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
             if (jobs) {
                 b.append("  job/rank: a data-parallel job's ranks share each epoch (rank/world size)\n");
+            }
+            if (s.consumers().stream().anyMatch(ProducerStatus.Consumer::setsPace)) {
+                b.append("  sets the pace: the producer spent that share of its last 10 s waiting for this consumer to"
+                        + " release batches, so the others read at its speed, not their own\n");
             }
         }
         return b.toString();
@@ -262,7 +269,9 @@ final class StatusCommand implements Callable<Integer> {
                     .put("handoff", c.handoff())
                     .put("job", c.inJob() ? c.job() : null)
                     .put("rank", c.rank())
-                    .put("world_size", c.worldSize()));
+                    .put("world_size", c.worldSize())
+                    .put("pace_share", c.paceShare())
+                    .put("sets_pace", c.setsPace()));
         }
         consumers.append(']');
         return Json.object()

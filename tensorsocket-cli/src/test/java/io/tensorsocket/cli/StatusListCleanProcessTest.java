@@ -180,6 +180,50 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         }
     }
 
+    @Test
+    void aConsumerThatHoldsTheOthersBackIsSaidOnceAndMarkedInStatus() throws Exception {
+        Proc producer = serve("pace", "samples=100000,shape=8,dtype=float32,seed=5", 10, 0, "--min-consumers", "2");
+        Proc fast = consume("pace", 10);
+        Proc slow = consume("pace", 10, "--step-ms", "25"); // 5x a fast trial's step and more
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!producer.stderr().contains("sets the pace") && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        String said = producer.stderr()
+                .lines()
+                .filter(l -> l.contains("sets the pace"))
+                .toList()
+                .toString();
+        assertTrue(said.contains("for consumer ") && said.contains("(pid " + slow.pid() + ", batch size 10)"), said);
+        assertTrue(said.contains("the other consumer reads at its speed; without it they could read up to "), said);
+        assertTrue(said.contains("`tensorsocket status pace` marks it"), said);
+        Proc json = start("status", "pace", "--once", "--json");
+        assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
+        for (Map<String, String> c : consumerObjects(json.lines().getFirst())) {
+            boolean isSlow = c.get("pid").equals(Long.toString(slow.pid()));
+            assertEquals(Boolean.toString(isSlow), c.get("sets_pace"), c.toString());
+            double share = Double.parseDouble(c.get("pace_share"));
+            assertTrue(isSlow ? share >= 0.5 && share <= 1 : share < 0.5, c.toString());
+        }
+        Proc text = start("status", "pace", "--once");
+        assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+        String view = String.join("\n", text.lines());
+        assertEquals(
+                1, view.lines().filter(l -> l.contains("<< sets the pace (")).count(), view);
+        assertTrue(view.contains("sets the pace: the producer spent that share of its last 10 s waiting"), view);
+        Thread.sleep(PACE_WINDOW_MS); // another window: still the slow one, and said only once
+        assertEquals(
+                1,
+                producer.stderr()
+                        .lines()
+                        .filter(l -> l.contains("sets the pace"))
+                        .count(),
+                producer.stderr());
+        assertTrue(fast.isAlive() && slow.isAlive());
+    }
+
+    private static final long PACE_WINDOW_MS = 10_500;
+
     /** The objects of the "consumers" array of a status line (flat objects, so splitting on braces is enough). */
     static List<Map<String, String>> consumerObjects(String line) {
         String array = line.substring(line.indexOf("\"consumers\": [") + 14, line.lastIndexOf(']'));

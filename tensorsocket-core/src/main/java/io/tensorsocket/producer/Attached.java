@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.ToDoubleFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -210,16 +211,27 @@ final class Attached {
         }
     }
 
-    /** The status lines of the first {@link ProducerStatus#MAX_LISTED} consumers. */
-    List<ProducerStatus.Consumer> status(long now, long producerPosition) {
+    /** The status lines of the first {@link ProducerStatus#MAX_LISTED} consumers, with their shares of the pace. */
+    List<ProducerStatus.Consumer> status(long now, long producerPosition, ToDoubleFunction<ConsumerSession> pace) {
         List<ProducerStatus.Consumer> list = new ArrayList<>();
         for (ConsumerSession c : sessions.values()) {
             if (list.size() == ProducerStatus.MAX_LISTED) {
                 break;
             }
-            list.add(c.status(now, producerPosition, geometry));
+            list.add(c.status(now, producerPosition, geometry, pace.applyAsDouble(c)));
         }
         return list;
+    }
+
+    /** The consumers that hold batch {@code seq}. */
+    List<ConsumerSession> holdersOf(long seq) {
+        List<ConsumerSession> holders = new ArrayList<>(2);
+        for (ConsumerSession c : sessions.values()) {
+            if (c.held.contains(seq)) {
+                holders.add(c);
+            }
+        }
+        return holders;
     }
 
     /** Removes a consumer and releases everything it held. Idempotent. */

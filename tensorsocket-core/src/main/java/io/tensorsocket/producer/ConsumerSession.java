@@ -135,7 +135,7 @@ final class ConsumerSession {
     }
 
     /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */
-    ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry) {
+    ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry, double paceShare) {
         Message.Progress p = reports.peekLast();
         long epoch = p != null ? p.epoch() : geometry.epochOf(position);
         return new ProducerStatus.Consumer(
@@ -160,7 +160,8 @@ final class ConsumerSession {
                 events instanceof Outlet.Ring,
                 hello.job(),
                 hello.rank(),
-                hello.worldSize());
+                hello.worldSize(),
+                paceShare);
     }
 
     /**

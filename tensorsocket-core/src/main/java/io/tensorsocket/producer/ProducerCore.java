@@ -20,6 +20,7 @@ import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.stream.StreamGeometry;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -78,6 +79,7 @@ public final class ProducerCore implements BatchSink {
     private final SlotTable slots;
     private final Admission admission;
     private final Attached consumers;
+    private final PaceWatch pace;
     private final ServingState state = new ServingState();
     private final Joining joining;
     private final JobFormation jobs;
@@ -107,6 +109,7 @@ public final class ProducerCore implements BatchSink {
         this.joining = new Joining(rules, stream, admission, geometry, slots, consumers, relays, state, changed);
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), producerName, lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
+        this.pace = new PaceWatch(producerName);
     }
 
     /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
@@ -186,6 +189,7 @@ public final class ProducerCore implements BatchSink {
             }
             if (slots.isFree(slot)) {
                 awaitingRelease = false;
+                pace.tick(System.nanoTime(), consumers.count());
                 return;
             }
             long waited = System.nanoTime() - stalledSince;
@@ -197,7 +201,12 @@ public final class ProducerCore implements BatchSink {
             }
             awaitingRelease = true;
             releaseWanted.run();
+            List<ConsumerSession> holders = consumers.holdersOf(slots.seqIn(slot));
+            long before = System.nanoTime();
             waits.awaitNanos(left);
+            long after = System.nanoTime();
+            pace.waited(holders, after - before, consumers.count());
+            pace.tick(after, consumers.count());
         }
     }
 
@@ -373,6 +382,7 @@ public final class ProducerCore implements BatchSink {
 
     /** A consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
     private void left(ConsumerSession s, String why) {
+        pace.left(s);
         relays.releaseUpstream(s.start);
         if (state.closedReason != null) {
             return; // every consumer is being told why already
@@ -443,7 +453,7 @@ public final class ProducerCore implements BatchSink {
                     consumers.count(),
                     consumers.evictions(),
                     joinRule.midEpoch(),
-                    consumers.status(now, stream.nextPosition()));
+                    consumers.status(now, stream.nextPosition(), pace::share));
         } finally {
             lock.unlock();
         }

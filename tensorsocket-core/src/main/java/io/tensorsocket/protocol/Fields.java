@@ -44,6 +44,13 @@ final class Fields {
         return v;
     }
 
+    static double share(double v) {
+        if (!(v >= 0 && v <= 1)) {
+            throw new ProtocolException("a share holds " + v);
+        }
+        return v;
+    }
+
     static byte bool(boolean v) {
         return (byte) (v ? 1 : 0);
     }

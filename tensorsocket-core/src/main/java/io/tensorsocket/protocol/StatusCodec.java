@@ -7,6 +7,7 @@ import static io.tensorsocket.protocol.Fields.nonNegative;
 import static io.tensorsocket.protocol.Fields.positive;
 import static io.tensorsocket.protocol.Fields.putString;
 import static io.tensorsocket.protocol.Fields.rate;
+import static io.tensorsocket.protocol.Fields.share;
 import static io.tensorsocket.protocol.Fields.truncate;
 
 import io.tensorsocket.ProducerStatus;
@@ -66,7 +67,7 @@ final class StatusCodec {
             putString(b, c.client());
             b.put(bool(c.ring()));
             putString(b, c.job());
-            b.putInt(c.rank()).putInt(c.worldSize());
+            b.putInt(c.rank()).putInt(c.worldSize()).putDouble(c.paceShare());
         }
     }
 
@@ -136,7 +137,8 @@ final class StatusCodec {
                     getBool(p),
                     getString(p),
                     nonNegative(p.getInt()),
-                    positive(p.getInt())));
+                    positive(p.getInt()),
+                    share(p.getDouble())));
         }
         return new ProducerStatus(
                 pid,

@@ -63,7 +63,9 @@ import java.util.List;
  *                    i64 samplesConsumed, f64 samplesPerSecond, i64 waitNanos, i64 workNanos,
  *                    i64 connectedNanos, str client (≤ 100 chars: the HELLO's client, e.g. the command,
  *                    or "flight HOST:PORT" for a remote consumer served over Flight), bool ring (its batches
- *                    come through a descriptor ring), str job, i32 rank, i32 worldSize (as in its HELLO)
+ *                    come through a descriptor ring), str job, i32 rank, i32 worldSize (as in its HELLO),
+ *                    f64 paceShare (0 to 1: how much of the producer's last 10 s it waited for this consumer's
+ *                    releases while others were attached; from 0.5 on, it sets the pace)
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
@@ -91,7 +93,7 @@ import java.util.List;
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
- * worldSize, and error code 9 (JOB_FAILED). A peer of another version is told VERSION_MISMATCH.
+ * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer. A peer of another version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -100,7 +102,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 6;
+    public static final int VERSION = 7;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;

@@ -140,7 +140,8 @@ class ProtocolVectorsTest {
                                         true,
                                         "ddp",
                                         3,
-                                        4)))));
+                                        4,
+                                        0.75)))));
         FRAMES.put(
                 "feeder_hello",
                 new Message.FeederHello(
