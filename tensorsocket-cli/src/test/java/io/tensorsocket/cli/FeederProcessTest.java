@@ -131,7 +131,8 @@ class FeederProcessTest extends ProcessTestBase {
         producer.awaitReady();
         Proc java = consume("killfeed", 32, "--step-ms", "2");
         Proc python = pythonConsume("killfeed", 25, "--step-ms", "2");
-        Thread.sleep(2000);
+        awaitJoined(producer, 2); // on a loaded machine a consumer's start alone can take seconds
+        Thread.sleep(1000); // batches are flowing
         assertTrue(java.isAlive() && python.isAlive(), java.stderr() + python.stderr());
         long killedAt = System.nanoTime();
         feeder.kill();
