@@ -23,6 +23,7 @@ def main():
     p.add_argument("--job", required=True)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--no-close", action="store_true", help="end as a plain DataLoader script does, closing nothing")
     a = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -49,8 +50,9 @@ def main():
             print(json.dumps(dict(epoch=epoch, ranks=world, steps=steps, samples=len(seen), unique=len(set(seen)),
                                   per_rank=",".join(str(len(part)) for part in gathered), start=consumer.start_mode,
                                   loss=loss_sum / max(steps, 1))), flush=True)
-    loader.dataset.close()
-    dist.destroy_process_group()
+    if not a.no_close:
+        loader.dataset.close()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

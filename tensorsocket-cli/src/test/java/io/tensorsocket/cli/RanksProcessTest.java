@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -178,7 +179,8 @@ class RanksProcessTest extends ProcessTestBase {
                 "--epochs",
                 "2",
                 "--batch-size",
-                "25");
+                "25",
+                "--no-close"); // as DataLoader scripts end: closing nothing
         assertEquals(0, job.exitCode(Duration.ofMinutes(3)), job.stderr());
         List<Map<String, String>> epochs = job.json();
         assertEquals(2, epochs.size(), job.lines().toString());
@@ -192,6 +194,16 @@ class RanksProcessTest extends ProcessTestBase {
             assertExactEpoch(e, 1000);
         }
         assertTrue(producer.stderr().contains("job 'ddp' formed: its 2 ranks start together"), producer.stderr());
+        // ranks that finished their last epoch and simply ended are no failure of their job
+        awaitLog(producer, " without saying goodbye, as a script that simply ends does: not a failure of its job");
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (producer.stderr().lines().filter(l -> l.contains(" left (")).count() < 3
+                && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        String log = producer.stderr();
+        assertFalse(log.contains("fails with its job") || log.contains("cannot go on"), log);
+        assertFalse(job.stderr().contains("JobFailed"), job.stderr());
     }
 
     @Test

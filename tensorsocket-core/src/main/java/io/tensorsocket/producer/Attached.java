@@ -246,6 +246,7 @@ final class Attached {
             boundaries.remove(offset);
         }
         s.keptForRelay.clear();
+        s.leftAfterEpochs = s.epochsReadWhole(geometry);
         int n = s.held.size();
         for (long seq : s.held) {
             slots.release(seq);

@@ -73,6 +73,9 @@ final class ConsumerSession {
      */
     static final int RATE_REPORTS = 6;
 
+    /** The whole epochs it had read when it left, or -1 if it left inside one ({@link #epochsReadWhole}). */
+    long leftAfterEpochs = -1;
+
     /** Where its stream events go: its socket, or its descriptor ring (see {@link RingPool#give}). */
     Outlet events;
 
@@ -96,6 +99,15 @@ final class ConsumerSession {
         }
         lastSentNanos = System.nanoTime();
         return true;
+    }
+
+    /**
+     * The whole epochs of its own it has read: those it released every batch of, counted from where it started (an
+     * exact or rolling joiner's epochs end where it joined), or -1 if it stands inside one.
+     */
+    long epochsReadWhole(StreamGeometry geometry) {
+        long read = position - geometry.position(start.epoch(), start.sample());
+        return read > 0 && read % geometry.samplesPerEpoch() == 0 ? read / geometry.samplesPerEpoch() : -1;
     }
 
     /** Sends over the socket, reporting failure instead of throwing: a broken connection is dealt with by its reader. */

@@ -203,7 +203,16 @@ final class JobFormation {
 
     /** An attached consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
     void left(ConsumerSession s, String why) {
-        JobRoster.Failure f = roster.left(s, why, ConsumerReader.GOODBYE.equals(why));
+        boolean goodbye = ConsumerReader.GOODBYE.equals(why);
+        boolean atEpochEnd = s.leftAfterEpochs > 0;
+        if (!goodbye && atEpochEnd && s.hello.inJob()) {
+            log.info(
+                    "{} left after {} whole epochs without saying goodbye, as a script that simply ends does: not a"
+                            + " failure of its job",
+                    s.describe(),
+                    s.leftAfterEpochs);
+        }
+        JobRoster.Failure f = roster.left(s, why, goodbye || atEpochEnd);
         for (ConsumerSession other : f.ranks()) {
             fail(other, f.message());
         }

@@ -164,7 +164,7 @@ final class JobRoster {
     }
 
     /**
-     * {@code s} left ({@code why}; {@code clean} if it said goodbye). Returns the ranks of its job to fail, with the
+     * {@code s} left ({@code why}; {@code clean} if it said goodbye or stood at an epoch's end). Returns the ranks of its job to fail, with the
      * message to fail them with, or an empty list.
      */
     Failure left(ConsumerSession s, String why, boolean clean) {
