@@ -58,6 +58,7 @@ class SharedProducer:
         self._name = name
         self._error = None
         self._producer = None
+        self._stopping = False
         self._thread = threading.Thread(target=self._serve, args=(name, path, kwargs, description, linger,
                                                                    producer_options), daemon=True)
         self._thread.start()
@@ -68,7 +69,8 @@ class SharedProducer:
         except BaseException as e:  # the loader or factory failed: trials that ask are told, then it goes
             self._error = "%s: %s" % (type(e).__name__, e)
             time.sleep(5)
-        os._exit(0)  # its work is done: a detached actor ends itself (and Ray restarts none, max_restarts=0)
+        if not self._stopping:  # stopped: stop() returns, and its caller ends the actor, as Ray expects
+            os._exit(0)  # its work is done: a detached actor ends itself (and Ray restarts none, max_restarts=0)
 
     def ready(self, timeout):
         """Waits until the producer opens its socket; raises what stopped it if it cannot."""
@@ -77,6 +79,7 @@ class SharedProducer:
 
     def stop(self, timeout=30.0):
         """Stops the producer now, as Ctrl-C would (its consumers are told, its files removed); the actor then ends."""
+        self._stopping = True
         p = self._producer
         if p is not None and p.producer_pid > 0:
             try:
@@ -110,6 +113,7 @@ class SharedRelay:
         self._name = name
         self._error = None
         self._proc = None
+        self._stopping = False
         try:
             found = launcher_command()
         except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
@@ -137,7 +141,8 @@ class SharedRelay:
             from ._share_log import tail
             self._error = "the relay exited with status %d:\n%s" % (code, tail(self._log))
             time.sleep(5)  # trials that ask meanwhile are told why
-        os._exit(0)
+        if not self._stopping:  # stopped: stop() returns, and its caller ends the actor
+            os._exit(0)
 
     def ready(self, timeout):
         """Waits until the relay opens its socket; raises why it could not (its output's end) otherwise."""
@@ -145,6 +150,7 @@ class SharedRelay:
 
     def stop(self, timeout=30.0):
         """Stops the relay now, as Ctrl-C would; the actor then ends."""
+        self._stopping = True
         if self._proc is not None and self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
             try:

@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -52,6 +53,10 @@ class RayTuneProcessTest extends ProcessTestBase {
     /** The trial epochs the sweep printed, checked exact; returns them. */
     private static List<Map<String, String>> exactEpochs(Proc p) throws Exception {
         assertEquals(0, p.exitCode(Duration.ofMinutes(5)), p.stderr());
+        // stop() at the sweep's end ends each producer's actor as Ray expects: no "worker died" from the raylet
+        for (String out : List.of(p.stderr(), String.join("\n", p.lines()))) {
+            assertFalse(out.contains("A worker died or was killed"), out);
+        }
         List<Map<String, String>> lines = p.json();
         Map<String, String> summary = lines.getLast();
         assertEquals("4", summary.get("trials"), summary.toString());
