@@ -163,56 +163,6 @@ public record ProducerStatus(
                     0);
         }
 
-        /** A consumer that is a rank of a job or none, measured by no pace window yet. */
-        public Consumer(
-                int id,
-                long pid,
-                String user,
-                int batchSize,
-                boolean dropLast,
-                StartMode startMode,
-                long epoch,
-                long position,
-                long lagSamples,
-                int batchesHeld,
-                long batchesSent,
-                boolean reported,
-                long samplesConsumed,
-                double samplesPerSecond,
-                long waitNanos,
-                long workNanos,
-                long connectedNanos,
-                String client,
-                boolean ring,
-                String job,
-                int rank,
-                int worldSize) {
-            this(
-                    id,
-                    pid,
-                    user,
-                    batchSize,
-                    dropLast,
-                    startMode,
-                    epoch,
-                    position,
-                    lagSamples,
-                    batchesHeld,
-                    batchesSent,
-                    reported,
-                    samplesConsumed,
-                    samplesPerSecond,
-                    waitNanos,
-                    workNanos,
-                    connectedNanos,
-                    client,
-                    ring,
-                    job,
-                    rank,
-                    worldSize,
-                    0);
-        }
-
         /** Whether the producer waited for it most of its last pace window, holding the other consumers back. */
         public boolean setsPace() {
             return paceShare >= SETS_PACE_SHARE;
