@@ -105,6 +105,10 @@ final class JobCommand implements Callable<Integer> {
         if (!privatePipeline && !sourceArgs.isEmpty()) {
             throw new IllegalArgumentException("unknown options " + sourceArgs);
         }
+        if (model != null) {
+            OptionalParts.requireDjl("demo --model");
+            Models.loadEngine(); // before any batch is held for this job
+        }
         ConsumerOptions opts = ConsumerOptions.batchSize(batchSize).withConnectTimeout(Duration.ofSeconds(60));
         if (!privatePipeline) {
             try (TensorConsumer c =
@@ -162,9 +166,6 @@ final class JobCommand implements Callable<Integer> {
     static volatile long sink;
 
     private void train(TensorConsumer c, String mode) throws InterruptedException {
-        if (model != null) {
-            OptionalParts.requireDjl("demo --model");
-        }
         try (ModelStep step =
                 model == null ? null : new ModelStep(model, classes, c.tensors().getFirst(), "label", batchSize, lr)) {
             run(c, mode, step);

@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
 import ai.djl.nn.Block;
@@ -20,6 +21,15 @@ final class Models {
         }
         System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
         System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
+    }
+
+    /**
+     * Loads the PyTorch engine and its native library now. A job does so before it connects: from then on the
+     * producer counts the batches sent to it as held, and a cold load can outlast the producer's stall timeout.
+     */
+    static void loadEngine() {
+        configureEngine(1);
+        Engine.getEngine("PyTorch");
     }
 
     /** The named model ({@link OptionalParts#MODELS}) with {@code classes} outputs. */
