@@ -44,10 +44,15 @@ final class PaceWatch {
         this.windowNanos = window.toNanos();
     }
 
+    /** Whether waits count with {@code attached} consumers: a consumer alone holds nobody back. */
+    boolean watches(int attached) {
+        return attached >= 2;
+    }
+
     /** The producer waited {@code nanos} for a slot that {@code holders} held, with {@code attached} consumers. */
     void waited(List<ConsumerSession> holders, long nanos, int attached) {
-        if (attached < 2) {
-            return; // a consumer alone holds nobody back
+        if (!watches(attached)) {
+            return;
         }
         for (ConsumerSession h : holders) {
             waited.merge(h, nanos, Long::sum);

@@ -201,7 +201,8 @@ public final class ProducerCore implements BatchSink {
             }
             awaitingRelease = true;
             releaseWanted.run();
-            List<ConsumerSession> holders = consumers.holdersOf(slots.seqIn(slot));
+            List<ConsumerSession> holders =
+                    pace.watches(consumers.count()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
             long before = System.nanoTime();
             waits.awaitNanos(left);
             long after = System.nanoTime();

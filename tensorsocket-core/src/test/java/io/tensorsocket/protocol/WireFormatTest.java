@@ -145,6 +145,16 @@ class WireFormatTest {
     }
 
     @Test
+    void aStatusWithAPaceShareOutside0To1IsRejectedSayingSo() {
+        ByteBuffer b = WireFormat.encode(new Message.Status(status(1, 10)));
+        b.putDouble(b.limit() - Double.BYTES, 1.5); // the last consumer's pace share
+        WireFormat.Header h = WireFormat.decodeHeader(b);
+        ProtocolException e =
+                assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), b.slice()));
+        assertEquals("a share holds 1.5", e.getMessage());
+    }
+
+    @Test
     void everyTruncationOfEveryMessageIsRejected() {
         for (Message m : ALL) {
             ByteBuffer b = WireFormat.encode(m);
