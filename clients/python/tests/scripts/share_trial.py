@@ -1,12 +1,16 @@
 """One trial of a sweep, as a sweep engine starts it: the same line in every trial shares one loader.
 
     python3 share_trial.py NAME --epochs E --batch-size B [--kwargs JSON] [--linger S] [--factory module:fn]
+                           [--after FILE] [--hold FILE]
 
 Prints one JSON line per epoch (samples, distinct ids, start mode, the producer's pid) and checks each epoch is one
-pass over the data set.
+pass over the data set. A test orders trials without guessing how long they take to start: ``--after FILE`` makes a
+trial that has imported everything print ``ready`` and call share() only once FILE exists; ``--hold FILE`` makes it
+wait after its first epoch until FILE exists (within the producer's stall timeout, 30 s).
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -22,7 +26,12 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--linger", type=float, default=60.0)
     p.add_argument("--step-ms", type=float, default=0.0)
+    p.add_argument("--after")
+    p.add_argument("--hold")
     a = p.parse_args()
+    if a.after:
+        print("ready", flush=True)
+        wait_for(a.after, 300)
     t0 = time.monotonic()
     loader = share(a.name, a.factory, batch_size=a.batch_size, kwargs=json.loads(a.kwargs), linger=a.linger)
     consumer = loader.dataset.consumer
@@ -41,8 +50,18 @@ def main():
         if not exact:
             print("epoch %d is not one pass over the %d samples" % (epoch, n), file=sys.stderr)
             return 1
+        if epoch == 0 and a.hold:
+            wait_for(a.hold, 25)
     loader.dataset.close()
     return 0
+
+
+def wait_for(path, seconds):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise SystemExit("%s did not appear within %d s" % (path, seconds))
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code tensorsocket bench}: the numbers that matter, measured side by side in one run. Prints a table,
@@ -49,15 +52,31 @@ final class BenchCommand implements Callable<Integer> {
     List<String> only;
 
     @Option(
+            names = "--fanout-consumers",
+            split = ",",
+            defaultValue = "1,2,4,8,16",
+            description = "Consumer JVM counts of the fan-out runs (default ${DEFAULT-VALUE}).")
+    List<Integer> fanoutConsumers;
+
+    @Option(
             names = "--step-ms",
             defaultValue = "40",
             description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
     double stepMs;
 
+    @Spec
+    CommandSpec spec;
+
     private final List<Map<String, Object>> metrics = new ArrayList<>();
 
     @Override
     public Integer call() throws Exception {
+        for (int k : fanoutConsumers) {
+            if (k < 1) {
+                throw new ParameterException(
+                        spec.commandLine(), "--fanout-consumers: each count of consumers is 1 or more, not " + k);
+            }
+        }
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         Files.createDirectories(out);
         int cpus = Runtime.getRuntime().availableProcessors();
@@ -113,7 +132,7 @@ final class BenchCommand implements Callable<Integer> {
                 Harness.SlotCopy slotCopy = Harness.slotCopy(quick ? 40 : 200);
                 double batchGb = Harness.FANOUT_BATCH_BYTES / 1e9;
                 List<Harness.Fanout> fs = new ArrayList<>();
-                for (int k : List.of(1, 2, 4, 8, 16)) {
+                for (int k : fanoutConsumers) {
                     progress.phase("fan-out to " + k + " consumer JVMs");
                     fs.add(Harness.fanout(k, "page", quick ? 20 : 300));
                 }

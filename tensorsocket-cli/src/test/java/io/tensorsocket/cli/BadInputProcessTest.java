@@ -69,6 +69,20 @@ class BadInputProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aBenchOfNoConsumersIsRefusedBeforeItMeasures() throws Exception {
+        assertFailsWith(
+                start(
+                        "bench",
+                        "--only",
+                        "fanout",
+                        "--fanout-consumers",
+                        "4,0",
+                        "--out",
+                        base.resolve("b").toString()),
+                "--fanout-consumers: each count of consumers is 1 or more, not 0");
+    }
+
+    @Test
     void arenaTooSmallForOneBatchIsRefusedAtStart() throws Exception {
         Proc serve = start(
                 "serve",

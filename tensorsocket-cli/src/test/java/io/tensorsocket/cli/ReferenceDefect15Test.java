@@ -19,25 +19,35 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
 /**
- * The fifteenth defect of the reference implementation ({@link ReferenceDefectsTest} has the other fourteen): fixed
- * TCP ports on every interface, consumers that unpickle whatever arrives, producers that collide, logging
- * reconfigured on import. In a class of its own because it checks that this JVM holds no IP socket, which a Flight
- * test running beside it would open.
+ * The defects of the reference implementation whose tests count this JVM's own descriptors ({@link
+ * ReferenceDefectsTest} has the others): the fifteenth (fixed TCP ports on every interface, consumers that unpickle
+ * whatever arrives, producers that collide, logging reconfigured on import) and the fourteenth's shutdown half
+ * (shutdown is not thread-safe, sockets never close). In a class of its own, run alone: a test of another class
+ * running beside it opens descriptors and IP sockets of its own in this JVM.
  */
-@Isolated // it checks that this JVM holds no IP socket, which another class's Flight test would
+@Isolated // it counts this JVM's descriptors and IP sockets, which another class's tests would open beside it
 class ReferenceDefect15Test extends ProcessTestBase {
+
+    private static final String SPEC = "samples=105,shape=3x2,dtype=float32,seed=5";
 
     private TensorConsumer connect(String name, int batch) {
         return TensorConsumer.connect(base.resolve(name), ConsumerOptions.batchSize(batch));
@@ -95,5 +105,75 @@ class ReferenceDefect15Test extends ProcessTestBase {
         // The library left logging and system properties as it found them.
         assertEquals(rootHandlers, List.of(Logger.getLogger("").getHandlers()));
         assertEquals(props, System.getProperties());
+    }
+
+    @Test // 14: shutdown is not thread-safe; sockets never close
+    void defect14_concurrentShutdownClosesEverything() throws Exception {
+        // A first round opens what the JDK opens once, on first use (pollers, thread pools' descriptors and the like);
+        // the second, the same in every way, must give back every descriptor it took.
+        closeConcurrently("d14w");
+        Thread.sleep(200);
+        Map<String, String> before = openFds();
+        closeConcurrently("d14b");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (openFds().size() > before.size() && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        Map<String, String> after = openFds();
+        after.keySet().removeAll(before.keySet());
+        assertTrue(openFds().size() <= before.size(), "descriptors before " + before.size() + ", new ones " + after);
+    }
+
+    /** A producer and three consumers, each of them reading, closed from eight threads at once. */
+    private void closeConcurrently(String name) throws Exception {
+        TensorProducer p = producer(base, name, SPEC, 10, 0).build();
+        List<TensorConsumer> cs = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            cs.add(connect(name, 5));
+        }
+        p.start();
+        for (TensorConsumer c : cs) {
+            c.iterator().next();
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<?>> closes = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            int k = i;
+            closes.add(pool.submit(() -> {
+                go.await();
+                if (k % 2 == 0) {
+                    p.close();
+                } else {
+                    cs.get(k % 3).close();
+                }
+                return null;
+            }));
+        }
+        go.countDown();
+        for (Future<?> f : closes) {
+            f.get(20, TimeUnit.SECONDS);
+        }
+        cs.forEach(TensorConsumer::close);
+        pool.shutdown();
+        assertTrue(pool.awaitTermination(20, TimeUnit.SECONDS));
+        assertFalse(Files.exists(base.resolve(name)), "the socket and arena are removed");
+    }
+
+    /** This JVM's open descriptors: number to what each refers to. */
+    private static Map<String, String> openFds() throws IOException {
+        Map<String, String> fds = new TreeMap<>();
+        try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : s.toList()) {
+                try {
+                    fds.put(
+                            fd.getFileName().toString(),
+                            Files.readSymbolicLink(fd).toString());
+                } catch (IOException closedMeanwhile) {
+                    // the descriptor list reads itself: one is gone by the time it is read
+                }
+            }
+        }
+        return fds;
     }
 }

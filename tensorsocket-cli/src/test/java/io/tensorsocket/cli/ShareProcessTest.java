@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -48,7 +49,10 @@ class ShareProcessTest extends ProcessTestBase {
     @Test
     void trialsLaunchedTogetherAndLaterShareOneProducerWithExactEpochsWhichGoesAfterItsLinger() throws Exception {
         assumePython("numpy", "torch");
-        // Four trials in the same second, as a sweep engine launches them; slow steps keep the producer busy.
+        // Four trials in the same second, as a sweep engine launches them; slow steps keep the producer busy, and
+        // each waits after its first epoch until the late trials have joined (as slower trials would keep it).
+        Path joined = base.resolve("late-joined");
+        Path lastLeft = base.resolve("last-left");
         List<Proc> first = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             first.add(trial(
@@ -61,15 +65,61 @@ class ShareProcessTest extends ProcessTestBase {
                     "4",
                     "--step-ms",
                     "3",
+                    "--hold",
+                    joined.toString(),
                     "--kwargs",
                     SLOW));
         }
+        // A late trial, one SIGKILLed while it reads (an early-stopped trial's fate), and one that comes within the
+        // linger after everyone left: each has imported what it needs before it is let go, so that no start-up time
+        // decides the order.
+        Path goLate = base.resolve("go-late");
+        Proc late = trial(
+                "sweep",
+                "--epochs",
+                "2",
+                "--batch-size",
+                "16",
+                "--linger",
+                "4",
+                "--after",
+                goLate.toString(),
+                "--kwargs",
+                SLOW);
+        Proc killed = trial(
+                "sweep",
+                "--epochs",
+                "5",
+                "--batch-size",
+                "16",
+                "--linger",
+                "4",
+                "--after",
+                goLate.toString(),
+                "--kwargs",
+                SLOW);
+        Proc again = trial(
+                "sweep",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "50",
+                "--linger",
+                "4",
+                "--after",
+                lastLeft.toString(),
+                "--kwargs",
+                SLOW);
+        for (Proc t : List.of(late, killed, again)) {
+            t.awaitLine("ready"::equals, Duration.ofMinutes(2));
+        }
         first.get(0).awaitLine(l -> l.contains("\"epoch\": 0"), Duration.ofMinutes(2));
-        // A late trial, and one SIGKILLed while it reads (an early-stopped trial's fate): neither disturbs the share.
-        Proc late = trial("sweep", "--epochs", "2", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
-        Proc killed = trial("sweep", "--epochs", "5", "--batch-size", "16", "--linger", "4", "--kwargs", SLOW);
-        killed.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(2));
+        Files.createFile(goLate);
+        late.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(1));
+        killed.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(1));
+        Files.createFile(joined);
         killed.kill();
+        // Neither disturbs the share: every epoch of every trial is exact, and one producer served them all.
         Set<String> producers = new HashSet<>();
         for (Proc t : concat(first, List.of(late))) {
             assertEquals(0, t.exitCode(Duration.ofMinutes(3)), t.stderr());
@@ -83,7 +133,7 @@ class ShareProcessTest extends ProcessTestBase {
         }
         assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
         // A trial within the linger reuses it too.
-        Proc again = trial("sweep", "--epochs", "1", "--batch-size", "50", "--linger", "4", "--kwargs", SLOW);
+        Files.createFile(lastLeft);
         assertEquals(0, again.exitCode(Duration.ofMinutes(2)), again.stderr());
         assertEquals(producers.iterator().next(), again.json().getFirst().get("producer_pid"));
         String log = Files.readString(base.resolve(".sweep.share.log")); // kept while the producer runs
