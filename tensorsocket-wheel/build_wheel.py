@@ -47,6 +47,30 @@ def jlink(jdk, out):
         f.unlink()
 
 
+def aot_cache(bundle):
+    """Trains the ahead-of-time cache the launcher starts the bundled runtime from (``tensorsocket_bundle.AOT_CACHE``):
+    the jars get the one modification time the cache records (pip does not keep a wheel's times; the launcher sets
+    them back), then ``aot-training`` runs on the bundled runtime with the launcher's options and class path."""
+    sys.path.insert(0, str(bundle.parent))
+    try:
+        import tensorsocket_bundle as launcher
+    finally:
+        sys.path.pop(0)
+    for jar in launcher.class_path(bundle):
+        os.utime(jar, (launcher.AOT_STAMP, launcher.AOT_STAMP))
+    cache = bundle / launcher.AOT_CACHE
+    conf = bundle.parent.parent / "tensorsocket.aotconf"
+    java = [str(bundle / "java" / "bin" / "java"), "-XX:AOTConfiguration=" + str(conf), "-Xlog:aot*=error,cds*=error"]
+    tail = launcher.JVM_OPTIONS + ["-cp", os.pathsep.join(str(j) for j in launcher.class_path(bundle))]
+    subprocess.run(java + ["-XX:AOTMode=record"] + tail + [launcher.MAIN_CLASS, "aot-training"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=600)
+    subprocess.run(java + ["-XX:AOTMode=create", "-XX:AOTCache=" + str(cache)] + tail, check=True,
+                   stdout=subprocess.DEVNULL, timeout=600)
+    conf.unlink()
+    if not cache.is_file():
+        raise SystemExit("the AOT cache's training wrote no %s" % cache)
+
+
 def manifest(bundle):
     """FILES: size, SHA-256 and path of every file of java/ and lib/, which the launcher checks before it runs."""
     lines = []
@@ -64,7 +88,7 @@ def pyproject(version):
     if listed not in text:
         raise SystemExit("clients/python/pyproject.toml no longer lists %s" % listed)
     text = text.replace(listed, 'packages = ["tensorsocket_client", "tensorsocket", "tensorsocket_bundle"]')
-    bundle_data = 'tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar"]\n'
+    bundle_data = 'tensorsocket_bundle = ["FILES", "java/**/*", "lib/*.jar", "lib/*.aot"]\n'
     header = "[tool.setuptools.package-data]\n"
     if header in text:  # the client's own data (py.typed): the bundle's joins its table, which TOML allows once
         text = text.replace(header, header + bundle_data, 1)
@@ -128,6 +152,7 @@ def main():
         if j.name.startswith(("api-", "pytorch-", "tensorsocket-djl")):
             raise SystemExit("%s is DJL's, which the wheel leaves out; exclude it in tensorsocket-wheel/pom.xml" % j)
         shutil.copy2(j, bundle / "lib" / j.name)
+    aot_cache(bundle)
     manifest(bundle)
     version = re.search(r'__version__ = "([^"]+)"', (CLIENT / "tensorsocket_client" / "__init__.py").read_text()).group(1)
     (stage / "pyproject.toml").write_text(pyproject(version), encoding="utf-8")

@@ -37,6 +37,14 @@ JVM_OPTIONS = ["--enable-native-access=ALL-UNNAMED", "--add-opens=java.base/java
                "--sun-misc-unsafe-memory-access=allow", "-Dio.netty.tryReflectionSetAccessible=true"]
 
 
+# The ahead-of-time cache of the bundled runtime (trained when the wheel is built: build_wheel.py), and the one
+# modification time its jars had then, which the cache checks: pip does not keep a wheel's times, so the launcher sets
+# them back once (where it may; else the runtime starts without the cache, only slower).
+AOT_CACHE = "lib/tensorsocket.aot"
+AOT_STAMP = 1767225600  # 2026-01-01T00:00:00Z
+AOT_OPTIONS = ["-Xlog:aot*=off", "-Xlog:cds*=off"]  # a cache this runtime cannot use is passed over in silence
+
+
 class BundleError(Exception):
     """The bundle cannot run: a file is missing or damaged."""
 
@@ -137,14 +145,37 @@ def launcher_name():
     return str(script) if script.exists() else "%s -m tensorsocket_bundle" % sys.executable
 
 
+def class_path(home=HOME):
+    """The bundle's jars in the one order the launcher and the cache's training run both list them."""
+    return sorted((home / "lib").glob("*.jar"), key=lambda p: p.name)
+
+
+def aot_options(home=HOME, jars=None):
+    """The options that start the bundled runtime from its ahead-of-time cache, or [] where it cannot: no cache, or
+    jars whose modification time is not the one the cache recorded and cannot be set back."""
+    cache = home / AOT_CACHE
+    if not cache.is_file():
+        return []
+    for jar in class_path(home) if jars is None else jars:
+        try:
+            if int(jar.stat().st_mtime) != AOT_STAMP:
+                os.utime(str(jar), (AOT_STAMP, AOT_STAMP))
+        except OSError:
+            return []  # a read-only installation: it starts without the cache
+    return ["-XX:AOTCache=" + str(cache)] + AOT_OPTIONS
+
+
 def command(args=(), environ=os.environ, home=HOME, warn=None, hashes=False):
-    """The command line that runs ``tensorsocket args...`` on the bundle, after checking it (BundleError)."""
+    """The command line that runs ``tensorsocket args...`` on the bundle, after checking it (BundleError). The bundled
+    runtime starts from the cache trained for it (``aot_options``)."""
     java, why = choose_java(environ, home, warn)
     bundled = java.startswith(str(home))
     verify(home, hashes=hashes, parts=("java/", "lib/") if bundled else ("lib/",))
     opts = environ.get("TENSORSOCKET_JAVA_OPTS", "").split()
-    return ([java] + JVM_OPTIONS + opts + ["-Dtensorsocket.runtime=" + why, "-cp", str(home / "lib" / "*"), MAIN_CLASS]
-            + list(args))
+    jars = class_path(home)
+    aot = aot_options(home, jars) if bundled and not environ.get("TENSORSOCKET_NO_AOT") else []
+    return ([java] + aot + JVM_OPTIONS + opts + ["-Dtensorsocket.runtime=" + why, "-cp",
+                                                 os.pathsep.join(str(j) for j in jars), MAIN_CLASS] + list(args))
 
 
 L3_SIZE = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")

@@ -93,3 +93,14 @@ def stop_unserved(p: Optional[subprocess.Popen]) -> None:
             p.wait(10)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def stop_now(p: Optional[subprocess.Popen]) -> None:
+    """Stops producer process ``p`` (if it still runs) that will get no declaration: terminated, then killed."""
+    if p is None or p.poll() is not None:
+        return
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()

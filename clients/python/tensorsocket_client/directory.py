@@ -6,6 +6,7 @@ import os
 import pwd
 import re
 import struct
+import sys
 import tempfile
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def launcher_command(warn=None):
     if explicit:
         return [explicit], None
     found = shutil.which("tensorsocket")
-    if found:
+    if found and not _is_own_script(found):
         return [found], None
     checkout = Path(__file__).resolve().parents[3] / "bin" / "tensorsocket"
     if os.access(str(checkout), os.X_OK):
@@ -155,6 +156,19 @@ def launcher_command(warn=None):
     if not bundle.present():
         return None
     return bundle.command(warn=warn), bundle.environment()
+
+
+def _is_own_script(path) -> bool:
+    """Whether ``path`` is the ``tensorsocket`` console script of this Python's wheel: then the bundle's command is
+    run directly, without a Python started only to replace itself with the JVM."""
+    script = Path(sys.executable).parent / "tensorsocket"
+    try:
+        if not (script.exists() and os.path.samefile(path, str(script))):
+            return False
+        import tensorsocket_bundle as bundle
+    except (OSError, ImportError):
+        return False
+    return bundle.present()
 
 
 def launcher():

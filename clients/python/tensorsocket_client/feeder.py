@@ -141,6 +141,7 @@ class TensorProducer:
         self._connect_timeout = connect_timeout
         self._batch_timeout = batch_timeout
         self._process: Optional[subprocess.Popen] = None
+        self._adopted = False
         self._not_started = "start one: %s serve --name %s --external" % (launcher(), name)  # why none was started
         self._conn: Optional[FeederLink] = None
         self._map = None
@@ -161,8 +162,14 @@ class TensorProducer:
         return directory_for(self.name) / FEEDER_SOCKET_FILE
 
     def _start_java_producer(self) -> None:
-        if self._start_producer:
+        if self._start_producer and not self._adopted:
             self._process, self._not_started = start_producer(self.name, self._serve_args)
+
+    def adopt_producer(self, process: Optional[subprocess.Popen], why: str) -> None:
+        """Feeds the producer ``process`` started for this feeder beforehand (``_producer_process.start_producer`` with
+        this feeder's options: it starts while the loader is built), or, where it is None, the one that ``why`` says
+        was running; this feeder starts none of its own."""
+        self._process, self._not_started, self._adopted = process, why or self._not_started, True
 
     def _connect(self) -> FeederLink:
         path = self._feeder_socket()

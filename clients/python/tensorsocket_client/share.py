@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
-from . import _share_log
+from . import _share_log, _share_start
 from ._feeder_link import ProducerEnded
 from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
 from .errors import ProducerGone, ProducerNotFound, TensorSocketError
@@ -180,6 +180,17 @@ def log_path(name: str):
     return base_directory() / (".%s.share.log" % name)
 
 
+def running(name: str) -> bool:
+    """Whether producer ``name`` runs on this host and takes consumers (its socket is open, its lock held)."""
+    d = directory_for(name)
+    return (d / SOCKET_FILE).exists() and is_locked(d)
+
+
+def start_lock(name: str, deadline: float) -> int:
+    """The one right to start producer ``name`` now (a descriptor to close when it serves; see _take_start_lock)."""
+    return _take_start_lock(name, deadline)
+
+
 def _take_start_lock(name, deadline) -> int:
     """The lock file's descriptor, flock-ed: the one right to start producer ``name`` now. The file is removed when
     the producer it started ends cleanly (see _remove_share_files), so a lock taken on a file that was removed
@@ -243,12 +254,12 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         short = _share_log.space_still_short(log_path(name), base_directory())
         if short is not None:  # every trial of a sweep would start it, to fail the same way
             raise ShareFailed("the producer for share '%s' (%s) cannot start: %s" % (name, path, short))
-        _spawn(name, path, kwargs, description, linger, producer_options)
         proc_log = log_path(name)
+        started = _share_start.start(name, path, kwargs, description, linger, producer_options, proc_log)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
-            if _spawned.poll() is not None:
-                how = ("ended before this trial could attach" if _spawned.returncode == 0
-                       else "failed (exit status %d) before it served" % _spawned.returncode)
+            if started.poll() is not None:
+                how = ("ended before this trial could attach" if started.returncode == 0
+                       else "failed (exit status %d) before it served" % started.returncode)
                 raise ShareFailed("the producer started for share '%s' (%s) %s; its output (%s) ends:\n%s"
                                   % (name, path, how, proc_log, _share_log.tail(proc_log)))
             if time.monotonic() > deadline:
@@ -259,44 +270,30 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         os.close(fd)  # releases the lock
 
 
-_spawned = None
-
-
-def _spawn(name, path, kwargs, description, linger, producer_options):
-    global _spawned
-    cmd = [sys.executable, "-m", "tensorsocket_client", "share-serve", "--name", name, "--factory", path,
-           "--kwargs", json.dumps(kwargs), "--description", description, "--linger", repr(linger),
-           "--producer-options", json.dumps(producer_options)]
-    env = dict(os.environ)
-    # The factory imports in the producer's process as it does here.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
-    log = open(log_path(name), "ab")
-    try:
-        log.write(_share_log.start_entry(os.getpid(), cmd))
-        log.flush()
-        # A session of its own: the trial's end, Ctrl-C in its terminal or its process group's kill do not reach it.
-        _spawned = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                    start_new_session=True, close_fds=True)
-    finally:
-        log.close()
-
-
 def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
           producer_options: Dict[str, Any], started: Optional[Callable[[Any], None]] = None) -> int:
     """The shared producer's process: builds the loader and feeds it, epoch after epoch, until the producer stops
     (``linger`` seconds after its last consumer left). ``started`` is given the TensorProducer feeding it."""
     import importlib
 
+    from ._producer_process import serve_args, start_producer, stop_now
     from .feeder import TensorProducer
 
-    module, _, attr = path.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    loader = obj(**kwargs)
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
-    producer = TensorProducer(name, loader, description=description, **options)
+    # The producer's JVM starts first, and starts while the factory builds the loader.
+    process, why = start_producer(name, serve_args(options))
+    try:
+        module, _, attr = path.partition(":")
+        obj = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        loader = obj(**kwargs)
+        producer = TensorProducer(name, loader, description=description, **options)
+    except BaseException:
+        stop_now(process)
+        raise
+    producer.adopt_producer(process, why)
     ended = False
     if started is not None:
         started(producer)

@@ -73,11 +73,31 @@ class BundleTest(unittest.TestCase):
         cmd = bundle.command(["serve", "--name", "x"], {}, self.home)
         self.assertEqual(str(self.home / "java" / "bin" / "java"), cmd[0])
         self.assertIn("-Dtensorsocket.runtime=bundled with the tensorsocket wheel", cmd)
-        self.assertEqual(["-cp", str(self.home / "lib" / "*"), bundle.MAIN_CLASS, "serve", "--name", "x"], cmd[-6:])
+        self.assertEqual(["-cp", str(self.home / "lib" / "tensorsocket-cli.jar"), bundle.MAIN_CLASS, "serve", "--name",
+                          "x"], cmd[-6:])
+        self.assertFalse(any(a.startswith("-XX:AOTCache") for a in cmd), "no cache in this bundle")
         self.assertIn("--enable-native-access=ALL-UNNAMED", cmd)
         cmd = bundle.command([], {"TENSORSOCKET_JAVA_OPTS": "-Xmx1g -Dfoo=1"}, self.home)
         self.assertIn("-Xmx1g", cmd)
         self.assertIn("-Dfoo=1", cmd)
+
+    def test_the_bundled_runtime_starts_from_its_cache_after_the_jars_get_their_recorded_time_back(self):
+        lib = self.home / "lib"
+        (lib / "picocli.jar").write_bytes(b"p")
+        (lib / "tensorsocket.aot").write_bytes(b"cache")
+        cmd = bundle.command([], {}, self.home)
+        self.assertIn("-XX:AOTCache=%s" % (lib / "tensorsocket.aot"), cmd)
+        # the class path the cache was trained with: every jar, in name order
+        self.assertEqual(os.pathsep.join([str(lib / "picocli.jar"), str(lib / "tensorsocket-cli.jar")]),
+                         cmd[cmd.index("-cp") + 1])
+        for jar in lib.glob("*.jar"):
+            self.assertEqual(bundle.AOT_STAMP, int(jar.stat().st_mtime), jar)
+        # a runtime chosen by JAVA_HOME is not the one the cache was made by, and TENSORSOCKET_NO_AOT declines it
+        other = fake_jdk(self.root, "25")
+        self.assertFalse(any(a.startswith("-XX:AOTCache")
+                             for a in bundle.command([], {"JAVA_HOME": str(other)}, self.home)))
+        self.assertFalse(any(a.startswith("-XX:AOTCache")
+                             for a in bundle.command([], {"TENSORSOCKET_NO_AOT": "1"}, self.home)))
 
     def test_a_missing_or_cut_file_fails_naming_it_and_how_to_reinstall(self):
         self.assertEqual(3, bundle.verify(self.home, hashes=True))

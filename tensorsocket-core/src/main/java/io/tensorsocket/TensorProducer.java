@@ -166,7 +166,7 @@ public final class TensorProducer implements AutoCloseable {
         /** Null until set: see {@link ProducerSpec#effectiveIdleTimeout(long)}. */
         private Duration idleTimeout;
 
-        private Duration startGrace = Duration.ofSeconds(2);
+        private Duration startGrace; // null: the default, which depends on the source
         private Duration jobTimeout = Duration.ofSeconds(30);
         private String shareKey;
         private Duration helloTimeout = Duration.ofSeconds(5);
@@ -297,9 +297,10 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * After the first consumer attaches, how long the producer waits for others before it publishes the
-         * first batch (default 2 s; {@link Duration#ZERO} turns it off), so consumers launched together, say
-         * the jobs of a sweep, all start at the first epoch's start instead of some of them rolling. The
-         * loader fills its first slots meanwhile.
+         * first batch, so consumers launched together, say the jobs of a sweep, all start at the first epoch's start
+         * instead of some of them rolling. The loader fills its first slots meanwhile. {@link Duration#ZERO} turns it
+         * off. Default: 2 s for a source whose consumers joining mid-epoch would roll, none for one that loads samples
+         * by index ({@link IndexedSource}), whose late joiners get exact epochs anyway.
          */
         public Builder startGrace(Duration grace) {
             if (grace == null || grace.isNegative()) {

@@ -1,10 +1,25 @@
 package io.tensorsocket.cli;
 
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
-/** Builds the command line that starts another {@code tensorsocket} JVM like this one. */
+/**
+ * Builds the command line that starts another {@code tensorsocket} JVM like this one: the same Java, the JVM options
+ * every launcher passes, this JVM's class path and, where this JVM started from the ahead-of-time cache, that cache.
+ *
+ * <p>Two system properties override what this JVM has, for a JVM that is not itself started as the launchers start
+ * one (the process tests' JVM): {@code tensorsocket.launch.classPath} (the packaged jar and its libraries) and
+ * {@code tensorsocket.launch.aotCache} (the cache the build made for that class path, used where it exists).
+ */
 final class Launcher {
+    static final String CLASS_PATH_PROPERTY = "tensorsocket.launch.classPath";
+    static final String AOT_CACHE_PROPERTY = "tensorsocket.launch.aotCache";
+    private static final String AOT_CACHE_OPTION = "-XX:AOTCache=";
+
     private Launcher() {}
 
     static List<String> javaCommand(String... args) {
@@ -21,11 +36,29 @@ final class Launcher {
         cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
         cmd.add("--sun-misc-unsafe-memory-access=allow");
         cmd.add("-Dio.netty.tryReflectionSetAccessible=true");
+        aotCache().ifPresent(cache -> {
+            cmd.add(AOT_CACHE_OPTION + cache);
+            // A cache this Java or class path cannot use is passed over in silence: it only saves start-up time.
+            cmd.add("-Xlog:aot*=off");
+            cmd.add("-Xlog:cds*=off");
+        });
         cmd.addAll(jvmOptions);
         cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(System.getProperty(CLASS_PATH_PROPERTY, System.getProperty("java.class.path")));
         cmd.add(Main.class.getName());
         cmd.addAll(List.of(args));
         return cmd;
+    }
+
+    /** The ahead-of-time cache a JVM started here should use: the property's where it exists, else this JVM's. */
+    static Optional<String> aotCache() {
+        String configured = System.getProperty(AOT_CACHE_PROPERTY);
+        if (configured != null) {
+            return Files.isRegularFile(Path.of(configured)) ? Optional.of(configured) : Optional.empty();
+        }
+        return ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> a.startsWith(AOT_CACHE_OPTION))
+                .map(a -> a.substring(AOT_CACHE_OPTION.length()))
+                .reduce((first, last) -> last);
     }
 }

@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
         description = "Share one data loader between many training processes on this host.",
         subcommands = {
             ServeCommand.class,
+            AotTrainingCommand.class,
             ConsumeCommand.class,
             TrainCommand.class,
             StatusCommand.class,

@@ -96,11 +96,12 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(
             names = "--start-grace-ms",
-            defaultValue = "2000",
             paramLabel = "MS",
             description = "After the first consumer attaches, wait this long for others before the first batch, so"
-                    + " jobs launched together all start at the epoch start (default ${DEFAULT-VALUE}; 0 = off).")
-    long startGraceMs;
+                    + " jobs launched together all start at the epoch start (default 2000 where a consumer joining"
+                    + " mid-epoch would roll; 0, none, where the source loads by index and late joiners get exact"
+                    + " epochs anyway; 0 = off).")
+    Long startGraceMs;
 
     @Option(
             names = "--share-key",
@@ -164,9 +165,11 @@ final class ServeCommand implements Callable<Integer> {
                 .minConsumers(minConsumers)
                 .jobTimeout(seconds(jobTimeoutS))
                 .shareKey(shareKey)
-                .startGrace(Duration.ofMillis(startGraceMs))
                 .helloTimeout(seconds(helloTimeoutS))
                 .rings(rings);
+        if (startGraceMs != null) {
+            b.startGrace(Duration.ofMillis(startGraceMs));
+        }
         if (idleTimeoutS != null) {
             b.idleTimeout(seconds(idleTimeoutS));
         }

@@ -61,8 +61,9 @@ class ShareProcessTest extends ProcessTestBase {
                     "3",
                     "--batch-size",
                     Integer.toString(20 + 7 * i),
-                    "--linger",
-                    "4",
+                    "--linger", // the producer's: the last trials leave, exit and are awaited one by one before "again"
+                    // comes
+                    "10",
                     "--step-ms",
                     "3",
                     "--hold",

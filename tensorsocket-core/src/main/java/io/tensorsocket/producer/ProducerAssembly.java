@@ -86,7 +86,7 @@ final class ProducerAssembly {
                             spec.stallTimeout(),
                             spec.effectiveIdleTimeout(count),
                             spec.minConsumers(),
-                            spec.startGrace(),
+                            spec.effectiveStartGrace(midEpoch),
                             name,
                             midEpoch,
                             spec.jobTimeout()));

@@ -1,6 +1,7 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.BatchSource;
+import io.tensorsocket.StartMode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -15,6 +16,7 @@ import java.util.Objects;
  * @param arenaBytes   the arena's size, or 0 to size it by {@code slots}
  * @param slots        the arena's slots, or 0 for the default
  * @param idleTimeout  the idle timeout set, or null for the default ({@link #effectiveIdleTimeout})
+ * @param startGrace   the start grace set, or null for the default ({@link #effectiveStartGrace})
  * @param shareKey     what {@code connectOrServe} compares, or null
  * @param accessGroup  the group that may connect too, or null for this user only
  */
@@ -50,5 +52,20 @@ public record ProducerSpec(
             return idleTimeout;
         }
         return servedEpochs == 0 ? null : Duration.ofMinutes(10);
+    }
+
+    /** The default start grace, for a source whose late joiners would roll into their first epoch. */
+    public static final Duration DEFAULT_START_GRACE = Duration.ofSeconds(2);
+
+    /**
+     * The start grace in force: the one set, else {@link #DEFAULT_START_GRACE} where a consumer joining mid-epoch would
+     * roll ({@code midEpoch} {@link StartMode#ROLLING}) and none where it gets exact epochs anyway: the
+     * grace exists only to spare consumers launched together a rolling start.
+     */
+    public Duration effectiveStartGrace(StartMode midEpoch) {
+        if (startGrace != null) {
+            return startGrace;
+        }
+        return midEpoch == StartMode.ROLLING ? DEFAULT_START_GRACE : Duration.ZERO;
     }
 }
