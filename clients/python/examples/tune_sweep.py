@@ -2,12 +2,13 @@
 
     python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--upstream] [--private]
 
-Each trial calls ``tensorsocket_client.ray.share(...)`` where it would build its DataLoader: the first trial on a node
-starts that node's producer (a detached Ray actor), the others attach; ASHA stops trials early and starts new ones,
-which join mid-epoch and still get exact epochs. ``--lightning`` makes one trial a Lightning ``Trainer.fit``;
-``--nodes 2`` runs the sweep on a cluster of two Ray nodes simulated on this machine (``ray.cluster_utils.Cluster``),
-one producer per node; ``--private`` gives each trial its own DataLoader instead (the baseline). Needs ray[tune],
-torch, and lightning for ``--lightning``. Prints one JSON line per trial epoch and a summary.
+Each trial calls ``tensorsocket_client.ray.share(...)`` where it would build its DataLoader: the first trial on a host
+starts the host's producer, the others attach (a second sweep running this script beside it too); ASHA stops trials
+early and starts new ones, which join mid-epoch and still get exact epochs. ``--lightning`` makes one trial a Lightning
+``Trainer.fit``; ``--nodes 2`` runs the sweep on a cluster of two Ray nodes simulated on this machine
+(``ray.cluster_utils.Cluster``), one producer per node (``per_node=True``, as separate hosts); ``--private`` gives
+each trial its own DataLoader instead (the baseline). Needs ray[tune], torch, and lightning for ``--lightning``.
+Prints one JSON line per trial epoch and a summary.
 
 Across hosts (``--upstream``): where GPU nodes have too little CPU to decode, one node serves the loader over Arrow
 Flight (``serve_upstream(...)``, here the head node on loopback; in a real cluster a CPU node, ``flight="0.0.0.0:8815"``
@@ -45,7 +46,7 @@ def trainable(config):
         loader, consumer = sweep_data.images(**config["data"]), None
     else:
         loader = share(SHARE, "sweep_data:images", batch_size=config["batch_size"], kwargs=config["data"],
-                       linger=config["linger"], upstream=config["upstream"])
+                       linger=config["linger"], upstream=config["upstream"], per_node=config["per_node"])
         consumer = loader.dataset.consumer
     attach_s = time.monotonic() - t0
     info = dict(node=ray.get_runtime_context().get_node_id()[:12], attach_s=attach_s,
@@ -137,7 +138,8 @@ def main():
         # its default linger (60 s) outlasts the nodes' relays starting; stop() ends it after the sweep
         upstream = serve_upstream(SHARE, "sweep_data:images", kwargs=data, flight="127.0.0.1:%d" % _free_port())
     space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=tune.choice([32, 64]), kind=tune.grid_search(kinds),
-                 epochs=a.epochs, private=a.private, linger=a.linger, data=data, upstream=upstream)
+                 epochs=a.epochs, private=a.private, linger=a.linger, data=data, upstream=upstream,
+                 per_node=a.nodes > 1)  # nodes simulated on one host keep their producers apart, as hosts would
     try:
         return _sweep(a, space)
     finally:

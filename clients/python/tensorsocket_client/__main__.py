@@ -208,7 +208,20 @@ def main(argv=None):
     s.add_argument("--description", required=True, help="The fingerprint share() checks.")
     s.add_argument("--linger", type=float, required=True, help="Seconds the producer stays after its last consumer.")
     s.add_argument("--producer-options", default="{}", help="TensorProducer options, as JSON.")
+    s.add_argument("--status-fd", type=int, help="Write the exit status here (to the trial that started it).")
     args = p.parse_args(argv)
+    if args.command == "share-serve" and args.status_fd is not None:
+        from ._share_start import write_status
+        code = 1
+        try:
+            code = _run(args)
+            return code
+        finally:
+            write_status(args.status_fd, code)
+    return _run(args)
+
+
+def _run(args):
     try:
         if args.command == "share-serve":
             from .share import serve

@@ -1,26 +1,30 @@
 """How ``share()`` starts the process that feeds its producer: forked from the trial, or a new Python.
 
-Forked (the default on Linux): the trial has imported torch and the factory's module already, so a child forked from it
-builds the loader at once, as DataLoader's workers start; it starts the producer's JVM first, which starts while the
-loader is built. The child leaves the trial behind before it does anything else: a session of its own (the trial's
-end, Ctrl-C in its terminal or a kill of its process group do not reach it), every descriptor it inherited pointed at
+Either way the feeder is nobody's child: a grandchild of the trial in a session of its own, so the trial's end, Ctrl-C
+in its terminal, a kill of its process group, or a Ray worker's exit (Ray kills a finished worker's children) do not
+take it along; it lives by its producer's linger. It writes its exit status into a pipe whose other end the trial
+watches while it waits for the producer (``Started``).
+
+Forked (the default): the trial has imported torch and the factory's module already, so a child forked from it builds
+the loader at once, as DataLoader's workers start; it starts the producer's JVM first, which starts while the loader is
+built. The child leaves the trial behind before it does anything else: every descriptor it inherited pointed at
 ``/dev/null`` (a pipe the trial's parent reads to its end is not held open by the feeder; the numbers stay taken, so an
 object of the trial's that the child collects closes nothing of the child's), its output into the share's log, the
 default signal handlers, no logging handler of the trial's, and one torch thread (as DataLoader's workers: OpenMP's
 pool does not survive a fork). It ends with ``os._exit``, so none of the trial's exit handlers run in it.
 
 A new Python (``python -m tensorsocket_client share-serve``, the slower way: it imports everything again) where fork
-cannot serve: ``TENSORSOCKET_SHARE_START=spawn``, no ``os.fork``, or a trial that has initialised CUDA (a forked child
-cannot use it, and a factory's loader may).
+cannot serve: ``TENSORSOCKET_SHARE_START=spawn`` (or ``share(..., start_method="spawn")``), no ``os.fork``, a trial
+that has initialised CUDA (a forked child cannot use it, and a factory's loader may), or a Ray worker (its gRPC threads
+make forking the whole trial unsafe).
 """
 
 import json
 import logging
 import os
+import select
 import signal
-import subprocess
 import sys
-import threading
 import traceback
 from typing import Any, Dict, List, Optional
 
@@ -30,7 +34,7 @@ ENV = "TENSORSOCKET_SHARE_START"
 
 
 def start_method() -> str:
-    """``fork`` or ``spawn``, as :data:`ENV` says or, where it says nothing, as this process allows."""
+    """``fork`` or ``spawn``, as :data:`ENV` says or, where it says nothing, as this process allows (see above)."""
     chosen = os.environ.get(ENV, "").strip().lower()
     if chosen in ("fork", "spawn"):
         return chosen
@@ -42,64 +46,103 @@ def start_method() -> str:
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and getattr(cuda, "is_initialized", lambda: False)():
         return "spawn"
+    ray = sys.modules.get("ray")
+    if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+        return "spawn"
     return "fork"
 
 
 class Started:
-    """The feeder process started for a share: its pid, and its exit status once it ended (``poll()``)."""
+    """The feeder process started for a share, a daemon of nobody's (a grandchild of the trial, in a session of its
+    own, so that no process that reaps or kills its children, a Ray worker among them, takes it along): ``poll()`` is
+    its exit status once it ended, which it writes into a pipe the trial holds the other end of (-1: it ended without
+    saying, killed)."""
 
-    def __init__(self, pid: int, popen: Optional[subprocess.Popen] = None):
-        self.pid = pid
-        self._popen = popen
+    def __init__(self, status_fd: int):
+        self._fd = status_fd
         self._code: Optional[int] = None
-        if popen is None:  # a forked child: reaped by a thread of its own, whenever it ends
-            threading.Thread(target=self._reap, name="tensorsocket-share-reaper", daemon=True).start()
-
-    def _reap(self) -> None:
-        try:
-            _, status = os.waitpid(self.pid, 0)
-            self._code = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:  # another part of the program reaped it: its status is lost
-            self._code = -1
 
     def poll(self) -> Optional[int]:
-        return self._popen.poll() if self._popen is not None else self._code
+        if self._code is None and select.select([self._fd], [], [], 0)[0]:
+            said = os.read(self._fd, 32).strip()
+            self._code = int(said) if said.lstrip(b"-").isdigit() else -1
+            os.close(self._fd)
+        return self._code
 
     @property
     def returncode(self) -> Optional[int]:
         return self.poll()
 
+    def close(self) -> None:
+        """Stops listening for its status (the trial attached; the feeder lives on)."""
+        if self._code is None:
+            self._code = -2
+            os.close(self._fd)
+
 
 def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
-          producer_options: Dict[str, Any], log_path) -> Started:
-    """Starts the process that serves share ``name`` (see the module's doc), its output going to ``log_path``."""
+          producer_options: Dict[str, Any], log_path, method: Optional[str] = None,
+          owner: Optional[str] = None) -> Started:
+    """Starts the process that serves share ``name`` (see the module's doc), its output going to ``log_path``;
+    ``method`` as :func:`start_method` chooses where None; ``owner``, where given, is logged as who it was started
+    for."""
     args = ["share-serve", "--name", name, "--factory", path, "--kwargs", json.dumps(kwargs), "--description",
             description, "--linger", repr(linger), "--producer-options", json.dumps(producer_options)]
-    method = start_method()
-    with open(log_path, "ab") as log:
-        if method == "fork":
-            log.write(_share_log.start_entry(os.getpid(), ["(forked)", "tensorsocket_client"] + args))
-            log.flush()
-            pid = os.fork()
-            if pid == 0:
-                _child(name, path, kwargs, description, linger, producer_options, log.fileno())
-            return Started(pid)
-        cmd = [sys.executable, "-m", "tensorsocket_client"] + args
-        env = dict(os.environ)
-        # The factory imports in the producer's process as it does here.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
-        log.write(_share_log.start_entry(os.getpid(), cmd))
-        log.flush()
-        popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                 start_new_session=True, close_fds=True)
-        return Started(popen.pid, popen)
+    method = method or start_method()
+    status_r, status_w = os.pipe()
+    try:
+        with open(log_path, "ab") as log:
+            if method == "fork":
+                log.write(_share_log.start_entry(os.getpid(), ["(forked)", "tensorsocket_client"] + args, owner))
+                log.flush()
+                _daemon(lambda: _child(name, path, kwargs, description, linger, producer_options, log.fileno(),
+                                       status_w))
+            else:
+                cmd = [sys.executable, "-m", "tensorsocket_client"] + args + ["--status-fd", str(status_w)]
+                env = dict(os.environ)
+                # The factory imports in the producer's process as it does here.
+                env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
+                log.write(_share_log.start_entry(os.getpid(), cmd, owner))
+                log.flush()
+                _daemon(lambda: _exec(cmd, env, log.fileno(), status_w))
+    finally:
+        os.close(status_w)
+    return Started(status_r)
 
 
-def _child(name, path, kwargs, description, linger, producer_options, log_fd) -> None:
-    """The forked child: leaves the trial behind, serves the share, and exits without running the trial's handlers."""
+def _daemon(run) -> None:
+    """Runs ``run`` (which never returns) in a grandchild in a session of its own; reaps the child in between."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                run()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _exec(cmd: List[str], env: Dict[str, str], log_fd: int, status_fd: int) -> None:
+    """The new Python's way: standard streams onto the log and /dev/null, then exec (only the status pipe and the
+    standard streams cross it: every other descriptor is close-on-exec, as Python opens them)."""
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.set_inheritable(status_fd, True)
+        os.execve(cmd[0], cmd, env)
+    finally:
+        os._exit(127)
+
+
+def _child(name, path, kwargs, description, linger, producer_options, log_fd, status_fd) -> None:
+    """The forked feeder: leaves the trial behind, serves the share, writes its exit status, and exits without running
+    the trial's handlers."""
     code = 1
     try:
-        _leave_the_trial(log_fd)
+        _leave_the_trial(log_fd, status_fd)
         from .share import serve
         code = serve(name, path, kwargs, description, linger, producer_options)
     except KeyboardInterrupt:
@@ -119,15 +162,23 @@ def _child(name, path, kwargs, description, linger, producer_options, log_fd) ->
                 stream.flush()
             except BaseException:  # noqa: BLE001
                 pass
+        write_status(status_fd, code)
         os._exit(code)
 
 
-def _leave_the_trial(log_fd: int) -> None:
-    os.setsid()
+def write_status(fd: int, code: int) -> None:
+    """Tells the trial that started this feeder how it ended (it may have gone: then nobody listens)."""
+    try:
+        os.write(fd, b"%d\n" % code)
+    except OSError:
+        pass
+
+
+def _leave_the_trial(log_fd: int, status_fd: int) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     log = os.dup(log_fd)
     for fd in _open_descriptors():
-        if fd > 2 and fd not in (devnull, log):
+        if fd > 2 and fd not in (devnull, log, status_fd):
             try:
                 os.dup2(devnull, fd, inheritable=False)
             except OSError:

@@ -1,4 +1,4 @@
-"""``share()`` for Ray: each node's trials share one producer on that node (needs ``ray``).
+"""``share()`` for Ray: the trials on a host share one producer per name, whatever Ray instance runs them (needs ``ray``).
 
     from tensorsocket_client.ray import share
     def trainable(config):
@@ -6,13 +6,15 @@
         for epoch in range(10):
             for images, labels in loader: ...
 
-The producer of each node runs in a detached, named Ray actor placed on that node (created by the first trial there,
-found by the others: ``get_if_exists``), not in a trial: Ray ends a finished or stopped trial's worker together with
-the processes it started, and trials of a sweep end all the time. The actor reserves no CPU of the trials' (its loader
-runs beside them, as a DataLoader's workers would). It builds the factory's loader and feeds the node's producer; the
-producer stays while trials read and ``linger`` seconds after the last one left, then the actor exits, so a sweep
-leaves nothing behind; ``stop(name)`` ends every node's at once. Each node's producer is named after the share and
-the node (``NAME-NODEID``), so nodes that share a host, as in ``ray.cluster_utils.Cluster``, keep theirs apart.
+The first trial on a host starts the producer as :func:`tensorsocket_client.share` does, fed by a new Python (a Ray
+worker's gRPC threads make forking it unsafe) that is nobody's child: Ray ends a finished or stopped trial's worker
+together with the processes it started, and trials of a sweep end all the time; this producer lives by its linger
+instead (``linger`` seconds after the last trial left), so a sweep leaves nothing behind. The others attach, also
+trials of another sweep with a Ray instance of its own on the same host (two drivers, say), or a plain script: the
+data is decoded once per host. ``stop(name)`` after ``tuner.fit()`` ends every node's producer of the name that no
+trial reads any more; one that another sweep's trials read ends after its linger once they left. ``per_node=True``
+names each node's producer after the share and the node (``NAME-NODEID``): nodes simulated on one host
+(``ray.cluster_utils.Cluster``) then keep theirs apart, as separate hosts would.
 
 Nodes with too little CPU to decode (GPU nodes) take their batches from one node that has it, over Arrow Flight:
 
@@ -38,20 +40,35 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .directory import SOCKET_FILE, directory_for, is_locked, launcher_command
-from .share import DEFAULT_LINGER, ShareFailed, attach, factory_path, fingerprint, log_path, serve
+from .share import (
+    DEFAULT_LINGER,
+    ShareFailed,
+    attach,
+    factory_path,
+    fingerprint,
+    log_path,
+    running,
+    serve,
+    share_for,
+    stop_if_idle,
+)
 
 NAMESPACE = "tensorsocket"
 
 
-def producer_name(name: str, node_id: Optional[str] = None) -> str:
-    """The name of the producer of share ``name`` on node ``node_id`` (this node by default)."""
+def producer_name(name: str, node_id: Optional[str] = None, per_node: bool = False) -> str:
+    """The name of the producer of share ``name`` for node ``node_id`` (this node by default): ``name`` itself, one per
+    host, or with ``per_node`` ``NAME-NODEID``."""
+    if not per_node:
+        return name
     node = node_id or ray.get_runtime_context().get_node_id()
     return "%s-%s" % (name, node[:12])
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class SharedProducer:
-    """One node's producer of one share: feeds ``factory(**kwargs)`` until the producer's linger ran out."""
+    """The producer :func:`serve_upstream` runs on one node, in this detached actor: feeds ``factory(**kwargs)`` and
+    serves it over Flight until the producer's linger ran out."""
 
     def __init__(self, name, path, kwargs, description, linger, producer_options, env):
         os.environ.update(env)  # where producers live and which launcher starts them, as the trial sees it
@@ -194,26 +211,29 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None,
           linger: float = DEFAULT_LINGER, start_timeout: float = 120.0,
           producer_options: Optional[Dict[str, Any]] = None, upstream: Optional[str] = None,
-          upstream_token_file: Optional[str] = None, **consumer_options: Any):
-    """As :func:`tensorsocket_client.share`, the producer living in a detached actor on this trial's node. With
-    ``upstream`` (what :func:`serve_upstream` returned) that node's producer is a relay of it, whose batches of
-    ``batch_size`` (the first trial's on the node) cross the network once for all of the node's trials."""
+          upstream_token_file: Optional[str] = None, per_node: bool = False, **consumer_options: Any):
+    """As :func:`tensorsocket_client.share`, for a trial run by Ray: one producer per host and name (``per_node=True``:
+    per Ray node), started by the first trial as a process no Ray worker owns. With ``upstream`` (what
+    :func:`serve_upstream` returned) the producer is a relay of it, whose batches of ``batch_size`` (the first trial's on
+    the node) cross the network once for all of the node's trials; it lives in a detached actor on the node."""
+    node = ray.get_runtime_context().get_node_id()
+    local = producer_name(name, node, per_node)
+    if upstream is None:
+        return share_for(_owner(), local, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
+                         start_timeout=start_timeout, producer_options=producer_options, start_method="spawn",
+                         **consumer_options)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
-    node = ray.get_runtime_context().get_node_id()
-    local = producer_name(name, node)
     env = _env()
     deadline = time.monotonic() + float(start_timeout)
 
     def ensure():
+        if running(local):
+            return  # this host's relay of the name, whichever Ray instance started it
         placed = dict(name="share:" + local, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
                       scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        if upstream is not None:
-            actor = SharedRelay.options(**placed).remote(local, upstream, batch_size, float(linger),
-                                                         upstream_token_file, env)
-        else:
-            actor = SharedProducer.options(**placed).remote(local, path, kwargs or {}, wanted, float(linger),
-                                                            producer_options or {}, env)
+        actor = SharedRelay.options(**placed).remote(local, upstream, batch_size, float(linger), upstream_token_file,
+                                                     env)
         try:
             ray.get(actor.ready.remote(max(1.0, deadline - time.monotonic())))
         except ray.exceptions.RayActorError:
@@ -223,12 +243,28 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     return attach(local, path, wanted, batch_size, names, ensure, deadline, consumer_options)
 
 
+def _owner() -> str:
+    """Who this sweep is, for the producers its trials start: its Ray cluster (GCS address) and job."""
+    context = ray.get_runtime_context()
+    return "ray %s job %s" % (context.gcs_address, context.get_job_id())
+
+
+@ray.remote(num_cpus=0)
+def _stop_idle(names, owner, env):
+    """On one node: stops each of ``names`` that runs there, that ``owner`` started and no trial reads; how many."""
+    os.environ.update(env)
+    return sum(1 for n in names if running(n) and stop_if_idle(n, owner))
+
+
 def stop(name: str) -> int:
-    """Ends the producer of share ``name`` on every node now (e.g. after ``tuner.fit()``), relays first and then
-    the upstream if :func:`serve_upstream` started one; returns how many ran."""
+    """Ends share ``name``'s producers (e.g. after ``tuner.fit()``): on every node the relays and then the upstream if
+    :func:`serve_upstream` started one, and each node's producer of the name that this sweep's trials started and no
+    trial reads now (one that another sweep started or still reads ends after its linger, once its trials left);
+    returns how many it ended."""
     stopped = 0
-    actors = ["share:" + producer_name(name, node["NodeID"]) for node in ray.nodes() if node.get("Alive")]
-    for actor_name in actors + ["upstream:" + name]:
+    nodes = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
+    actors = ["share:" + producer_name(name, node, per_node=True) for node in nodes]
+    for actor_name in actors + ["share:" + name, "upstream:" + name]:
         try:
             actor = ray.get_actor(actor_name, namespace=NAMESPACE)
         except ValueError:
@@ -239,4 +275,9 @@ def stop(name: str) -> int:
             pass  # it ended while stopping (its work done), or hangs: then it is killed
         ray.kill(actor)
         stopped += 1
+    env = _env()
+    tasks = [_stop_idle.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote(
+        [name, producer_name(name, node, per_node=True)], _owner(), env) for node in nodes]
+    for count in ray.get(tasks, timeout=120):
+        stopped += count
     return stopped

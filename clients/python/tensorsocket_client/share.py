@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -122,14 +123,29 @@ def difference(running: str, wanted: str) -> Optional[str]:
 
 def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None, linger: float = DEFAULT_LINGER,
-          start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None, **consumer_options: Any):
+          start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None,
+          start_method: Optional[str] = None, **consumer_options: Any):
     """A torch ``DataLoader`` of the shared producer ``name`` at ``batch_size``, starting the producer (running
     ``factory(**kwargs)`` in a process of its own) if none runs on this host. Each iteration is one epoch; batches are
     tuples of tensors in the order the factory's loader yields them (``names`` picks and orders them). ``linger``:
     seconds the producer stays after its last consumer left. ``producer_options``: as TensorProducer's (e.g.
-    ``rubber_band``, ``arena_mb``). Other keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``,
-    ``connect_timeout=``...). Raises ShareMismatch if the producer of that name serves another factory or other
-    arguments, ShareFailed if the producer started for it could not start (with its output's end)."""
+    ``rubber_band``, ``arena_mb``). ``start_method``: how a producer this trial starts is fed, ``"fork"`` (a child
+    forked from this process, its imports done: the fast way) or ``"spawn"`` (a new Python); by default fork, unless
+    TENSORSOCKET_SHARE_START says otherwise or this process initialised CUDA or Ray (see ``_share_start``). Other
+    keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``, ``connect_timeout=``...). Raises
+    ShareMismatch if the producer of that name serves another factory or other arguments, ShareFailed if the producer
+    started for it could not start (with its output's end)."""
+    return share_for(None, name, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
+                     start_timeout=start_timeout, producer_options=producer_options, start_method=start_method,
+                     **consumer_options)
+
+
+def share_for(owner: Optional[str], name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
+              kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None,
+              linger: float = DEFAULT_LINGER, start_timeout: float = 120.0,
+              producer_options: Optional[Dict[str, Any]] = None, start_method: Optional[str] = None,
+              **consumer_options: Any):
+    """:func:`share`, where a producer this trial starts is logged as started for ``owner`` (see stop_if_idle)."""
     check_name(name)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
@@ -137,8 +153,12 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
         raise ValueError("linger must be positive (seconds the producer stays after its last consumer), got %r" % linger)
     deadline = time.monotonic() + float(start_timeout)
 
+    if start_method not in (None, "fork", "spawn"):
+        raise ValueError("start_method is 'fork', 'spawn' or None (choose), got %r" % (start_method,))
+
     def ensure():
-        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline)
+        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline,
+                        start_method, owner)
 
     return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options)
 
@@ -189,6 +209,28 @@ def running(name: str) -> bool:
 def start_lock(name: str, deadline: float) -> int:
     """The one right to start producer ``name`` now (a descriptor to close when it serves; see _take_start_lock)."""
     return _take_start_lock(name, deadline)
+
+
+def stop_if_idle(name: str, owner: Optional[str] = None, timeout: float = 30.0) -> bool:
+    """Stops the shared producer ``name`` on this host now if no consumer reads it (as its linger's end would, leaving
+    nothing behind) and, with ``owner``, if it was started for that owner; says whether it did. One that trials still
+    read, or that another sweep started, ends after its linger once they left."""
+    from ._status import query
+    if owner is not None and _share_log.owner(log_path(name)) != owner:
+        return False
+    status = query(name, timeout=5.0)
+    if status is None or status.consumers_attached > 0:
+        return False
+    try:
+        os.kill(status.producer_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    d = directory_for(name)
+    deadline = time.monotonic() + timeout
+    while is_locked(d) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _remove_share_files(name)
+    return True
 
 
 def _take_start_lock(name, deadline) -> int:
@@ -244,7 +286,8 @@ def _remove_share_files(name) -> None:
         os.close(fd)
 
 
-def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline):
+def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline, start_method=None,
+                    owner=None):
     """Starts the shared producer unless it runs; one caller at a time (a lock file decides), bounded by deadline."""
     fd = _take_start_lock(name, deadline)
     try:
@@ -255,17 +298,21 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         if short is not None:  # every trial of a sweep would start it, to fail the same way
             raise ShareFailed("the producer for share '%s' (%s) cannot start: %s" % (name, path, short))
         proc_log = log_path(name)
-        started = _share_start.start(name, path, kwargs, description, linger, producer_options, proc_log)
+        started = _share_start.start(name, path, kwargs, description, linger, producer_options, proc_log,
+                                     start_method, owner)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
             if started.poll() is not None:
-                how = ("ended before this trial could attach" if started.returncode == 0
-                       else "failed (exit status %d) before it served" % started.returncode)
+                code = started.returncode
+                how = ("ended before this trial could attach" if code == 0
+                       else "was killed before it served" if code == -1
+                       else "failed (exit status %d) before it served" % code)
                 raise ShareFailed("the producer started for share '%s' (%s) %s; its output (%s) ends:\n%s"
                                   % (name, path, how, proc_log, _share_log.tail(proc_log)))
             if time.monotonic() > deadline:
                 raise ShareFailed("the producer started for share '%s' (%s) did not open its socket within "
                                   "start_timeout; its output so far:\n%s" % (name, path, _share_log.tail(proc_log)))
             time.sleep(0.05)
+        started.close()
     finally:
         os.close(fd)  # releases the lock
 

@@ -18,9 +18,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
 /**
- * The Tune example, run by the real engine: an ASHA sweep of 4 trials (one a Lightning {@code Trainer.fit}) on one
- * Ray node reads one producer, every trial's every epoch exact, and nothing is left after the sweep; on a cluster of
- * two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
+ * The Tune example, run by the real engine: two ASHA sweeps (one with a Lightning {@code Trainer.fit} trial), each
+ * with a local Ray instance of its own, on one host read one producer, every trial's every epoch exact, and nothing is
+ * left after the sweeps; on a cluster of two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
  * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
  */
 @Isolated // a Ray cluster takes the machine
@@ -50,8 +50,13 @@ class RayTuneProcessTest extends ProcessTestBase {
                 all.toArray(String[]::new));
     }
 
-    /** The trial epochs the sweep printed, checked exact; returns them. */
+    /** The trial epochs the sweep of 4 trials printed, checked exact; returns them. */
     private static List<Map<String, String>> exactEpochs(Proc p) throws Exception {
+        return exactEpochs(p, 4);
+    }
+
+    /** The trial epochs the sweep of {@code trials} trials printed, checked exact; returns them. */
+    private static List<Map<String, String>> exactEpochs(Proc p, int trials) throws Exception {
         assertEquals(0, p.exitCode(Duration.ofMinutes(5)), p.stderr());
         // stop() at the sweep's end ends each producer's actor as Ray expects: no "worker died" from the raylet
         for (String out : List.of(p.stderr(), String.join("\n", p.lines()))) {
@@ -59,10 +64,10 @@ class RayTuneProcessTest extends ProcessTestBase {
         }
         List<Map<String, String>> lines = p.json();
         Map<String, String> summary = lines.getLast();
-        assertEquals("4", summary.get("trials"), summary.toString());
+        assertEquals(Integer.toString(trials), summary.get("trials"), summary.toString());
         assertEquals("0", summary.get("errors"), summary.toString());
         List<Map<String, String>> epochs = lines.subList(0, lines.size() - 1);
-        assertTrue(epochs.size() >= 4, epochs.toString()); // ASHA stops some trials after their first epoch
+        assertTrue(epochs.size() >= trials, epochs.toString()); // ASHA stops some trials after their first epoch
         for (Map<String, String> e : epochs) {
             assertEquals("2000", e.get("samples"), e.toString());
             assertEquals("2000", e.get("unique"), e.toString());
@@ -74,18 +79,19 @@ class RayTuneProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void anAshaSweepWithALightningTrialReadsOneProducerAndLeavesNothingBehind() throws Exception {
-        List<Map<String, String>> epochs = exactEpochs(sweep("--trials", "4", "--epochs", "3", "--lightning"));
+    void twoAshaSweepsEachWithItsOwnRayInstanceReadOneProducerAndLeaveNothingBehind() throws Exception {
+        // Two drivers on one host, each starting a local Ray instance of its own, launched together: one producer
+        // decodes for both, and whichever sweep ends first leaves it to the other's trials.
+        Proc first = sweep("--trials", "4", "--epochs", "3", "--lightning");
+        Proc second = sweep("--trials", "2", "--epochs", "2");
+        List<Map<String, String>> epochs = new ArrayList<>(exactEpochs(first, 4));
+        assertTrue(epochs.stream().anyMatch(e -> e.get("kind").equals("lightning")), epochs.toString());
+        epochs.addAll(exactEpochs(second, 2));
         Set<String> producers = new HashSet<>();
         epochs.forEach(e -> producers.add(e.get("producer_pid")));
-        assertEquals(1, producers.size(), "one producer for the whole sweep: " + producers);
-        assertTrue(epochs.stream().anyMatch(e -> e.get("kind").equals("lightning")), epochs.toString());
+        assertEquals(1, producers.size(), "one producer for both sweeps: " + producers);
         try (var left = Files.list(base)) {
-            assertEquals(
-                    List.of(),
-                    left.filter(f -> !f.getFileName().toString().startsWith("."))
-                            .toList(),
-                    "the producer's directory outlived the sweep");
+            assertEquals(List.of(), left.toList(), "the producer's directory, lock or log outlived the sweeps");
         }
     }
 
