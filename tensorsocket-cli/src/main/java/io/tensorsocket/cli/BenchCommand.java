@@ -59,6 +59,13 @@ final class BenchCommand implements Callable<Integer> {
     List<Integer> fanoutConsumers;
 
     @Option(
+            names = "--handoff-batches",
+            paramLabel = "N",
+            description = "Batches measured in each hand-off run after as many to warm up (default 1000 with --quick,"
+                    + " else 10000; fewer are noisier).")
+    Integer handoffBatches;
+
+    @Option(
             names = "--step-ms",
             defaultValue = "40",
             description = "Simulated accelerator time per batch in the speedup runs (default ${DEFAULT-VALUE}).")
@@ -71,6 +78,9 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (handoffBatches != null && handoffBatches < 1) {
+            throw new ParameterException(spec.commandLine(), "--handoff-batches: 1 or more, not " + handoffBatches);
+        }
         for (int k : fanoutConsumers) {
             if (k < 1) {
                 throw new ParameterException(
@@ -84,8 +94,9 @@ final class BenchCommand implements Callable<Integer> {
         System.out.println("# tensorsocket bench" + (quick ? " --quick" : "") + " on " + machine);
         try (ProgressBar progress = new ProgressBar(quick ? 85 : 320)) {
             if (wants("handoff")) {
-                int batches = quick ? 1000 : 10_000;
-                int warmup = quick ? 2000 : Harness.HANDOFF_WARMUP; // quick: C2 still compiles while it measures
+                int batches = handoffBatches != null ? handoffBatches : quick ? 1000 : 10_000;
+                // quick: C2 still compiles while it measures
+                int warmup = handoffBatches != null ? handoffBatches : quick ? 2000 : Harness.HANDOFF_WARMUP;
                 progress.phase("handoff latency, warming up the producer");
                 Harness.warmProducer(warmup);
                 String noPython = Harness.pythonUnavailable();

@@ -24,13 +24,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * Who may connect: only the producer's user by default, members of one named group on request, and
  * nobody over a network. The second-user cases run a real consumer JVM as {@code nobody}.
  */
-@Isolated // it checks that no process holds an IP socket, which another class's Flight test would
 class AccessProcessTest extends ProcessTestBase {
     private static final String SPEC = "samples=500,shape=8,dtype=float32,seed=21";
     private static Path readableClassPath;

