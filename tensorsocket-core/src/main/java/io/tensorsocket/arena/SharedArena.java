@@ -2,6 +2,7 @@ package io.tensorsocket.arena;
 
 import io.tensorsocket.ProtocolException;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,7 +15,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * One mapping of an arena file (see {@link ArenaLayout} for what is in it). The producer creates the
  * file and maps it read-write; consumers map it read-only. The mapping is made once per process and
- * pre-touched, because first access to a fresh mapping is what costs here; slots are reused for the
+ * pre-touched (the producer's by {@link ArenaPages}), because first access to a fresh mapping is what
+ * costs here; slots are reused for the
  * producer's whole life. Every Java process maps it at a 2 MiB-aligned address, so that where the producer
  * backs it by 2 MiB pages (the default; {@code TENSORSOCKET_HUGE_PAGES=0} declines) they are mapped whole ({@link HugePageMapping}).
  */
@@ -32,8 +34,9 @@ public final class SharedArena implements AutoCloseable {
     }
 
     /**
-     * Creates, sizes, maps and pre-touches the arena file of a producer; the file is 0600. Its space is
-     * reserved before it is mapped (see {@link SpaceReservation}); on any failure the file is removed.
+     * Creates, sizes and maps the arena file of a producer and makes its pages ({@link ArenaPages}); the file is
+     * 0600. Its free space is checked first, and each part's space is allocated before it is written ({@link
+     * SpaceReservation}); on any failure the file is removed.
      *
      * @throws io.tensorsocket.SharedMemoryFullException if the file system cannot hold the arena
      */
@@ -50,21 +53,12 @@ public final class SharedArena implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             long bytes = layout.fileBytes();
             boolean aligned = HugePageMapping.available();
-            boolean collapsing = hugePages && aligned;
-            if (collapsing) {
-                // One 4 KiB page in each 2 MiB is all the collapse needs; it fills the rest with a 2 MiB page.
-                SpaceReservation.reserveSparsely(file, bytes, HugePageMapping.HUGE_PAGE);
-            } else {
-                SpaceReservation.reserve(file, bytes);
+            SpaceReservation.checkFree(file, bytes);
+            try (RandomAccessFile sized = new RandomAccessFile(file.toFile(), "rw")) {
+                sized.setLength(bytes); // a hole, whose pages ArenaPages makes (FileChannel.truncate never extends)
             }
-            ch.truncate(bytes);
             MemorySegment seg = map(ch, file, bytes, true, aligned, scope);
-            boolean huge = collapsing && HugePageMapping.collapse(seg);
-            if (collapsing) {
-                SpaceReservation.fill(file, bytes);
-            }
-            // Writing every page now moves the page-fault cost out of the first epoch.
-            seg.fill((byte) 0);
+            boolean huge = ArenaPages.make(file, seg, hugePages && aligned);
             layout.writeHeader(seg, sessionId, pid);
             return new SharedArena(layout, scope, seg, huge);
         } catch (IOException | RuntimeException | Error e) {

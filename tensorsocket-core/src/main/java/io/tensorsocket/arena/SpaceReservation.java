@@ -58,7 +58,7 @@ public final class SpaceReservation {
      */
     static void reserveSparsely(Path file, long bytes, long stride) throws IOException {
         checkFree(file, bytes);
-        allocate(file, bytes, stride, ArenaLayout.PAGE);
+        allocate(file, 0, bytes, stride, ArenaLayout.PAGE);
     }
 
     /**
@@ -68,10 +68,29 @@ public final class SpaceReservation {
      * @throws SharedMemoryFullException if the file system runs out of space
      */
     static void fill(Path file, long bytes) throws IOException {
-        allocate(file, bytes, bytes, bytes);
+        allocate(file, 0, bytes, bytes, bytes);
     }
 
-    private static void checkFree(Path file, long bytes) throws IOException {
+    /**
+     * Allocates bytes {@code from} to {@code to} of the file: every block, or with {@code sparsely} only the first
+     * 4 KiB page of each whole {@code stride} (as {@link #reserveSparsely} does for the whole file).
+     *
+     * @throws SharedMemoryFullException if the file system runs out of space
+     */
+    static void allocate(Path file, long from, long to, boolean sparsely, long stride) throws IOException {
+        if (sparsely) {
+            allocate(file, from, to, stride, ArenaLayout.PAGE);
+        } else {
+            allocate(file, from, to, to - from, to - from);
+        }
+    }
+
+    /**
+     * Checks that the file system holding {@code file} has {@code bytes} free for it.
+     *
+     * @throws SharedMemoryFullException where it has not
+     */
+    static void checkFree(Path file, long bytes) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
         long free = usableBytes(dir);
         if (bytes > free) {
@@ -79,21 +98,24 @@ public final class SpaceReservation {
         }
     }
 
-    /** Allocates {@code length} bytes at the start of every whole {@code stride} of the first {@code bytes}. */
-    private static void allocate(Path file, long bytes, long stride, long length) throws IOException {
+    /** Allocates {@code length} bytes at the start of every whole {@code stride} from {@code from} to {@code to}. */
+    private static void allocate(Path file, long from, long to, long stride, long length) throws IOException {
+        if (to <= from) {
+            return;
+        }
         int err = Libc.FALLOCATE != null && Libc.OPEN != null && Libc.CLOSE != null
-                ? fallocate(file, bytes, stride, length)
-                : writeZeros(file, bytes);
+                ? fallocate(file, from, to, stride, length)
+                : writeZeros(file, from, to);
         Path dir = file.toAbsolutePath().getParent();
         if (err == ENOSPC) {
-            throw new SharedMemoryFullException(dir, bytes, usableBytes(dir));
+            throw new SharedMemoryFullException(dir, to - from, usableBytes(dir));
         }
         if (err != 0) {
-            throw new IOException("could not reserve " + bytes + " bytes for " + file + " (errno " + err + ")");
+            throw new IOException("could not reserve " + (to - from) + " bytes for " + file + " (errno " + err + ")");
         }
     }
 
-    private static int fallocate(Path file, long bytes, long stride, long length) throws IOException {
+    private static int fallocate(Path file, long from, long to, long stride, long length) throws IOException {
         try (Arena a = Arena.ofConfined()) {
             int fd = (int) Libc.OPEN.invokeExact(
                     Libc.captureState(a), a.allocateFrom(file.toAbsolutePath().toString()), O_RDWR | O_CLOEXEC);
@@ -101,12 +123,12 @@ public final class SpaceReservation {
                 throw new IOException("could not open " + file + " to reserve its space");
             }
             try {
-                for (long at = 0; at + stride <= bytes; at += stride) {
+                for (long at = from; at + stride <= to; at += stride) {
                     // posix_fallocate returns the error number instead of setting errno.
                     int err = (int) Libc.FALLOCATE.invokeExact(fd, at, length);
                     if (err != 0) {
                         // A file system without fallocate support (EOPNOTSUPP / EINVAL): fall back to writing.
-                        return err == 95 || err == 22 ? writeZeros(file, bytes) : err;
+                        return err == 95 || err == 22 ? writeZeros(file, from, to) : err;
                     }
                 }
                 return 0;
@@ -120,11 +142,11 @@ public final class SpaceReservation {
         }
     }
 
-    private static int writeZeros(Path file, long bytes) throws IOException {
+    private static int writeZeros(Path file, long from, long to) throws IOException {
         ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-            for (long pos = 0; pos < bytes; ) {
-                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - pos));
+            for (long pos = from; pos < to; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), to - pos));
                 pos += ch.write(zeros, pos);
             }
             return 0;
