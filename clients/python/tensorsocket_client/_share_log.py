@@ -15,23 +15,10 @@ _STARTED_BY = ": started by pid "
 _NO_SPACE = re.compile(r"not enough shared memory in \S+: the arena needs (\d+) bytes")
 
 
-_OWNER = "--- owner: "
-
-
-def start_entry(pid: int, command: List[str], owner: Optional[str] = None) -> bytes:
-    """The line that heads the output of a producer started by ``pid`` and, where it is said, the line naming who it
-    was started for (``owner``: a Ray sweep's cluster and job, which its ``stop()`` compares)."""
-    head = "%s%s%s%d: %s\n" % (_START, time.strftime("%Y-%m-%d %H:%M:%S"), _STARTED_BY, pid, " ".join(command))
-    return (head + ("%s%s\n" % (_OWNER, owner) if owner else "")).encode("utf-8")
-
-
-def owner(path: Path) -> Optional[str]:
-    """Who the last producer started for the share was started for, or None where that start did not say."""
-    entry = _last_start(path)
-    for line in entry[1:3] if entry else []:
-        if line.startswith(_OWNER):
-            return line[len(_OWNER):].strip()
-    return None
+def start_entry(pid: int, command: List[str]) -> bytes:
+    """The line that heads the output of a producer started by ``pid``."""
+    return ("%s%s%s%d: %s\n" % (_START, time.strftime("%Y-%m-%d %H:%M:%S"), _STARTED_BY, pid,
+                               " ".join(command))).encode("utf-8")
 
 
 def tail(path: Path, lines: int = 20) -> str:

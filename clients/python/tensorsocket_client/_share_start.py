@@ -81,11 +81,9 @@ class Started:
 
 
 def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
-          producer_options: Dict[str, Any], log_path, method: Optional[str] = None,
-          owner: Optional[str] = None) -> Started:
+          producer_options: Dict[str, Any], log_path, method: Optional[str] = None) -> Started:
     """Starts the process that serves share ``name`` (see the module's doc), its output going to ``log_path``;
-    ``method`` as :func:`start_method` chooses where None; ``owner``, where given, is logged as who it was started
-    for."""
+    ``method`` as :func:`start_method` chooses where None."""
     args = ["share-serve", "--name", name, "--factory", path, "--kwargs", json.dumps(kwargs), "--description",
             description, "--linger", repr(linger), "--producer-options", json.dumps(producer_options)]
     method = method or start_method()
@@ -93,7 +91,7 @@ def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
     try:
         with open(log_path, "ab") as log:
             if method == "fork":
-                log.write(_share_log.start_entry(os.getpid(), ["(forked)", "tensorsocket_client"] + args, owner))
+                log.write(_share_log.start_entry(os.getpid(), ["(forked)", "tensorsocket_client"] + args))
                 log.flush()
                 _daemon(lambda: _child(name, path, kwargs, description, linger, producer_options, log.fileno(),
                                        status_w))
@@ -102,7 +100,7 @@ def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
                 env = dict(os.environ)
                 # The factory imports in the producer's process as it does here.
                 env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p and os.path.isdir(p))
-                log.write(_share_log.start_entry(os.getpid(), cmd, owner))
+                log.write(_share_log.start_entry(os.getpid(), cmd))
                 log.flush()
                 _daemon(lambda: _exec(cmd, env, log.fileno(), status_w))
     finally:

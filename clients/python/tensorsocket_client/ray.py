@@ -12,7 +12,8 @@ together with the processes it started, and trials of a sweep end all the time; 
 instead (``linger`` seconds after the last trial left), so a sweep leaves nothing behind. The others attach, also
 trials of another sweep with a Ray instance of its own on the same host (two drivers, say), or a plain script: the
 data is decoded once per host. ``stop(name)`` after ``tuner.fit()`` ends every node's producer of the name that no
-trial reads any more; one that another sweep's trials read ends after its linger once they left. ``per_node=True``
+other sweep uses (each sweep's trials note their sweep beside the producer: of two sweeps, the one that ends last stops
+it) and no trial reads; one that trials still read ends after its linger once they left. ``per_node=True``
 names each node's producer after the share and the node (``NAME-NODEID``): nodes simulated on one host
 (``ray.cluster_utils.Cluster``) then keep theirs apart, as separate hosts would.
 
@@ -43,15 +44,18 @@ from .directory import SOCKET_FILE, directory_for, is_locked, launcher_command
 from .share import (
     DEFAULT_LINGER,
     ShareFailed,
+    add_user,
     attach,
     factory_path,
     fingerprint,
     log_path,
+    remove_share_files,
+    remove_user,
     running,
     serve,
-    share_for,
     stop_if_idle,
 )
+from .share import share as _share
 
 NAMESPACE = "tensorsocket"
 
@@ -219,9 +223,10 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     node = ray.get_runtime_context().get_node_id()
     local = producer_name(name, node, per_node)
     if upstream is None:
-        return share_for(_owner(), local, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
-                         start_timeout=start_timeout, producer_options=producer_options, start_method="spawn",
-                         **consumer_options)
+        add_user(local, _sweep())  # its stop() ends the producer only once every sweep using it said it is done
+        return _share(local, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
+                      start_timeout=start_timeout, producer_options=producer_options, start_method="spawn",
+                      **consumer_options)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
     env = _env()
@@ -243,24 +248,32 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     return attach(local, path, wanted, batch_size, names, ensure, deadline, consumer_options)
 
 
-def _owner() -> str:
-    """Who this sweep is, for the producers its trials start: its Ray cluster (GCS address) and job."""
+def _sweep() -> str:
+    """This sweep: its Ray cluster (GCS address) and job, as its trials and its driver see them."""
     context = ray.get_runtime_context()
     return "ray %s job %s" % (context.gcs_address, context.get_job_id())
 
 
 @ray.remote(num_cpus=0)
-def _stop_idle(names, owner, env):
-    """On one node: stops each of ``names`` that runs there, that ``owner`` started and no trial reads; how many."""
+def _stop_idle(names, sweep, env):
+    """On one node: notes that ``sweep`` is done with each of ``names``, and stops each that runs there, that no other
+    sweep uses and that no trial reads; returns how many it stopped."""
     os.environ.update(env)
-    return sum(1 for n in names if running(n) and stop_if_idle(n, owner))
+    stopped = 0
+    for n in names:
+        others = remove_user(n, sweep)
+        if others == 0 and running(n) and stop_if_idle(n):
+            stopped += 1
+        if others == 0 and not running(n):
+            remove_share_files(n)  # what a producer that ended meanwhile left: its users' note, say
+    return stopped
 
 
 def stop(name: str) -> int:
     """Ends share ``name``'s producers (e.g. after ``tuner.fit()``): on every node the relays and then the upstream if
-    :func:`serve_upstream` started one, and each node's producer of the name that this sweep's trials started and no
-    trial reads now (one that another sweep started or still reads ends after its linger, once its trials left);
-    returns how many it ended."""
+    :func:`serve_upstream` started one, and each node's producer of the name that no other sweep uses and no trial reads
+    now (of two sweeps sharing one, the one that ends last stops it; one that trials still read ends after its linger,
+    once they left); returns how many it ended."""
     stopped = 0
     nodes = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
     actors = ["share:" + producer_name(name, node, per_node=True) for node in nodes]
@@ -277,7 +290,7 @@ def stop(name: str) -> int:
         stopped += 1
     env = _env()
     tasks = [_stop_idle.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote(
-        [name, producer_name(name, node, per_node=True)], _owner(), env) for node in nodes]
+        [name, producer_name(name, node, per_node=True)], _sweep(), env) for node in nodes]
     for count in ray.get(tasks, timeout=120):
         stopped += count
     return stopped

@@ -135,17 +135,6 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``, ``connect_timeout=``...). Raises
     ShareMismatch if the producer of that name serves another factory or other arguments, ShareFailed if the producer
     started for it could not start (with its output's end)."""
-    return share_for(None, name, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
-                     start_timeout=start_timeout, producer_options=producer_options, start_method=start_method,
-                     **consumer_options)
-
-
-def share_for(owner: Optional[str], name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
-              kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None,
-              linger: float = DEFAULT_LINGER, start_timeout: float = 120.0,
-              producer_options: Optional[Dict[str, Any]] = None, start_method: Optional[str] = None,
-              **consumer_options: Any):
-    """:func:`share`, where a producer this trial starts is logged as started for ``owner`` (see stop_if_idle)."""
     check_name(name)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
@@ -158,7 +147,7 @@ def share_for(owner: Optional[str], name: str, factory: Union[str, Callable[...,
 
     def ensure():
         _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline,
-                        start_method, owner)
+                        start_method)
 
     return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options)
 
@@ -211,13 +200,54 @@ def start_lock(name: str, deadline: float) -> int:
     return _take_start_lock(name, deadline)
 
 
-def stop_if_idle(name: str, owner: Optional[str] = None, timeout: float = 30.0) -> bool:
+def _users_path(name: str):
+    return base_directory() / (".%s.share.users" % name)
+
+
+def add_user(name: str, who: str, timeout: float = 60.0) -> None:
+    """Notes that ``who`` (a Ray sweep) uses share ``name`` on this host, until it says otherwise (``remove_user``)."""
+    fd = _take_start_lock(name, time.monotonic() + timeout)
+    try:
+        users = _read_users(name)
+        if who not in users:
+            with open(_users_path(name), "a", encoding="utf-8") as f:
+                f.write(who + "\n")
+    finally:
+        os.close(fd)
+
+
+def remove_user(name: str, who: str, timeout: float = 60.0) -> int:
+    """Notes that ``who`` is done with share ``name``; returns how many users it still has."""
+    if not _users_path(name).exists():
+        return 0  # nobody noted (a name no trial of this host used): nothing to take, no file to make
+    fd = _take_start_lock(name, time.monotonic() + timeout)
+    try:
+        users = [u for u in _read_users(name) if u != who]
+        path = _users_path(name)
+        if users:
+            path.write_text("".join(u + "\n" for u in users), encoding="utf-8")
+        else:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        return len(users)
+    finally:
+        os.close(fd)
+
+
+def _read_users(name: str):
+    try:
+        return [u for u in _users_path(name).read_text(encoding="utf-8").splitlines() if u]
+    except FileNotFoundError:
+        return []
+
+
+def stop_if_idle(name: str, timeout: float = 30.0) -> bool:
     """Stops the shared producer ``name`` on this host now if no consumer reads it (as its linger's end would, leaving
-    nothing behind) and, with ``owner``, if it was started for that owner; says whether it did. One that trials still
-    read, or that another sweep started, ends after its linger once they left."""
+    nothing behind), and says whether it did; one that trials (of another sweep, say) still read ends after its linger
+    once they left."""
     from ._status import query
-    if owner is not None and _share_log.owner(log_path(name)) != owner:
-        return False
     status = query(name, timeout=5.0)
     if status is None or status.consumers_attached > 0:
         return False
@@ -262,6 +292,11 @@ def _take_start_lock(name, deadline) -> int:
         os.close(fd)
 
 
+def remove_share_files(name) -> None:
+    """Removes the share's lock, log and note of users where no producer of it runs or starts (see below)."""
+    _remove_share_files(name)
+
+
 def _remove_share_files(name) -> None:
     """Removes the share's lock file and log (the end of a producer that ran cleanly leaves nothing behind), unless a
     trial is starting the next producer of the name or one runs: then both are still in use."""
@@ -277,7 +312,7 @@ def _remove_share_files(name) -> None:
         return
     try:
         if not is_locked(directory_for(name)):
-            for f in (log_path(name), lock):
+            for f in (log_path(name), _users_path(name), lock):
                 try:
                     os.unlink(str(f))
                 except FileNotFoundError:
@@ -286,8 +321,7 @@ def _remove_share_files(name) -> None:
         os.close(fd)
 
 
-def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline, start_method=None,
-                    owner=None):
+def _ensure_started(name, path, kwargs, description, linger, producer_options, deadline, start_method=None):
     """Starts the shared producer unless it runs; one caller at a time (a lock file decides), bounded by deadline."""
     fd = _take_start_lock(name, deadline)
     try:
@@ -299,7 +333,7 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
             raise ShareFailed("the producer for share '%s' (%s) cannot start: %s" % (name, path, short))
         proc_log = log_path(name)
         started = _share_start.start(name, path, kwargs, description, linger, producer_options, proc_log,
-                                     start_method, owner)
+                                     start_method)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
             if started.poll() is not None:
                 code = started.returncode

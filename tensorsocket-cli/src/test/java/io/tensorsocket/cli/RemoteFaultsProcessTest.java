@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tensorsocket.TensorProducer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -181,7 +182,15 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
         serve("up", DATA, 50, 3, "--flight", "127.0.0.1:" + port);
         Proc local = consume("up", 100, "--epochs", "1");
         assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
-        // the upstream's loader ran ahead into its last epoch (its 64 slots hold more than an epoch)
+        // the upstream's loader runs ahead into its last epoch (its 64 slots hold more than an epoch); on a loaded
+        // machine it may still be on its way there when the consumer is done
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (TensorProducer.queryStatus(base.resolve("up"), Duration.ofSeconds(5))
+                        .epoch()
+                < 2) {
+            assertTrue(System.nanoTime() < deadline, "the upstream's loader never reached its last epoch");
+            Thread.sleep(20);
+        }
         Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0");
         assertEquals(1, relay.exitCode(Duration.ofSeconds(20)), relay.stderr());
         assertTrue(relay.errorLine().contains("is in its last epoch"), relay.stderr());
