@@ -179,18 +179,19 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     @Test
     void aRelayThatCannotJoinAtAnEpochStartIsRefusedAtOnceSayingWhy() throws Exception {
         int port = freePort();
-        serve("up", DATA, 50, 3, "--flight", "127.0.0.1:" + port);
-        Proc local = consume("up", 100, "--epochs", "1");
-        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
-        // the upstream's loader runs ahead into its last epoch (its 64 slots hold more than an epoch); on a loaded
-        // machine it may still be on its way there when the consumer is done
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        serve("up", DATA, 50, 3, "--flight", "127.0.0.1:" + port, "--slots", "100");
+        // The upstream's loader runs ahead into its last epoch while a slow consumer reads the first (its 100 slots
+        // hold more than an epoch and a half); a loader does not run on once its last consumer left.
+        Proc local = consume("up", 100, "--epochs", "1", "--step-ms", "60");
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (TensorProducer.queryStatus(base.resolve("up"), Duration.ofSeconds(5))
                         .epoch()
                 < 2) {
             assertTrue(System.nanoTime() < deadline, "the upstream's loader never reached its last epoch");
+            assertTrue(local.isAlive(), "the consumer finished before the loader reached its last epoch");
             Thread.sleep(20);
         }
+        assertEquals(0, local.exitCode(Duration.ofSeconds(60)), local.stderr());
         Proc relay = start("serve", "--name", "r", "--from", uri(port, "up"), "--batch-size", "50", "--epochs", "0");
         assertEquals(1, relay.exitCode(Duration.ofSeconds(20)), relay.stderr());
         assertTrue(relay.errorLine().contains("is in its last epoch"), relay.stderr());
