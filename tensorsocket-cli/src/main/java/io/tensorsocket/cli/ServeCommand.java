@@ -7,7 +7,10 @@ import io.tensorsocket.metrics.MetricsEndpoint;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -148,6 +151,14 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     FlightOptions flight;
 
+    @Option(
+            names = "--variant",
+            paramLabel = "NAME=TRANSFORMS",
+            description = "--images: also serve the same images with other transforms (torchvision style, as"
+                    + " --transform) as producer NAME, whose consumers connect by that name; with --cache-mb every"
+                    + " variant augments the one decoded copy of each image. Repeatable.")
+    List<String> variants = new ArrayList<>();
+
     @Override
     public Integer call() throws Exception {
         InetSocketAddress metricsAddress = metrics == null ? null : MetricsEndpoint.parseAddress(metrics);
@@ -155,49 +166,25 @@ final class ServeCommand implements Callable<Integer> {
             // Required except with --external: reported as picocli reports any missing option.
             throw new ParameterException(spec.commandLine(), "Missing required option: '--batch-size=<batchSize>'");
         }
+        List<Variant> extra = Variant.parseAll(variants, source, target.name);
         BatchSource src = source.build(
                 target.name != null ? target.name : target.dir.getFileName().toString());
-        TensorProducer.Builder b = TensorProducer.builder()
-                .source(src)
-                .epochs(epochs)
-                .rubberBand(rubberBand)
-                .stallTimeout(seconds(stallTimeoutS))
-                .minConsumers(minConsumers)
-                .jobTimeout(seconds(jobTimeoutS))
-                .shareKey(shareKey)
-                .helloTimeout(seconds(helloTimeoutS))
-                .rings(rings);
-        if (startGraceMs != null) {
-            b.startGrace(Duration.ofMillis(startGraceMs));
-        }
-        if (idleTimeoutS != null) {
-            b.idleTimeout(seconds(idleTimeoutS));
-        }
-        if (claimsAhead != null || source.kind.external) {
-            b.claimsAhead(claimsAhead != null ? claimsAhead : EXTERNAL_CLAIMS_AHEAD);
-        }
+        TensorProducer.Builder b = rules(TensorProducer.builder().source(src));
         if (target.name != null) {
             b.name(target.name);
         } else {
             b.directory(target.dir);
         }
-        if (slots != null) {
-            b.slots(slots);
-        }
-        if (arenaMb != null) {
-            b.arenaMiB(arenaMb);
-        }
-        if (group != null) {
-            b.accessGroup(group);
-        }
         // SIGTERM or Ctrl-C at any time, also while the producer still waits for its source (an external
         // producer's feeder), leaves no directory behind.
         AtomicReference<TensorProducer> built = new AtomicReference<>();
+        List<TensorProducer> others = new CopyOnWriteArrayList<>();
         CountDownLatch constructed = new CountDownLatch(1);
         Thread main = Thread.currentThread();
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
                         () -> {
+                            others.forEach(TensorProducer::close);
                             if (built.get() == null) {
                                 main.interrupt(); // ends the wait for the source; the half-built producer removes
                                 // its directory
@@ -217,10 +204,25 @@ final class ServeCommand implements Callable<Integer> {
         try {
             producer = b.build();
             built.set(producer);
+            for (Variant v : extra) {
+                others.add(rules(TensorProducer.builder().source(source.images(v.transforms())))
+                        .name(v.name())
+                        .build()
+                        .start());
+            }
+        } catch (RuntimeException | Error e) {
+            others.forEach(TensorProducer::close);
+            throw e;
         } finally {
             constructed.countDown();
         }
         try (TensorProducer p = producer;
+                AutoCloseable variantsClosed = () -> others.forEach(TensorProducer::close);
+                AutoCloseable cacheClosed = () -> {
+                    if (source.cache() != null) {
+                        source.cache().close();
+                    }
+                };
                 MetricsEndpoint endpoint = metricsAddress == null ? null : MetricsEndpoint.start(p, metricsAddress);
                 FlightServe remote = flight.start(p)) {
             Json ready = Json.object()
@@ -234,12 +236,54 @@ final class ServeCommand implements Callable<Integer> {
             if (remote != null) {
                 ready.put("flight", remote.address().toString());
             }
+            if (!others.isEmpty()) {
+                ready.put(
+                        "variants",
+                        String.join(
+                                ",", others.stream().map(TensorProducer::name).toList()));
+            }
             System.out.println(ready);
             System.out.flush();
             p.run();
+            for (TensorProducer v : others) {
+                while (!v.await(Duration.ofMinutes(1))) {
+                    // each variant's epochs to their end, as the main producer's
+                }
+            }
             System.out.println(Json.object().put("event", "finished").put("batches", p.batchesPublished()));
         }
         return 0;
+    }
+
+    /** The serving rules every producer of this command gets (the main one and each variant). */
+    private TensorProducer.Builder rules(TensorProducer.Builder b) {
+        b.epochs(epochs)
+                .rubberBand(rubberBand)
+                .stallTimeout(seconds(stallTimeoutS))
+                .minConsumers(minConsumers)
+                .jobTimeout(seconds(jobTimeoutS))
+                .shareKey(shareKey)
+                .helloTimeout(seconds(helloTimeoutS))
+                .rings(rings);
+        if (startGraceMs != null) {
+            b.startGrace(Duration.ofMillis(startGraceMs));
+        }
+        if (idleTimeoutS != null) {
+            b.idleTimeout(seconds(idleTimeoutS));
+        }
+        if (claimsAhead != null || source.kind.external) {
+            b.claimsAhead(claimsAhead != null ? claimsAhead : EXTERNAL_CLAIMS_AHEAD);
+        }
+        if (slots != null) {
+            b.slots(slots);
+        }
+        if (arenaMb != null) {
+            b.arenaMiB(arenaMb);
+        }
+        if (group != null) {
+            b.accessGroup(group);
+        }
+        return b;
     }
 
     static Duration seconds(double s) {

@@ -5,6 +5,7 @@ import io.tensorsocket.BatchSource;
 import io.tensorsocket.external.ExternalSource;
 import io.tensorsocket.flight.RelaySource;
 import io.tensorsocket.flight.RemoteOptions;
+import io.tensorsocket.pipeline.DecodedCache;
 import io.tensorsocket.pipeline.Decoders;
 import io.tensorsocket.pipeline.IdxDataset;
 import io.tensorsocket.pipeline.IdxSource;
@@ -157,6 +158,17 @@ final class SourceOptions {
                     + " samples x sample bytes of memory).")
     boolean preload;
 
+    @Option(
+            names = "--cache-mb",
+            paramLabel = "MIB",
+            description = "--images: keep up to this many MiB of decoded images across epochs, so each image is"
+                    + " decoded once while it fits and only augmented after (the bytes served are the same); default:"
+                    + " none, decode every epoch.")
+    Long cacheMb;
+
+    /** The decoded-sample cache of an image folder's pipelines, made by the first {@link #build}; null without one. */
+    private DecodedCache cache;
+
     @ArgGroup(exclusive = false, heading = "Relay (--from) options:%n")
     RelayOptions relay = new RelayOptions();
 
@@ -175,6 +187,36 @@ final class SourceOptions {
                 paramLabel = "PEM",
                 description = "Trust this certificate for a grpc+tls:// --from.")
         Path trust;
+    }
+
+    /**
+     * The image folder's pipeline with {@code transforms} (the folder's and the other options' as given), reading and
+     * filling the one decoded-sample cache of this command's pipelines where {@code --cache-mb} asks for one.
+     */
+    ImagePipelineSource images(String transforms) throws IOException {
+        ImageFolder folder = classPerFolder(kind.images);
+        if (cacheMb != null && cache == null) {
+            cache = new DecodedCache(cacheMb << 20, folder.size());
+        }
+        ImagePipelineSource.Builder b = ImagePipelineSource.builder(folder)
+                .transforms(TransformPipeline.parse(transforms, OutputFormat.parse(output)))
+                .decoder(Decoders.named(decoder))
+                .batchSize(batchSize)
+                .seed(seed)
+                .shuffle(!noShuffle)
+                .dropLast(loaderDropLast);
+        if (cache != null) {
+            b.cache(cache);
+        }
+        if (workers != null) {
+            b.workers(workers);
+        }
+        return b.build();
+    }
+
+    /** The decoded-sample cache {@link #images} made, or null; closed by whoever ran the sources, after them. */
+    DecodedCache cache() {
+        return cache;
     }
 
     /** Refuses a {@code --preload} of more than half this machine's memory, saying how much it would take. */
@@ -254,17 +296,10 @@ final class SourceOptions {
             return SyntheticSpec.asksForSeededOrder(kind.synthetic) ? source.seeded() : source;
         }
         if (kind.images != null) {
-            ImagePipelineSource.Builder b = ImagePipelineSource.builder(classPerFolder(kind.images))
-                    .transforms(TransformPipeline.parse(transform, OutputFormat.parse(output)))
-                    .decoder(Decoders.named(decoder))
-                    .batchSize(batchSize)
-                    .seed(seed)
-                    .shuffle(!noShuffle)
-                    .dropLast(loaderDropLast);
-            if (workers != null) {
-                b.workers(workers);
-            }
-            return b.build();
+            return images(transform);
+        }
+        if (cacheMb != null) {
+            throw new IllegalArgumentException("--cache-mb keeps decoded images: it applies to --images sources");
         }
         IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split))
                 .batchSize(batchSize)

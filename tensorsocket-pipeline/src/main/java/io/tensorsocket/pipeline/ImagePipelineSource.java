@@ -10,6 +10,8 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Serves an {@link ImageFolder} through a {@link TransformPipeline}: worker threads decode and augment
@@ -26,6 +28,7 @@ import java.util.Objects;
  * }</pre>
  */
 public final class ImagePipelineSource extends SampledSource<ImagePipelineSource.Worker> {
+    private static final Logger log = LoggerFactory.getLogger(ImagePipelineSource.class);
     public static final String IMAGE = "image";
     public static final String LABEL = "label";
 
@@ -34,6 +37,8 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
     private final ImageDecoder decoder;
     private final int workers;
     private final int prefetch;
+    private final DecodedCache cache;
+    private final boolean ownsCache;
 
     private ImagePipelineSource(Builder b, ImageFolder folder) {
         super(
@@ -44,7 +49,40 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         this.decoder = b.decoder != null ? b.decoder : Decoders.best();
         this.workers = b.workers;
         this.prefetch = b.prefetch;
+        this.ownsCache = b.cache == null && b.cacheBytes > 0;
+        this.cache = b.cache != null ? b.cache : ownsCache ? new DecodedCache(b.cacheBytes, folder.size()) : null;
+        if (cache != null && cache.capacityBytes() > 0) {
+            log.info(
+                    "decoded-sample cache of {} MiB for {} images: each is decoded once while it fits, then only"
+                            + " augmented ({})",
+                    cache.capacityBytes() >> 20,
+                    folder.size(),
+                    ownsCache ? "its own" : "shared with other pipelines");
+        }
         startWorkers(new Writer(), b.workers, b.prefetch);
+    }
+
+    @Override
+    protected void epochEmitted(long epoch) {
+        if (cache != null) {
+            log.info(cache.summary(epoch));
+        }
+    }
+
+    /** The decoded-sample cache this source reads and fills, or null where it decodes every epoch. */
+    public DecodedCache cache() {
+        return cache;
+    }
+
+    @Override
+    public void close() {
+        try {
+            super.close();
+        } finally {
+            if (ownsCache) {
+                cache.close();
+            }
+        }
     }
 
     /** A builder for the images under {@code root} ({@code root/<class>/<image>}). */
@@ -99,7 +137,13 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
 
         @Override
         public void write(Worker w, long epoch, int sampleId, SlotWriter slot, int index) throws IOException {
-            RgbImage img = w.reader.read(folder.file(sampleId));
+            RgbImage img = cache == null ? null : cache.lookup(epoch, sampleId);
+            if (img == null) {
+                img = w.reader.read(folder.file(sampleId));
+                if (cache != null) {
+                    cache.offer(sampleId, img);
+                }
+            }
             SampleGeometry g = transforms.plan(
                     img.width(), img.height(), Seeds.forSample(sampler().seed(), epoch, sampleId));
             MemorySegment out = slot.tensor(0).asSlice(index * imageBytes, imageBytes);
@@ -124,6 +168,8 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         private final ImageFolder folder;
         private TransformPipeline transforms = TransformPipeline.imagenetTrain(224);
         private ImageDecoder decoder;
+        private long cacheBytes;
+        private DecodedCache cache;
 
         private Builder(Path root, ImageFolder folder) {
             super(Math.max(1, Runtime.getRuntime().availableProcessors())); // decoding is the expensive part
@@ -140,6 +186,27 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         /** The JPEG decoder; default {@link Decoders#best()}. PNG always goes through ImageIO. */
         public Builder decoder(ImageDecoder decoder) {
             this.decoder = Objects.requireNonNull(decoder, "decoder");
+            return this;
+        }
+
+        /**
+         * Keeps up to {@code bytes} of decoded images across epochs ({@link DecodedCache}): each image is decoded once
+         * while it fits and only augmented in later epochs, the bytes served unchanged. Default 0: none.
+         */
+        public Builder cacheBytes(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("a cache of " + bytes + " bytes; give 0 (none) or more");
+            }
+            this.cacheBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Reads and fills {@code shared}, a cache of this folder's decoded images that other pipelines (other
+         * augmentations of the same images) use too; the caller closes it after every source.
+         */
+        public Builder cache(DecodedCache shared) {
+            this.cache = Objects.requireNonNull(shared, "shared");
             return this;
         }
 

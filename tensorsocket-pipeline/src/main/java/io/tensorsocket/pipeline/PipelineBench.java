@@ -20,7 +20,8 @@ import java.util.stream.Stream;
  * RandomResizedCrop + RandomHorizontalFlip + Normalize, decoded by TurboJPEG and by ImageIO, with 1
  * and 2 worker threads, written into native slots as a producer would. Reports images/s, images/s
  * per worker thread, and images per CPU-second of the whole process (the fairest "per core" number on
- * a shared machine).
+ * a shared machine). Last, with a decoded-sample cache ({@link DecodedCache}): epoch 0, which decodes and keeps every
+ * image, against later epochs, which only augment.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp ... io.tensorsocket.pipeline.PipelineBench [--dir DIR]
@@ -87,6 +88,67 @@ public final class PipelineBench {
             }
         }
         decodeOnly(folder, seconds);
+        for (String t : threads.split(",")) {
+            cached(folder, Decoders.named(decoders.split(",")[0]), Integer.parseInt(t.trim()), seconds);
+        }
+    }
+
+    /**
+     * The decoded-sample cache: epoch 0 decodes every image (and keeps it), later epochs only augment what was kept.
+     * Prints both rates, per wall and per CPU second, and their ratio.
+     */
+    private static void cached(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
+        long bytes = 0;
+        try (ImageFileReader reader = new ImageFileReader(decoder)) {
+            RgbImage first = reader.read(folder.file(0));
+            bytes = (long) first.width() * first.height() * 3 * folder.size() * 2; // room for every image, and more
+        }
+        try (ImagePipelineSource source = ImagePipelineSource.builder(folder)
+                        .decoder(decoder)
+                        .transforms(TransformPipeline.imagenetTrain(224))
+                        .batchSize(32)
+                        .workers(threads)
+                        .prefetch(2)
+                        .seed(1)
+                        .cacheBytes(bytes)
+                        .build();
+                RingSink sink = new RingSink(source.layout(), 3)) {
+            long cpu0 = processCpuNanos();
+            long start = System.nanoTime();
+            source.emitEpoch(0, sink);
+            double firstWall = (System.nanoTime() - start) / 1e9;
+            double firstCpu = (processCpuNanos() - cpu0) / 1e9;
+            long epoch = 1;
+            long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
+            while (System.nanoTime() < warmEnd || epoch < 3) {
+                source.emitEpoch(epoch++, sink);
+            }
+            long samples = 0;
+            cpu0 = processCpuNanos();
+            start = System.nanoTime();
+            long end = start + (long) (seconds * 1e9);
+            do {
+                source.emitEpoch(epoch++, sink);
+                samples += source.samplesPerEpoch();
+            } while (System.nanoTime() < end);
+            double wall = (System.nanoTime() - start) / 1e9;
+            double cpu = (processCpuNanos() - cpu0) / 1e9;
+            int n = folder.size();
+            System.out.printf(
+                    Locale.ROOT,
+                    "cache, %d thread(s): epoch 0 (decode + augment) %.0f images/s, %.0f images/cpu-s; epochs 1+"
+                            + " (augment only) %.0f images/s, %.0f images/cpu-s: %.2fx the rate, %.2fx per cpu-s;"
+                            + " %d images kept, %.0f MiB%n",
+                    threads,
+                    n / firstWall,
+                    n / firstCpu,
+                    samples / wall,
+                    samples / cpu,
+                    (samples / wall) / (n / firstWall),
+                    (samples / cpu) / (n / firstCpu),
+                    source.cache().samplesHeld(),
+                    source.cache().bytesHeld() / 1048576.0);
+        }
     }
 
     private record Result(int threads, double perSecond, double perCpuSecond) {}

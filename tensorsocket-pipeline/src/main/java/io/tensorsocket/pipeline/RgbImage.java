@@ -33,6 +33,18 @@ public final class RgbImage implements AutoCloseable {
         return pixels;
     }
 
+    /**
+     * A view of {@code pixels} as a {@code width} x {@code height} image, {@code height} rows of {@code width * 3}
+     * bytes (a {@link DecodedCache}'s kept image): for reading; it owns nothing, and {@link #reset} must not be called.
+     */
+    static RgbImage view(int width, int height, MemorySegment pixels) {
+        RgbImage v = new RgbImage();
+        v.width = width;
+        v.height = height;
+        v.pixels = pixels;
+        return v;
+    }
+
     public int width() {
         return width;
     }

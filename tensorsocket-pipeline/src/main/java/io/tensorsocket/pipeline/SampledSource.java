@@ -56,7 +56,11 @@ abstract class SampledSource<C> implements IndexedSource {
     @Override
     public final void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
         filler.emit(epoch, order, layout.batchSize(), sink);
+        epochEmitted(epoch);
     }
+
+    /** Called once an epoch's last batch was handed over; a subclass says here what the epoch cost. */
+    protected void epochEmitted(long epoch) {}
 
     /** The order in which epochs visit the samples. */
     public final EpochSampler sampler() {

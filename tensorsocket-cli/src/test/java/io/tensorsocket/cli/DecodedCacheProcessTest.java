@@ -1,0 +1,116 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.TensorConsumer;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Decode once per sweep, as users run it: {@code serve --images DIR --cache-mb N --variant NAME=TRANSFORMS} serves
+ * one folder under two augmentations from one decoded copy of each image, and each stream is byte for byte what a
+ * producer of that augmentation alone, decoding every epoch, serves with the same seed.
+ */
+class DecodedCacheProcessTest extends ProcessTestBase {
+    private static final String HEAVY = "RandomResizedCrop(32), RandomHorizontalFlip(0.5), Normalize(imagenet)";
+    private static final String LIGHT = "RandomResizedCrop(24, scale=(0.6, 1.0)), Normalize(imagenet)";
+
+    private Proc serveImages(Path images, String name, String transform, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of(
+                "serve",
+                "--name",
+                name,
+                "--images",
+                images.toString(),
+                "--transform",
+                transform,
+                "--batch-size",
+                "8",
+                "--epochs",
+                "3",
+                "--seed",
+                "11",
+                "--workers",
+                "2"));
+        args.addAll(List.of(extra));
+        return start(args.toArray(String[]::new)).awaitReady();
+    }
+
+    /** Every batch's image bytes of {@code epochs} epochs of producer {@code name}. */
+    private List<byte[]> read(String name, int epochs) {
+        List<byte[]> out = new ArrayList<>();
+        try (TensorConsumer c = TensorConsumer.connect(
+                base.resolve(name), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
+            for (int e = 0; e < epochs; e++) {
+                for (Batch b : c) {
+                    out.add(b.tensor("image").data().toArray(ValueLayout.JAVA_BYTE));
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void variantsShareOneDecodeAndEachEqualsItsPrivatePipeline() throws Exception {
+        Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
+        Proc shared = serveImages(images, "sweep", HEAVY, "--cache-mb", "64", "--variant", "sweep-light=" + LIGHT);
+        assertTrue(
+                shared.lines().getFirst().contains("\"variants\": \"sweep-light\""),
+                shared.lines().toString());
+        Proc heavyAlone = serveImages(images, "heavy", HEAVY);
+        Proc lightAlone = serveImages(images, "light", LIGHT);
+        List<byte[]> heavy = read("sweep", 3);
+        List<byte[]> light = read("sweep-light", 3);
+        List<byte[]> wantHeavy = read("heavy", 3);
+        List<byte[]> wantLight = read("light", 3);
+        assertEquals(wantHeavy.size(), heavy.size());
+        assertEquals(15, heavy.size(), "5 batches of 8 per epoch, 3 epochs");
+        for (int i = 0; i < heavy.size(); i++) {
+            assertArrayEquals(wantHeavy.get(i), heavy.get(i), "heavy batch " + i);
+            assertArrayEquals(wantLight.get(i), light.get(i), "light batch " + i);
+        }
+        for (Proc p : List.of(shared, heavyAlone, lightAlone)) {
+            assertEquals(0, p.exitCode(Duration.ofSeconds(60)), p.stderr());
+        }
+        // each image decoded once for both augmentations, then only augmented
+        String log = shared.stderr();
+        assertTrue(log.contains("decoded-sample cache of 64 MiB for 40 images"), log);
+        assertTrue(log.contains("epoch 1: 80 hits, 0 decoded") && log.contains("epoch 2: 80 hits, 0 decoded"), log);
+        assertTrue(log.contains("decoded-sample cache: 40 samples"), log);
+        try (var left = Files.list(base)) {
+            assertEquals(
+                    List.of("images"), left.map(p -> p.getFileName().toString()).toList(), "nothing left");
+        }
+    }
+
+    @Test
+    void aVariantOfAnythingButAnImageFolderOrAGreedyCacheIsRefusedInOneLine() throws Exception {
+        Proc synthetic = start(
+                "serve",
+                "--name",
+                "s",
+                "--synthetic",
+                "samples=10,shape=2,dtype=float32,seed=1",
+                "--batch-size",
+                "5",
+                "--variant",
+                "t=Normalize(imagenet)");
+        assertEquals(1, synthetic.exitCode(Duration.ofSeconds(30)), synthetic.stderr());
+        assertTrue(synthetic.errorLine().contains("it applies to --images sources"), synthetic.stderr());
+        Path images = DemoImages.ensure(base.resolve("images"), 8, 2);
+        Proc greedy = start(
+                "serve", "--name", "g", "--images", images.toString(), "--batch-size", "4", "--cache-mb", "999999999");
+        assertEquals(1, greedy.exitCode(Duration.ofSeconds(30)), greedy.stderr());
+        assertTrue(greedy.errorLine().contains("MiB of memory available"), greedy.stderr());
+        assertTrue(greedy.errorLine().contains("does not fit"), greedy.stderr());
+    }
+}
