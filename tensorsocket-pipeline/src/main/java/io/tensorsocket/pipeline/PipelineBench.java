@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 
 /**
@@ -90,6 +91,83 @@ public final class PipelineBench {
         decodeOnly(folder, seconds);
         for (String t : threads.split(",")) {
             cached(folder, Decoders.named(decoders.split(",")[0]), Integer.parseInt(t.trim()), seconds);
+        }
+        ImageDecoder d = Decoders.named(decoders.split(",")[0]);
+        double privately = threeAugmentations(folder, d, seconds, false);
+        double shared = threeAugmentations(folder, d, seconds, true);
+        System.out.printf(
+                Locale.ROOT,
+                "three augmentations (crop scale (0.08,1), (0.3,1), (0.6,1)), one thread each: private pipelines %.0f"
+                        + " images/s in all, one shared decoded-sample cache %.0f (%.2fx), epochs 1+%n",
+                privately,
+                shared,
+                shared / privately);
+    }
+
+    /**
+     * Three pipelines of the folder side by side, each its own crop scale and one worker thread, as three trials that
+     * augment differently: each decoding every epoch, or all three reading one decoded-sample cache filled in their
+     * first epoch. Returns the images/s of the three together over epochs 1 and later.
+     */
+    private static double threeAugmentations(ImageFolder folder, ImageDecoder decoder, double seconds, boolean share)
+            throws Exception {
+        long bytes;
+        try (ImageFileReader reader = new ImageFileReader(decoder)) {
+            RgbImage first = reader.read(folder.file(0));
+            bytes = (long) first.width() * first.height() * 3 * folder.size() * 2;
+        }
+        double[] scales = {0.08, 0.3, 0.6};
+        List<ImagePipelineSource> sources = new ArrayList<>();
+        List<RingSink> sinks = new ArrayList<>();
+        try (DecodedCache cache = share ? new DecodedCache(bytes, folder.size()) : null) {
+            for (double scale : scales) {
+                ImagePipelineSource.Builder b = ImagePipelineSource.builder(folder)
+                        .decoder(decoder)
+                        .transforms(TransformPipeline.of(List.of(
+                                new Transform.RandomResizedCrop(224, 224, scale, 1.0, 3.0 / 4.0, 4.0 / 3.0),
+                                Transform.randomHorizontalFlip(0.5),
+                                Transform.normalize(Transform.IMAGENET_MEAN, Transform.IMAGENET_STD))))
+                        .batchSize(32)
+                        .workers(1)
+                        .prefetch(2)
+                        .seed(1);
+                if (cache != null) {
+                    b.cache(cache);
+                }
+                ImagePipelineSource source = b.build();
+                sources.add(source);
+                sinks.add(new RingSink(source.layout(), 3));
+            }
+            for (int i = 0; i < 3; i++) {
+                sources.get(i).emitEpoch(0, sinks.get(i)); // fills the cache (the first), warms the JIT
+            }
+            LongAdder samples = new LongAdder();
+            long end = System.nanoTime() + (long) (seconds * 1e9);
+            long start = System.nanoTime();
+            List<Thread> trials = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                ImagePipelineSource source = sources.get(i);
+                RingSink sink = sinks.get(i);
+                trials.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        for (long e = 1; System.nanoTime() < end; e++) {
+                            source.emitEpoch(e, sink);
+                            samples.add(source.samplesPerEpoch());
+                        }
+                    } catch (Exception ex) {
+                        throw new IllegalStateException(ex);
+                    }
+                }));
+            }
+            for (Thread t : trials) {
+                t.join();
+            }
+            return samples.sum() / ((System.nanoTime() - start) / 1e9);
+        } finally {
+            for (int i = 0; i < sources.size(); i++) {
+                sinks.get(i).close();
+                sources.get(i).close();
+            }
         }
     }
 
