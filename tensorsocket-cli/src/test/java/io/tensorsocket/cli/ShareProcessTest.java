@@ -75,42 +75,9 @@ class ShareProcessTest extends ProcessTestBase {
         // linger after everyone left: each has imported what it needs before it is let go, so that no start-up time
         // decides the order.
         Path goLate = base.resolve("go-late");
-        Proc late = trial(
-                "sweep",
-                "--epochs",
-                "2",
-                "--batch-size",
-                "16",
-                "--linger",
-                "4",
-                "--after",
-                goLate.toString(),
-                "--kwargs",
-                SLOW);
-        Proc killed = trial(
-                "sweep",
-                "--epochs",
-                "5",
-                "--batch-size",
-                "16",
-                "--linger",
-                "4",
-                "--after",
-                goLate.toString(),
-                "--kwargs",
-                SLOW);
-        Proc again = trial(
-                "sweep",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "50",
-                "--linger",
-                "4",
-                "--after",
-                lastLeft.toString(),
-                "--kwargs",
-                SLOW);
+        Proc late = waitingTrial(2, 16, goLate);
+        Proc killed = waitingTrial(5, 16, goLate);
+        Proc again = waitingTrial(1, 50, lastLeft);
         for (Proc t : List.of(late, killed, again)) {
             t.awaitLine("ready"::equals, Duration.ofMinutes(2));
         }
@@ -295,5 +262,21 @@ class ShareProcessTest extends ProcessTestBase {
         List<T> all = new ArrayList<>(a);
         all.addAll(b);
         return all;
+    }
+
+    /** A trial of the sweep that imports what it needs, says "ready" and calls share() only once {@code go} exists. */
+    private Proc waitingTrial(int epochs, int batchSize, Path go) throws Exception {
+        return trial(
+                "sweep",
+                "--epochs",
+                Integer.toString(epochs),
+                "--batch-size",
+                Integer.toString(batchSize),
+                "--linger",
+                "4",
+                "--after",
+                go.toString(),
+                "--kwargs",
+                SLOW);
     }
 }

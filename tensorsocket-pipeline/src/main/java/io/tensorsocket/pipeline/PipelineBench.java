@@ -111,11 +111,7 @@ public final class PipelineBench {
      */
     private static double threeAugmentations(ImageFolder folder, ImageDecoder decoder, double seconds, boolean share)
             throws Exception {
-        long bytes;
-        try (ImageFileReader reader = new ImageFileReader(decoder)) {
-            RgbImage first = reader.read(folder.file(0));
-            bytes = (long) first.width() * first.height() * 3 * folder.size() * 2;
-        }
+        long bytes = roomForAll(folder, decoder);
         double[] scales = {0.08, 0.3, 0.6};
         List<ImagePipelineSource> sources = new ArrayList<>();
         List<RingSink> sinks = new ArrayList<>();
@@ -176,19 +172,8 @@ public final class PipelineBench {
      * Prints both rates, per wall and per CPU second, and their ratio.
      */
     private static void cached(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
-        long bytes = 0;
-        try (ImageFileReader reader = new ImageFileReader(decoder)) {
-            RgbImage first = reader.read(folder.file(0));
-            bytes = (long) first.width() * first.height() * 3 * folder.size() * 2; // room for every image, and more
-        }
-        try (ImagePipelineSource source = ImagePipelineSource.builder(folder)
-                        .decoder(decoder)
-                        .transforms(TransformPipeline.imagenetTrain(224))
-                        .batchSize(32)
-                        .workers(threads)
-                        .prefetch(2)
-                        .seed(1)
-                        .cacheBytes(bytes)
+        try (ImagePipelineSource source = imagenet(folder, decoder, threads)
+                        .cacheBytes(roomForAll(folder, decoder))
                         .build();
                 RingSink sink = new RingSink(source.layout(), 3)) {
             long cpu0 = processCpuNanos();
@@ -231,15 +216,27 @@ public final class PipelineBench {
 
     private record Result(int threads, double perSecond, double perCpuSecond) {}
 
+    /** The measured pipeline: ImageNet's training transforms, batch 32, {@code threads} workers, seed 1. */
+    private static ImagePipelineSource.Builder imagenet(ImageFolder folder, ImageDecoder decoder, int threads) {
+        return ImagePipelineSource.builder(folder)
+                .decoder(decoder)
+                .transforms(TransformPipeline.imagenetTrain(224))
+                .batchSize(32)
+                .workers(threads)
+                .prefetch(2)
+                .seed(1);
+    }
+
+    /** A cache size with room for every decoded image of the folder, and more (its images are of one size). */
+    private static long roomForAll(ImageFolder folder, ImageDecoder decoder) throws Exception {
+        try (ImageFileReader reader = new ImageFileReader(decoder)) {
+            RgbImage first = reader.read(folder.file(0));
+            return (long) first.width() * first.height() * 3 * folder.size() * 2;
+        }
+    }
+
     private static Result run(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
-        try (ImagePipelineSource source = ImagePipelineSource.builder(folder)
-                        .decoder(decoder)
-                        .transforms(TransformPipeline.imagenetTrain(224))
-                        .batchSize(32)
-                        .workers(threads)
-                        .prefetch(2)
-                        .seed(1)
-                        .build();
+        try (ImagePipelineSource source = imagenet(folder, decoder, threads).build();
                 RingSink sink = new RingSink(source.layout(), 3)) {
             long epoch = 0;
             long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
