@@ -196,7 +196,7 @@ class TensorProducer:
                 raise not_found("no producer '%s' waits for a feeder (no %s%s); %s"
                                        % (self.name, path, waiting.within(), how))
             waiting.note("no feeder socket yet")
-            time.sleep(0.05)
+            time.sleep(0.01)  # a trial waits for its first batch behind this: ask often, it costs next to nothing
 
     def _attach(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
         """Connects and declares the batches, ``first`` showing what each holds."""

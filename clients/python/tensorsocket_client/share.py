@@ -345,7 +345,7 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
             if time.monotonic() > deadline:
                 raise ShareFailed("the producer started for share '%s' (%s) did not open its socket within "
                                   "start_timeout; its output so far:\n%s" % (name, path, _share_log.tail(proc_log)))
-            time.sleep(0.05)
+            time.sleep(0.01)  # this trial's first batch waits behind it: look often, it costs next to nothing
         started.close()
     finally:
         os.close(fd)  # releases the lock

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -175,7 +176,14 @@ final class DemoCommand implements Callable<Integer> {
                     ok
                             ? "checked: every job got every sample once and in order, and the first "
                                     + "64 samples were byte-identical in every private pipeline and from the shared producer"
-                            : "CHECK FAILED: samples out of order, or the shared batches differ from the private ones");
+                            : "CHECK FAILED: samples out of order, or the shared batches differ from the private ones: "
+                                    + String.join(
+                                            "; ",
+                                            Stream.of(priv, shared)
+                                                    .flatMap(m -> m.jobs().stream()
+                                                            .map(j -> m.mode() + " job " + j.job() + " out of order "
+                                                                    + j.outOfOrder() + ", CRC " + j.crc()))
+                                                    .toList()));
             return ok ? 0 : 1;
         }
     }

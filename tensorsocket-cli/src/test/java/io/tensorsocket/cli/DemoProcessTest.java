@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.*;
 import java.nio.file.Files;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** The demo end to end on a tiny image folder: both modes run, the table, chart and checks come out. */
+@Isolated // beside other classes' load a DJL job's first samples differ now and then, also at aeebf0e: a defect to find
 class DemoProcessTest extends ProcessTestBase {
 
     @Test
