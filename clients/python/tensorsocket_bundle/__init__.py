@@ -150,18 +150,29 @@ def class_path(home=HOME):
     return sorted((home / "lib").glob("*.jar"), key=lambda p: p.name)
 
 
+AOT_TIMES_SET = "lib/.aot-times-set"
+
+
 def aot_options(home=HOME, jars=None):
     """The options that start the bundled runtime from its ahead-of-time cache, or [] where it cannot: no cache, or
-    jars whose modification time is not the one the cache recorded and cannot be set back."""
+    jars whose modification time is not the one the cache recorded. The launcher sets the times back once, after the
+    installation (pip does not keep them), having checked every jar's hash; a jar changed after that keeps its new
+    time, so the runtime then starts without the cache rather than from classes of other bytes."""
     cache = home / AOT_CACHE
     if not cache.is_file():
         return []
-    for jar in class_path(home) if jars is None else jars:
-        try:
-            if int(jar.stat().st_mtime) != AOT_STAMP:
+    jars = class_path(home) if jars is None else jars
+    stamped = home / AOT_TIMES_SET
+    try:
+        if not stamped.exists():
+            verify(home, hashes=True, parts=("lib/",))
+            for jar in jars:
                 os.utime(str(jar), (AOT_STAMP, AOT_STAMP))
-        except OSError:
-            return []  # a read-only installation: it starts without the cache
+            stamped.touch()
+        if any(int(jar.stat().st_mtime) != AOT_STAMP for jar in jars):
+            return []
+    except (OSError, BundleError):
+        return []  # a read-only installation, or a damaged one (its check says so): it starts without the cache
     return ["-XX:AOTCache=" + str(cache)] + AOT_OPTIONS
 
 

@@ -92,6 +92,10 @@ class BundleTest(unittest.TestCase):
                          cmd[cmd.index("-cp") + 1])
         for jar in lib.glob("*.jar"):
             self.assertEqual(bundle.AOT_STAMP, int(jar.stat().st_mtime), jar)
+        # a jar changed after the times were set back keeps its new time: the cache is no longer used
+        jar = lib / "picocli.jar"
+        jar.write_bytes(b"q")
+        self.assertFalse(any(a.startswith("-XX:AOTCache") for a in bundle.command([], {}, self.home)))
         # a runtime chosen by JAVA_HOME is not the one the cache was made by, and TENSORSOCKET_NO_AOT declines it
         other = fake_jdk(self.root, "25")
         self.assertFalse(any(a.startswith("-XX:AOTCache")
