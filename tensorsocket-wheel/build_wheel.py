@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,14 +50,16 @@ def jlink(jdk, out):
 
 def aot_cache(bundle):
     """Trains the ahead-of-time cache the launcher starts the bundled runtime from (``tensorsocket_bundle.AOT_CACHE``):
-    the jars get the one modification time the cache records (pip does not keep a wheel's times; the launcher sets
-    them back), then ``aot-training`` runs on the bundled runtime with the launcher's options and class path."""
+    the class-path jar lists the jars in one order, the jars get the one modification time the cache records (pip does
+    not keep a wheel's times; the launcher sets them back), then ``aot-training`` runs on the bundled runtime with the
+    launcher's options and class path."""
     sys.path.insert(0, str(bundle.parent))
     try:
         import tensorsocket_bundle as launcher
     finally:
         sys.path.pop(0)
-    for jar in launcher.class_path(bundle):
+    class_path_jar(bundle / launcher.CLASS_PATH_JAR, launcher.jars(bundle))
+    for jar in launcher.jars(bundle):
         os.utime(jar, (launcher.AOT_STAMP, launcher.AOT_STAMP))
     cache = bundle / launcher.AOT_CACHE
     conf = bundle.parent.parent / "tensorsocket.aotconf"
@@ -69,6 +72,20 @@ def aot_cache(bundle):
     conf.unlink()
     if not cache.is_file():
         raise SystemExit("the AOT cache's training wrote no %s" % cache)
+
+
+def class_path_jar(path, jars):
+    """Writes ``path``, a jar of no classes whose manifest's Class-Path lists ``jars`` (names relative to its folder),
+    its lines cut at 72 bytes as the jar format wants, each continuation starting with a space."""
+    text = "Class-Path: " + " ".join(j.name for j in jars if j.name != path.name)
+    lines, line = [], text.encode("utf-8")
+    while len(line) > 72:
+        lines.append(line[:72])
+        line = b" " + line[72:]
+    lines.append(line)
+    body = b"Manifest-Version: 1.0\r\n" + b"\r\n".join(lines) + b"\r\n\r\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(zipfile.ZipInfo("META-INF/MANIFEST.MF", date_time=(2026, 1, 1, 0, 0, 0)), body)
 
 
 def manifest(bundle):

@@ -145,15 +145,28 @@ def launcher_name():
     return str(script) if script.exists() else "%s -m tensorsocket_bundle" % sys.executable
 
 
-def class_path(home=HOME):
-    """The bundle's jars in the one order the launcher and the cache's training run both list them."""
+# A jar of no classes whose manifest lists every other jar of lib/ in one order (its Class-Path, relative to lib/): the
+# class path the launcher passes and the cache was trained with, short on the command line and the same wherever the
+# wheel is installed.
+CLASS_PATH_JAR = "lib/tensorsocket-classpath.jar"
+
+
+def jars(home=HOME):
+    """Every jar of the bundle, in name order."""
     return sorted((home / "lib").glob("*.jar"), key=lambda p: p.name)
+
+
+def class_path(home=HOME):
+    """What the launcher passes as ``-cp``: the class-path jar where the bundle has one, else every jar in name order
+    (the order the cache's training run listed them in)."""
+    manifest_jar = home / CLASS_PATH_JAR
+    return [manifest_jar] if manifest_jar.is_file() else jars(home)
 
 
 AOT_TIMES_SET = "lib/.aot-times-set"
 
 
-def aot_options(home=HOME, jars=None):
+def aot_options(home=HOME):
     """The options that start the bundled runtime from its ahead-of-time cache, or [] where it cannot: no cache, or
     jars whose modification time is not the one the cache recorded. The launcher sets the times back once, after the
     installation (pip does not keep them), having checked every jar's hash; a jar changed after that keeps its new
@@ -161,15 +174,15 @@ def aot_options(home=HOME, jars=None):
     cache = home / AOT_CACHE
     if not cache.is_file():
         return []
-    jars = class_path(home) if jars is None else jars
+    every = jars(home)
     stamped = home / AOT_TIMES_SET
     try:
         if not stamped.exists():
             verify(home, hashes=True, parts=("lib/",))
-            for jar in jars:
+            for jar in every:
                 os.utime(str(jar), (AOT_STAMP, AOT_STAMP))
             stamped.touch()
-        if any(int(jar.stat().st_mtime) != AOT_STAMP for jar in jars):
+        if any(int(jar.stat().st_mtime) != AOT_STAMP for jar in every):
             return []
     except (OSError, BundleError):
         return []  # a read-only installation, or a damaged one (its check says so): it starts without the cache
@@ -183,10 +196,10 @@ def command(args=(), environ=os.environ, home=HOME, warn=None, hashes=False):
     bundled = java.startswith(str(home))
     verify(home, hashes=hashes, parts=("java/", "lib/") if bundled else ("lib/",))
     opts = environ.get("TENSORSOCKET_JAVA_OPTS", "").split()
-    jars = class_path(home)
-    aot = aot_options(home, jars) if bundled and not environ.get("TENSORSOCKET_NO_AOT") else []
+    aot = aot_options(home) if bundled and not environ.get("TENSORSOCKET_NO_AOT") else []
     return ([java] + aot + JVM_OPTIONS + opts + ["-Dtensorsocket.runtime=" + why, "-cp",
-                                                 os.pathsep.join(str(j) for j in jars), MAIN_CLASS] + list(args))
+                                                 os.pathsep.join(str(j) for j in class_path(home)), MAIN_CLASS]
+            + list(args))
 
 
 L3_SIZE = Path("/sys/devices/system/cpu/cpu0/cache/index3/size")

@@ -92,6 +92,11 @@ class BundleTest(unittest.TestCase):
                          cmd[cmd.index("-cp") + 1])
         for jar in lib.glob("*.jar"):
             self.assertEqual(bundle.AOT_STAMP, int(jar.stat().st_mtime), jar)
+        # a bundle with a class-path jar passes that one jar, whose manifest lists the others in one order
+        (lib / "tensorsocket-classpath.jar").write_bytes(b"manifest")
+        cmd = bundle.command([], {}, self.home)
+        self.assertEqual(str(lib / "tensorsocket-classpath.jar"), cmd[cmd.index("-cp") + 1])
+        (lib / "tensorsocket-classpath.jar").unlink()
         # a jar changed after the times were set back keeps its new time: the cache is no longer used
         jar = lib / "picocli.jar"
         jar.write_bytes(b"q")
