@@ -12,11 +12,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** A Python feeder (a torch DataLoader, or the synthetic feed command) filling an external Java producer. */
 @Timeout(180)
+@Order(10) // among the longest classes: started first, so that none is left running alone at the end
 class FeederProcessTest extends ProcessTestBase {
 
     private Proc serveExternal(String name, String... extra) throws Exception {
@@ -258,8 +260,9 @@ class FeederProcessTest extends ProcessTestBase {
         assumePython("venv", "ensurepip", "pip");
         Path copy = copyOfTheClient();
         Path venv = base.resolve("isolated");
+        // the build's environment is isolated whatever the venv sees; the system's numpy spares a download
         for (List<String> cmd : List.of(
-                List.of(PYTHON, "-m", "venv", venv.toString()),
+                List.of(PYTHON, "-m", "venv", "--system-site-packages", venv.toString()),
                 List.of(
                         venv.resolve("bin/pip").toString(),
                         "install",
