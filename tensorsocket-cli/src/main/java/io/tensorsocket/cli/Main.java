@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -8,8 +9,15 @@ import picocli.CommandLine.Command;
         name = "tensorsocket",
         mixinStandardHelpOptions = true,
         versionProvider = VersionInfo.class,
-        description = "Share one data loader between many training processes on this host.",
-        subcommands = {
+        description = "Share one data loader between many training processes on this host.")
+public final class Main {
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** The commands, in the order the help lists them. */
+    private static final List<Class<?>> COMMANDS = List.of(
             ServeCommand.class,
             AotTrainingCommand.class,
             ConsumeCommand.class,
@@ -22,17 +30,11 @@ import picocli.CommandLine.Command;
             FlightBenchCommand.class,
             SoakCommand.class,
             JobCommand.class,
-            CommandLine.HelpCommand.class
-        })
-public final class Main {
-
-    public static void main(String[] args) {
-        System.exit(run(args));
-    }
+            CommandLine.HelpCommand.class);
 
     /** Runs the command line and returns the exit code; errors become one line on stderr. */
     static int run(String... args) {
-        CommandLine cli = new CommandLine(new Main());
+        CommandLine cli = commandLine(args.length == 0 ? "" : args[0]);
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             cmd.getErr().println("tensorsocket: error: " + ErrorMessages.of(e));
             if (Boolean.getBoolean("tensorsocket.debug")) {
@@ -55,5 +57,23 @@ public final class Main {
             return 2;
         });
         return cli.execute(args);
+    }
+
+    /**
+     * The command line for arguments whose first is {@code first}: with only that command where it names one, all
+     * of them otherwise (help, a mistyped command's suggestions). Picocli reads every command's options by
+     * reflection when it is added, and its classes are too old for the ahead-of-time cache: a producer started by a
+     * feeder waits for it, so the command run is the only one read.
+     */
+    static CommandLine commandLine(String first) {
+        CommandLine cli = new CommandLine(new Main());
+        for (Class<?> command : COMMANDS) {
+            Command named = command.getAnnotation(Command.class);
+            if (named.name().equals(first) && !first.equals("help")) {
+                return cli.addSubcommand(command);
+            }
+        }
+        COMMANDS.forEach(command -> cli.addSubcommand(command));
+        return cli;
     }
 }

@@ -21,7 +21,7 @@ class CliReferenceTest {
     private static final int WIDTH = 110;
 
     static String render() {
-        CommandLine root = new CommandLine(new Main());
+        CommandLine root = Main.commandLine("");
         StringBuilder md = new StringBuilder("""
                 # Command-line reference
 
