@@ -10,7 +10,10 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 """
 
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
+
+FORESEEN_AT_MOST = 1 << 18
+"""The largest data set whose epoch 0 the feeder draws itself (about 0.25 s of Python), ahead of its producer."""
 
 _COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout", "worker_init_fn", "multiprocessing_context",
            "prefetch_factor", "generator", "persistent_workers")
@@ -93,12 +96,33 @@ class MapStyle:
     def samples_per_epoch(self) -> int:
         return self.size // self.batch_size * self.batch_size if self.drop_last else self.size
 
-    def probe(self) -> Any:
-        """The first batch of the data set in index order, collated as the loader would: what the feeder
-        declares (loaded once more, in this process, before the first epoch)."""
+    def first_order(self) -> Optional[List[int]]:
+        """Epoch 0's order as the producer will draw it from this feed's seed (the exact-epoch rule's first epoch:
+        ``stream.chunked_first`` with ``stream.epoch_random``, or ``0..n-1`` unshuffled), so that the loader can start
+        on it before the producer answers; the producer's order is still asked for, and is the one that counts. None
+        where the feeder does not foresee it: over :data:`FORESEEN_AT_MOST` samples (drawing it here costs about a
+        microsecond a sample), or with a collate function of the loader's own, whose batches only a probe of a whole
+        batch shows."""
+        if self.size > FORESEEN_AT_MOST or self._options.get("collate_fn") not in (None, self._default_collate()):
+            return None
+        if not self.shuffle:
+            order = list(range(self.size))
+        else:
+            from .stream import chunked_first, epoch_random
+            order = chunked_first(self.size, epoch_random(self.seed, 0))
+        return order[:self.samples_per_epoch()]
+
+    @staticmethod
+    def _default_collate():
         import torch.utils.data as tud
-        collate = self._options.get("collate_fn") or tud.default_collate
-        return collate([self.dataset[i] for i in range(min(self.batch_size, self.size))])
+        return tud.default_collate
+
+    def probe(self, samples: Optional[int] = None) -> Any:
+        """The first ``samples`` of the data set (default: a batch) in index order, collated as the loader would:
+        what the feeder declares (loaded once more, in this process, before the first epoch). One sample serves where
+        the collate function is the default, which stacks samples."""
+        collate = self._options.get("collate_fn") or self._default_collate()
+        return collate([self.dataset[i] for i in range(min(samples or self.batch_size, self.size))])
 
     def loader(self, order: Sequence[int]):
         """The DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size: one

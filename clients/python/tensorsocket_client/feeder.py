@@ -198,8 +198,10 @@ class TensorProducer:
             waiting.note("no feeder socket yet")
             time.sleep(0.01)  # a trial waits for its first batch behind this: ask often, it costs next to nothing
 
-    def _attach(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
-        """Connects and declares the batches, ``first`` showing what each holds."""
+    def _attach(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int,
+                meanwhile: Optional[Callable[[], None]] = None) -> None:
+        """Connects and declares the batches, ``first`` showing what each holds; ``meanwhile`` runs while the
+        producer makes its arena for them."""
         _check_carriable(first)
         self._spec = [(nm, a.dtype, a.shape[1:]) for nm, a in first]
         self._batch_size = batch_size
@@ -210,14 +212,17 @@ class TensorProducer:
         self._conn = self._connect()
         self._conn.sock.settimeout(self._batch_timeout)
         self._register_exit()
-        self._declare(first, batch_size, samples)
+        self._declare(first, batch_size, samples, meanwhile)
 
-    def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int) -> None:
+    def _declare(self, first: List[Tuple[str, np.ndarray]], batch_size: int, samples: int,
+                 meanwhile: Optional[Callable[[], None]] = None) -> None:
         tensors = tuple(wire.TensorSpec(n, _dtype_code(a, n), tuple(a.shape[1:])) for n, a in first)
         ix = self._by_index
         self._conn.send(wire.FeederHello(os.getpid(), command_line(sys.argv, 200), batch_size, samples,
                                          self._declared_epochs, self.description, tensors,
                                          ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0))
+        if meanwhile is not None:
+            meanwhile()
         welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
         self.producer_pid = welcome.producer_pid
         arena_path = welcome.arena_path
@@ -306,19 +311,40 @@ class TensorProducer:
         return ids
 
     def _indexed_loader(self, epoch: int) -> Iterable[Any]:
-        """For a feed by index: declares the batches (from a probe of the data set) before the first epoch, then
-        the loader of the epoch's order."""
+        """For a feed by index: the loader of the epoch's order. Before the first epoch it declares the batches from a
+        probe of the data set; where it can foresee epoch 0's order (``MapStyle.first_order``) the probe is one sample,
+        and the loader's workers start on that order while the producer makes its arena; they go on where the
+        producer's order is the same, as it is whenever both sides follow the one rule."""
         ix = self._by_index
-        if self._spec is None:
-            try:
-                first = _named(ix.probe(), self.names)
-            except (KeyboardInterrupt, GeneratorExit):
-                raise
-            except Exception as e:
-                self._loader_error = (e, _loader_failure(e, epoch, 0))
-                raise
-            self._attach(first, ix.batch_size, ix.samples_per_epoch())
-        return ix.loader(self._order(epoch))
+        if self._spec is not None:
+            return ix.loader(self._order(epoch))
+        foreseen = ix.first_order() if epoch == 0 else None
+        started: List[Iterable[Any]] = []
+
+        def start_loading() -> None:
+            started.append(self._loading(epoch, lambda: iter(ix.loader(foreseen or ()))))
+
+        first = self._loading(epoch, lambda: ix.probe(1 if foreseen is not None else None))
+        self._attach(_named(first, self.names), ix.batch_size, ix.samples_per_epoch(),
+                     meanwhile=start_loading if foreseen is not None else None)
+        order = self._order(epoch)
+        if not started:
+            return ix.loader(order)
+        if order == foreseen:
+            return started[0]
+        _log.warning("producer '%s' drew another order for epoch 0 than this feeder foresaw (the two sides' rules "
+                     "differ: report it); the epoch is loaded again in the producer's order", self.name)
+        return ix.loader(order)
+
+    def _loading(self, epoch: int, load: Callable[[], Any]) -> Any:
+        """``load()``'s result; an exception it raises is the loader's, which the consumers are told of."""
+        try:
+            return load()
+        except (KeyboardInterrupt, GeneratorExit):
+            raise
+        except Exception as e:
+            self._loader_error = (e, _loader_failure(e, epoch, 0))
+            raise
 
     def _feed_epoch(self, epoch: int) -> Iterator[int]:
         """Feeds epoch ``epoch``, one batch after another, pipelined: the feeder keeps as many claims in flight as the

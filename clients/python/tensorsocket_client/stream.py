@@ -394,6 +394,13 @@ def chunked_next(previous, boundaries, rng):
     return order
 
 
+def epoch_random(seed, epoch):
+    """The randomness of epoch ``epoch``'s shuffle for a source seeded with ``seed`` (a feeder's declared seed), as
+    the Java EpochOrders.seeded draws it: ``SplittableRandom(seed * 0x9E3779B97F4A7C15 + epoch)`` modulo 2**64."""
+    from .synthetic import GOLDEN, M64, SplittableRandom
+    return SplittableRandom((seed * GOLDEN + epoch) & M64)
+
+
 def _shuffle(a, start, end, rng):
     for i in range(end - 1, start, -1):
         j = start + rng.next_int(i - start + 1)

@@ -18,12 +18,16 @@ class ChunkedShuffleTest(unittest.TestCase):
     def test_the_port_draws_the_java_orders(self):
         with open(VECTORS, encoding="utf-8") as f:
             lines = [line.split() for line in f if not line.startswith("#")]
-        self.assertGreaterEqual(len(lines), 6)
+        self.assertGreaterEqual(len(lines), 9)
         for line in lines:
             with self.subTest(" ".join(line)[:60]):
                 if line[0] == "first":
                     _, n, seed, _, order = line
                     self.assertEqual(ints(order), stream.chunked_first(int(n), SplittableRandom(int(seed))))
+                elif line[0] == "epoch":  # a feeder's seed and an epoch: what the feeder predicts of epoch 0
+                    _, n, seed, epoch, _, order = line
+                    got = stream.chunked_first(int(n), stream.epoch_random(int(seed), int(epoch)))
+                    self.assertEqual(ints(order), got)
                 else:
                     _, seed, boundaries, previous, _, order = line
                     got = stream.chunked_next(ints(previous), ints(boundaries), SplittableRandom(int(seed)))

@@ -1,5 +1,6 @@
 import os
 import tempfile
+import threading
 import time
 import unittest
 from unittest import mock
@@ -194,10 +195,6 @@ class SyntheticFeedTest(unittest.TestCase):
         np.testing.assert_array_equal(spec.labels(ids[:25]), batches[0]["label"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 @unittest.skipIf(torch is None, "needs torch")
 class MapStyleTest(unittest.TestCase):
     """Which loaders are fed by index, and what the feeder then loads."""
@@ -245,3 +242,69 @@ class MapStyleTest(unittest.TestCase):
                 self.assertIsNone(MapStyle.of(loader, None, None))
                 with self.assertRaisesRegex(ValueError, why):
                     MapStyle.of(loader, True, None)
+
+    def test_the_feeder_foresees_epoch_0s_order_as_the_producer_draws_it(self):
+        from tensorsocket_client import stream
+        from tensorsocket_client._map_style import FORESEEN_AT_MOST, MapStyle
+        shuffled = MapStyle.of(torch.utils.data.DataLoader(self.Ids(), batch_size=4, shuffle=True, drop_last=True),
+                               None, seed=3)
+        self.assertEqual(stream.chunked_first(10, stream.epoch_random(3, 0))[:8], shuffled.first_order())
+        in_order = MapStyle.of(torch.utils.data.DataLoader(self.Ids(), batch_size=4), None, seed=3)
+        self.assertEqual(list(range(10)), in_order.first_order())
+        self.assertEqual([0], in_order.probe(1)["id"].tolist(), "one sample, collated as a batch of one")
+        own_collate = torch.utils.data.DataLoader(self.Ids(), batch_size=4, collate_fn=lambda b: b)
+        self.assertIsNone(MapStyle.of(own_collate, None, 3).first_order(), "its batches need a whole batch's probe")
+
+        class Large(self.Ids):
+            def __len__(self):
+                return FORESEEN_AT_MOST + 1
+
+        self.assertIsNone(MapStyle.of(torch.utils.data.DataLoader(Large(), batch_size=4), None, 3).first_order())
+
+
+class _Numbered(torch.utils.data.Dataset if torch is not None else object):
+    """Samples that say their index."""
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        return {"id": i, "x": torch.full((3,), float(i))}
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class ForeseenOrderFeedTest(unittest.TestCase):
+    """A feeder starts loading epoch 0 in the order it foresees; what the consumers get is the producer's order,
+    also where the foreseen one differed (as it would if the two sides' rules drifted apart)."""
+
+    def feed_one_epoch(self, name, foresee=None):
+        from tensorsocket_client import stream
+        from tensorsocket_client._map_style import MapStyle
+        from tensorsocket_client.directory import launcher_command
+        if launcher_command() is None:
+            self.skipTest("no tensorsocket launcher (build the command line first)")
+        loader = torch.utils.data.DataLoader(_Numbered(), batch_size=8, shuffle=True)
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, _base(d):
+            with mock.patch.object(MapStyle, "first_order", foresee or MapStyle.first_order):
+                feeder = TensorProducer(name, loader, epochs=1, seed=21, start_grace=0)
+                fed = threading.Thread(target=feeder.run, daemon=True)
+                fed.start()
+                consumer = TensorConsumer(name, batch_size=8, connect_timeout=60)
+                got = [int(i) for batch in consumer for i in batch["id"]]
+                consumer.close()
+                fed.join(60)
+                self.assertFalse(fed.is_alive(), "the feeder did not end after its one epoch")
+        self.assertEqual(stream.chunked_first(40, stream.epoch_random(21, 0)), got, "the producer's order, exactly")
+
+    def test_the_foreseen_order_is_the_producers(self):
+        with self.assertNoLogs("tensorsocket_client", "WARNING"):
+            self.feed_one_epoch("foreseen")
+
+    def test_a_foreseen_order_that_differs_is_loaded_again_in_the_producers(self):
+        with self.assertLogs("tensorsocket_client", "WARNING") as logs:
+            self.feed_one_epoch("misforeseen", foresee=lambda ms: list(range(ms.size))[::-1])
+        self.assertIn("drew another order for epoch 0 than this feeder foresaw", "\n".join(logs.output))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -10,6 +10,7 @@ import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
+import io.tensorsocket.stream.EpochOrders;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -323,7 +324,7 @@ public final class ExternalSource implements IndexedSource {
 
     @Override
     public SplittableRandom shuffleRandom(long epoch) {
-        return new SplittableRandom(hello.seed() * 0x9E3779B97F4A7C15L + epoch);
+        return EpochOrders.seeded(hello.seed(), epoch);
     }
 
     @Override

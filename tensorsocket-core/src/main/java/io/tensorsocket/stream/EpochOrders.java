@@ -62,6 +62,16 @@ public final class EpochOrders {
         return order.length == samplesPerEpoch ? order.clone() : Arrays.copyOf(order, samplesPerEpoch);
     }
 
+    /**
+     * The randomness of epoch {@code epoch}'s shuffle for a source seeded with {@code seed} (a feeder's declared seed):
+     * {@code SplittableRandom(seed * 0x9E3779B97F4A7C15 + epoch)}, modulo 2<sup>64</sup>. A feeder draws epoch 0's
+     * order with it before its producer answers, so that its loader starts while the producer does
+     * ({@code docs/test-vectors/chunked-shuffle.txt}, lines {@code epoch}).
+     */
+    public static SplittableRandom seeded(long seed, long epoch) {
+        return new SplittableRandom(seed * 0x9E3779B97F4A7C15L + epoch);
+    }
+
     /** The order of epoch {@code epoch} when no consumer joins mid-epoch: the source's own, without a producer. */
     public static int[] fresh(int datasetSize, long samplesPerEpoch, boolean shuffle, SplittableRandom random) {
         return new EpochOrders(datasetSize, samplesPerEpoch, shuffle, e -> random).draw(0, new int[0]);

@@ -128,6 +128,12 @@ class ChunkedShuffleTest {
                     + join(order) + " -> " + join(next));
             order = next;
         }
+        lines.add(
+                "# epoch <samples> <source seed> <epoch> -> <order of that epoch with no boundary>   (EpochOrders.seeded)");
+        for (long[] c : new long[][] {{24, 7, 0}, {24, 7, 1}, {50, 4611686018427387903L, 0}}) {
+            lines.add("epoch " + c[0] + " " + c[1] + " " + c[2] + " -> "
+                    + join(ChunkedShuffle.first((int) c[0], EpochOrders.seeded(c[1], c[2]))));
+        }
         Path file = StreamScenariosTest.vectors().resolveSibling("chunked-shuffle.txt");
         String text = String.join("\n", lines) + "\n";
         if (Boolean.getBoolean("tensorsocket.writeVectors")) {
