@@ -12,6 +12,8 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 import os
 from typing import Any, List, Optional, Sequence
 
+from ._decoded_cache import CachedDataset, DecodedCache, split
+
 FORESEEN_AT_MOST = 1 << 18
 """The largest data set whose epoch 0 the feeder draws itself (about 0.25 s of Python), ahead of its producer."""
 
@@ -35,9 +37,10 @@ class _Order:
 class MapStyle:
     """What the feeder needs to load epochs of ``loader``'s data set by index."""
 
-    def __init__(self, loader, seed: Optional[int]):
+    def __init__(self, loader, seed: Optional[int], cache_mb: Optional[float] = None):
         import torch.utils.data as tud
         self.dataset = loader.dataset
+        self.cache: Optional[DecodedCache] = None
         self.batch_size = loader.batch_size
         self.drop_last = bool(loader.drop_last)
         self.shuffle = isinstance(loader.sampler, tud.RandomSampler)
@@ -53,16 +56,34 @@ class MapStyle:
             raise ValueError("the loader's data set is empty")
         if self.drop_last and self.size < self.batch_size:
             raise ValueError("drop_last with batch size %d leaves nothing of %d samples" % (self.batch_size, self.size))
+        if cache_mb is not None:
+            context = self._options.get("multiprocessing_context")
+            method = context if context is None or isinstance(context, str) else context.get_start_method()
+            if self._options.get("num_workers", 0) > 0 and method not in (None, "fork"):
+                raise ValueError("cache_mb shares the kept samples with the loader's workers by fork; this loader's "
+                                 "multiprocessing_context is %r: leave it out (or give 'fork') to use cache_mb"
+                                 % (method,))
+            split(self.dataset)  # refused before any memory is taken where the data set has neither form
+            self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
+            self.dataset = CachedDataset(self.dataset, self.cache)
 
     @staticmethod
-    def of(loader, exact_epochs: Optional[bool], seed: Optional[int]) -> Optional["MapStyle"]:
+    def of(loader, exact_epochs: Optional[bool], seed: Optional[int],
+           cache_mb: Optional[float] = None) -> Optional["MapStyle"]:
         """The map-style view of ``loader``, or None where it keeps its own order. ``exact_epochs``: None
-        decides by the loader; True requires it (ValueError saying why not); False never."""
+        decides by the loader; True requires it (ValueError saying why not); False never. ``cache_mb``: keep
+        decoded samples across epochs (``_decoded_cache``), which needs the loader fed by index."""
         if exact_epochs is False:
+            if cache_mb is not None:
+                raise ValueError("cache_mb keeps samples of a data set fed by index; exact_epochs=False feeds the "
+                                 "loader in its own order")
             return None
         why = MapStyle._why_not(loader)
         if why is None:
-            return MapStyle(loader, seed)
+            return MapStyle(loader, seed, cache_mb)
+        if cache_mb is not None:
+            raise ValueError("cache_mb keeps samples of a torch DataLoader's map-style data set, fed by index; this "
+                             "loader %s" % why)
         if exact_epochs:
             raise ValueError("exact_epochs=True needs a torch DataLoader over a map-style data set with its default "
                              "sampler (shuffle=True or False) and a batch size; this loader %s" % why)

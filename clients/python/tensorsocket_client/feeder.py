@@ -100,6 +100,12 @@ class TensorProducer:
     the shuffles (default: a new random seed per producer); ``exact_epochs=False`` keeps the loader's own order
     (consumers joining mid-epoch then roll), ``exact_epochs=True`` refuses a loader that cannot be fed by index.
 
+    Decoding once per sweep: ``cache_mb=N`` keeps each sample of such a loader's data set, as loaded before its
+    augmentation, in up to N MiB of memory shared with the loader's workers, so later epochs run only the
+    augmentation. The data set applies a ``transform`` attribute in ``__getitem__`` (torchvision's convention, as
+    ``ImageFolder``) or defines ``load(i)`` and ``augment(sample)``; see ``_decoded_cache``. What does not fit is
+    loaded every epoch; the log says per epoch what the cache holds and its hits.
+
     Two ways to drive it:
 
     * ``run()`` feeds ``epochs`` epochs (default 1) and ends the stream.
@@ -121,7 +127,7 @@ class TensorProducer:
                  names: Optional[Sequence[str]] = None, samples_per_epoch: Optional[int] = None, description: str = "",
                  start_producer: bool = True, connect_timeout: float = 60.0, batch_timeout: float = 600.0,
                  epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, exact_epochs: Optional[bool] = None,
-                 seed: Optional[int] = None, **producer_options: Any):
+                 seed: Optional[int] = None, cache_mb: Optional[float] = None, **producer_options: Any):
         check_producer_call(name, loader)
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
@@ -135,7 +141,9 @@ class TensorProducer:
         self._epoch_loader = epoch_loader or (lambda e: loader)
         if epoch_loader is not None and exact_epochs:
             raise ValueError("exact_epochs=True feeds the loader's data set by index; an epoch_loader keeps its own order")
-        self._by_index = None if epoch_loader is not None else MapStyle.of(loader, exact_epochs, seed)
+        if epoch_loader is not None and cache_mb is not None:
+            raise ValueError("cache_mb keeps samples of a data set fed by index; an epoch_loader keeps its own order")
+        self._by_index = None if epoch_loader is not None else MapStyle.of(loader, exact_epochs, seed, cache_mb)
         self._samples_per_epoch = samples_per_epoch
         self._start_producer = start_producer
         self._connect_timeout = connect_timeout
@@ -394,6 +402,8 @@ class TensorProducer:
             raise ValueError("the loader yielded no batch in epoch %d" % epoch)
         self._conn.send(wire.FeederEpochEnd(epoch, samples))
         self._conn.read(wire.FeederEpochEnd, "FEEDER_EPOCH_END")  # the producer took the epoch, or says (ERROR) why not
+        if self._by_index is not None and self._by_index.cache is not None:
+            _log.info("producer '%s', %s", self.name, self._by_index.cache.epoch_line(epoch))
         self._in_epoch = False
 
     def _next_batch(self, batches: Iterator[Any], epoch: int):

@@ -22,6 +22,7 @@ data-parallel trial pass ``job=`` (rank and world size from torchrun's RANK and 
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -124,14 +125,17 @@ def difference(running: str, wanted: str) -> Optional[str]:
 def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None, linger: float = DEFAULT_LINGER,
           start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None,
-          start_method: Optional[str] = None, **consumer_options: Any):
+          start_method: Optional[str] = None, cache_mb: Optional[float] = None, **consumer_options: Any):
     """A torch ``DataLoader`` of the shared producer ``name`` at ``batch_size``, starting the producer (running
     ``factory(**kwargs)`` in a process of its own) if none runs on this host. Each iteration is one epoch; batches are
     tuples of tensors in the order the factory's loader yields them (``names`` picks and orders them). ``linger``:
     seconds the producer stays after its last consumer left. ``producer_options``: as TensorProducer's (e.g.
     ``rubber_band``, ``arena_mb``). ``start_method``: how a producer this trial starts is fed, ``"fork"`` (a child
     forked from this process, its imports done: the fast way) or ``"spawn"`` (a new Python); by default fork, unless
-    TENSORSOCKET_SHARE_START says otherwise or this process initialised CUDA or Ray (see ``_share_start``). Other
+    TENSORSOCKET_SHARE_START says otherwise or this process initialised CUDA or Ray (see ``_share_start``).
+    ``cache_mb``: the producer this trial starts keeps the factory's decoded samples across epochs in up to that many
+    MiB (``TensorProducer``'s ``cache_mb``); it is not part of what the share serves, so trials that give it or not
+    read the same producer. Other
     keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``, ``connect_timeout=``...). Raises
     ShareMismatch if the producer of that name serves another factory or other arguments, ShareFailed if the producer
     started for it could not start (with its output's end)."""
@@ -145,9 +149,12 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     if start_method not in (None, "fork", "spawn"):
         raise ValueError("start_method is 'fork', 'spawn' or None (choose), got %r" % (start_method,))
 
+    options = dict(producer_options or {})
+    if cache_mb is not None:
+        options["cache_mb"] = cache_mb
+
     def ensure():
-        _ensure_started(name, path, kwargs or {}, wanted, float(linger), producer_options or {}, deadline,
-                        start_method)
+        _ensure_started(name, path, kwargs or {}, wanted, float(linger), options, deadline, start_method)
 
     return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options)
 
@@ -362,8 +369,12 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
 
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
+    # The share's log says what the feeder notes (per epoch, what a decoded-sample cache held and did).
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    logging.getLogger("tensorsocket_client").setLevel(logging.INFO)
     # The producer's JVM starts first, and starts while the factory builds the loader.
-    process, why = start_producer(name, serve_args(options))
+    process, why = start_producer(name, serve_args({k: v for k, v in options.items() if k != "cache_mb"}))
     try:
         module, _, attr = path.partition(":")
         obj = importlib.import_module(module)

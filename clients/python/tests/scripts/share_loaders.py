@@ -31,3 +31,29 @@ def synthetic(samples=1000, shape="3x4x4", seed=5, batch_size=50, num_workers=0,
 
 def broken(**kwargs):
     raise RuntimeError("the data set's root /data/cifar does not exist")
+
+
+class KeptSamples(Samples):
+    """The synthetic samples in the two-function form a decoded-sample cache keeps (``cache_mb``): ``load`` counts
+    its calls in a file, so a test sees what was loaded once per sweep."""
+
+    def __init__(self, spec, count_file):
+        super().__init__(spec, 0.0, -1)
+        self.count_file = count_file
+
+    def load(self, index):
+        with open(self.count_file, "a") as f:
+            f.write("%d\n" % index)
+        return super().__getitem__(index)
+
+    def augment(self, sample):
+        return sample
+
+    def __getitem__(self, index):
+        return self.augment(self.load(index))
+
+
+def kept(samples=60, batch_size=8, num_workers=2, count_file="/dev/null"):
+    """synthetic()'s samples in the two-function form of a decoded-sample cache."""
+    spec = SyntheticSpec.parse("synthetic:samples=%d,shape=3x4x4,dtype=float32,seed=5" % samples)
+    return DataLoader(KeptSamples(spec, count_file), batch_size=batch_size, shuffle=True, num_workers=num_workers)

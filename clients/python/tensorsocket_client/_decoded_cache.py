@@ -1,0 +1,221 @@
+"""Decoded samples kept across epochs for a feeder (``TensorProducer(..., cache_mb=N)``, ``share(..., cache_mb=N)``):
+each sample of a map-style data set is loaded (read and decoded) once per sweep, and only its augmentation runs every
+epoch, in the loader's worker processes as before.
+
+What is kept is the sample as the data set gives it with its augmentation off, so an augmentation run on a kept sample
+gets the same input, and gives the same bytes, as on a fresh load. Two forms of data set are understood:
+
+* torchvision's convention: a ``transform`` attribute that ``__getitem__`` applies to the sample (to the first element
+  of a tuple such as ``(image, target)``), as ``ImageFolder``, ``DatasetFolder`` and many others do. A sample is
+  loaded with ``transform`` set to None, and ``transform`` is applied to the kept sample.
+* two functions of the data set's own: ``load(i)`` (what to keep) and ``augment(sample)`` (what runs every epoch).
+
+A sample is kept the first time it is loaded while room is left, and never evicted: a data set larger than the cache
+keeps what fits and loads the rest every epoch (evicting would make every sample miss in turn over shuffled epochs).
+
+The memory is one anonymous shared mapping made before the loader's worker processes start, which they inherit by
+fork (a ``multiprocessing_context`` other than fork is refused): nothing is left on a file system when the feeder is
+killed. Its layout::
+
+    0                8               16               24               32               40
+    +----------------+----------------+----------------+----------------+----------------+
+    | bytes used     | samples held   | hits           | loads          | full (0 or 1)  |   counters (u64)
+    +----------------+----------------+----------------+----------------+----------------+
+    64: entries, one per sample of the data set, 16 bytes each:
+    +--------------------------------+--------------------------------+
+    | offset in the data (u64)       | length (u64; 0: not kept)      |
+    +--------------------------------+--------------------------------+
+    then the data: each kept sample's pickle (protocol 5), its out-of-band buffers after it:
+    +-----------+-------------------+-----------------+-----------+-----+-----------+
+    | count u32 | lengths u64 x ... | pickle bytes    | buffer 1  | ... | buffer n  |
+    +-----------+-------------------+-----------------+-----------+-----+-----------+
+
+Counters and entries change under one lock shared with the workers (a semaphore inherited by fork); a sample's data
+is written before its entry, and read only after its entry was read under the lock, so a reader never sees a sample
+half written. A kept sample is never written again.
+"""
+
+import logging
+import mmap
+import multiprocessing
+import pickle
+import struct
+from typing import Any, Callable, List, Optional, Tuple
+
+_log = logging.getLogger("tensorsocket_client")
+
+_COUNTERS = 64
+_ENTRY = 16
+_USED, _HELD, _HITS, _LOADS, _FULL = 0, 8, 16, 24, 32
+
+
+def available_memory() -> int:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes, or -1 where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
+
+
+def split(dataset) -> Tuple[Callable[[int], Any], Callable[[Any], Any]]:
+    """``(load, augment)`` of ``dataset`` (see the module's doc); ValueError saying what is needed where it has
+    neither form."""
+    load, augment = getattr(dataset, "load", None), getattr(dataset, "augment", None)
+    if callable(load) and callable(augment):
+        return load, augment
+    if hasattr(dataset, "transform"):
+        convention = _Convention(dataset)
+        return convention.load, convention.augment
+    raise ValueError("cache_mb keeps samples of a data set that applies a `transform` attribute in __getitem__ (as "
+                     "torchvision's ImageFolder does), or that defines load(i) (what to keep) and augment(sample) "
+                     "(what runs every epoch); %s has neither" % type(dataset).__name__)
+
+
+class _Convention:
+    """torchvision's convention: ``dataset[i]`` with ``transform`` off, then ``transform`` on the kept sample."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def load(self, i: int) -> Any:
+        transform = self.dataset.transform
+        self.dataset.transform = None  # one loading at a time in a process: the loader's workers are processes
+        try:
+            return self.dataset[i]
+        finally:
+            self.dataset.transform = transform
+
+    def augment(self, sample: Any) -> Any:
+        transform = self.dataset.transform
+        if transform is None:
+            return sample
+        if isinstance(sample, tuple):
+            return (transform(sample[0]),) + sample[1:]
+        if isinstance(sample, list):
+            return [transform(sample[0])] + sample[1:]
+        return transform(sample)
+
+
+class DecodedCache:
+    """At most ``capacity`` bytes of kept samples for a data set of ``samples`` samples (see the module's doc)."""
+
+    def __init__(self, capacity: int, samples: int):
+        if capacity <= 0:
+            raise ValueError("cache_mb holds more than 0 MiB, not %r; leave it out to load every sample every epoch"
+                             % (capacity / (1 << 20),))
+        available = available_memory()
+        if available > 0 and capacity > available:
+            raise ValueError("a decoded-sample cache of %d MiB does not fit: this machine has %d MiB of memory "
+                             "available; give cache_mb=%d or less (what does not fit is loaded every epoch)"
+                             % (capacity >> 20, available >> 20, max(1, (available >> 20) * 3 // 4)))
+        self.capacity = capacity
+        self.samples = samples
+        self._data = _COUNTERS + _ENTRY * samples
+        self._map = mmap.mmap(-1, self._data + capacity, flags=mmap.MAP_SHARED)
+        self._lock = multiprocessing.get_context("fork").Lock()
+        self._epoch_start = (0, 0)  # hits and loads when the epoch being fed began
+
+    def __getstate__(self):
+        raise TypeError("the decoded-sample cache reaches the loader's workers by fork only; give the DataLoader "
+                        "multiprocessing_context='fork' (or none) to use cache_mb")
+
+    def get(self, i: int) -> Optional[Any]:
+        """Sample ``i`` as kept (a copy of it), or None where it is not."""
+        with self._lock:
+            offset, length = struct.unpack_from("<QQ", self._map, _COUNTERS + _ENTRY * i)
+            self._add(_HITS if length else _LOADS, 1)
+        if not length:
+            return None
+        at = self._data + offset
+        (count,) = struct.unpack_from("<I", self._map, at)
+        lengths = struct.unpack_from("<%dQ" % (count + 1), self._map, at + 4)
+        at += 4 + 8 * (count + 1)
+        data = self._map[at:at + lengths[0]]
+        at += lengths[0]
+        buffers = []
+        for n in lengths[1:]:
+            buffers.append(bytearray(self._map[at:at + n]))
+            at += n
+        return pickle.loads(data, buffers=buffers)
+
+    def offer(self, i: int, sample: Any) -> bool:
+        """Keeps sample ``i`` where it is not kept yet and room is left; whether it is kept now."""
+        buffers: List[pickle.PickleBuffer] = []
+        data = pickle.dumps(sample, protocol=5, buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+        lengths = [len(data)] + [r.nbytes for r in raws]
+        head = struct.pack("<I%dQ" % len(lengths), len(raws), *lengths)
+        size = len(head) + sum(lengths)
+        with self._lock:
+            used = self._counter(_USED)
+            if struct.unpack_from("<Q", self._map, _COUNTERS + _ENTRY * i + 8)[0]:
+                return False
+            if used + size > self.capacity:
+                self._full()
+                return False
+            struct.pack_into("<Q", self._map, _USED, used + size)
+        at = self._data + used
+        self._map[at:at + len(head)] = head
+        at += len(head)
+        self._map[at:at + len(data)] = data
+        at += len(data)
+        for r in raws:
+            self._map[at:at + r.nbytes] = r.cast("B")
+            at += r.nbytes
+        with self._lock:
+            struct.pack_into("<QQ", self._map, _COUNTERS + _ENTRY * i, used, size)
+            self._add(_HELD, 1)
+        return True
+
+    def _full(self) -> None:
+        if not self._counter(_FULL):
+            struct.pack_into("<Q", self._map, _FULL, 1)
+            _log.warning("the decoded-sample cache is full (%d MiB, %d of %d samples kept): the others are loaded "
+                         "every epoch; a larger cache_mb keeps more", self.capacity >> 20, self._counter(_HELD),
+                         self.samples)
+
+    def _counter(self, at: int) -> int:
+        return struct.unpack_from("<Q", self._map, at)[0]
+
+    def _add(self, at: int, n: int) -> None:
+        struct.pack_into("<Q", self._map, at, self._counter(at) + n)
+
+    def counts(self) -> Tuple[int, int, int, int]:
+        """``(bytes used, samples held, hits, loads)`` so far, across all processes."""
+        with self._lock:
+            return (self._counter(_USED), self._counter(_HELD), self._counter(_HITS), self._counter(_LOADS))
+
+    def epoch_line(self, epoch: int) -> str:
+        """What the cache holds and did in epoch ``epoch`` (since the previous call), for the feeder's log."""
+        used, held, hits, loads = self.counts()
+        line = ("epoch %d: the decoded-sample cache holds %d of %d samples (%.1f of %d MiB); %d hits, %d loads"
+                % (epoch, held, self.samples, used / (1 << 20), self.capacity >> 20, hits - self._epoch_start[0],
+                   loads - self._epoch_start[1]))
+        self._epoch_start = (hits, loads)
+        return line
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class CachedDataset:
+    """``dataset`` whose samples are kept in ``cache`` once loaded (see the module's doc)."""
+
+    def __init__(self, dataset, cache: DecodedCache):
+        self.dataset = dataset
+        self.cache = cache
+        self._load, self._augment = split(dataset)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, i: int) -> Any:
+        sample = self.cache.get(i)
+        if sample is None:
+            sample = self._load(i)
+            self.cache.offer(i, sample)
+        return self._augment(sample)

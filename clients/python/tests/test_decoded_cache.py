@@ -1,0 +1,223 @@
+"""The feeder's decoded-sample cache: samples kept once and shared with the loader's worker processes, a cache
+smaller than the data set keeping what fits, refusals that say what to do, and a cached feed's bytes equal to an
+uncached one's in every epoch."""
+
+import os
+import tempfile
+import threading
+import time
+import unittest
+from unittest import mock
+
+import numpy as np
+
+from tensorsocket_client import TensorConsumer, TensorProducer
+from tensorsocket_client._decoded_cache import CachedDataset, DecodedCache
+
+try:
+    import torch
+    import torch.utils.data as tud
+except ImportError:  # numpy-only installs
+    torch = None
+try:
+    import torchvision
+    from PIL import Image
+except ImportError:
+    torchvision = None
+
+
+class _Loads:
+    """A data set of the two-function form that counts its loads in shared memory (its workers are processes)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.loads = np.frombuffer(__import__("mmap").mmap(-1, 8 * n), dtype=np.int64)
+
+    def __len__(self):
+        return self.n
+
+    def load(self, i):
+        self.loads[i] += 1
+        return np.full((3, 4), i, np.float32), i
+
+    def augment(self, sample):
+        x, i = sample
+        return x * 2, i
+
+    def __getitem__(self, i):
+        return self.augment(self.load(i))
+
+
+class DecodedCacheTest(unittest.TestCase):
+    def test_a_kept_sample_comes_back_equal_and_is_kept_once(self):
+        cache = DecodedCache(1 << 20, 4)
+        sample = (np.arange(12, dtype=np.float32).reshape(3, 4), 7, "a")
+        self.assertIsNone(cache.get(2))
+        self.assertTrue(cache.offer(2, sample))
+        self.assertFalse(cache.offer(2, sample), "kept once")
+        got = cache.get(2)
+        np.testing.assert_array_equal(sample[0], got[0])
+        self.assertEqual(sample[1:], got[1:])
+        got[0][0, 0] = 99  # a copy: what is kept stays as it was
+        self.assertEqual(0, cache.get(2)[0][0, 0])
+        used, held, hits, loads = cache.counts()
+        self.assertEqual((1, 2, 1), (held, hits, loads))
+        self.assertGreater(used, 48)
+
+    def test_a_cache_smaller_than_the_data_set_keeps_what_fits_never_evicts_and_says_so_once(self):
+        cache = DecodedCache(3 * 4096 + 600, 10)
+        with self.assertLogs("tensorsocket_client", "WARNING") as logs:
+            kept = [cache.offer(i, np.zeros(1024, np.float32)) for i in range(10)]
+            kept += [cache.offer(i, np.zeros(1024, np.float32)) for i in range(10)]
+        self.assertEqual([True] * 3 + [False] * 17, kept, "the first three fit; nothing is evicted for later ones")
+        self.assertEqual(1, len(logs.output), logs.output)
+        self.assertIn("cache is full (0 MiB, 3 of 10 samples kept)", logs.output[0])
+
+    def test_caches_that_cannot_be_are_refused_saying_what_to_give(self):
+        with self.assertRaisesRegex(ValueError, "holds more than 0 MiB"):
+            DecodedCache(0, 10)
+        with mock.patch("tensorsocket_client._decoded_cache.available_memory", return_value=1000 << 20):
+            with self.assertRaisesRegex(ValueError, r"2000 MiB does not fit: this machine has 1000 MiB of memory "
+                                                    r"available; give cache_mb=750 or less"):
+                DecodedCache(2000 << 20, 10)
+
+    def test_a_data_set_without_either_form_is_refused_saying_what_it_needs(self):
+        class Plain:
+            def __len__(self):
+                return 3
+
+            def __getitem__(self, i):
+                return i
+
+        with self.assertRaisesRegex(ValueError, r"applies a `transform` attribute .* or that defines load\(i\) .* "
+                                                r"and augment\(sample\) .*; Plain has neither"):
+            CachedDataset(Plain(), DecodedCache(1 << 20, 3))
+
+    @unittest.skipIf(torch is None, "needs torch")
+    def test_the_loaders_workers_share_what_they_keep(self):
+        data = _Loads(24)
+        cached = CachedDataset(data, DecodedCache(1 << 20, 24))
+        loader = tud.DataLoader(cached, batch_size=4, num_workers=2, shuffle=True)
+        for _ in range(3):
+            seen = sorted(int(i) for _, ids in loader for i in ids)
+            self.assertEqual(list(range(24)), seen)
+        self.assertEqual([1] * 24, data.loads.tolist(), "each sample loaded once in all, across both workers")
+        _, held, hits, loads = cached.cache.counts()
+        self.assertEqual((24, 48, 24), (held, hits, loads))
+
+    @unittest.skipIf(torch is None, "needs torch")
+    def test_a_feeder_refuses_cache_mb_where_it_cannot_keep_samples(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            spawned = tud.DataLoader(_Loads(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
+            with self.assertRaisesRegex(ValueError, "by fork; this loader's multiprocessing_context is 'spawn'"):
+                TensorProducer("cachespawn", spawned, cache_mb=8)
+
+            class Stream(tud.IterableDataset):
+                def __iter__(self):
+                    return iter(range(3))
+
+            with self.assertRaisesRegex(ValueError, "fed by index; this loader reads an IterableDataset"):
+                TensorProducer("cachestream", tud.DataLoader(Stream(), batch_size=2), cache_mb=8)
+            with self.assertRaisesRegex(ValueError, "exact_epochs=False feeds the loader in its own order"):
+                TensorProducer("cacheown", tud.DataLoader(_Loads(8), batch_size=4), cache_mb=8, exact_epochs=False)
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class SharedCacheTest(unittest.TestCase):
+    def test_a_share_started_with_cache_mb_loads_each_sample_once_per_sweep(self):
+        import sys
+
+        from tensorsocket_client import share
+        from tensorsocket_client.directory import launcher_command
+        from tensorsocket_client.share import log_path
+        from tensorsocket_client.synthetic import SyntheticSpec
+        if launcher_command() is None:
+            self.skipTest("no tensorsocket launcher (build the command line first)")
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
+        spec = SyntheticSpec.parse("samples=60,shape=3x4x4,dtype=float32,seed=5")
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
+                mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            counts = os.path.join(d, "loads.txt")
+            loader = share("kept", "share_loaders:kept", batch_size=8, kwargs={"count_file": counts}, linger=1.0,
+                           cache_mb=4)
+            for _ in range(3):
+                ids = []
+                for x, label, i in loader:
+                    np.testing.assert_array_equal(spec.fill(i.numpy()), x.numpy())
+                    np.testing.assert_array_equal(spec.labels(i.numpy()), label.numpy())
+                    ids += i.tolist()
+                self.assertEqual(list(range(60)), sorted(ids), "an exact epoch")
+            loader.dataset.close()
+            with open(counts) as f:
+                self.assertEqual(list(range(60)), sorted(int(v) for v in f), "each sample loaded once in 3 epochs")
+            deadline = time.monotonic() + 30
+            while os.path.isdir(os.path.join(d, "kept")) and time.monotonic() < deadline:
+                time.sleep(0.05)  # the producer lingers 1 s, then the feeder ends and the log is complete
+            with open(log_path("kept")) as f:
+                log = f.read()
+        self.assertIn("epoch 0: the decoded-sample cache holds 60 of 60 samples", log)
+        self.assertIn("epoch 1: the decoded-sample cache holds 60 of 60 samples", log)
+
+
+@unittest.skipIf(torch is None or torchvision is None, "needs torch and torchvision")
+class CachedFeedTest(unittest.TestCase):
+    """An ImageFolder of JPEGs with a random augmentation, fed with and without ``cache_mb``: the same bytes reach
+    the consumer in every epoch, and after the first epoch nothing is decoded again."""
+
+    EPOCHS = 3
+
+    @classmethod
+    def setUpClass(cls):
+        cls.images = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(3)
+        for c in range(2):
+            os.makedirs(os.path.join(cls.images.name, "c%d" % c))
+            for i in range(9):
+                pixels = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(os.path.join(cls.images.name, "c%d" % c, "%d.jpg" % i), quality=90)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.images.cleanup()
+
+    def feed(self, name, cache_mb):
+        from tensorsocket_client.directory import launcher_command
+        if launcher_command() is None:
+            self.skipTest("no tensorsocket launcher (build the command line first)")
+        import torchvision.transforms as T
+        folder = torchvision.datasets.ImageFolder(self.images.name, transform=T.Compose([
+            T.RandomResizedCrop(24, scale=(0.3, 1.0)), T.RandomHorizontalFlip(), T.ToTensor()]))
+        loader = tud.DataLoader(folder, batch_size=4, shuffle=True, num_workers=2,
+                                generator=torch.Generator().manual_seed(11))
+        epochs = []
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
+                mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            feeder = TensorProducer(name, loader, epochs=self.EPOCHS, seed=5, cache_mb=cache_mb, start_grace=0)
+            fed = threading.Thread(target=feeder.run, daemon=True)
+            fed.start()
+            with TensorConsumer(name, batch_size=4, connect_timeout=60) as consumer:
+                for _ in range(self.EPOCHS):
+                    epochs.append([(batch["data"].tobytes(), batch["label"].tobytes()) for batch in consumer])
+            fed.join(60)
+            self.assertFalse(fed.is_alive(), "the feeder did not end after its epochs")
+        return epochs
+
+    def test_cached_and_uncached_feeds_give_the_same_bytes_and_later_epochs_decode_nothing(self):
+        plain = self.feed("uncached", None)
+        with self.assertLogs("tensorsocket_client", "INFO") as logs:
+            cached = self.feed("cached", 16)
+        self.assertEqual(self.EPOCHS, len(cached))
+        for e in range(self.EPOCHS):
+            self.assertEqual(len(plain[e]), len(cached[e]), "epoch %d" % e)
+            self.assertTrue(plain[e] == cached[e], "epoch %d's bytes differ with the cache" % e)
+        self.assertNotEqual(plain[0], plain[1], "the augmentation is fresh every epoch")
+        lines = [line for line in logs.output if "decoded-sample cache holds" in line]
+        self.assertEqual(self.EPOCHS, len(lines), logs.output)
+        self.assertIn("epoch 0: the decoded-sample cache holds 18 of 18 samples", lines[0])
+        for e in (1, 2):
+            self.assertIn("epoch %d: the decoded-sample cache holds 18 of 18 samples" % e, lines[e])
+            self.assertTrue(lines[e].endswith("18 hits, 0 loads"), lines[e])
+
+
+if __name__ == "__main__":
+    unittest.main()
