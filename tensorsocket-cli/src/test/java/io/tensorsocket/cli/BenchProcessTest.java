@@ -15,15 +15,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * The benchmark commands the README quotes numbers from, run as a user runs them: they finish and print
  * their JSON lines with plausible values. What the numbers are is the benchmarks' business, not a test's.
  */
-@Order(3)
-@LoadsTheMachine // it runs the benchmarks; their figures are not checked, only that they come out
+@Isolated // it runs the benchmarks, which take the machine
 class BenchProcessTest extends ProcessTestBase {
 
     private static double value(Map<String, String> line, String key) {

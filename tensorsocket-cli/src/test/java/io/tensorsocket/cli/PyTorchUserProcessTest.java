@@ -12,9 +12,9 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * A PyTorch user's first hour, as they launch things: a torch {@code DataLoader} fed through the Python
@@ -22,8 +22,7 @@ import org.junit.jupiter.api.Timeout;
  * raise, batches the project cannot carry, Ctrl-C, a second feeder, and the reference implementation's API.
  * Every run checks what is left: no producer process, no directory.
  */
-@Order(2)
-@LoadsTheMachine // it starts a feeder and three trainers in the same second, three times
+@Isolated // it starts a feeder and three trainers in the same second, three times
 @Timeout(240)
 class PyTorchUserProcessTest extends ProcessTestBase {
 

@@ -14,8 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * The Tune example, run by the real engine: two ASHA sweeps (one with a Lightning {@code Trainer.fit} trial), each
@@ -23,8 +23,7 @@ import org.junit.jupiter.api.Test;
  * left after the sweeps; on a cluster of two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
  * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
  */
-@Order(1)
-@LoadsTheMachine // a Ray cluster (two, side by side, in one case)
+@Isolated // a Ray cluster takes the machine (beside other classes its trials timed out)
 class RayTuneProcessTest extends ProcessTestBase {
     private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
 
