@@ -126,7 +126,12 @@ class PythonProcessTest extends ProcessTestBase {
         assumePython("numpy");
         Proc producer = serve("pydies", "samples=100000,shape=8,dtype=float32,seed=1", 10, 0);
         Proc c = pythonConsume("pydies", 25, "--step-ms", "2");
-        Thread.sleep(2000); // it is iterating
+        // it is iterating once the producer took it (the producer's log says so; under load that may take a while)
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!producer.stderr().contains("joined at") && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertTrue(producer.stderr().contains("joined at"), producer.stderr());
         assertTrue(c.isAlive(), c.stderr());
         long killedAt = System.nanoTime();
         producer.kill();

@@ -249,13 +249,14 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
 
     /**
      * Stops {@code stalled} until producer {@code up} evicts it, then lets it go on. A fixed stall is not enough for a
-     * remote consumer: the server sends ahead up to its flow-control window, and a slow machine may not fill it.
+     * remote consumer: the server sends ahead up to its flow-control window, and a slow machine may not fill it. The
+     * stall timeout is 3 s: with 1 s a consumer on a loaded machine was evicted before it was stopped.
      */
     private String errorAfterAStall(Proc up, Proc stalled) throws Exception {
         Proc local = consume("up", 50, "--epochs", "10");
         stalled.awaitLine(l -> l.contains("\"epoch\""), Duration.ofSeconds(60));
         stalled.signal("STOP");
-        Thread.sleep(1500); // past the 1 s stall timeout
+        Thread.sleep(3500); // past the 3 s stall timeout
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!up.stderr().contains("evicting") && System.nanoTime() < deadline) {
             Thread.sleep(50);
@@ -269,7 +270,7 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     @Test
     void aStalledRemoteConsumerIsToldItWasEvictedAndTheProducerNamesItsPeer() throws Exception {
         int port = freePort();
-        Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "1", "--slots", "8");
+        Proc up = serve("up", DATA, 50, 0, "--flight", "127.0.0.1:" + port, "--stall-timeout-s", "3", "--slots", "8");
         // no step: after SIGCONT it reads what the server had sent ahead (up to its 64 MiB window) before the
         // eviction that follows it
         String error = errorAfterAStall(up, consume(uri(port, "up"), 40));
@@ -286,7 +287,7 @@ class RemoteFaultsProcessTest extends ProcessTestBase {
     @Test
     void anEvictedPythonConsumerIsToldItWasEvicted() throws Exception {
         Assumptions.assumeTrue(pythonAvailable(), "needs " + PYTHON + " with numpy");
-        Proc up = serve("up", DATA, 50, 0, "--stall-timeout-s", "1", "--slots", "8");
+        Proc up = serve("up", DATA, 50, 0, "--stall-timeout-s", "3", "--slots", "8");
         String error = errorAfterAStall(up, pythonConsume("up", 40, "--step-ms", "5"));
         assertTrue(error.contains("held batch") && error.contains("stall timeout"), error);
         assertFalse(error.contains("lost the connection") || error.contains("Broken pipe"), error);

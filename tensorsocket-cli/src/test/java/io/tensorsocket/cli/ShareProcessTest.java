@@ -64,8 +64,8 @@ class ShareProcessTest extends ProcessTestBase {
                     "--batch-size",
                     Integer.toString(20 + 7 * i),
                     "--linger", // the producer's: the last trials leave, exit and are awaited one by one before "again"
-                    // comes
-                    "10",
+                    // comes, which may take seconds each on a loaded machine
+                    "25",
                     "--step-ms",
                     "3",
                     "--hold",
@@ -110,7 +110,7 @@ class ShareProcessTest extends ProcessTestBase {
         assertEquals(1, log.lines().filter(l -> l.startsWith("--- ")).count(), "started once: " + log);
         // After its linger the producer and its feeder are gone, and so are its directory, lock file and log.
         long pid = Long.parseLong(producers.iterator().next());
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && System.nanoTime() < deadline) {
             Thread.sleep(100);
         }
@@ -182,7 +182,8 @@ class ShareProcessTest extends ProcessTestBase {
     @Test
     void aTrialAskingForAnotherLoaderOrWhoseFactoryFailsIsToldHow() throws Exception {
         assumePython("numpy", "torch");
-        Proc running = trial("other", "--epochs", "20", "--batch-size", "20", "--linger", "3", "--step-ms", "2");
+        // reading until it is killed at the end, so that the trials below find its producer however long they take
+        Proc running = trial("other", "--epochs", "100000", "--batch-size", "20", "--linger", "3", "--step-ms", "2");
         running.awaitLine(l -> l.contains("\"attached\""), Duration.ofMinutes(2));
         Proc differs = trial("other", "--epochs", "1", "--kwargs", "{\"batch_size\": 64}");
         assertEquals(1, differs.exitCode(Duration.ofMinutes(2)), differs.stderr());
