@@ -93,6 +93,41 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aCachingProducerKilledWhileServingFailsItsConsumersAndCleanLeavesNothing() throws Exception {
+        Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
+        List<String> args = new ArrayList<>(List.of(
+                "serve", "--name", "k", "--images", images.toString(), "--transform", HEAVY, "--batch-size", "8"));
+        args.addAll(List.of("--epochs", "0", "--cache-mb", "64", "--variant", "k-light=" + LIGHT));
+        Proc producer = start(args.toArray(String[]::new)).awaitReady();
+        RuntimeException failed = null;
+        try (TensorConsumer c = TensorConsumer.connect(
+                base.resolve("k-light"), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
+            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+            while (System.nanoTime() < deadline) {
+                for (Batch b : c) {
+                    assertEquals(8, b.size());
+                }
+                // past the first epoch the cache holds every image: then the producer dies under its consumer
+                if (producer.stderr().contains("epoch 1: ") && producer.isAlive()) {
+                    producer.kill();
+                }
+            }
+        } catch (RuntimeException e) {
+            failed = e;
+        }
+        assertTrue(failed != null, "the consumer read on for 120 s after its producer was killed");
+        assertTrue(failed.getMessage().contains(Long.toString(producer.pid())), failed.toString());
+        Proc clean = start("clean");
+        assertEquals(0, clean.exitCode(Duration.ofSeconds(30)), clean.stderr());
+        try (var left = Files.list(base)) {
+            assertEquals(
+                    List.of("images"),
+                    left.map(p -> p.getFileName().toString()).toList(),
+                    clean.lines().toString());
+        }
+    }
+
+    @Test
     void aVariantOfAnythingButAnImageFolderOrAGreedyCacheIsRefusedInOneLine() throws Exception {
         Proc synthetic = start(
                 "serve",
