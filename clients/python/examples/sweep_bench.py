@@ -4,11 +4,14 @@ counted (the jobs, their DataLoader workers, the feeder and the Java producer).
 
     /usr/bin/python3 clients/python/examples/sweep_bench.py                  # decoding dominates
     /usr/bin/python3 clients/python/examples/sweep_bench.py --step-ms 150    # training dominates
+    /usr/bin/python3 clients/python/examples/sweep_bench.py --cache-mb 512   # and shared with decoding once
 
 The pipeline is what a PyTorch user runs: torchvision ImageFolder over photo-like 500x375 JPEGs (made once,
 cached in ~/.cache/tensorsocket/sweep-jpegs), RandomResizedCrop(224), RandomHorizontalFlip, ToTensor,
 Normalize, batch 32, shuffled, num_workers=2. Each job trains a small CNN (one thread) for --seconds after its
-first batch; --step-ms adds a sleep per step in place of a GPU's work. Needs torch, torchvision and the client
+first batch; --step-ms adds a sleep per step in place of a GPU's work. --cache-mb adds a third run, shared with the
+feeder's decoded-sample cache (cache_mb: each JPEG decoded once, the augmentation every epoch). Needs torch,
+torchvision and the client
 (run from a checkout, or with the client installed; the feeder starts the Java producer).
 """
 import argparse
@@ -102,7 +105,7 @@ def job(args) -> None:
     if args.mode == "private":
         dl = loader(args.images, args.workers)
         result = train(epochs_of(lambda: dl), args.seconds, args.step_ms)
-    else:
+    else:  # shared or cached: the feeder's business
         from tensorsocket_client import TensorConsumer
         with TensorConsumer(NAME, batch_size=32) as consumer:
             def epoch():
@@ -117,7 +120,7 @@ def feed(args) -> None:
     """The shared run's feeder: the same DataLoader, fed until interrupted (Ctrl-C stops its producer)."""
     from tensorsocket_client import TensorProducer
     producer = TensorProducer(NAME, loader(args.images, args.workers), names=("image", "label"), min_consumers=args.jobs,
-                              start_grace=5)
+                              start_grace=5, cache_mb=args.cache_mb if args.mode == "cached" else None)
     try:
         while True:
             for _ in producer:
@@ -135,8 +138,9 @@ def run(args, mode: str) -> dict:
           "--seconds", str(args.seconds), "--step-ms", str(args.step_ms), "--jobs", str(args.jobs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     feeder = None
-    if mode == "shared":
-        feeder = subprocess.Popen(me + ["--role", "feed"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    if mode != "private":
+        feeder = subprocess.Popen(me + ["--role", "feed", "--mode", mode, "--cache-mb", str(args.cache_mb)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True)
     jobs = [subprocess.Popen(me + ["--role", "job", "--mode", mode], env=env, stdout=subprocess.PIPE, text=True)
             for _ in range(args.jobs)]
@@ -164,8 +168,10 @@ def main():
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader (default 2)")
     p.add_argument("--count", type=int, default=500, help="JPEGs in the data set (default 500)")
     p.add_argument("--images", help="an ImageFolder to use instead of the generated JPEGs")
+    p.add_argument("--cache-mb", type=float, default=0,
+                   help="also run shared with the feeder's decoded-sample cache of this many MiB (default: not)")
     p.add_argument("--role", choices=("bench", "job", "feed"), default="bench", help=argparse.SUPPRESS)
-    p.add_argument("--mode", choices=("private", "shared"), help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=("private", "shared", "cached"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.role == "job":
         return job(args)
@@ -173,18 +179,26 @@ def main():
         return feed(args)
     if args.images is None:
         args.images = str(make_images(Path.home() / ".cache" / "tensorsocket" / ("sweep-jpegs-%d" % args.count), args.count))
-    runs = [run(args, "private"), run(args, "shared")]
+    runs = [run(args, "private"), run(args, "shared")] + ([run(args, "cached")] if args.cache_mb else [])
     print("%-8s %-4s %10s %14s %6s" % ("mode", "job", "samples/s", "CPU s/sample", "wait"))
     for r in runs:
         for i, j in enumerate(r["jobs"]):
             print("%-8s %-4d %10.1f %14s %5.0f%%" % (r["mode"], i + 1, j["samples_per_s"], "", 100 * j["wait"]))
         print("%-8s %-4s %10.1f %14.4f" % (r["mode"], "all", r["total"], r["cpu_per_sample"]))
-    private, shared = runs
+    private, shared = runs[:2]
     print("\nshared vs private: %.2fx the samples/s, %.2fx the CPU time per sample (%d jobs, %s)" % (
         shared["total"] / private["total"], shared["cpu_per_sample"] / private["cpu_per_sample"], args.jobs,
         "%.0f ms per step" % args.step_ms if args.step_ms else "decoding dominates"))
-    print(json.dumps({"private": private["total"], "shared": shared["total"], "ratio": shared["total"] / private["total"],
-                      "cpu_ratio": shared["cpu_per_sample"] / private["cpu_per_sample"]}), flush=True)
+    summary = {"private": private["total"], "shared": shared["total"], "ratio": shared["total"] / private["total"],
+               "cpu_ratio": shared["cpu_per_sample"] / private["cpu_per_sample"]}
+    if args.cache_mb:
+        cached = runs[2]
+        print("cached vs shared: %.2fx the samples/s, %.2fx the CPU time per sample; cached vs private: %.2fx, %.2fx"
+              % (cached["total"] / shared["total"], cached["cpu_per_sample"] / shared["cpu_per_sample"],
+                 cached["total"] / private["total"], cached["cpu_per_sample"] / private["cpu_per_sample"]))
+        summary.update(cached=cached["total"], cached_ratio=cached["total"] / private["total"],
+                       cached_cpu_ratio=cached["cpu_per_sample"] / private["cpu_per_sample"])
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
