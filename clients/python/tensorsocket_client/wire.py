@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 7
+VERSION = 8
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -173,6 +173,18 @@ class ConsumerStatus:
 
 
 @dataclass(frozen=True)
+class CacheStatus:
+    """A producer's source's decoded-sample cache (all 0 without one): what it keeps, and the loads since the start
+    that found their sample kept (hits) or decoded it (loads)."""
+    capacity_bytes: int = 0
+    bytes_held: int = 0
+    samples_held: int = 0
+    samples: int = 0
+    hits: int = 0
+    loads: int = 0
+
+
+@dataclass(frozen=True)
 class Status:
     """A producer's snapshot of itself and its consumers: the answer to STATUS_REQUEST."""
     producer_pid: int
@@ -196,6 +208,7 @@ class Status:
     consumers_attached: int
     evictions: int
     mid_epoch: int  # how a consumer joining mid-epoch starts: START_ROLLING or START_EXACT
+    cache: CacheStatus
     consumers: Tuple[ConsumerStatus, ...]
 
 
@@ -301,6 +314,8 @@ def _encode_status(m) -> bytes:
                      m.slot_bytes, m.slots_in_use, m.rubber_band, m.window_batches, m.uptime_nanos,
                      m.consumers_attached, m.evictions)
     p += struct.pack("<B", m.mid_epoch)
+    k = m.cache
+    p += struct.pack("<qqqqqq", k.capacity_bytes, k.bytes_held, k.samples_held, k.samples, k.hits, k.loads)
     listed = m.consumers[:MAX_LISTED]
     p += struct.pack("<H", len(listed))
     for c in listed:
@@ -553,6 +568,9 @@ def _decode_status(r):
     slot_bytes, in_use, band, window = (_non_negative(v) for v in r.take("<qiii"))
     uptime, attached, evictions = (_non_negative(v) for v in r.take("<qiq"))
     mid_epoch = r.take("<B")
+    cache = CacheStatus(*(_non_negative(v) for v in r.take("<qqqqqq")))
+    if cache.bytes_held > cache.capacity_bytes or cache.samples_held > cache.samples:
+        raise ProtocolError("STATUS holds a cache holding more than it can")
     listed = r.take("<H")
     if listed > MAX_LISTED or listed > attached or in_use > slot_count or mid_epoch not in (START_ROLLING, START_EXACT):
         raise ProtocolError("STATUS holds an invalid value")
@@ -576,7 +594,7 @@ def _decode_status(r):
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
                                         samples, crate, wait, work, connected, client, ring, job, rank, world, pace))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
-                  uptime, attached, evictions, mid_epoch, tuple(consumers))
+                  uptime, attached, evictions, mid_epoch, cache, tuple(consumers))
 
 
 def _decode_welcome(r):

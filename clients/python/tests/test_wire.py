@@ -27,7 +27,8 @@ EXPECTED = {
     "progress": wire.Progress(3, 123456, 7_000_000_000, 21_000_000_000),
     "heartbeat": wire.Heartbeat(),
     "status": wire.Status(4242, "cifar", "synthetic:samples=5", 1, 64, 50000, 10, 3, 1024, 782, 50048, 12345.5, 16,
-                          1 << 20, 9, 2, 2, 90_000_000_000, 2, 1, wire.START_EXACT, (
+                          1 << 20, 9, 2, 2, 90_000_000_000, 2, 1, wire.START_EXACT,
+                          wire.CacheStatus(512 << 20, 300 << 20, 500, 600, 1200, 600), (
                               wire.ConsumerStatus(1, 777, "ana", 32, False, wire.START_EPOCH, 3, 151024, 128, 4, 900,
                                                   True, 120000, 4321.25, 5_000_000_000, 25_000_000_000,
                                                   30_000_000_000, "python3 train.py", False),
@@ -127,11 +128,11 @@ class VectorTest(unittest.TestCase):
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
-        frame[4:6] = struct.pack("<H", 8)
+        frame[4:6] = struct.pack("<H", wire.VERSION + 1)
         self.assertEqual(EXPECTED["error"], decode(bytes(frame)))
         batch = bytearray(read_hex("batch"))
-        batch[4:6] = struct.pack("<H", 8)
-        with self.assertRaisesRegex(ProtocolVersionError, "version 8"):
+        batch[4:6] = struct.pack("<H", wire.VERSION + 1)
+        with self.assertRaisesRegex(ProtocolVersionError, "version %d" % (wire.VERSION + 1)):
             decode(bytes(batch))
 
     def test_long_error_messages_are_truncated_and_long_strings_refused(self):

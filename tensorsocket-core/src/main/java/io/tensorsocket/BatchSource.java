@@ -74,6 +74,14 @@ public interface BatchSource extends AutoCloseable {
         return null;
     }
 
+    /**
+     * What this source's decoded-sample cache holds and did, for {@code status} and the metrics; {@link
+     * ProducerStatus.Cache#NONE} (the default) where it keeps none. Called from any thread, at any time.
+     */
+    default ProducerStatus.Cache cacheFigures() {
+        return ProducerStatus.Cache.NONE;
+    }
+
     @Override
     default void close() throws Exception {}
 

@@ -18,6 +18,7 @@ import java.util.Locale;
  * @param consumersAttached  consumers attached (the list holds at most {@link #MAX_LISTED} of them)
  * @param evictions          consumers disconnected since the start because they held a batch past the stall timeout
  * @param midEpoch           how a consumer joining mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}
+ * @param cache              the source's decoded-sample cache, {@link Cache#NONE} where it has none
  */
 public record ProducerStatus(
         long producerPid,
@@ -41,6 +42,7 @@ public record ProducerStatus(
         int consumersAttached,
         long evictions,
         StartMode midEpoch,
+        Cache cache,
         List<Consumer> consumers) {
 
     /** Most consumers a status message lists; the count of attached consumers is always exact. */
@@ -48,6 +50,22 @@ public record ProducerStatus(
 
     public ProducerStatus {
         consumers = List.copyOf(consumers);
+    }
+
+    /**
+     * What a source's decoded-sample cache holds and did since the producer started: samples kept the first time they
+     * were decoded, while room was left ({@code bytesHeld} of {@code capacityBytes}; {@code samplesHeld} of the data
+     * set's {@code samples}), and the loads that found their sample kept ({@code hits}) or decoded it ({@code loads}).
+     * Variants of one data set that share a cache report the same figures.
+     */
+    public record Cache(long capacityBytes, long bytesHeld, long samplesHeld, long samples, long hits, long loads) {
+        /** A source without a cache. */
+        public static final Cache NONE = new Cache(0, 0, 0, 0, 0, 0);
+
+        /** Whether the source has a cache. */
+        public boolean present() {
+            return capacityBytes > 0;
+        }
     }
 
     /** What the producer is doing. Wire values are the ordinals and never change order. */

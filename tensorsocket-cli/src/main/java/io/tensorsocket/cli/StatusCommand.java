@@ -168,6 +168,19 @@ final class StatusCommand implements Callable<Integer> {
                         : "",
                 s.evictions(),
                 s.midEpoch() == StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
+        ProducerStatus.Cache cache = s.cache();
+        if (cache.present()) {
+            b.append(String.format(
+                    Locale.ROOT,
+                    "cache    %d of %d samples decoded and kept, %s of %s %s; %d hits, %d decodes since start%n",
+                    cache.samplesHeld(),
+                    cache.samples(),
+                    bytes(cache.bytesHeld()),
+                    bytes(cache.capacityBytes()),
+                    Terminal.bar((double) cache.bytesHeld() / cache.capacityBytes(), 12),
+                    cache.hits(),
+                    cache.loads()));
+        }
         if (!s.consumers().isEmpty()) {
             boolean jobs = s.consumers().stream().anyMatch(ProducerStatus.Consumer::inJob);
             b.append(String.format(
@@ -297,8 +310,23 @@ final class StatusCommand implements Callable<Integer> {
                 .put("consumers_attached", s.consumersAttached())
                 .put("evictions", s.evictions())
                 .put("mid_epoch", s.midEpoch().label())
+                .putRaw("cache", cacheJson(s.cache()))
                 .putRaw("consumers", consumers.toString())
                 .toString();
+    }
+
+    /** The cache's figures as a JSON object, or null where the source has no cache. */
+    private static String cacheJson(ProducerStatus.Cache c) {
+        return !c.present()
+                ? "null"
+                : Json.object()
+                        .put("capacity_bytes", c.capacityBytes())
+                        .put("bytes", c.bytesHeld())
+                        .put("samples_held", c.samplesHeld())
+                        .put("samples", c.samples())
+                        .put("hits", c.hits())
+                        .put("loads", c.loads())
+                        .toString();
     }
 
     static String bytes(long n) {

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -107,8 +108,10 @@ class DecodedCacheProcessTest extends ProcessTestBase {
                 for (Batch b : c) {
                     assertEquals(8, b.size());
                 }
-                // past the first epoch the cache holds every image: then the producer dies under its consumer
+                // past the first epoch the cache holds every image: status says so, then the producer dies under
+                // its consumer
                 if (producer.stderr().contains("epoch 1: ") && producer.isAlive()) {
+                    assertCacheShown("k", "k-light");
                     producer.kill();
                 }
             }
@@ -124,6 +127,28 @@ class DecodedCacheProcessTest extends ProcessTestBase {
                     List.of("images"),
                     left.map(p -> p.getFileName().toString()).toList(),
                     clean.lines().toString());
+        }
+    }
+
+    /** {@code status} of each producer shows the one cache they share, holding all 40 images, each decoded once. */
+    private void assertCacheShown(String... names) throws Exception {
+        for (String name : names) {
+            Proc json = start("status", name, "--once", "--json");
+            assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
+            String line = json.lines().getFirst();
+            String cache =
+                    line.substring(line.indexOf("\"cache\": {"), line.indexOf('}', line.indexOf("\"cache\": {")) + 1);
+            Map<String, String> c = JsonLine.parse(cache.substring(cache.indexOf('{')));
+            assertEquals(Long.toString(64L << 20), c.get("capacity_bytes"), cache);
+            assertEquals("40", c.get("samples_held"), cache);
+            assertEquals("40", c.get("samples"), cache);
+            assertEquals("40", c.get("loads"), "each image decoded once for both variants: " + cache);
+            assertTrue(Long.parseLong(c.get("hits")) >= 40, cache);
+            Proc text = start("status", name, "--once");
+            assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+            assertTrue(
+                    text.lines().stream().anyMatch(l -> l.startsWith("cache    40 of 40 samples decoded and kept")),
+                    text.lines().toString());
         }
     }
 

@@ -99,6 +99,7 @@ final class ProducerAssembly {
             if (upstream != null) {
                 core.keepBoundariesUpstream(upstream);
             }
+            core.reportsCache(source::cacheFigures);
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(
                     core,

@@ -89,6 +89,7 @@ public final class ProducerCore implements BatchSink {
 
     private volatile boolean awaitingRelease;
     private volatile Runnable releaseWanted = () -> {};
+    private volatile Supplier<ProducerStatus.Cache> cacheFigures = () -> ProducerStatus.Cache.NONE;
     private long nextSeq;
     private final long startedNanos = System.nanoTime();
     private final RateWindow loaderRate = new RateWindow();
@@ -110,6 +111,11 @@ public final class ProducerCore implements BatchSink {
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), producerName, lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName);
+    }
+
+    /** Where {@link #status} reads the source's decoded-sample cache figures. Call before serving. */
+    public void reportsCache(Supplier<ProducerStatus.Cache> figures) {
+        cacheFigures = figures;
     }
 
     /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
@@ -454,6 +460,7 @@ public final class ProducerCore implements BatchSink {
                     consumers.count(),
                     consumers.evictions(),
                     joinRule.midEpoch(),
+                    cacheFigures.get(),
                     consumers.status(now, stream.nextPosition(), pace::share));
         } finally {
             lock.unlock();

@@ -44,6 +44,13 @@ final class StatusCodec {
                 .putInt(s.consumersAttached())
                 .putLong(s.evictions())
                 .put((byte) s.midEpoch().ordinal());
+        ProducerStatus.Cache cache = s.cache();
+        b.putLong(cache.capacityBytes())
+                .putLong(cache.bytesHeld())
+                .putLong(cache.samplesHeld())
+                .putLong(cache.samples())
+                .putLong(cache.hits())
+                .putLong(cache.loads());
         int listed = Math.min(s.consumers().size(), ProducerStatus.MAX_LISTED);
         b.putShort((short) listed);
         for (int i = 0; i < listed; i++) {
@@ -96,7 +103,17 @@ final class StatusCodec {
         int attached = nonNegative(p.getInt());
         long evictions = nonNegative(p.getLong());
         int midEpoch = Byte.toUnsignedInt(p.get());
+        ProducerStatus.Cache cache = new ProducerStatus.Cache(
+                nonNegative(p.getLong()),
+                nonNegative(p.getLong()),
+                nonNegative(p.getLong()),
+                nonNegative(p.getLong()),
+                nonNegative(p.getLong()),
+                nonNegative(p.getLong()));
         int listed = Short.toUnsignedInt(p.getShort());
+        if (cache.bytesHeld() > cache.capacityBytes() || cache.samplesHeld() > cache.samples()) {
+            throw new ProtocolException("STATUS holds a cache holding more than it can");
+        }
         if (listed > ProducerStatus.MAX_LISTED
                 || listed > attached
                 || inUse > slotCount
@@ -162,6 +179,7 @@ final class StatusCodec {
                 attached,
                 evictions,
                 StartMode.values()[midEpoch],
+                cache,
                 consumers);
     }
 }

@@ -57,6 +57,8 @@ import java.util.List;
  *                  i64 sample, i64 batchesPublished, i64 samplesPublished, f64 samplesPerSecond,
  *                  i32 slotCount, i64 slotBytes, i32 slotsInUse, i32 rubberBand, i32 windowBatches,
  *                  i64 uptimeNanos, i32 consumersAttached, i64 evictions, u8 midEpoch (as in WELCOME),
+ *                  i64 cacheCapacityBytes, i64 cacheBytes, i64 cacheSamplesHeld, i64 cacheSamples,
+ *                  i64 cacheHits, i64 cacheLoads (the source's decoded-sample cache; all 0 without one),
  *                  u16 listed (≤ 256), then per consumer:
  *                    i32 id, i64 pid, str user, i32 batchSize, bool dropLast, u8 startMode (as in WELCOME), i64 epoch,
  *                    i64 position, i64 lagSamples, i32 batchesHeld, i64 batchesSent, bool reported,
@@ -93,7 +95,8 @@ import java.util.List;
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
- * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer. A peer of another version is told VERSION_MISMATCH.
+ * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures. A peer of another
+ * version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -102,7 +105,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 7;
+    public static final int VERSION = 8;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;

@@ -97,6 +97,7 @@ class ProtocolVectorsTest {
                         2,
                         1,
                         StartMode.EXACT,
+                        new ProducerStatus.Cache(512L << 20, 300L << 20, 500, 600, 1200, 600),
                         List.of(
                                 new Consumer(
                                         1,

@@ -96,6 +96,7 @@ class WireFormatTest {
                 consumers,
                 3,
                 StartMode.ROLLING,
+                new ProducerStatus.Cache(64L << 20, 40L << 20, 70, 100, 330, 100),
                 cs);
     }
 
@@ -142,6 +143,43 @@ class WireFormatTest {
         ByteBuffer p = WireFormat.encode(new Message.Progress(-1, 0, 0, 0));
         WireFormat.Header h = WireFormat.decodeHeader(p);
         assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), p.slice()));
+    }
+
+    @Test
+    void aStatusWhoseCacheHoldsMoreThanItCanIsRejected() {
+        ProducerStatus s = status(1, 10);
+        for (ProducerStatus.Cache bad :
+                List.of(new ProducerStatus.Cache(10, 11, 1, 1, 0, 0), new ProducerStatus.Cache(10, 5, 3, 2, 0, 0))) {
+            ProducerStatus with = new ProducerStatus(
+                    s.producerPid(),
+                    s.name(),
+                    s.source(),
+                    s.state(),
+                    s.producerBatchSize(),
+                    s.samplesPerEpoch(),
+                    s.epochs(),
+                    s.epoch(),
+                    s.sample(),
+                    s.batchesPublished(),
+                    s.samplesPublished(),
+                    s.samplesPerSecond(),
+                    s.slotCount(),
+                    s.slotBytes(),
+                    s.slotsInUse(),
+                    s.rubberBand(),
+                    s.windowBatches(),
+                    s.uptimeNanos(),
+                    s.consumersAttached(),
+                    s.evictions(),
+                    s.midEpoch(),
+                    bad,
+                    s.consumers());
+            ByteBuffer b = WireFormat.encode(new Message.Status(with));
+            WireFormat.Header h = WireFormat.decodeHeader(b);
+            ProtocolException e =
+                    assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), b.slice()));
+            assertEquals("STATUS holds a cache holding more than it can", e.getMessage(), bad.toString());
+        }
     }
 
     @Test

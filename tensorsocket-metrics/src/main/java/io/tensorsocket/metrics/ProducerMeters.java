@@ -79,6 +79,30 @@ public final class ProducerMeters {
                 ProducerStatus::epochProgress);
         gauge(
                 registry,
+                "tensorsocket.cache.bytes",
+                "Bytes of decoded samples the source's cache keeps (0 without a cache)",
+                tags,
+                s -> s.cache().bytesHeld());
+        gauge(
+                registry,
+                "tensorsocket.cache.samples",
+                "Samples the source's decoded-sample cache keeps (0 without a cache)",
+                tags,
+                s -> s.cache().samplesHeld());
+        FunctionCounter.builder(
+                        "tensorsocket.cache.hits", this, m -> m.snapshot.cache().hits())
+                .description("Sample loads that found the sample decoded in the cache")
+                .tags(tags)
+                .register(registry);
+        FunctionCounter.builder(
+                        "tensorsocket.cache.loads",
+                        this,
+                        m -> m.snapshot.cache().loads())
+                .description("Sample loads that decoded the sample (the cache did not hold it)")
+                .tags(tags)
+                .register(registry);
+        gauge(
+                registry,
                 "tensorsocket.uptime.seconds",
                 "Seconds since the producer started",
                 tags,

@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -114,6 +115,13 @@ class MetricsEndpointTest {
             double wait = value(s, "tensorsocket_consumer_wait_ratio", consumer, pid);
             assertTrue(wait >= 0 && wait <= 1, "wait ratio " + wait);
             assertEquals(0, value(s, "tensorsocket_loader_errors_total", producer));
+            for (String cache : List.of(
+                    "tensorsocket_cache_bytes",
+                    "tensorsocket_cache_samples",
+                    "tensorsocket_cache_hits_total",
+                    "tensorsocket_cache_loads_total")) {
+                assertEquals(0, value(s, cache, producer), "a source without a cache: " + cache);
+            }
             for (String name : new String[] {
                 "tensorsocket_samples_per_second",
                 "tensorsocket_batches_per_second",

@@ -1,5 +1,6 @@
 package io.tensorsocket.pipeline;
 
+import io.tensorsocket.ProducerStatus;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -169,6 +170,17 @@ public final class DecodedCache implements AutoCloseable {
         chunkUsed += bytes;
         bytesHeld += bytes;
         return s;
+    }
+
+    /** What it holds and did in all epochs so far, as {@code status} and the metrics show it. */
+    public ProducerStatus.Cache figures() {
+        long hits = 0;
+        long loads = 0;
+        for (Counts c : byEpoch.values()) {
+            hits += c.hits.sum();
+            loads += c.misses.sum();
+        }
+        return new ProducerStatus.Cache(capacity, bytesHeld(), samplesHeld(), kept.length(), hits, loads);
     }
 
     /** A line for the producer's log and status: what it holds and how the last epoch went. */

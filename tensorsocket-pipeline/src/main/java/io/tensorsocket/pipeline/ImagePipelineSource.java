@@ -2,6 +2,7 @@ package io.tensorsocket.pipeline;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.DType;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.TensorSpec;
 import java.io.IOException;
@@ -67,6 +68,11 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         if (cache != null) {
             log.info(cache.summary(epoch));
         }
+    }
+
+    @Override
+    public ProducerStatus.Cache cacheFigures() {
+        return cache == null ? ProducerStatus.Cache.NONE : cache.figures();
     }
 
     /** The decoded-sample cache this source reads and fills, or null where it decodes every epoch. */

@@ -81,6 +81,7 @@ public class ProtocolBenchmarks {
                 16,
                 0,
                 StartMode.EXACT,
+                ProducerStatus.Cache.NONE,
                 cs));
         encodedBatch = WireFormat.encode(batch);
         encodedStatus = WireFormat.encode(status);
