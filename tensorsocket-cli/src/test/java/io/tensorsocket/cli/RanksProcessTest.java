@@ -82,7 +82,8 @@ class RanksProcessTest extends ProcessTestBase {
                     "--world-size",
                     "3",
                     "--progress-ms",
-                    "100"));
+                    "100",
+                    "--wait-for-epoch-start"));
         }
         ranks.get(1).awaitLine(l -> l.contains("\"progress\""), Duration.ofSeconds(60));
         // status shows each rank of the job
@@ -97,7 +98,7 @@ class RanksProcessTest extends ProcessTestBase {
         assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
         assertTrue(String.join("\n", text.lines()).contains("j 1/3"), String.join("\n", text.lines()));
         long killedPid = ranks.get(1).pid();
-        ranks.get(1).kill();
+        killMidEpoch("kill", ranks.get(1), 2000);
         for (int r : new int[] {0, 2}) {
             Proc p = ranks.get(r);
             assertNotEquals(0, p.exitCode(Duration.ofSeconds(30)), p.stderr());
@@ -366,5 +367,34 @@ class RanksProcessTest extends ProcessTestBase {
                 "3",
                 "--job",
                 "ddp-job");
+    }
+
+    /**
+     * SIGKILLs {@code rank} while it is stopped in the middle of an epoch. A rank that dies just after releasing an
+     * epoch's last batch is what a script that simply ends after its epochs looks like, which is no failure of its
+     * job; a loaded machine once had the kill land there. The ranks start at an epoch start, so a rank is mid-epoch
+     * exactly when the position it released up to is no multiple of the epoch.
+     */
+    private void killMidEpoch(String producer, Proc rank, long samplesPerEpoch) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            rank.signal("STOP");
+            Proc json = start("status", producer, "--once", "--json");
+            assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
+            long position = StatusListCleanProcessTest.consumerObjects(
+                            json.lines().getFirst())
+                    .stream()
+                    .filter(c -> c.get("pid").equals(Long.toString(rank.pid())))
+                    .mapToLong(c -> Long.parseLong(c.get("position")))
+                    .findFirst()
+                    .orElseThrow();
+            if (position % samplesPerEpoch != 0) {
+                rank.kill();
+                return;
+            }
+            rank.signal("CONT");
+            assertTrue(System.nanoTime() < deadline, "the rank never stopped mid-epoch");
+            Thread.sleep(30);
+        }
     }
 }
