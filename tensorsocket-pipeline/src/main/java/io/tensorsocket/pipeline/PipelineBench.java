@@ -4,6 +4,7 @@ import com.sun.management.OperatingSystemMXBean;
 import io.tensorsocket.Batch;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
+import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -181,21 +182,10 @@ public final class PipelineBench {
             source.emitEpoch(0, sink);
             double firstWall = (System.nanoTime() - start) / 1e9;
             double firstCpu = (processCpuNanos() - cpu0) / 1e9;
-            long epoch = 1;
-            long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
-            while (System.nanoTime() < warmEnd || epoch < 3) {
-                source.emitEpoch(epoch++, sink);
-            }
-            long samples = 0;
-            cpu0 = processCpuNanos();
-            start = System.nanoTime();
-            long end = start + (long) (seconds * 1e9);
-            do {
-                source.emitEpoch(epoch++, sink);
-                samples += source.samplesPerEpoch();
-            } while (System.nanoTime() < end);
-            double wall = (System.nanoTime() - start) / 1e9;
-            double cpu = (processCpuNanos() - cpu0) / 1e9;
+            Timed later = timedEpochs(source, sink, 1, 3, seconds);
+            long samples = later.samples();
+            double wall = later.wall();
+            double cpu = later.cpu();
             int n = folder.size();
             System.out.printf(
                     Locale.ROOT,
@@ -215,6 +205,30 @@ public final class PipelineBench {
     }
 
     private record Result(int threads, double perSecond, double perCpuSecond) {}
+
+    /** Samples emitted in whole epochs over a timed stretch, its wall and CPU seconds. */
+    private record Timed(long samples, double wall, double cpu) {}
+
+    /**
+     * Emits epochs from {@code epoch} on: for half of {@code seconds} (and up to epoch {@code warmUntil}) to warm up,
+     * then whole epochs for at least {@code seconds}, timed.
+     */
+    private static Timed timedEpochs(BatchSource source, BatchSink sink, long epoch, long warmUntil, double seconds)
+            throws Exception {
+        long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
+        while (System.nanoTime() < warmEnd || epoch < warmUntil) {
+            source.emitEpoch(epoch++, sink);
+        }
+        long samples = 0;
+        long cpu0 = processCpuNanos();
+        long start = System.nanoTime();
+        long end = start + (long) (seconds * 1e9);
+        do {
+            source.emitEpoch(epoch++, sink);
+            samples += source.samplesPerEpoch();
+        } while (System.nanoTime() < end);
+        return new Timed(samples, (System.nanoTime() - start) / 1e9, (processCpuNanos() - cpu0) / 1e9);
+    }
 
     /** The measured pipeline: ImageNet's training transforms, batch 32, {@code threads} workers, seed 1. */
     private static ImagePipelineSource.Builder imagenet(ImageFolder folder, ImageDecoder decoder, int threads) {
@@ -238,22 +252,8 @@ public final class PipelineBench {
     private static Result run(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
         try (ImagePipelineSource source = imagenet(folder, decoder, threads).build();
                 RingSink sink = new RingSink(source.layout(), 3)) {
-            long epoch = 0;
-            long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
-            while (System.nanoTime() < warmEnd || epoch < 2) {
-                source.emitEpoch(epoch++, sink);
-            }
-            long samples = 0;
-            long cpu0 = processCpuNanos();
-            long start = System.nanoTime();
-            long end = start + (long) (seconds * 1e9);
-            do {
-                source.emitEpoch(epoch++, sink);
-                samples += source.samplesPerEpoch();
-            } while (System.nanoTime() < end);
-            double wall = (System.nanoTime() - start) / 1e9;
-            double cpu = (processCpuNanos() - cpu0) / 1e9;
-            return new Result(threads, samples / wall, samples / cpu);
+            Timed t = timedEpochs(source, sink, 0, 2, seconds);
+            return new Result(threads, t.samples() / t.wall(), t.samples() / t.cpu());
         }
     }
 
