@@ -159,6 +159,84 @@ class SharedCacheTest(unittest.TestCase):
         self.assertIn("epoch 1: the decoded-sample cache holds 60 of 60 samples", log)
 
 
+class _Ids:
+    """Samples that say their index, in the two-function form of a cache; ``load`` counts in shared memory."""
+
+    def __init__(self, n):
+        self.n = n
+        self.loads = np.frombuffer(__import__("mmap").mmap(-1, 8 * n), dtype=np.int64)
+
+    def __len__(self):
+        return self.n
+
+    def load(self, i):
+        self.loads[i] += 1
+        return {"id": i, "x": np.full((4,), i, np.float32)}
+
+    def augment(self, sample):
+        return sample
+
+    def __getitem__(self, i):
+        return self.augment(self.load(i))
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class CachedContractTest(unittest.TestCase):
+    """A late joiner and the ranks of a job read a cached feed with every epoch exact, each sample loaded once."""
+
+    def test_a_late_joiner_and_a_jobs_ranks_get_exact_epochs_from_a_cached_feed(self):
+        from tensorsocket_client.directory import launcher_command
+        if launcher_command() is None:
+            self.skipTest("no tensorsocket launcher (build the command line first)")
+        data = _Ids(120)
+        loader = tud.DataLoader(data, batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
+        got = {}
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
+                mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            feeder = TensorProducer("kept", loader, epochs=5, seed=3, cache_mb=8, start_grace=0)
+            fed = threading.Thread(target=feeder.run, daemon=True)
+            fed.start()
+            midway, joined = threading.Event(), threading.Event()
+
+            def read(key, epochs, **options):
+                with TensorConsumer("kept", batch_size=options.pop("batch_size"), connect_timeout=60,
+                                    **options) as c:
+                    got[key] = ([], c.start_mode)
+                    for _ in range(epochs):
+                        ids = []
+                        for batch in c:
+                            ids += [int(i) for i in batch["id"]]
+                            if key == "first" and len(ids) >= 80 and not midway.is_set():
+                                midway.set()
+                                joined.wait(60)  # the others join while this one is mid-epoch
+                        got[key][0].append(ids)
+
+            readers = [threading.Thread(target=read, args=("first", 5), kwargs={"batch_size": 8})]
+            readers[0].start()
+            self.assertTrue(midway.wait(60), "the first consumer did not get 80 samples into its first epoch")
+            readers += [threading.Thread(target=read, args=("late", 2), kwargs={"batch_size": 5}),
+                        threading.Thread(target=read, args=("rank0", 2), kwargs={"batch_size": 4, "job": "j",
+                                                                                 "rank": 0, "world_size": 2}),
+                        threading.Thread(target=read, args=("rank1", 2), kwargs={"batch_size": 4, "job": "j",
+                                                                                 "rank": 1, "world_size": 2})]
+            for r in readers[1:]:
+                r.start()
+            time.sleep(1.0)
+            joined.set()
+            for r in readers + [fed]:
+                r.join(120)
+                self.assertFalse(r.is_alive(), "a reader or the feeder did not finish")
+        for key in ("first", "late"):
+            for ids in got[key][0]:
+                self.assertEqual(list(range(120)), sorted(ids), key)
+        # it joined mid-epoch, past the rubber band's batches (inside them it would start at the epoch's start)
+        self.assertEqual("exact", got["late"][1])
+        for e in range(2):
+            self.assertEqual(list(range(120)), sorted(got["rank0"][0][e] + got["rank1"][0][e]), "the job's epoch %d" % e)
+        self.assertEqual([1] * 120, [int(v) for v in data.loads],
+                         "each sample loaded once in all (the probe's sample in the feeder, the rest in its workers)")
+
+
 @unittest.skipIf(torch is None or torchvision is None, "needs torch and torchvision")
 class CachedFeedTest(unittest.TestCase):
     """An ImageFolder of JPEGs with a random augmentation, fed with and without ``cache_mb``: the same bytes reach
