@@ -26,8 +26,8 @@ except ImportError:
     torchvision = None
 
 
-class _Loads:
-    """A data set of the two-function form that counts its loads in shared memory (its workers are processes)."""
+class _Ids:
+    """Samples that say their index, in the two-function form of a cache; ``load`` counts in shared memory."""
 
     def __init__(self, n):
         self.n = n
@@ -38,11 +38,10 @@ class _Loads:
 
     def load(self, i):
         self.loads[i] += 1
-        return np.full((3, 4), i, np.float32), i
+        return {"id": i, "x": np.full((4,), i, np.float32)}
 
     def augment(self, sample):
-        x, i = sample
-        return x * 2, i
+        return sample
 
     def __getitem__(self, i):
         return self.augment(self.load(i))
@@ -95,11 +94,11 @@ class DecodedCacheTest(unittest.TestCase):
 
     @unittest.skipIf(torch is None, "needs torch")
     def test_the_loaders_workers_share_what_they_keep(self):
-        data = _Loads(24)
+        data = _Ids(24)
         cached = CachedDataset(data, DecodedCache(1 << 20, 24))
         loader = tud.DataLoader(cached, batch_size=4, num_workers=2, shuffle=True)
         for _ in range(3):
-            seen = sorted(int(i) for _, ids in loader for i in ids)
+            seen = sorted(int(i) for batch in loader for i in batch["id"])
             self.assertEqual(list(range(24)), seen)
         self.assertEqual([1] * 24, data.loads.tolist(), "each sample loaded once in all, across both workers")
         _, held, hits, loads = cached.cache.counts()
@@ -108,7 +107,7 @@ class DecodedCacheTest(unittest.TestCase):
     @unittest.skipIf(torch is None, "needs torch")
     def test_a_feeder_refuses_cache_mb_where_it_cannot_keep_samples(self):
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
-            spawned = tud.DataLoader(_Loads(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
+            spawned = tud.DataLoader(_Ids(8), batch_size=4, num_workers=2, multiprocessing_context="spawn")
             with self.assertRaisesRegex(ValueError, "by fork; this loader's multiprocessing_context is 'spawn'"):
                 TensorProducer("cachespawn", spawned, cache_mb=8)
 
@@ -119,7 +118,7 @@ class DecodedCacheTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "fed by index; this loader reads an IterableDataset"):
                 TensorProducer("cachestream", tud.DataLoader(Stream(), batch_size=2), cache_mb=8)
             with self.assertRaisesRegex(ValueError, "exact_epochs=False feeds the loader in its own order"):
-                TensorProducer("cacheown", tud.DataLoader(_Loads(8), batch_size=4), cache_mb=8, exact_epochs=False)
+                TensorProducer("cacheown", tud.DataLoader(_Ids(8), batch_size=4), cache_mb=8, exact_epochs=False)
 
 
 @unittest.skipIf(torch is None, "needs torch")
@@ -157,27 +156,6 @@ class SharedCacheTest(unittest.TestCase):
                 log = f.read()
         self.assertIn("epoch 0: the decoded-sample cache holds 60 of 60 samples", log)
         self.assertIn("epoch 1: the decoded-sample cache holds 60 of 60 samples", log)
-
-
-class _Ids:
-    """Samples that say their index, in the two-function form of a cache; ``load`` counts in shared memory."""
-
-    def __init__(self, n):
-        self.n = n
-        self.loads = np.frombuffer(__import__("mmap").mmap(-1, 8 * n), dtype=np.int64)
-
-    def __len__(self):
-        return self.n
-
-    def load(self, i):
-        self.loads[i] += 1
-        return {"id": i, "x": np.full((4,), i, np.float32)}
-
-    def augment(self, sample):
-        return sample
-
-    def __getitem__(self, i):
-        return self.augment(self.load(i))
 
 
 @unittest.skipIf(torch is None, "needs torch")
