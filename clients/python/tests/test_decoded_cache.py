@@ -2,6 +2,7 @@
 smaller than the data set keeping what fits, refusals that say what to do, and a cached feed's bytes equal to an
 uncached one's in every epoch."""
 
+import mmap
 import os
 import tempfile
 import threading
@@ -31,7 +32,7 @@ class _Ids:
 
     def __init__(self, n):
         self.n = n
-        self.loads = np.frombuffer(__import__("mmap").mmap(-1, 8 * n), dtype=np.int64)
+        self.loads = np.frombuffer(mmap.mmap(-1, 8 * n), dtype=np.int64)  # shared with the workers by fork
 
     def __len__(self):
         return self.n
