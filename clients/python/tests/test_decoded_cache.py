@@ -129,7 +129,7 @@ class SharedCacheTest(unittest.TestCase):
 
         from tensorsocket_client import share
         from tensorsocket_client.directory import launcher_command
-        from tensorsocket_client.share import log_path
+        from tensorsocket_client.share import log_path, stop_if_idle
         from tensorsocket_client.synthetic import SyntheticSpec
         if launcher_command() is None:
             self.skipTest("no tensorsocket launcher (build the command line first)")
@@ -138,7 +138,7 @@ class SharedCacheTest(unittest.TestCase):
         with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
                 mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
             counts = os.path.join(d, "loads.txt")
-            loader = share("kept", "share_loaders:kept", batch_size=8, kwargs={"count_file": counts}, linger=1.0,
+            loader = share("kept", "share_loaders:kept", batch_size=8, kwargs={"count_file": counts}, linger=60.0,
                            cache_mb=4)
             for _ in range(3):
                 ids = []
@@ -150,11 +150,17 @@ class SharedCacheTest(unittest.TestCase):
             loader.dataset.close()
             with open(counts) as f:
                 self.assertEqual(list(range(60)), sorted(int(v) for v in f), "each sample loaded once in 3 epochs")
+            # the share's log while it runs (a share that ends cleanly takes its log along)
             deadline = time.monotonic() + 30
-            while os.path.isdir(os.path.join(d, "kept")) and time.monotonic() < deadline:
-                time.sleep(0.05)  # the producer lingers 1 s, then the feeder ends and the log is complete
-            with open(log_path("kept")) as f:
-                log = f.read()
+            log = ""
+            while "epoch 1: the decoded" not in log and time.monotonic() < deadline:
+                with open(log_path("kept")) as f:
+                    log = f.read()
+                time.sleep(0.05)
+            deadline = time.monotonic() + 30  # its producer notes the trial's goodbye
+            while not stop_if_idle("kept") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertFalse(os.path.exists(os.path.join(d, "kept")), "the share stopped when asked")
         self.assertIn("epoch 0: the decoded-sample cache holds 60 of 60 samples", log)
         self.assertIn("epoch 1: the decoded-sample cache holds 60 of 60 samples", log)
 
