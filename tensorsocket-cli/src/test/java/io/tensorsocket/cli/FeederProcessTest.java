@@ -12,13 +12,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** A Python feeder (a torch DataLoader, or the synthetic feed command) filling an external Java producer. */
 @Timeout(180)
-@Order(10) // among the longest classes: started first, so that none is left running alone at the end
 class FeederProcessTest extends ProcessTestBase {
 
     private Proc serveExternal(String name, String... extra) throws Exception {

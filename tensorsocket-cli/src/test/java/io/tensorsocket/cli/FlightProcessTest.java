@@ -14,11 +14,9 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 
 /** Remote consumers and relays over Arrow Flight on loopback, with real producer and consumer JVMs. */
-@Order(11) // among the longest classes: started first, so that none is left running alone at the end
 class FlightProcessTest extends ProcessTestBase {
 
     private static void assertExact(Proc c, int epochs, long samples) throws InterruptedException {

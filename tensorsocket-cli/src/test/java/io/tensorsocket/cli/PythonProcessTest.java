@@ -15,12 +15,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Python consumer processes (clients/python) next to Java ones, on one Java producer. */
-@Order(13) // among the longest classes: started first, so that none is left running alone at the end
 class PythonProcessTest extends ProcessTestBase {
 
     @Test

@@ -15,7 +15,6 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,7 +24,6 @@ import org.junit.jupiter.api.Timeout;
  * failure is called.
  */
 @Timeout(300)
-@Order(12) // among the longest classes: started first, so that none is left running alone at the end
 class RemoteFaultsProcessTest extends ProcessTestBase {
     private static final String DATA = "samples=3000,shape=2x8,dtype=float32,seed=19";
     private static final long SAMPLES = 3000;

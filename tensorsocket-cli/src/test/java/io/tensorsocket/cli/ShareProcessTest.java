@@ -14,7 +14,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,7 +23,6 @@ import org.junit.jupiter.api.Test;
  * block its name; a trial asking for another loader, or whose factory fails, is told how. Java callers
  * ({@code consume --share}) the same.
  */
-@Order(15) // among the longest classes: started first, so that none is left running alone at the end
 class ShareProcessTest extends ProcessTestBase {
     /** The factory's arguments every trial of the sweep passes: a sample costs 50 µs to load. */
     private static final String SLOW = "{\"sample_ms\": 0.05}";

@@ -7,11 +7,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 
 /** status, list and clean against real producer and consumer JVMs. */
-@Order(14) // among the longest classes: started first, so that none is left running alone at the end
 class StatusListCleanProcessTest extends ProcessTestBase {
 
     @Test
