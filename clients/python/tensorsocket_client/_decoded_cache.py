@@ -198,17 +198,16 @@ class DecodedCache:
         self._epoch_start = (hits, loads)
         return line
 
-    def close(self) -> None:
-        self._map.close()
 
 
 class CachedDataset:
-    """``dataset`` whose samples are kept in ``cache`` once loaded (see the module's doc)."""
+    """``dataset`` whose samples are kept, once loaded, in a cache of at most ``capacity`` bytes (see the module's
+    doc); a data set of neither form is refused before the cache's memory is taken."""
 
-    def __init__(self, dataset, cache: DecodedCache):
+    def __init__(self, dataset, capacity: int):
         self.dataset = dataset
-        self.cache = cache
         self._load, self._augment = split(dataset)
+        self.cache = DecodedCache(capacity, len(dataset))
 
     def __len__(self) -> int:
         return len(self.dataset)

@@ -12,7 +12,7 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 import os
 from typing import Any, List, Optional, Sequence
 
-from ._decoded_cache import CachedDataset, DecodedCache, split
+from ._decoded_cache import CachedDataset, DecodedCache
 
 FORESEEN_AT_MOST = 1 << 18
 """The largest data set whose epoch 0 the feeder draws itself (about 0.25 s of Python), ahead of its producer."""
@@ -63,9 +63,8 @@ class MapStyle:
                 raise ValueError("cache_mb shares the kept samples with the loader's workers by fork; this loader's "
                                  "multiprocessing_context is %r: leave it out (or give 'fork') to use cache_mb"
                                  % (method,))
-            split(self.dataset)  # refused before any memory is taken where the data set has neither form
-            self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
-            self.dataset = CachedDataset(self.dataset, self.cache)
+            self.dataset = CachedDataset(self.dataset, int(float(cache_mb) * (1 << 20)))
+            self.cache = self.dataset.cache
 
     @staticmethod
     def of(loader, exact_epochs: Optional[bool], seed: Optional[int],

@@ -369,19 +369,20 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
 
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
+    cache_mb = options.pop("cache_mb", None)  # the feeder's, not one of its producer's options
     # The share's log says what the feeder notes (per epoch, what a decoded-sample cache held and did).
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     logging.getLogger("tensorsocket_client").setLevel(logging.INFO)
     # The producer's JVM starts first, and starts while the factory builds the loader.
-    process, why = start_producer(name, serve_args({k: v for k, v in options.items() if k != "cache_mb"}))
+    process, why = start_producer(name, serve_args(options))
     try:
         module, _, attr = path.partition(":")
         obj = importlib.import_module(module)
         for part in attr.split("."):
             obj = getattr(obj, part)
         loader = obj(**kwargs)
-        producer = TensorProducer(name, loader, description=description, **options)
+        producer = TensorProducer(name, loader, description=description, cache_mb=cache_mb, **options)
     except BaseException:
         stop_now(process)
         raise

@@ -91,12 +91,12 @@ class DecodedCacheTest(unittest.TestCase):
 
         with self.assertRaisesRegex(ValueError, r"applies a `transform` attribute .* or that defines load\(i\) .* "
                                                 r"and augment\(sample\) .*; Plain has neither"):
-            CachedDataset(Plain(), DecodedCache(1 << 20, 3))
+            CachedDataset(Plain(), 1 << 20)
 
     @unittest.skipIf(torch is None, "needs torch")
     def test_the_loaders_workers_share_what_they_keep(self):
         data = _Ids(24)
-        cached = CachedDataset(data, DecodedCache(1 << 20, 24))
+        cached = CachedDataset(data, 1 << 20)
         loader = tud.DataLoader(cached, batch_size=4, num_workers=2, shuffle=True)
         for _ in range(3):
             seen = sorted(int(i) for batch in loader for i in batch["id"])
