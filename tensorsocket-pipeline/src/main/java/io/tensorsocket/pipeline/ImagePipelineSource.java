@@ -52,7 +52,7 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         this.prefetch = b.prefetch;
         this.ownsCache = b.cache == null && b.cacheBytes > 0;
         this.cache = b.cache != null ? b.cache : ownsCache ? new DecodedCache(b.cacheBytes, folder.size()) : null;
-        if (cache != null && cache.capacityBytes() > 0) {
+        if (cache != null) { // a DecodedCache holds more than 0 bytes
             log.info(
                     "decoded-sample cache of {} MiB for {} images: each is decoded once while it fits, then only"
                             + " augmented ({})",

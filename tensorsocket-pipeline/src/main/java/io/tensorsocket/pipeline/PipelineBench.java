@@ -90,10 +90,10 @@ public final class PipelineBench {
             }
         }
         decodeOnly(folder, seconds);
-        for (String t : threads.split(",")) {
-            cached(folder, Decoders.named(decoders.split(",")[0]), Integer.parseInt(t.trim()), seconds);
-        }
         ImageDecoder d = Decoders.named(decoders.split(",")[0]);
+        for (String t : threads.split(",")) {
+            cached(folder, d, Integer.parseInt(t.trim()), seconds);
+        }
         double privately = threeAugmentations(folder, d, seconds, false);
         double shared = threeAugmentations(folder, d, seconds, true);
         System.out.printf(
