@@ -35,12 +35,13 @@ is written before its entry, and read only after its entry was read under the lo
 half written. A kept sample is never written again.
 """
 
+import contextlib
 import logging
 import mmap
 import multiprocessing
 import pickle
 import struct
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 _log = logging.getLogger("tensorsocket_client")
 
@@ -103,6 +104,9 @@ class _Convention:
 class DecodedCache:
     """At most ``capacity`` bytes of kept samples for a data set of ``samples`` samples (see the module's doc)."""
 
+    LOCK_TIMEOUT = 30.0
+    """Seconds to wait for the lock, which is held for microseconds: longer means a process died holding it."""
+
     def __init__(self, capacity: int, samples: int):
         if capacity <= 0:
             raise ValueError("cache_mb holds more than 0 MiB, not %r; leave it out to load every sample every epoch"
@@ -119,13 +123,23 @@ class DecodedCache:
         self._lock = multiprocessing.get_context("fork").Lock()
         self._epoch_start = (0, 0)  # hits and loads when the epoch being fed began
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        if not self._lock.acquire(timeout=self.LOCK_TIMEOUT):
+            raise RuntimeError("the decoded-sample cache's lock was not released within %g s: a loader worker process "
+                               "died holding it; restart the feed (or leave cache_mb out)" % self.LOCK_TIMEOUT)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def __getstate__(self):
         raise TypeError("the decoded-sample cache reaches the loader's workers by fork only; give the DataLoader "
                         "multiprocessing_context='fork' (or none) to use cache_mb")
 
     def get(self, i: int) -> Optional[Any]:
         """Sample ``i`` as kept (a copy of it), or None where it is not."""
-        with self._lock:
+        with self._locked():
             offset, length = struct.unpack_from("<QQ", self._map, _COUNTERS + _ENTRY * i)
             self._add(_HITS if length else _LOADS, 1)
         if not length:
@@ -150,7 +164,7 @@ class DecodedCache:
         lengths = [len(data)] + [r.nbytes for r in raws]
         head = struct.pack("<I%dQ" % len(lengths), len(raws), *lengths)
         size = len(head) + sum(lengths)
-        with self._lock:
+        with self._locked():
             used = self._counter(_USED)
             if struct.unpack_from("<Q", self._map, _COUNTERS + _ENTRY * i + 8)[0]:
                 return False
@@ -166,7 +180,7 @@ class DecodedCache:
         for r in raws:
             self._map[at:at + r.nbytes] = r.cast("B")
             at += r.nbytes
-        with self._lock:
+        with self._locked():
             struct.pack_into("<QQ", self._map, _COUNTERS + _ENTRY * i, used, size)
             self._add(_HELD, 1)
         return True
@@ -186,7 +200,7 @@ class DecodedCache:
 
     def counts(self) -> Tuple[int, int, int, int]:
         """``(bytes used, samples held, hits, loads)`` so far, across all processes."""
-        with self._lock:
+        with self._locked():
             return (self._counter(_USED), self._counter(_HELD), self._counter(_HITS), self._counter(_LOADS))
 
     def epoch_line(self, epoch: int) -> str:

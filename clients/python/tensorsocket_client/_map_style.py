@@ -15,7 +15,8 @@ from typing import Any, List, Optional, Sequence
 from ._decoded_cache import CachedDataset, DecodedCache
 
 FORESEEN_AT_MOST = 1 << 18
-"""The largest data set whose epoch 0 the feeder draws itself (about 0.25 s of Python), ahead of its producer."""
+"""The largest data set whose epoch 0 the feeder draws itself, ahead of its producer: a larger one would take Python
+longer to draw than the producer's start it overlaps."""
 
 _COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout", "worker_init_fn", "multiprocessing_context",
            "prefetch_factor", "generator", "persistent_workers")
@@ -120,9 +121,8 @@ class MapStyle:
         """Epoch 0's order as the producer will draw it from this feed's seed (the exact-epoch rule's first epoch:
         ``stream.chunked_first`` with ``stream.epoch_random``, or ``0..n-1`` unshuffled), so that the loader can start
         on it before the producer answers; the producer's order is still asked for, and is the one that counts. None
-        where the feeder does not foresee it: over :data:`FORESEEN_AT_MOST` samples (drawing it here costs about a
-        microsecond a sample), or with a collate function of the loader's own, whose batches only a probe of a whole
-        batch shows."""
+        where the feeder does not foresee it: over :data:`FORESEEN_AT_MOST` samples, or with a collate function of the
+        loader's own, whose batches only a probe of a whole batch shows."""
         if self.size > FORESEEN_AT_MOST or self._options.get("collate_fn") not in (None, self._default_collate()):
             return None
         if not self.shuffle:

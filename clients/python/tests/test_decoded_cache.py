@@ -4,6 +4,7 @@ uncached one's in every epoch."""
 
 import mmap
 import os
+import pickle
 import tempfile
 import threading
 import time
@@ -80,6 +81,16 @@ class DecodedCacheTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, r"2000 MiB does not fit: this machine has 1000 MiB of memory "
                                                     r"available; give cache_mb=750 or less"):
                 DecodedCache(2000 << 20, 10)
+
+    def test_a_lock_a_dead_process_held_is_an_error_not_a_hang_and_the_cache_stays_with_forked_workers(self):
+        cache = DecodedCache(1 << 20, 4)
+        cache.LOCK_TIMEOUT = 0.2
+        cache._lock.acquire()  # as a worker killed while it held the lock leaves it
+        with self.assertRaisesRegex(RuntimeError, r"lock was not released within 0.2 s: a loader worker process died "
+                                                  r"holding it; restart the feed \(or leave cache_mb out\)"):
+            cache.get(0)
+        with self.assertRaisesRegex(TypeError, "reaches the loader's workers by fork only"):
+            pickle.dumps(cache)
 
     def test_a_data_set_without_either_form_is_refused_saying_what_it_needs(self):
         class Plain:
@@ -170,6 +181,7 @@ class CachedContractTest(unittest.TestCase):
     """A late joiner and the ranks of a job read a cached feed with every epoch exact, each sample loaded once."""
 
     def test_a_late_joiner_and_a_jobs_ranks_get_exact_epochs_from_a_cached_feed(self):
+        from tensorsocket_client._status import query
         from tensorsocket_client.directory import launcher_command
         if launcher_command() is None:
             self.skipTest("no tensorsocket launcher (build the command line first)")
@@ -178,7 +190,7 @@ class CachedContractTest(unittest.TestCase):
         got = {}
         with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
                 mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
-            feeder = TensorProducer("kept", loader, epochs=5, seed=3, cache_mb=8, start_grace=0)
+            feeder = TensorProducer("kept", loader, epochs=5, seed=3, cache_mb=8, start_grace=0, slots=9)
             fed = threading.Thread(target=feeder.run, daemon=True)
             fed.start()
             midway, joined = threading.Event(), threading.Event()
@@ -191,14 +203,22 @@ class CachedContractTest(unittest.TestCase):
                         ids = []
                         for batch in c:
                             ids += [int(i) for i in batch["id"]]
-                            if key == "first" and len(ids) >= 80 and not midway.is_set():
+                            if key == "first" and len(ids) >= 40 and not midway.is_set():
                                 midway.set()
                                 joined.wait(60)  # the others join while this one is mid-epoch
                         got[key][0].append(ids)
 
             readers = [threading.Thread(target=read, args=("first", 5), kwargs={"batch_size": 8})]
             readers[0].start()
-            self.assertTrue(midway.wait(60), "the first consumer did not get 80 samples into its first epoch")
+            self.assertTrue(midway.wait(60), "the first consumer did not get 40 samples into its first epoch")
+            # The producer fills its 9 slots ahead of the held consumer and stops there, in the middle of an epoch:
+            # the others join at a position that cannot move under them.
+            deadline = time.monotonic() + 30
+            status = query("kept")
+            while (status is None or status.slots_in_use < status.slot_count) and time.monotonic() < deadline:
+                time.sleep(0.02)
+                status = query("kept")
+            self.assertTrue(status is not None and 0 < status.sample < 120, status)
             readers += [threading.Thread(target=read, args=("late", 2), kwargs={"batch_size": 5}),
                         threading.Thread(target=read, args=("rank0", 2), kwargs={"batch_size": 4, "job": "j",
                                                                                  "rank": 0, "world_size": 2}),

@@ -2,6 +2,7 @@
 messages and re-encode byte for byte. The Java suite (ProtocolVectorsTest) checks the same files from the other
 side."""
 
+import dataclasses
 import os
 import struct
 import unittest
@@ -125,6 +126,12 @@ class VectorTest(unittest.TestCase):
             wire.decode_payload(wire.STATUS, bytes(status))
         status[-8:] = struct.pack("<d", 0.75)
         self.assertEqual(0.75, wire.decode_payload(wire.STATUS, bytes(status)).consumers[-1].pace_share)
+
+    def test_a_cache_holding_more_than_it_can_is_refused(self):
+        for bad in (wire.CacheStatus(10, 11, 1, 1, 0, 0), wire.CacheStatus(10, 5, 3, 2, 0, 0)):
+            status = dataclasses.replace(EXPECTED["status"], cache=bad)
+            with self.assertRaisesRegex(ProtocolError, "STATUS holds a cache holding more than it can"):
+                decode(wire.encode(status))
 
     def test_another_versions_error_is_still_read_and_other_frames_are_refused(self):
         frame = bytearray(read_hex("error"))
