@@ -10,6 +10,7 @@ import java.util.Optional;
 /**
  * Builds the command line that starts another {@code tensorsocket} JVM like this one: the same Java, the JVM options
  * every launcher passes, this JVM's class path and, where this JVM started from the ahead-of-time cache, that cache.
+ * Like {@code bin/tensorsocket} and the wheel's launcher, it adds the options in {@code TENSORSOCKET_JAVA_OPTS}.
  *
  * <p>Two system properties override what this JVM has, for a JVM that is not itself started as the launchers start
  * one (the process tests' JVM): {@code tensorsocket.launch.classPath} (the packaged jar and its libraries) and
@@ -19,6 +20,7 @@ final class Launcher {
     static final String CLASS_PATH_PROPERTY = "tensorsocket.launch.classPath";
     static final String AOT_CACHE_PROPERTY = "tensorsocket.launch.aotCache";
     private static final String AOT_CACHE_OPTION = "-XX:AOTCache=";
+    private static final String JAVA_OPTS_VARIABLE = "TENSORSOCKET_JAVA_OPTS";
 
     private Launcher() {}
 
@@ -42,6 +44,10 @@ final class Launcher {
             cmd.add("-Xlog:aot*=off");
             cmd.add("-Xlog:cds*=off");
         });
+        String extra = System.getenv(JAVA_OPTS_VARIABLE);
+        if (extra != null && !extra.isBlank()) {
+            cmd.addAll(List.of(extra.trim().split("\\s+")));
+        }
         cmd.addAll(jvmOptions);
         cmd.add("-cp");
         cmd.add(System.getProperty(CLASS_PATH_PROPERTY, System.getProperty("java.class.path")));
