@@ -52,14 +52,14 @@ class LivenessProcessTest extends ProcessTestBase {
     @Test
     void aSlowLoaderIsNotMistakenForAHang() throws Exception {
         ProcessTestBase.assumePython("numpy");
-        // one batch every 15 s, consumers that accept 3 s of silence: only heartbeats keep them
+        // one batch every 9 s, consumers that accept 3 s of silence: only heartbeats keep them
         Proc producer = serve(
                 "slow",
                 "samples=20,shape=4,dtype=float32,seed=6",
                 10,
                 1,
                 "--loader-delay-ms",
-                "15000",
+                "9000",
                 "--min-consumers",
                 "2");
         Proc java = consume("slow", 10, "--liveness-s", "3");
