@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
 /**
- * The short version of {@code tensorsocket soak} (about 20 s): random joins, clean leaves, SIGKILLs,
+ * The short version of {@code tensorsocket soak} (about 35 s): random joins, clean leaves, SIGKILLs,
  * SIGSTOP stalls and one producer kill and restart, with nothing lost and nothing leaked. The longer run
  * behind the README's figures is {@code bin/tensorsocket soak --minutes 4 --seed 1}.
  */
@@ -18,7 +18,7 @@ class SoakProcessTest extends ProcessTestBase {
 
     @Test
     void faultsLoseNoSampleAndLeakNothing() throws Exception {
-        Proc soak = start("soak", "--minutes", "0.3", "--seed", "42", "--producer-restarts", "1");
+        Proc soak = start("soak", "--minutes", "0.55", "--seed", "42", "--producer-restarts", "1");
         assertEquals(0, soak.exitCode(Duration.ofSeconds(110)), soak.lines() + soak.stderr());
         Map<String, String> s = soak.json().getLast();
         assertEquals("soak", s.get("event"));
