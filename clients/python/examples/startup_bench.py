@@ -1,14 +1,16 @@
 """How long a trial waits for its first batch: a private torch DataLoader against ``share()`` of the same loader, cold
 (no producer runs: this trial's share() starts it) and warm (a producer of the name lingers from an earlier trial).
 
-    /usr/bin/python3 clients/python/examples/startup_bench.py [--rounds 5] [--images 1500]
+    /usr/bin/python3 clients/python/examples/startup_bench.py [--rounds 5] [--images 1500] [--before] [--trace]
 
 Each trial is a new Python process, timed from its launch to its first batch in hand: it imports torch and
 torchvision, builds the loader of sweep_bench.py (ImageFolder over photo-like 500x375 JPEGs, RandomResizedCrop(224),
 flip, normalise, batch 32, shuffled, 2 workers) or calls ``share()`` with that factory, and takes one batch. Rounds
 interleave the cases; medians, minima and maxima are printed. ``--before`` adds the share path as it was before the
 start-up work, rebuilt from switches: a new Python for the feeder (TENSORSOCKET_SHARE_START=spawn), the JVM without
-its ahead-of-time cache (TENSORSOCKET_NO_AOT=1) and the 2 s start grace.
+its ahead-of-time cache (TENSORSOCKET_NO_AOT=1) and the 2 s start grace. ``--trace`` prints, after each cold trial,
+where its time went: its imports, then the producer's JVM listening, the feeder's declaration, the arena sized and made
+(serving), the trial's join, each from the share log's millisecond lines, and its first batch.
 """
 import argparse
 import json
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Tuple
 
 HERE = Path(__file__).resolve().parent
 CLIENT = HERE.parent
@@ -29,6 +32,7 @@ def trial(mode: str, root: str, name: str, grace: float) -> None:
     """One trial: prints the wall time its first batch arrived."""
     import torch  # noqa: F401  (what every trial imports first)
     import torchvision  # noqa: F401
+    imported = time.time()
 
     sys.path.insert(0, str(HERE))
     kwargs = {"root": root, "workers": 2}
@@ -41,12 +45,12 @@ def trial(mode: str, root: str, name: str, grace: float) -> None:
         loader = share(name, "sweep_bench:loader", batch_size=32, kwargs=kwargs, linger=20.0,
                        producer_options=options)
     batch = next(iter(loader))
-    print(json.dumps({"first_batch": time.time(), "shape": list(batch[0].shape)}), flush=True)
+    print(json.dumps({"first_batch": time.time(), "imported": imported, "shape": list(batch[0].shape)}), flush=True)
     if mode != "private":
         loader.dataset.close()
 
 
-def run_trial(mode: str, root: str, name: str, base: str, env_extra: dict, grace: float) -> float:
+def run_trial(mode: str, root: str, name: str, base: str, env_extra: dict, grace: float) -> Tuple[float, dict]:
     env = dict(os.environ, TENSORSOCKET_BASE=base, PYTHONPATH=os.pathsep.join([str(CLIENT), str(HERE)]))
     env.update(env_extra)
     launched = time.time()
@@ -54,8 +58,33 @@ def run_trial(mode: str, root: str, name: str, base: str, env_extra: dict, grace
                           str(grace)], env=env, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise SystemExit("%s trial failed:\n%s" % (mode, out.stderr[-3000:]))
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
-    return json.loads(line)["first_batch"] - launched
+    line = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])
+    line["launched"] = launched
+    return line["first_batch"] - launched, line
+
+
+# What a cold start's share log says, by the words of its lines, in the order they come.
+PHASES = (("listening", "waits up to"), ("declared", " declared "), ("arena sized", "arena of producer"),
+          ("serving", " serves "), ("trial joined", " joined at "))
+
+
+def trace(base: str, name: str, trial: dict) -> str:
+    """A cold trial's phases, seconds after its launch: its imports done, then what its share log (millisecond lines of
+    the producer's JVM) says, then its first batch."""
+    marks = [("imports done", trial["imported"])]
+    day = time.strftime("%Y-%m-%d", time.localtime(trial["launched"]))
+    try:
+        lines = (Path(base) / (".%s.share.log" % name)).read_text().splitlines()
+    except OSError:
+        lines = []
+    for label, words in PHASES:
+        for ln in lines:
+            if words in ln and len(ln) > 12 and ln[2] == ":" and ln[8] == ".":
+                clock = time.mktime(time.strptime(day + " " + ln[:8], "%Y-%m-%d %H:%M:%S")) + int(ln[9:12]) / 1000
+                marks.append((label, clock))
+                break
+    marks.append(("first batch", trial["first_batch"]))
+    return ", ".join("%s +%.2f" % (label, t - trial["launched"]) for label, t in marks)
 
 
 def wait_gone(base: str, name: str, timeout: float = 60) -> None:
@@ -75,6 +104,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--images", type=int, default=1500)
     p.add_argument("--before", action="store_true", help="Also time the share path as it was before (see above).")
+    p.add_argument("--trace", action="store_true",
+                   help="After each cold trial, print its phases (seconds after its launch) from its share log.")
     a = p.parse_args()
     if a.trial:
         trial(a.trial, a.root, a.name, a.grace)
@@ -98,11 +129,13 @@ def main() -> None:
                 else:
                     name = "%s-%d-%d" % (a.name, r, len(times[label]) + 100 * cases.index((label, mode, env, grace)))
                     wait_gone(base, name)
-                t = run_trial(mode, root, name, base, env, grace)
+                t, line = run_trial(mode, root, name, base, env, grace)
                 times[label].append(t)
                 if "cold" in label:
                     cold_name = name
                 print("round %d %-14s %.2f s" % (r + 1, label, t), flush=True)
+                if a.trace and "cold" in label:
+                    print("    " + trace(base, name, line), flush=True)
     finally:
         subprocess.run([str(CLIENT.parent.parent / "bin" / "tensorsocket"), "clean"], env=dict(os.environ,
                        TENSORSOCKET_BASE=base), capture_output=True)
