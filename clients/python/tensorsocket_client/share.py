@@ -186,9 +186,15 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
 
 
 def _lock_path(name: str):
+    """The share's lock file, its base directory made first (for a trial about to take the lock)."""
     base = base_directory()
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return base / (".%s.share.lock" % name)
+    return _lock_file(name)
+
+
+def _lock_file(name: str):
+    """Where the share's lock file is; makes nothing."""
+    return base_directory() / (".%s.share.lock" % name)
 
 
 def log_path(name: str):
@@ -306,8 +312,9 @@ def remove_share_files(name) -> None:
 
 def _remove_share_files(name) -> None:
     """Removes the share's lock file and log (the end of a producer that ran cleanly leaves nothing behind), unless a
-    trial is starting the next producer of the name or one runs: then both are still in use."""
-    lock = _lock_path(name)
+    trial is starting the next producer of the name or one runs: then both are still in use. It makes nothing: a base
+    directory removed meanwhile stays removed."""
+    lock = _lock_file(name)
     try:
         fd = os.open(str(lock), os.O_RDWR)
     except FileNotFoundError:
