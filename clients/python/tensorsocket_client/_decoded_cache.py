@@ -213,7 +213,6 @@ class DecodedCache:
         return line
 
 
-
 class CachedDataset:
     """``dataset`` whose samples are kept, once loaded, in a cache of at most ``capacity`` bytes (see the module's
     doc); a data set of neither form is refused before the cache's memory is taken."""
