@@ -7,6 +7,7 @@ import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProducerNotFoundException;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
+import io.tensorsocket.directory.DirectoryAccess;
 import io.tensorsocket.directory.ProducerDirectory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -130,7 +131,7 @@ public final class ProducerSocket {
             throw new ProducerFailedException("producer '" + name + "' failed before it served: " + failed);
         }
         try {
-            ProducerDirectory.checkAccessibleToCurrentUser(dir);
+            DirectoryAccess.checkAccessibleToCurrentUser(dir);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

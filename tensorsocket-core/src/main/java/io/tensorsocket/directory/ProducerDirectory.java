@@ -10,7 +10,6 @@ import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -19,14 +18,11 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.GroupPrincipal;
 import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.nio.file.attribute.UserPrincipal;
 import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -79,8 +75,6 @@ public final class ProducerDirectory implements AutoCloseable {
     /** How long the directory of a producer that failed before it served keeps {@link #FAILED_FILE}. */
     public static final Duration FAILURE_NOTICE = Duration.ofSeconds(1);
 
-    private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
-    private static final Set<PosixFilePermission> PASSABLE_DIR = PosixFilePermissions.fromString("rwx--x--x");
     private static final Set<PosixFilePermission> GROUP_DIR = PosixFilePermissions.fromString("rwxr-x---");
 
     /**
@@ -182,8 +176,8 @@ public final class ProducerDirectory implements AutoCloseable {
                 throw new IllegalArgumentException("no group named '" + accessGroup + "' on this host");
             }
         }
-        ensurePrivateDirectory(dir.getParent(), false);
-        ensurePrivateDirectory(dir, true);
+        DirectoryAccess.ensurePrivate(dir.getParent(), false);
+        DirectoryAccess.ensurePrivate(dir, true);
         if (!HELD.add(dir)) {
             throw new ProducerAlreadyRunningException("a producer of this process already runs in " + dir
                     + "; close it, or choose another name or directory");
@@ -208,7 +202,7 @@ public final class ProducerDirectory implements AutoCloseable {
     private void shareWith(GroupPrincipal g) throws IOException {
         Path parent = dir.getParent();
         if (parent.getFileName().toString().startsWith("tensorsocket-")) {
-            Files.setPosixFilePermissions(parent, PASSABLE_DIR);
+            Files.setPosixFilePermissions(parent, DirectoryAccess.PASSABLE_DIR);
         }
         try {
             Files.getFileAttributeView(dir, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
@@ -272,99 +266,6 @@ public final class ProducerDirectory implements AutoCloseable {
         ByteBuffer b = ByteBuffer.allocate(32);
         int n = ch.read(b, 0);
         return n <= 0 ? "unknown" : new String(b.array(), 0, n, StandardCharsets.US_ASCII).trim();
-    }
-
-    /**
-     * Checks a directory a consumer is about to use: it must exist and belong to the current user.
-     *
-     * @throws PermissionDeniedException if another user owns it
-     */
-    public static void checkOwnedByCurrentUser(Path dir) throws IOException {
-        UserPrincipal owner = Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS);
-        String me = System.getProperty("user.name");
-        if (!owner.getName().equals(me)) {
-            throw new PermissionDeniedException(dir + " belongs to user '" + owner.getName() + "', not to '" + me
-                    + "'; connect only to producers you started, or pass a directory of your own");
-        }
-    }
-
-    /**
-     * Checks a directory a consumer is about to use: it must belong to the current user, or be shared by
-     * its owner's producer with a group the current user is in (group r-x, nothing for others), and its
-     * control socket's path must fit a Unix-domain socket address.
-     *
-     * @throws IllegalArgumentException  if the socket path is too long (see {@link #checkSocketPathFits(Path)})
-     * @throws PermissionDeniedException otherwise, saying who owns it and what would grant access
-     */
-    public static void checkAccessibleToCurrentUser(Path dir) throws IOException {
-        checkSocketPathFits(dir);
-        PosixFileAttributes a = Files.readAttributes(dir, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-        String me = System.getProperty("user.name");
-        if (a.owner().getName().equals(me)) {
-            return;
-        }
-        Set<PosixFilePermission> p = a.permissions();
-        boolean groupShared = p.contains(PosixFilePermission.GROUP_READ)
-                && p.contains(PosixFilePermission.GROUP_EXECUTE)
-                && !p.contains(PosixFilePermission.OTHERS_READ)
-                && !p.contains(PosixFilePermission.OTHERS_WRITE)
-                && !p.contains(PosixFilePermission.OTHERS_EXECUTE);
-        if (!groupShared) {
-            throw new PermissionDeniedException(
-                    dir + " belongs to user '" + a.owner().getName() + "', not to '" + me
-                            + "', and is not shared with a group; connect only to producers you started, or ask the owner to"
-                            + " start it with --group <a group you are in>");
-        }
-        Object gid = Files.getAttribute(dir, "unix:gid", LinkOption.NOFOLLOW_LINKS);
-        if (!currentGroupIds().contains(((Number) gid).longValue())) {
-            throw new PermissionDeniedException(
-                    dir + " belongs to user '" + a.owner().getName() + "' and is shared with"
-                            + " group '" + a.group().getName() + "', which '" + me
-                            + "' is not in; ask to be added to it, or the owner"
-                            + " to start the producer with --group <a group you are in>");
-        }
-    }
-
-    /** The real, effective and supplementary group ids of this process (from /proc; empty where there is none). */
-    private static Set<Long> currentGroupIds() {
-        Set<Long> ids = new HashSet<>();
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("Gid:") || line.startsWith("Groups:")) {
-                    for (String f : line.substring(line.indexOf(':') + 1).trim().split("\\s+")) {
-                        if (!f.isEmpty()) {
-                            ids.add(Long.parseLong(f));
-                        }
-                    }
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            log.debug("cannot read this process's groups: {}", e.toString());
-        }
-        return ids;
-    }
-
-    private static void ensurePrivateDirectory(Path dir, boolean isProducerDir) throws IOException {
-        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-            try {
-                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
-            } catch (FileAlreadyExistsException e) {
-                // another producer created it at the same moment; the checks below still apply
-            }
-            return;
-        }
-        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
-            throw new IOException(dir + " exists and is not a directory");
-        }
-        if (!isProducerDir && !dir.getFileName().toString().startsWith("tensorsocket-")) {
-            return; // a parent the user chose (e.g. /tmp): not ours to police
-        }
-        checkOwnedByCurrentUser(dir);
-        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS);
-        // A per-user directory left passable by a group-shared producer stays so: it still lists nothing.
-        if (!perms.equals(PRIVATE_DIR) && (isProducerDir || !perms.equals(PASSABLE_DIR))) {
-            Files.setPosixFilePermissions(dir, PRIVATE_DIR);
-        }
     }
 
     /** Names of producer directories under the base directory whose producer is alive. */

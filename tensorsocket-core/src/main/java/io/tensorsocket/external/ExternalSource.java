@@ -3,11 +3,9 @@ package io.tensorsocket.external;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.IndexedSource;
-import io.tensorsocket.SlotWriter;
 import io.tensorsocket.SourceStoppedException;
 import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.directory.ProducerDirectory;
-import io.tensorsocket.producer.ProducerCore;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
 import io.tensorsocket.stream.EpochOrders;
@@ -20,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -74,8 +71,6 @@ public final class ExternalSource implements IndexedSource {
     private static final Duration HELLO_TIMEOUT = Duration.ofSeconds(10);
     /** How often a producer waiting for the feeder that started it looks whether that process still lives. */
     private static final long OWNER_CHECK_NANOS = 200_000_000L;
-    /** How long a failed send waits for the reason the feeder sent before it closed. */
-    private static final long REASON_WAIT_NANOS = 500_000_000L;
 
     private final String producer;
     private final Duration attachTimeout;
@@ -83,22 +78,16 @@ public final class ExternalSource implements IndexedSource {
     /** The feeder process this producer was started for, or null: the producer waits for any feeder. */
     private final ProcessHandle owner;
 
-    private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
     private ServerSocketChannel server;
     private Path socketPath;
     private Path arenaPath;
-    private volatile MessageChannel feeder;
+    private volatile FeederLink feeder;
     private Message.FeederHello hello;
     private BatchLayout layout;
     private String who = "the feeder";
     private boolean welcomed;
     private long nextSeq;
     private volatile boolean closed;
-    /** The thread emitting epochs while it claims a slot, for the reader to wake when the feeder goes away. */
-    private volatile Thread emitter;
-
-    private volatile boolean claiming;
-    private volatile boolean feederGone;
 
     /**
      * @param producer      the producer's name, for messages
@@ -167,13 +156,9 @@ public final class ExternalSource implements IndexedSource {
 
     /** Takes a feeder's declaration; false (and the connection closed with a reason) if it is refused. */
     private boolean accept(SocketChannel ch) throws IOException, InterruptedException {
-        MessageChannel mc = new MessageChannel(ch);
-        feeder = mc;
-        Thread.ofPlatform()
-                .daemon()
-                .name("tensorsocket-feeder-read-" + producer)
-                .start(() -> readLoop(mc));
-        Object first = inbox.poll(HELLO_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        FeederLink link = new FeederLink(new MessageChannel(ch), producer);
+        feeder = link;
+        Object first = link.next(HELLO_TIMEOUT);
         String problem;
         if (first instanceof Message.FeederHello h) {
             problem = FeederDeclaration.problem(h);
@@ -181,6 +166,7 @@ public final class ExternalSource implements IndexedSource {
                 hello = h;
                 layout = new BatchLayout(h.tensors(), h.batchSize());
                 who = "the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")";
+                link.named(who);
                 log.info(
                         "producer '{}': {} declared {} samples per epoch in batches of {}: {}",
                         producer,
@@ -198,15 +184,14 @@ public final class ExternalSource implements IndexedSource {
         } else {
             problem = "a feeder's first message was " + describe(first) + ", not FEEDER_HELLO";
         }
-        mc.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, problem));
-        mc.close();
+        link.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, problem));
+        link.close();
         if (owner != null) {
             throw new FeederFailedException("producer '" + producer + "' was started for its feeder (pid " + owner.pid()
                     + ") and stops with it: " + problem);
         }
         log.warn("producer '{}': {}; waiting for another feeder", producer, problem);
         feeder = null;
-        inbox.clear();
         return false;
     }
 
@@ -234,53 +219,6 @@ public final class ExternalSource implements IndexedSource {
             Thread.ofVirtual()
                     .name("tensorsocket-feeder-refuse-" + producer)
                     .start(() -> MessageChannel.closeAfterPeerRead(ch));
-        }
-    }
-
-    private void readLoop(MessageChannel mc) {
-        try {
-            while (true) {
-                Message m = mc.read();
-                if (m == null) {
-                    inbox.add(new FeederEpoch.Ended(null));
-                    break;
-                }
-                inbox.add(m);
-            }
-        } catch (IOException | RuntimeException e) {
-            inbox.add(new FeederEpoch.Ended(e));
-        }
-        // A producer that waits for a slot or for its first consumers learns now that its feeder is gone.
-        feederGone = true;
-        Thread t = emitter;
-        if (claiming && t != null) {
-            t.interrupt();
-        }
-    }
-
-    /**
-     * Claims a slot for the feeder, which may take long (the producer waits for its first consumers, or for
-     * one that holds the slot): a feeder that goes away meanwhile ends the wait (see {@link #readLoop}).
-     */
-    private SlotWriter claim(MessageChannel mc, BatchSink sink, String at) {
-        emitter = Thread.currentThread();
-        claiming = true;
-        try {
-            if (feederGone) {
-                throw lost(mc, at, " while the producer waited for a free slot or its consumers");
-            }
-            return sink.claim();
-        } catch (ProducerCore.Stopped stopped) {
-            if (!feederGone) {
-                if (stopped instanceof ProducerCore.IdleEnd) {
-                    // the feeder's normal end too: it is told so, and why
-                    mc.sendQuietly(new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, stopped.getMessage()));
-                }
-                throw stopped; // the producer is being closed
-            }
-            throw lost(mc, at, " while the producer waited for a free slot or its consumers");
-        } finally {
-            claiming = false;
         }
     }
 
@@ -338,48 +276,20 @@ public final class ExternalSource implements IndexedSource {
     }
 
     private void feed(long epoch, int[] order, BatchSink sink) throws Exception {
-        MessageChannel mc = feeder;
+        FeederLink link = feeder;
+        link.feedInto(sink);
         if (!welcomed) {
-            send(
-                    mc,
+            link.send(
                     new Message.FeederWelcome(ProcessHandle.current().pid(), arenaPath.toString(), sink.claimsAhead()),
                     " before epoch 0");
             welcomed = true;
         }
-        FeederEpoch frames =
-                new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, new FeederEpoch.Link() {
-                    @Override
-                    public SlotWriter claim(String at) {
-                        return ExternalSource.this.claim(mc, sink, at);
-                    }
-
-                    @Override
-                    public void send(Message m, String at) {
-                        ExternalSource.this.send(mc, m, at);
-                    }
-
-                    @Override
-                    public void sendOrder(long e, int[] o) {
-                        ExternalSource.this.sendOrder(mc, e, o);
-                    }
-
-                    @Override
-                    public FeederFailedException fail(String message) {
-                        return ExternalSource.this.fail(mc, message);
-                    }
-
-                    @Override
-                    public RuntimeException ended(Message.Error e, String at) {
-                        return ExternalSource.this.ended(mc, e, at);
-                    }
-                });
+        FeederEpoch frames = new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, link);
         while (true) {
-            Object o = inbox.poll(feederTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            Object o = link.next(feederTimeout);
             if (o == null) {
-                throw fail(
-                        mc,
-                        who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
-                                + " (is it stopped or stuck in its loader?)");
+                throw link.fail(who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
+                        + " (is it stopped or stuck in its loader?)");
             }
             if (frames.take(o)) {
                 nextSeq = frames.nextSeq();
@@ -388,79 +298,16 @@ public final class ExternalSource implements IndexedSource {
         }
     }
 
-    /** Epoch {@code epoch}'s order, in frames of at most {@link Message.EpochOrder#MAX_IDS} ids. */
-    private void sendOrder(MessageChannel mc, long epoch, int[] order) {
-        for (int first = 0; first < order.length; first += Message.EpochOrder.MAX_IDS) {
-            int[] ids = Arrays.copyOfRange(order, first, Math.min(order.length, first + Message.EpochOrder.MAX_IDS));
-            send(mc, new Message.EpochOrder(epoch, first, order.length, ids), " before epoch " + epoch);
-        }
-    }
-
-    private void send(MessageChannel mc, Message m, String at) {
-        try {
-            mc.send(m);
-        } catch (IOException e) {
-            throw lost(mc, at, " (" + e.getMessage() + ")");
-        }
-    }
-
-    /**
-     * What a feeder whose connection ended meant by it: a feeder that stops or fails says why, then closes, and
-     * its reason may still be on the way in; one that says nothing disconnected (its process died).
-     */
-    private RuntimeException lost(MessageChannel mc, String at, String detail) {
-        Thread.interrupted(); // the reader may have woken this thread out of a claim: waits below are its own
-        Message.Error reason = reasonOnTheWay();
-        if (reason != null) {
-            return ended(mc, reason, at);
-        }
-        return fail(mc, who + " disconnected" + at + detail + "; did its process die?");
-    }
-
-    /** The feeder's own ERROR: it stops (the stream ends or the producer stops, see the class comment) or it failed. */
-    private RuntimeException ended(MessageChannel mc, Message.Error e, String at) {
-        return switch (e.code()) {
-            case PRODUCER_CLOSED -> new SourceStoppedException(who + " stopped" + at + ": " + e.message(), false);
-            case STOPPED -> new SourceStoppedException(who + " stopped" + at + ": " + e.message(), true);
-            default -> fail(mc, who + " failed" + at + ": " + e.message());
-        };
-    }
-
-    /** The ERROR among what the feeder sent before its connection ended, if it sent one. */
-    private Message.Error reasonOnTheWay() {
-        long deadline = System.nanoTime() + REASON_WAIT_NANOS;
-        try {
-            for (Object o;
-                    (o = inbox.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) != null; ) {
-                if (o instanceof Message.Error e) {
-                    return e;
-                }
-                if (o instanceof FeederEpoch.Ended) {
-                    return null;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        return null;
-    }
-
     private static String describe(Object m) {
         return m.getClass().getSimpleName();
-    }
-
-    /** Tells the feeder why the stream ends and returns the failure the producer reports to its consumers. */
-    private FeederFailedException fail(MessageChannel mc, String message) {
-        mc.sendQuietly(new Message.Error(Message.ErrorCode.LOADER_FAILED, message));
-        return new FeederFailedException(message);
     }
 
     /** Tells the feeder why its producer cannot serve (it failed before it served), then closes. */
     @Override
     public void abandon(String reason) {
-        MessageChannel mc = feeder;
-        if (mc != null) {
-            mc.sendQuietly(new Message.Error(
+        FeederLink link = feeder;
+        if (link != null) {
+            link.sendQuietly(new Message.Error(
                     Message.ErrorCode.BAD_REQUEST, "producer '" + producer + "' cannot serve: " + reason));
         }
         close();
@@ -469,9 +316,9 @@ public final class ExternalSource implements IndexedSource {
     @Override
     public void close() {
         closed = true;
-        MessageChannel mc = feeder;
-        if (mc != null) {
-            mc.close();
+        FeederLink link = feeder;
+        if (link != null) {
+            link.close();
         }
         if (server != null) {
             try {

@@ -83,7 +83,7 @@ final class EpochLoop {
                             e.getMessage(),
                             epoch - firstEpoch);
                     break;
-                } catch (ProducerCore.Stopped | TensorSocketTimeoutException e) {
+                } catch (ProducerStopped | TensorSocketTimeoutException e) {
                     throw e;
                 } catch (Throwable t) {
                     throw new LoaderFailure(epoch, t);
@@ -98,11 +98,11 @@ final class EpochLoop {
                     drainTimeout.toSeconds());
             core.awaitConsumersGone(drainTimeout);
             return new Outcome(null, 0);
-        } catch (ProducerCore.IdleEnd e) {
+        } catch (ProducerIdleEnd e) {
             log.info(e.getMessage());
             core.shutdown("ended", new Message.Error(Message.ErrorCode.PRODUCER_CLOSED, e.getMessage()));
             return new Outcome(null, 0);
-        } catch (ProducerCore.Stopped e) {
+        } catch (ProducerStopped e) {
             return new Outcome(
                     closing.getAsBoolean()
                             ? null

@@ -1,13 +1,10 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.Batch;
-import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.SlotWriter;
-import io.tensorsocket.Tensor;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.BulkCopy;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.protocol.MessageChannel;
@@ -20,7 +17,6 @@ import io.tensorsocket.stream.StartPoint;
 import io.tensorsocket.stream.StreamGeometry;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -34,8 +30,8 @@ import java.util.function.Supplier;
  * its batch has released it and the batch has left the rubber-band window (the {@code R} most recently
  * published batches). With at most {@code L} claims outstanding, {@code N >= R + L} guarantees the slot
  * about to be reused is never inside the window. Positions in the stream and the join rule are the stream
- * model's ({@link ProducerStream}, {@link JoinRule}), who may join is {@link Admission}'s; this class adds
- * the consumers and the waiting.
+ * model's ({@link ProducerStream}, {@link JoinRule}), who may join is {@link Admission}'s, the wait for a free
+ * slot {@link SlotWait}'s; this class adds the consumers and the order of claims and publishes.
  *
  * <p>A consumer's stream events go to its {@link Outlet}: the descriptor ring it was given (an entry in
  * shared memory and, only if it sleeps, a futex wake), or its socket.
@@ -49,23 +45,6 @@ import java.util.function.Supplier;
  * is evicted by the stall timeout rather than blocking a write.
  */
 public final class ProducerCore implements BatchSink {
-    /** Thrown inside the producer thread when the producer is being closed. */
-    public static sealed class Stopped extends RuntimeException permits IdleEnd {
-        Stopped(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    /**
-     * Thrown inside the producer thread when consumers came, read and left, and none came back within the idle
-     * timeout: the normal end of a producer that serves until its consumers are done.
-     */
-    public static final class IdleEnd extends Stopped {
-        IdleEnd(String message) {
-            super(message);
-        }
-    }
-
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
 
@@ -85,10 +64,9 @@ public final class ProducerCore implements BatchSink {
     private final JobFormation jobs;
     private final RelayJoins relays;
     private final StartWaits waits;
+    private final SlotWait slotWait;
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
-    private volatile boolean awaitingRelease;
-    private volatile Runnable releaseWanted = () -> {};
     private volatile Supplier<ProducerStatus.Cache> cacheFigures = () -> ProducerStatus.Cache.NONE;
     private long nextSeq;
     private final long startedNanos = System.nanoTime();
@@ -111,6 +89,7 @@ public final class ProducerCore implements BatchSink {
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), producerName, lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName);
+        this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, this::checkOpen);
     }
 
     /** Where {@link #status} reads the source's decoded-sample cache figures. Call before serving. */
@@ -145,13 +124,9 @@ public final class ProducerCore implements BatchSink {
 
     @Override
     public void put(Batch batch) {
-        BatchLayout bl = layout.batch();
-        bl.check(batch);
+        layout.batch().check(batch);
         SlotClaim c = (SlotClaim) claim();
-        for (int t = 0; t < bl.tensors().size(); t++) {
-            Tensor src = batch.tensor(bl.tensors().get(t).name());
-            BulkCopy.copy(src.data(), 0, c.tensor(t), 0, src.byteSize());
-        }
+        c.copy(batch);
         c.publish(batch.size());
     }
 
@@ -166,7 +141,7 @@ public final class ProducerCore implements BatchSink {
             }
             long seq = nextSeq;
             int slot = slots.slotOf(seq);
-            awaitFreeSlot(slot);
+            slotWait.awaitFree(slot, claims::isEmpty);
             nextSeq++;
             slots.claim(seq);
             SlotClaim c = new SlotClaim(seq, slot, layout, arena.slot(slot), this::publish);
@@ -182,52 +157,14 @@ public final class ProducerCore implements BatchSink {
         return rules.claimsAhead();
     }
 
-    /** Waits until {@code slot} is free and a consumer is attached, evicting whoever stalls it too long. */
-    private void awaitFreeSlot(int slot) {
-        long stalledSince = System.nanoTime();
-        while (true) {
-            checkOpen();
-            int needed = state.totalPublished == 0 && claims.isEmpty() ? rules.minConsumers() : 1;
-            if (consumers.count() < needed) {
-                waits.awaitConsumers(needed, state.totalPublished > 0);
-                stalledSince = System.nanoTime();
-                continue;
-            }
-            if (slots.isFree(slot)) {
-                awaitingRelease = false;
-                pace.tick(System.nanoTime(), consumers.count());
-                return;
-            }
-            long waited = System.nanoTime() - stalledSince;
-            long left = rules.stallTimeout().toNanos() - waited;
-            if (left <= 0) {
-                consumers.evictHoldersOf(slots.seqIn(slot), producerName, rules.stallTimeout());
-                stalledSince = System.nanoTime();
-                continue;
-            }
-            awaitingRelease = true;
-            releaseWanted.run();
-            List<ConsumerSession> holders =
-                    pace.watches(consumers.count()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
-            long before = System.nanoTime();
-            waits.awaitNanos(left);
-            long after = System.nanoTime();
-            pace.waited(holders, after - before, consumers.count());
-            pace.tick(after, consumers.count());
-        }
-    }
-
-    /**
-     * Whether the producer waits for a slot that consumers still hold: only then is a release wanted at
-     * once; otherwise the {@link ConsumerReader} lets releases gather and reads them in fewer wake-ups.
-     */
+    /** See {@link SlotWait#awaitingRelease}. */
     boolean awaitingRelease() {
-        return awaitingRelease;
+        return slotWait.awaitingRelease();
     }
 
     /** Sets what tells the reader that the producer started waiting for a release. */
     void onReleaseWanted(Runnable r) {
-        this.releaseWanted = r;
+        slotWait.onReleaseWanted(r);
     }
 
     private void publish(SlotClaim c, int samples) {
@@ -332,7 +269,7 @@ public final class ProducerCore implements BatchSink {
         }
     }
 
-    /** Stops everything: waiting calls throw {@link Stopped}; consumers get {@code error} if given. */
+    /** Stops everything: waiting calls throw {@link ProducerStopped}; consumers get {@code error} if given. */
     public void shutdown(String reason, Message.Error error) {
         lock.lock();
         try {
@@ -349,7 +286,7 @@ public final class ProducerCore implements BatchSink {
 
     private void checkOpen() {
         if (state.closedReason != null) {
-            throw new Stopped(state.closedReason);
+            throw new ProducerStopped(state.closedReason);
         }
     }
 

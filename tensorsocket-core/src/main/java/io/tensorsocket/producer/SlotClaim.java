@@ -1,8 +1,13 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.Batch;
 import io.tensorsocket.SlotWriter;
+import io.tensorsocket.Tensor;
+import io.tensorsocket.TensorSpec;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.BulkCopy;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.function.ObjIntConsumer;
 
 /** A claimed slot, which the source fills and then publishes; claims are published in claim order. */
@@ -27,6 +32,15 @@ final class SlotClaim implements SlotWriter {
     @Override
     public int capacity() {
         return layout.batch().batchSize();
+    }
+
+    /** Copies every tensor of {@code batch}, which fits the layout, into this slot. */
+    void copy(Batch batch) {
+        List<TensorSpec> tensors = layout.batch().tensors();
+        for (int t = 0; t < tensors.size(); t++) {
+            Tensor src = batch.tensor(tensors.get(t).name());
+            BulkCopy.copy(src.data(), 0, tensor(t), 0, src.byteSize());
+        }
     }
 
     @Override

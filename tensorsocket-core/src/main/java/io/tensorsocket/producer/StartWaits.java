@@ -8,7 +8,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The producer thread's waits for consumers: for enough of them to attach (up to the idle timeout, which
- * ends the producer: normally, with {@link ProducerCore.IdleEnd}, once consumers came, read and left; with a
+ * ends the producer: normally, with {@link ProducerIdleEnd}, once consumers came, read and left; with a
  * timeout saying how many came when too few ever did), and, before the very first batch, for the start
  * grace since the first one attached, so that consumers launched together all start at the first epoch's
  * start. Called under the producer's lock, whose condition {@code changed} is signalled when consumers come.
@@ -21,7 +21,7 @@ final class StartWaits {
     private final Condition changed;
     private final Runnable checkOpen;
 
-    /** {@code checkOpen} throws {@link ProducerCore.Stopped} once the producer is being closed. */
+    /** {@code checkOpen} throws {@link ProducerStopped} once the producer is being closed. */
     StartWaits(ServingRules rules, Attached consumers, Condition changed, Runnable checkOpen) {
         this.rules = rules;
         this.consumers = consumers;
@@ -48,7 +48,7 @@ final class StartWaits {
             long left = idleTimeout == null ? Long.MAX_VALUE : deadline - System.nanoTime();
             if (left <= 0) {
                 if (started) {
-                    throw new ProducerCore.IdleEnd(endMessage());
+                    throw new ProducerIdleEnd(endMessage());
                 }
                 throw new TensorSocketTimeoutException(idleMessage(needed));
             }
@@ -97,7 +97,7 @@ final class StartWaits {
             changed.awaitNanos(nanos);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new ProducerCore.Stopped("interrupted");
+            throw new ProducerStopped("interrupted");
         }
     }
 }

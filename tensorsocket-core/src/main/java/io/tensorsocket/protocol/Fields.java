@@ -1,15 +1,20 @@
 package io.tensorsocket.protocol;
 
+import io.tensorsocket.DType;
 import io.tensorsocket.ProtocolException;
+import io.tensorsocket.StartPolicy;
+import io.tensorsocket.TensorSpec;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The field types of {@link WireFormat}'s payloads, each read with its check: {@code str} (u16 byte count +
  * UTF-8, at most {@link WireFormat#MAX_STRING} bytes), {@code bool} (u8 0 or 1), counts and positions
- * (never negative), sizes (at least 1), rates (finite, never negative). A value that fails its check is the
+ * (never negative), sizes (at least 1), rates (finite, never negative), tensor lists and start policies. A value that fails its check is the
  * peer's {@link ProtocolException}.
  */
 final class Fields {
@@ -94,5 +99,48 @@ final class Fields {
         } catch (CharacterCodingException e) {
             throw new ProtocolException("string is not valid UTF-8");
         }
+    }
+
+    /** A tensor list: per tensor str name, u8 dtype, u8 rank, rank × i64 sampleDims (after a u16 count). */
+    static void putTensors(ByteBuffer b, List<TensorSpec> tensors) {
+        b.putShort((short) tensors.size());
+        for (TensorSpec t : tensors) {
+            putString(b, t.name());
+            long[] dims = t.sampleShape();
+            b.put((byte) t.dtype().code()).put((byte) dims.length);
+            for (long d : dims) {
+                b.putLong(d);
+            }
+        }
+    }
+
+    static List<TensorSpec> getTensors(ByteBuffer p, int count, String frame) {
+        List<TensorSpec> tensors = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            String name = getString(p);
+            int dtype = Byte.toUnsignedInt(p.get());
+            int rank = Byte.toUnsignedInt(p.get());
+            if (rank > 16) {
+                throw new ProtocolException(frame + " tensor '" + name + "' has rank " + rank);
+            }
+            long[] dims = new long[rank];
+            for (int d = 0; d < rank; d++) {
+                dims[d] = p.getLong();
+            }
+            try {
+                tensors.add(new TensorSpec(name, DType.fromCode(dtype), dims));
+            } catch (IllegalArgumentException | ArithmeticException e) {
+                throw new ProtocolException(frame + " tensor '" + name + "' is invalid: " + e.getMessage());
+            }
+        }
+        return tensors;
+    }
+
+    static StartPolicy startPolicy(byte b) {
+        int v = Byte.toUnsignedInt(b);
+        if (v >= StartPolicy.values().length) {
+            throw new ProtocolException("HELLO holds unknown start policy " + v);
+        }
+        return StartPolicy.values()[v];
     }
 }

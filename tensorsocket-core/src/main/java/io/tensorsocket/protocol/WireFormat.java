@@ -3,20 +3,20 @@ package io.tensorsocket.protocol;
 import static io.tensorsocket.protocol.Fields.bool;
 import static io.tensorsocket.protocol.Fields.getBool;
 import static io.tensorsocket.protocol.Fields.getString;
+import static io.tensorsocket.protocol.Fields.getTensors;
 import static io.tensorsocket.protocol.Fields.nonNegative;
 import static io.tensorsocket.protocol.Fields.positive;
 import static io.tensorsocket.protocol.Fields.putString;
+import static io.tensorsocket.protocol.Fields.putTensors;
+import static io.tensorsocket.protocol.Fields.startPolicy;
 import static io.tensorsocket.protocol.Fields.truncate;
 
-import io.tensorsocket.DType;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.StartMode;
-import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorSpec;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -254,18 +254,6 @@ public final class WireFormat {
         b.putInt(start + 8, b.position() - payloadStart);
     }
 
-    private static void putTensors(ByteBuffer b, List<TensorSpec> tensors) {
-        b.putShort((short) tensors.size());
-        for (TensorSpec t : tensors) {
-            putString(b, t.name());
-            long[] dims = t.sampleShape();
-            b.put((byte) t.dtype().code()).put((byte) dims.length);
-            for (long d : dims) {
-                b.putLong(d);
-            }
-        }
-    }
-
     /** The encoded frame of {@code m}, in a new buffer ready to be written. */
     public static ByteBuffer encode(Message m) {
         ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES + MAX_PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
@@ -426,39 +414,9 @@ public final class WireFormat {
         return new Message.EpochOrder(epoch, first, total, ids);
     }
 
-    private static List<TensorSpec> getTensors(ByteBuffer p, int count, String frame) {
-        List<TensorSpec> tensors = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            String name = getString(p);
-            int dtype = Byte.toUnsignedInt(p.get());
-            int rank = Byte.toUnsignedInt(p.get());
-            if (rank > 16) {
-                throw new ProtocolException(frame + " tensor '" + name + "' has rank " + rank);
-            }
-            long[] dims = new long[rank];
-            for (int d = 0; d < rank; d++) {
-                dims[d] = p.getLong();
-            }
-            try {
-                tensors.add(new TensorSpec(name, DType.fromCode(dtype), dims));
-            } catch (IllegalArgumentException | ArithmeticException e) {
-                throw new ProtocolException(frame + " tensor '" + name + "' is invalid: " + e.getMessage());
-            }
-        }
-        return tensors;
-    }
-
     private static Message.Progress decodeProgress(ByteBuffer p) {
         return new Message.Progress(
                 nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()), nonNegative(p.getLong()));
-    }
-
-    private static StartPolicy startPolicy(byte b) {
-        int v = Byte.toUnsignedInt(b);
-        if (v >= StartPolicy.values().length) {
-            throw new ProtocolException("HELLO holds unknown start policy " + v);
-        }
-        return StartPolicy.values()[v];
     }
 
     private static int typeOf(Message m) {

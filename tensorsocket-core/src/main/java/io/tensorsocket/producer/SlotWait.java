@@ -1,0 +1,93 @@
+package io.tensorsocket.producer;
+
+import java.util.List;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The producer thread's wait for the slot it claims next: until enough consumers are attached (the first batch waits
+ * for {@code minConsumers}, later ones for one) and every consumer that was sent the slot's batch released it. A
+ * consumer that holds the slot past the stall timeout is evicted. The time waited on holders is {@link PaceWatch}'s
+ * to judge; the consumers' readers learn from {@link #awaitingRelease} whether a release is wanted at once.
+ *
+ * <p>Called with the core's lock held; the waits release it.
+ */
+final class SlotWait {
+    private final ServingRules rules;
+    private final ServingState state;
+    private final SlotTable slots;
+    private final Attached consumers;
+    private final StartWaits waits;
+    private final PaceWatch pace;
+    private final Runnable checkOpen;
+
+    private volatile boolean awaitingRelease;
+    private volatile Runnable releaseWanted = () -> {};
+
+    SlotWait(
+            ServingRules rules,
+            ServingState state,
+            SlotTable slots,
+            Attached consumers,
+            StartWaits waits,
+            PaceWatch pace,
+            Runnable checkOpen) {
+        this.rules = rules;
+        this.state = state;
+        this.slots = slots;
+        this.consumers = consumers;
+        this.waits = waits;
+        this.pace = pace;
+        this.checkOpen = checkOpen;
+    }
+
+    /**
+     * Waits until {@code slot} is free and consumers are attached, evicting whoever stalls it too long.
+     *
+     * @param nothingClaimed whether no claim is outstanding (then the first batch waits for {@code minConsumers})
+     */
+    void awaitFree(int slot, BooleanSupplier nothingClaimed) {
+        long stalledSince = System.nanoTime();
+        while (true) {
+            checkOpen.run();
+            int needed = state.totalPublished == 0 && nothingClaimed.getAsBoolean() ? rules.minConsumers() : 1;
+            if (consumers.count() < needed) {
+                waits.awaitConsumers(needed, state.totalPublished > 0);
+                stalledSince = System.nanoTime();
+                continue;
+            }
+            if (slots.isFree(slot)) {
+                awaitingRelease = false;
+                pace.tick(System.nanoTime(), consumers.count());
+                return;
+            }
+            long left = rules.stallTimeout().toNanos() - (System.nanoTime() - stalledSince);
+            if (left <= 0) {
+                consumers.evictHoldersOf(slots.seqIn(slot), rules.producerName(), rules.stallTimeout());
+                stalledSince = System.nanoTime();
+                continue;
+            }
+            awaitingRelease = true;
+            releaseWanted.run();
+            List<ConsumerSession> holders =
+                    pace.watches(consumers.count()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
+            long before = System.nanoTime();
+            waits.awaitNanos(left);
+            long after = System.nanoTime();
+            pace.waited(holders, after - before, consumers.count());
+            pace.tick(after, consumers.count());
+        }
+    }
+
+    /**
+     * Whether the producer waits for a slot that consumers still hold: only then is a release wanted at once;
+     * otherwise the {@link ConsumerReader} lets releases gather and reads them in fewer wake-ups.
+     */
+    boolean awaitingRelease() {
+        return awaitingRelease;
+    }
+
+    /** Sets what tells the reader that the producer started waiting for a release. */
+    void onReleaseWanted(Runnable r) {
+        this.releaseWanted = r;
+    }
+}
