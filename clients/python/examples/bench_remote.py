@@ -10,6 +10,9 @@ side, server included, and divided by the batches all trainers got.
     python3 clients/python/examples/bench_remote.py [--seconds 10] [--consumers 1,4] [--shapes 3x32x32,1x28x28]
         [--peer-python PYTHON]   # a Python with tensorflow; without one the peer's rows are skipped, saying so
         [--java-consumers]       # also this project's Java remote consumers (tensorsocket-bench's WindowedConsumer)
+        [--feeder]               # this project's server fed by a Python feeder (TensorProducer over ready torch
+                                 # batches, one copy into the slot per batch) through serve --external --flight,
+                                 # instead of serve --synthetic --preload; its CPU is counted with the server's
 
 Prints one JSON object per row: side, trainer language, batch shape, consumers, batches/s per consumer (the
 slowest), aggregate batches/s, CPU ms per batch, and for this project's rows the ratio to the peer's row of the
@@ -28,7 +31,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))  # the client and its bundle
+CLIENT = os.path.join(ROOT, "clients", "python")
+sys.path.insert(0, CLIENT)  # the client and its bundle
 BATCH = 64
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -148,9 +152,9 @@ def read_line(proc, what, timeout):
             return line.strip()
 
 
-def measure(server, trainers, seconds):
+def measure(servers, trainers, seconds):
     """Releases the trainers into one window of ``seconds`` once all are READY; returns their results and the
-    CPU seconds of server and trainers over the window."""
+    CPU seconds of the server's processes (``servers``: the server, and its feeder if it has one) over the window."""
     for t in trainers:
         line = read_line(t, "READY", 180)
         while line != "READY":
@@ -161,9 +165,9 @@ def measure(server, trainers, seconds):
         t.stdin.write("%f %f\n" % (start, end))
         t.stdin.flush()
     time.sleep(max(0.0, start - time.time()))
-    server_cpu0 = cpu_seconds(server.pid)
+    server_cpu0 = sum(cpu_seconds(p.pid) for p in servers)
     time.sleep(max(0.0, end - time.time()))
-    server_cpu = cpu_seconds(server.pid) - server_cpu0
+    server_cpu = sum(cpu_seconds(p.pid) for p in servers) - server_cpu0
     results = [json.loads(read_line(t, "result", 60)) for t in trainers]
     return results, server_cpu
 
@@ -205,13 +209,29 @@ def run_peer(python, shape, k, seconds, warm_seconds):
                 [python, me, "--role", "tf-trainer", "--address", "grpc://localhost:%d" % port,
                  "--shape", "x".join(map(str, shape)), "--trainer-id", str(i), "--warm-seconds", str(warm_seconds)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-        return measure(server, trainers, seconds)
+        return measure([server], trainers, seconds)
     finally:
         stop(trainers + [server])
 
 
-def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=None):
-    """This project's rows: ``serve --flight`` and K trainers, Python ones, or Java ones where ``java_classpath``."""
+FEEDER_EPOCH_BATCHES = 1000  # a data set's epoch, not the 10 batches the server's preloaded data hold
+
+FEEDER = r"""
+import sys, torch
+from tensorsocket_client import TensorProducer
+shape, batches = tuple(int(x) for x in sys.argv[2].split("x")), int(sys.argv[3])
+made = [torch.rand(%d, *shape) for _ in range(4)]  # ready batches, yielded in turn: the feeder's cost is its own
+def epoch(e):
+    for i in range(batches):
+        yield (made[i %% len(made)],)
+TensorProducer(sys.argv[1], None, epochs=10**9, samples_per_epoch=batches * %d, epoch_loader=epoch, names=("data",),
+               start_producer=False).run()
+""" % (BATCH, BATCH)
+
+
+def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=None, feeder=False):
+    """This project's rows: ``serve --flight`` and K trainers, Python ones, or Java ones where ``java_classpath``; the
+    server serves its own synthetic batches from memory, or with ``feeder`` a Python feeder's."""
     port = free_port()
     base = "/dev/shm/tensorsocket-bench-remote-%d" % os.getpid()
     os.makedirs(base, exist_ok=True)
@@ -219,14 +239,21 @@ def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=N
     # about 8 MB of data, which stays in the processor's cache as the peer's one ready batch does
     samples = max(BATCH, int(8e6 // (4 * sample_elements(shape))) // BATCH * BATCH)
     log = tempfile.TemporaryFile(mode="w+")
+    source = (["--external"] if feeder else
+              ["--synthetic", "samples=%d,shape=%s,dtype=float32" % (samples, "x".join(map(str, shape))), "--preload",
+               "--batch-size", str(BATCH), "--epochs", "0"])
     server = subprocess.Popen(
-        [launcher, "serve", "--name", "bench", "--synthetic",
-         "samples=%d,shape=%s,dtype=float32" % (samples, "x".join(map(str, shape))), "--preload", "--batch-size",
-         str(BATCH), "--epochs", "0", "--flight", "127.0.0.1:%d" % port, "--min-consumers", "1"],
+        [launcher, "serve", "--name", "bench"] + source + ["--flight", "127.0.0.1:%d" % port, "--min-consumers", "1"],
         env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
     address = "grpc://127.0.0.1:%d/bench" % port
     trainers = []
+    servers = [server]
     try:
+        if feeder:
+            servers.append(subprocess.Popen(
+                [sys.executable, "-c", FEEDER, "bench", "x".join(map(str, shape)), str(FEEDER_EPOCH_BATCHES)],
+                env=dict(env, PYTHONPATH=os.pathsep.join(filter(None, [CLIENT, env.get("PYTHONPATH")]))),
+                stdout=subprocess.DEVNULL, stderr=log))
         await_port(port, server, log)
         for _ in range(k):
             if java_classpath:
@@ -236,9 +263,9 @@ def run_tensorsocket(launcher, shape, k, seconds, warm_seconds, java_classpath=N
                 cmd = [sys.executable, os.path.abspath(__file__), "--role", "tensorsocket-trainer", "--address",
                        address, "--warm-seconds", str(warm_seconds)]
             trainers.append(subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-        return measure(server, trainers, seconds)
+        return measure(servers, trainers, seconds)
     finally:
-        stop(trainers + [server])
+        stop(trainers + servers)
         subprocess.run(["rm", "-rf", base])
 
 
@@ -281,6 +308,8 @@ def main():
     p.add_argument("--shapes", default="3x32x32,1x28x28")
     p.add_argument("--peer-python", default=os.environ.get("TENSORFLOW_PYTHON", sys.executable))
     p.add_argument("--java-consumers", action="store_true")
+    p.add_argument("--feeder", action="store_true",
+                   help="feed this project's server from a Python feeder (serve --external) instead of from memory")
     p.add_argument("--launcher", default=os.environ.get("TENSORSOCKET_LAUNCHER", os.path.join(ROOT, "bin", "tensorsocket")))
     p.add_argument("--classpath", default="%s:%s/*" % (os.path.join(ROOT, "tensorsocket-cli/target/tensorsocket-cli.jar"),
                                                       os.path.join(ROOT, "tensorsocket-cli/target/lib")),
@@ -318,8 +347,9 @@ def main():
                                                                                a.warm_seconds))
                 print(json.dumps(peer_row), flush=True)
             for java in ([False, True] if a.java_consumers else [False]):
-                r = row("tensorsocket flight", "java" if java else "python", shape, k,
-                        *run_tensorsocket(a.launcher, shape, k, a.seconds, a.warm_seconds, a.classpath if java else None))
+                r = row("tensorsocket flight" + (" + python feeder" if a.feeder else ""), "java" if java else "python",
+                        shape, k, *run_tensorsocket(a.launcher, shape, k, a.seconds, a.warm_seconds,
+                                                    a.classpath if java else None, a.feeder))
                 if peer_row:
                     r["of_peer_batches_per_s"] = round(r["batches_per_s_per_consumer"]
                                                        / max(peer_row["batches_per_s_per_consumer"], 1e-9), 2)

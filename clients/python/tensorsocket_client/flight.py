@@ -23,8 +23,8 @@ import urllib.parse
 
 import numpy as np
 
+from . import _message_memory, stream
 from . import dtypes as _dtypes
-from . import stream
 from ._lifecycle import ConsumerBase, checked_batch_size
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from ._waiting import Waiting as _Waiting
@@ -155,6 +155,8 @@ class RemoteConsumer(ConsumerBase):
             schema = self._open(fl, ticket, float(connect_timeout))
             self._header = self._read_header(schema)
             self._columns = self._read_columns(schema)
+            _message_memory.keep_for(self.batch_size * sum(_NUMPY_DTYPES[d].itemsize * math.prod(s)
+                                                           for _, d, s in self._columns))
         except BaseException:
             self.close()
             raise

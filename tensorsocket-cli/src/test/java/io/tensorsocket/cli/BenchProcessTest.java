@@ -374,6 +374,36 @@ class BenchProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void benchRemoteFeedsItsServerFromAPythonFeederWhenAsked() throws Exception {
+        assumePython("numpy", "pyarrow.flight", "torch");
+        Proc p = startPython(
+                Map.of(),
+                pythonClient().resolve("examples/bench_remote.py").toString(),
+                "--feeder",
+                "--seconds",
+                "1",
+                "--warm-seconds",
+                "1",
+                "--consumers",
+                "1",
+                "--shapes",
+                "1x28x28",
+                "--peer-python",
+                PYTHON,
+                "--launcher",
+                launcherScript().toString());
+        assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
+        List<Map<String, String>> lines = p.json();
+        assertEquals(1, lines.size(), lines.toString());
+        Map<String, String> l = lines.getFirst();
+        assertEquals("tensorsocket flight + python feeder", l.get("side"), l.toString());
+        assertTrue(value(l, "batches_per_s_per_consumer") > 0, l.toString());
+        // the server's share counts the feeder's process beside the producer's JVM
+        double share = value(l, "server_cpu_share");
+        assertTrue(share > 0 && share < 1, l.toString());
+    }
+
+    @Test
     void benchRemoteSaysWhyWhenTheServerExitsBeforeListening() throws Exception {
         assumePython("numpy", "pyarrow.flight");
         // a launcher that fails the way a launcher without a JDK 25 does: a message on stderr, a non-zero code
