@@ -332,12 +332,12 @@ class BenchProcessTest extends ProcessTestBase {
         }
     }
 
-    @Test
-    void benchRemoteMeasuresPythonAndJavaRemoteConsumersAndSaysWhenThePeerIsMissing() throws Exception {
-        assumePython("numpy", "pyarrow.flight");
-        // Debian's python3 has no tensorflow: the peer's rows are skipped, saying so; this project's rows run
-        Proc p = startPython(
-                Map.of(),
+    /**
+     * bench_remote.py with one trainer of 1x28x28 batches for 1 s after 1 s of warm-up, this build's launcher, and
+     * Debian's python3 as the peer's Python (it has no tensorflow: the peer's rows are skipped, saying so).
+     */
+    private Proc benchRemote(String... more) throws Exception {
+        List<String> args = new ArrayList<>(List.of(
                 pythonClient().resolve("examples/bench_remote.py").toString(),
                 "--seconds",
                 "1",
@@ -347,13 +347,19 @@ class BenchProcessTest extends ProcessTestBase {
                 "1",
                 "--shapes",
                 "1x28x28",
-                "--java-consumers",
                 "--peer-python",
                 PYTHON,
                 "--launcher",
-                launcherScript().toString(),
-                "--classpath",
-                System.getProperty("java.class.path"));
+                launcherScript().toString()));
+        args.addAll(List.of(more));
+        return startPython(Map.of(), args.toArray(String[]::new));
+    }
+
+    @Test
+    void benchRemoteMeasuresPythonAndJavaRemoteConsumersAndSaysWhenThePeerIsMissing() throws Exception {
+        assumePython("numpy", "pyarrow.flight");
+        // Debian's python3 has no tensorflow: the peer's rows are skipped, saying so; this project's rows run
+        Proc p = benchRemote("--java-consumers", "--classpath", System.getProperty("java.class.path"));
         assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         assertTrue(
                 p.stderr().contains("SKIPPED the tf.data service rows: " + PYTHON + " cannot import tensorflow"),
@@ -376,22 +382,7 @@ class BenchProcessTest extends ProcessTestBase {
     @Test
     void benchRemoteFeedsItsServerFromAPythonFeederWhenAsked() throws Exception {
         assumePython("numpy", "pyarrow.flight", "torch");
-        Proc p = startPython(
-                Map.of(),
-                pythonClient().resolve("examples/bench_remote.py").toString(),
-                "--feeder",
-                "--seconds",
-                "1",
-                "--warm-seconds",
-                "1",
-                "--consumers",
-                "1",
-                "--shapes",
-                "1x28x28",
-                "--peer-python",
-                PYTHON,
-                "--launcher",
-                launcherScript().toString());
+        Proc p = benchRemote("--feeder");
         assertEquals(0, p.exitCode(Duration.ofMinutes(4)), p.stderr());
         List<Map<String, String>> lines = p.json();
         assertEquals(1, lines.size(), lines.toString());
