@@ -26,7 +26,7 @@ import select
 import signal
 import sys
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _share_log
 
@@ -81,9 +81,10 @@ class Started:
 
 
 def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
-          producer_options: Dict[str, Any], log_path, method: Optional[str] = None) -> Started:
+          producer_options: Dict[str, Any], log_path, serve: Callable[[], int], method: Optional[str] = None) -> Started:
     """Starts the process that serves share ``name`` (see the module's doc), its output going to ``log_path``;
-    ``method`` as :func:`start_method` chooses where None."""
+    ``method`` as :func:`start_method` chooses where None. A forked child calls ``serve`` (it serves the share and
+    returns the exit status); a new Python is given the same arguments on its command line."""
     args = ["share-serve", "--name", name, "--factory", path, "--kwargs", json.dumps(kwargs), "--description",
             description, "--linger", repr(linger), "--producer-options", json.dumps(producer_options)]
     method = method or start_method()
@@ -93,8 +94,7 @@ def start(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
             if method == "fork":
                 log.write(_share_log.start_entry(os.getpid(), ["(forked)", "tensorsocket_client"] + args))
                 log.flush()
-                _daemon(lambda: _child(name, path, kwargs, description, linger, producer_options, log.fileno(),
-                                       status_w))
+                _daemon(lambda: _child(serve, log.fileno(), status_w))
             else:
                 cmd = [sys.executable, "-m", "tensorsocket_client"] + args + ["--status-fd", str(status_w)]
                 env = dict(os.environ)
@@ -135,14 +135,13 @@ def _exec(cmd: List[str], env: Dict[str, str], log_fd: int, status_fd: int) -> N
         os._exit(127)
 
 
-def _child(name, path, kwargs, description, linger, producer_options, log_fd, status_fd) -> None:
+def _child(serve: Callable[[], int], log_fd: int, status_fd: int) -> None:
     """The forked feeder: leaves the trial behind, serves the share, writes its exit status, and exits without running
     the trial's handlers."""
     code = 1
     try:
         _leave_the_trial(log_fd, status_fd)
-        from .share import serve
-        code = serve(name, path, kwargs, description, linger, producer_options)
+        code = serve()
     except KeyboardInterrupt:
         code = 130
     except BaseException as e:  # noqa: BLE001 (everything goes to the log, then the child ends)

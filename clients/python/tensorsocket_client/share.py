@@ -347,6 +347,7 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
             raise ShareFailed("the producer for share '%s' (%s) cannot start: %s" % (name, path, short))
         proc_log = log_path(name)
         started = _share_start.start(name, path, kwargs, description, linger, producer_options, proc_log,
+                                     lambda: serve(name, path, kwargs, description, linger, producer_options),
                                      start_method)
         while not (d / SOCKET_FILE).exists() or not is_locked(d):
             if started.poll() is not None:
