@@ -18,8 +18,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,7 +41,9 @@ final class ProducerAssembly {
         String name = spec.name();
         Path dir = spec.directory();
         ProducerDirectory.checkSocketPathFits(dir.toAbsolutePath().normalize());
-        long sessionId = new SecureRandom().nextLong();
+        // Tells this start's arena from an earlier producer's of the same name; no secret (the directory is the
+        // user's), so not SecureRandom, whose providers take tens of ms to load while a share's trial waits.
+        long sessionId = ThreadLocalRandom.current().nextLong() ^ (pid << 32) ^ System.nanoTime();
         ProducerParts made = new ProducerParts(ProducerDirectory.claim(dir, spec.accessGroup()));
         try {
             Path at = made.directory().path();
