@@ -21,6 +21,7 @@ glibc.
 """
 
 import ctypes
+import functools
 import os
 import threading
 from typing import Optional, Tuple
@@ -73,6 +74,7 @@ def keep_for(batch_bytes: int) -> Optional[Tuple[int, int]]:
         return mmap, trim
 
 
+@functools.lru_cache(maxsize=1)
 def _libc():
     try:
         libc = ctypes.CDLL(None)

@@ -84,7 +84,6 @@ public final class ExternalSource implements IndexedSource {
     private volatile FeederLink feeder;
     private Message.FeederHello hello;
     private BatchLayout layout;
-    private String who = "the feeder";
     private boolean welcomed;
     private long nextSeq;
     private volatile boolean closed;
@@ -165,12 +164,11 @@ public final class ExternalSource implements IndexedSource {
             if (problem == null) {
                 hello = h;
                 layout = new BatchLayout(h.tensors(), h.batchSize());
-                who = "the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")";
-                link.named(who);
+                link.named("the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")");
                 log.info(
                         "producer '{}': {} declared {} samples per epoch in batches of {}: {}",
                         producer,
-                        who,
+                        link.who(),
                         h.samplesPerEpoch(),
                         h.batchSize(),
                         h.tensors());
@@ -284,11 +282,11 @@ public final class ExternalSource implements IndexedSource {
                     " before epoch 0");
             welcomed = true;
         }
-        FeederEpoch frames = new FeederEpoch(epoch, order, hello, who, sink.claimsAhead(), nextSeq, link);
+        FeederEpoch frames = new FeederEpoch(epoch, order, hello, link.who(), sink.claimsAhead(), nextSeq, link);
         while (true) {
             Object o = link.next(feederTimeout);
             if (o == null) {
-                throw link.fail(who + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
+                throw link.fail(link.who() + " sent nothing for " + feederTimeout.toSeconds() + " s" + frames.at()
                         + " (is it stopped or stuck in its loader?)");
             }
             if (frames.take(o)) {

@@ -50,6 +50,11 @@ final class FeederLink implements FeederEpoch.Link {
         this.who = who;
     }
 
+    /** How messages name this feeder: "the feeder" until it declared itself. */
+    String who() {
+        return who;
+    }
+
     /** Where {@link #claim} claims slots: the producer's. */
     void feedInto(BatchSink sink) {
         this.sink = sink;

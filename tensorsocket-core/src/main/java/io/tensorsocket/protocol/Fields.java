@@ -14,8 +14,8 @@ import java.util.List;
 /**
  * The field types of {@link WireFormat}'s payloads, each read with its check: {@code str} (u16 byte count +
  * UTF-8, at most {@link WireFormat#MAX_STRING} bytes), {@code bool} (u8 0 or 1), counts and positions
- * (never negative), sizes (at least 1), rates (finite, never negative), tensor lists and start policies. A value that fails its check is the
- * peer's {@link ProtocolException}.
+ * (never negative), sizes (at least 1), rates (finite, never negative), tensor lists and start policies. A value
+ * that fails its check is the peer's {@link ProtocolException}.
  */
 final class Fields {
 
