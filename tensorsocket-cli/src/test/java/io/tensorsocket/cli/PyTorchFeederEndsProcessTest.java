@@ -222,10 +222,12 @@ class PyTorchFeederEndsProcessTest extends PyTorchFeederTestBase {
     @Test
     void aSecondFeederForTheSameNameIsRefusedNamingTheFirst() throws Exception {
         assumePython("numpy", "torch");
-        Proc first = feedCase("twice", "slow", "--epochs", "1");
+        // Three epochs of 5 s: the second feeder's Python, importing torch on a loaded machine, once came after one
+        // epoch had ended and with it the first feeder's producer.
+        Proc first = feedCase("twice", "slow", "--epochs", "3");
         Proc consumer = pythonConsume("twice", 50);
         awaitDirectory("twice");
-        awaitJoined(first, 1); // the first feeder's epoch takes 5 s from here
+        awaitJoined(first, 1); // the first feeder's epochs take 15 s from here
         Proc second = feedCase("twice", "ok");
         assertNotEquals(0, second.exitCode(Duration.ofSeconds(60)));
         assertTrue(
