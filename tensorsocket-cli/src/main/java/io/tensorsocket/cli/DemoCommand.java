@@ -182,7 +182,8 @@ final class DemoCommand implements Callable<Integer> {
                                             Stream.of(priv, shared)
                                                     .flatMap(m -> m.jobs().stream()
                                                             .map(j -> m.mode() + " job " + j.job() + " out of order "
-                                                                    + j.outOfOrder() + ", CRC " + j.crc()))
+                                                                    + j.outOfOrder() + ", first stream position "
+                                                                    + j.firstPosition() + ", CRC " + j.crc()))
                                                     .toList()));
             return ok ? 0 : 1;
         }

@@ -3,6 +3,7 @@ package io.tensorsocket.cli;
 import io.tensorsocket.pipeline.SyntheticImages;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -30,7 +31,11 @@ final class DemoImages {
         return Files.exists(root.resolve(".complete-" + count + "-" + classes + "-" + WIDTH + "x" + HEIGHT));
     }
 
-    /** Makes {@code count} images over {@code classes} classes in {@code root} unless already there; two threads. */
+    /**
+     * Makes {@code count} images over {@code classes} classes in {@code root} unless already there. Demos started
+     * together may make the same folder at once: each writes its own temporary files and moves each image into place
+     * whole (the images are the same bytes whoever makes them), so none fails and none reads half an image.
+     */
     static Path ensure(Path root, int count, int classes) throws IOException {
         Path done = root.resolve(".complete-" + count + "-" + classes + "-" + WIDTH + "x" + HEIGHT);
         if (Files.exists(done)) {
@@ -42,9 +47,10 @@ final class DemoImages {
                     Path dir = root.resolve(String.format("class_%02d", i % classes));
                     Files.createDirectories(dir);
                     Path f = dir.resolve(String.format("img_%05d.jpg", i));
-                    Path part = dir.resolve(String.format(".img_%05d.jpg.part", i));
+                    Path part = dir.resolve(String.format(
+                            ".img_%05d.jpg.%d.part", i, ProcessHandle.current().pid()));
                     SyntheticImages.writeJpeg(SyntheticImages.photoLike(WIDTH, HEIGHT, i), part, 0.9f);
-                    Files.move(part, f, StandardCopyOption.REPLACE_EXISTING);
+                    Files.move(part, f, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
@@ -52,7 +58,11 @@ final class DemoImages {
         } catch (UncheckedIOException e) {
             throw e.getCause();
         }
-        Files.createFile(done);
+        try {
+            Files.createFile(done);
+        } catch (FileAlreadyExistsException e) {
+            // another demo made them at the same time
+        }
         return root;
     }
 }

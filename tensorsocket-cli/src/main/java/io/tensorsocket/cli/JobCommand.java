@@ -184,12 +184,20 @@ final class JobCommand implements Callable<Integer> {
         long warmWork = 0;
         long samples = 0;
         long expected = -1;
+        long firstPosition = -1;
         long outOfOrder = 0;
         long touched = 0;
         CRC32C crc = new CRC32C();
         long hashed = 0;
         String tensorName = c.tensors().getFirst().name();
         long sampleBytes = c.tensors().getFirst().sampleBytes();
+        // the measured window's figures, taken when it closes; the job reads on (without its step) until it has hashed
+        // its first samples, so that every job's hash covers the same samples however few it trained on in the window
+        long end = 0;
+        long cpuAtEnd = 0;
+        long waitAtEnd = 0;
+        long workAtEnd = 0;
+        long samplesAtEnd = 0;
         boolean done = false;
         while (!done && !c.isEndOfStream()) {
             for (Batch b : c) {
@@ -198,6 +206,9 @@ final class JobCommand implements Callable<Integer> {
                     first = now;
                 }
                 long pos = c.streamPosition(b);
+                if (expected < 0) {
+                    firstPosition = pos;
+                }
                 if (expected >= 0 && pos != expected) {
                     outOfOrder++;
                 }
@@ -211,6 +222,13 @@ final class JobCommand implements Callable<Integer> {
                     long n = Math.min(b.size(), HASHED_SAMPLES - hashed);
                     crc.update(data.asSlice(0, n * sampleBytes).asByteBuffer());
                     hashed += n;
+                }
+                if (end != 0) { // the window is over: only hashing is left
+                    if (hashed >= HASHED_SAMPLES) {
+                        done = true;
+                        break;
+                    }
+                    continue;
                 }
                 if (step != null) {
                     step.train(b);
@@ -229,17 +247,24 @@ final class JobCommand implements Callable<Integer> {
                     System.out.flush();
                 }
                 if (warmAt != 0 && now - warmAt >= measureNanos) {
-                    done = true;
-                    break;
+                    end = now;
+                    samplesAtEnd = samples;
+                    cpuAtEnd = cpuNanos();
+                    waitAtEnd = c.waitNanos();
+                    workAtEnd = c.workNanos();
+                    if (hashed >= HASHED_SAMPLES) {
+                        done = true;
+                        break;
+                    }
                 }
             }
         }
-        long end = System.nanoTime();
-        if (warmAt == 0) {
-            throw new IllegalStateException("the stream ended before the warm-up was over");
+        if (warmAt == 0 || end == 0) {
+            throw new IllegalStateException(
+                    "the stream ended before the " + (warmAt == 0 ? "warm-up" : "window") + " was over");
         }
         double window = (end - warmAt) / 1e9;
-        long n = samples - warmSamples;
+        long n = samplesAtEnd - warmSamples;
         System.out.println(Json.object()
                 .put("event", "done")
                 .put("mode", mode)
@@ -249,12 +274,13 @@ final class JobCommand implements Callable<Integer> {
                 .put("samples", n)
                 .put("seconds", window)
                 .put("samples_per_s", n / window)
-                .put("cpu_s", (cpuNanos() - warmCpu) / 1e9)
-                .put("wait_s", (c.waitNanos() - warmWait) / 1e9)
-                .put("work_s", (c.workNanos() - warmWork) / 1e9)
+                .put("cpu_s", (cpuAtEnd - warmCpu) / 1e9)
+                .put("wait_s", (waitAtEnd - warmWait) / 1e9)
+                .put("work_s", (workAtEnd - warmWork) / 1e9)
                 .put("out_of_order", outOfOrder)
                 .put("first_samples_crc", Long.toHexString(crc.getValue()))
                 .put("hashed_samples", hashed)
+                .put("first_position", firstPosition)
                 .put("pid", ProcessHandle.current().pid()));
         sink += touched;
         System.out.flush();

@@ -66,7 +66,8 @@ final class TrainingComparison {
             double waitS,
             double workS,
             long outOfOrder,
-            String crc) {}
+            String crc,
+            long firstPosition) {}
 
     /** One mode: its jobs, the producer's CPU (0 in private mode), totals. */
     record ModeResult(String mode, List<JobResult> jobs, double producerCpuS) {
@@ -200,7 +201,8 @@ final class TrainingComparison {
                     Double.parseDouble(f.get("wait_s")),
                     Double.parseDouble(f.get("work_s")),
                     Long.parseLong(f.get("out_of_order")),
-                    f.get("first_samples_crc")));
+                    f.get("first_samples_crc"),
+                    Long.parseLong(f.get("first_position"))));
         }
         if (producer != null) {
             producer.cpuAtEnd = producer.cpuNanos();

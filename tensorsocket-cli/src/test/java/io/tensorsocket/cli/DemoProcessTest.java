@@ -4,11 +4,12 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /** The demo end to end on a tiny image folder: both modes run, the table, chart and checks come out. */
-@Isolated // beside other classes' load a DJL job's first samples differ now and then, also at aeebf0e: a defect to find
 class DemoProcessTest extends ProcessTestBase {
 
     @Test
@@ -67,6 +68,47 @@ class DemoProcessTest extends ProcessTestBase {
         String out = String.join("\n", demo.lines());
         assertTrue(out.contains("a real DJL mlp training step"), out);
         assertTrue(out.contains("checked: every job got every sample once and in order"), out);
+    }
+
+    @Test
+    void twoDemosStartedTogetherMakeTheirJpegsOnceAndBothCheckOut() throws Exception {
+        // the same script started twice: both make the default JPEG folder at once, neither fails on the other's files
+        Map<String, String> env = Map.of("XDG_CACHE_HOME", base.resolve("cache").toString());
+        List<Proc> demos = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            demos.add(startCommand(
+                    List.of(
+                            launcherScript().toString(),
+                            "demo",
+                            "--jobs",
+                            "1",
+                            "--seconds",
+                            "0.5",
+                            "--warmup-s",
+                            "0.2",
+                            "--image-count",
+                            "40",
+                            "--batch-size",
+                            "8",
+                            "--transform",
+                            "RandomResizedCrop(32)",
+                            "--chart",
+                            base.resolve("demo" + i + ".png").toString()),
+                    env));
+        }
+        for (Proc demo : demos) {
+            assertEquals(0, demo.exitCode(Duration.ofSeconds(100)), demo.lines() + demo.stderr());
+            assertTrue(
+                    String.join("\n", demo.lines()).contains("checked: every job got every sample once and in order"),
+                    demo.lines().toString());
+        }
+        try (var jpegs = Files.walk(base.resolve("cache"))) {
+            assertEquals(
+                    List.of(),
+                    jpegs.filter(f -> f.getFileName().toString().endsWith(".part"))
+                            .toList(),
+                    "half-written images left");
+        }
     }
 
     @Test
