@@ -1,12 +1,8 @@
 package io.tensorsocket.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -15,11 +11,11 @@ import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * A PyTorch user's first hour, as they launch things: a torch {@code DataLoader} fed through the Python
- * {@code TensorProducer} (which starts its own producer) and trainers launched in the same second, and the sweep
- * benchmark the README shows. Every run checks what is left: no producer process, no directory.
- * {@link PyTorchFeederEndsProcessTest} has the feeders' ends, failures and refusals.
+ * {@code TensorProducer} (which starts its own producer) and trainers launched in the same second. Every run checks
+ * what is left: no producer process, no directory. {@link PyTorchFeederEndsProcessTest} has the feeders' ends,
+ * failures and refusals, {@link SweepBenchProcessTest} the sweep benchmark the README shows.
  */
-@Isolated // it starts a feeder and three trainers in the same second, three times, and runs a benchmark
+@Isolated // it starts a feeder and three trainers in the same second, three times
 @Timeout(240)
 class PyTorchUserProcessTest extends PyTorchFeederTestBase {
 
@@ -42,43 +38,6 @@ class PyTorchUserProcessTest extends PyTorchFeederTestBase {
             }
             assertEquals(0, feeder.exitCode(Duration.ofSeconds(30)), feeder.stderr());
             assertNothingLeft(name, 30);
-        }
-    }
-
-    @Test
-    void theSweepBenchmarkRunsAsTheReadmeShowsIt() throws Exception {
-        assumePython("numpy", "torch", "torchvision", "PIL");
-        Path home = Files.createTempDirectory("tensorsocket-bench-home-");
-        try {
-            // The README's command, shortened: 2 jobs, 1 s each, 20 JPEGs. Its numbers are the README's business.
-            Proc bench = startPython(
-                    Map.of("HOME", home.toString()),
-                    pythonClient().resolve("examples/sweep_bench.py").toString(),
-                    "--jobs",
-                    "2",
-                    "--seconds",
-                    "1",
-                    "--count",
-                    "20");
-            assertEquals(0, bench.exitCode(Duration.ofMinutes(3)), bench.stderr());
-            assertTrue(
-                    bench.lines().stream().anyMatch(l -> l.startsWith("shared vs private: ")),
-                    bench.lines().toString());
-            Map<String, String> result = bench.json().getLast();
-            assertTrue(
-                    Double.parseDouble(result.get("private")) > 0 && Double.parseDouble(result.get("shared")) > 0,
-                    result.toString());
-            assertTrue(
-                    bench.lines().stream()
-                                    .filter(l -> l.matches("(private|shared) +all .*"))
-                                    .count()
-                            == 2,
-                    bench.lines().toString());
-            assertNothingLeft("sweep-bench", 30);
-        } finally {
-            try (var files = Files.walk(home)) {
-                files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-            }
         }
     }
 }
