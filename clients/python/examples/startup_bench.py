@@ -1,16 +1,18 @@
 """How long a trial waits for its first batch: a private torch DataLoader against ``share()`` of the same loader, cold
 (no producer runs: this trial's share() starts it) and warm (a producer of the name lingers from an earlier trial).
 
-    /usr/bin/python3 clients/python/examples/startup_bench.py [--rounds 5] [--images 1500] [--before] [--trace]
+    /usr/bin/python3 clients/python/examples/startup_bench.py [--rounds 5] [--images 1500] [--before] [--c2] [--trace]
 
 Each trial is a new Python process, timed from its launch to its first batch in hand: it imports torch and
 torchvision, builds the loader of sweep_bench.py (ImageFolder over photo-like 500x375 JPEGs, RandomResizedCrop(224),
 flip, normalise, batch 32, shuffled, 2 workers) or calls ``share()`` with that factory, and takes one batch. Rounds
-interleave the cases; medians, minima and maxima are printed. ``--before`` adds the share path as it was before the
-start-up work, rebuilt from switches: a new Python for the feeder (TENSORSOCKET_SHARE_START=spawn), the JVM without
-its ahead-of-time cache (TENSORSOCKET_NO_AOT=1) and the 2 s start grace. ``--trace`` prints, after each cold trial,
-where its time went: its imports, then the producer's JVM listening, the feeder's declaration, the arena sized and made
-(serving), the trial's join, each from the share log's millisecond lines, and its first batch.
+interleave the cases; medians, minima and maxima are printed. ``--c2`` adds a cold share whose producer's JVM compiles
+with C2 too, as the JVM does by default (a feeder's producer compiles with C1 only). ``--before`` adds the share path
+as it was before the start-up work, rebuilt from switches: a new Python for the feeder
+(TENSORSOCKET_SHARE_START=spawn), the JVM without its ahead-of-time cache (TENSORSOCKET_NO_AOT=1) and the 2 s start
+grace. ``--trace`` prints, after each cold trial, where its time went: its imports, then the producer's JVM listening,
+the feeder's declaration, the arena sized and made (serving), the trial's join, each from the share log's millisecond
+lines, and its first batch.
 """
 import argparse
 import json
@@ -104,6 +106,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--images", type=int, default=1500)
     p.add_argument("--before", action="store_true", help="Also time the share path as it was before (see above).")
+    p.add_argument("--c2", action="store_true",
+                   help="Also time a cold share whose producer compiles with C2 as well (the JVM's default), not C1 only.")
     p.add_argument("--trace", action="store_true",
                    help="After each cold trial, print its phases (seconds after its launch) from its share log.")
     a = p.parse_args()
@@ -118,6 +122,8 @@ def main() -> None:
     if a.before:
         before = {"TENSORSOCKET_SHARE_START": "spawn", "TENSORSOCKET_NO_AOT": "1"}
         cases += [("before, cold", "shared", before, 2.0), ("before, warm", "shared", before, 2.0)]
+    if a.c2:
+        cases += [("cold, C2", "shared", {"TENSORSOCKET_JAVA_OPTS": "-XX:TieredStopAtLevel=4"}, 0.0)]
     times = {c[0]: [] for c in cases}
     try:
         run_trial("private", root, "", base, {}, 0.0)  # the page cache holds the images and the libraries

@@ -55,6 +55,23 @@ def serve_args(producer_options: Dict[str, Any]) -> List[str]:
     return args
 
 
+# The producer a feeder starts compiles with C1 only: its work per batch is a few socket and ring operations, as cheap
+# compiled by C1 as by C2 (74 against 76 us of JVM CPU per batch over 100000 batches), and without C2 compiling beside
+# the feeder's loader in its first seconds a cold share() has its first batch about half a second sooner on two CPUs
+# (docs/benchmarks.md). A producer that also serves over Arrow Flight keeps C2 for gRPC's code; options the user puts
+# in TENSORSOCKET_JAVA_OPTS come after this one, and the JVM takes the last.
+FEEDER_PRODUCER_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def producer_environment(args: List[str], environ: Dict[str, str]) -> Dict[str, str]:
+    """The environment the producer for this feeder starts in: ``environ`` with ``FEEDER_PRODUCER_JIT`` before the
+    user's ``TENSORSOCKET_JAVA_OPTS``, unless it serves over Flight (``args`` has ``--flight``)."""
+    env = dict(environ)
+    if "--flight" not in args:
+        env["TENSORSOCKET_JAVA_OPTS"] = (FEEDER_PRODUCER_JIT + " " + env.get("TENSORSOCKET_JAVA_OPTS", "")).strip()
+    return env
+
+
 def start_producer(name: str, args: List[str]) -> Tuple[Optional[subprocess.Popen], str]:
     """Starts producer ``name`` for this feeder with ``args`` unless one runs (holds its directory's lock) or no
     launcher is found: the process, or None and why none was started (for the feeder's messages). A directory
@@ -67,17 +84,19 @@ def start_producer(name: str, args: List[str]) -> Tuple[Optional[subprocess.Pope
         # it waits for a feeder, or is starting (another feeder's): this one connects to it
         return None, "producer '%s' was already running or starting when this feeder came" % name
     try:
-        found = launcher_command(warn=lambda m: print(m, file=sys.stderr))
+        env = producer_environment(args, dict(os.environ))
+        found = launcher_command(warn=lambda m: print(m, file=sys.stderr), environ=env)
     except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
         raise FeederError("cannot start a producer for '%s': %s" % (name, e)) from e
     if found is None:
         return None, ("found no tensorsocket launcher to start one (install the tensorsocket wheel, put "
                       "bin/tensorsocket on PATH, or set TENSORSOCKET_LAUNCHER); or start one: tensorsocket serve "
                       "--name %s --external" % name)
-    argv, env = found
+    argv, launcher_env = found
     cmd = argv + ["serve", "--name", name, "--external", "--feeder-pid", str(os.getpid())] + args
     # A session of its own: Ctrl-C in the terminal reaches this feeder, which stops the producer cleanly.
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True, env=env), ""
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, start_new_session=True,
+                            env=launcher_env if launcher_env is not None else env), ""
 
 
 def stop_unserved(p: Optional[subprocess.Popen]) -> None:

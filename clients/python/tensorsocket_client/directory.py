@@ -133,14 +133,15 @@ def check_accessible_to_current_user(directory):
                                % (directory, owner, _group_name(st.st_gid), me))
 
 
-def launcher_command(warn=None):
+def launcher_command(warn=None, environ=None):
     """``(argv, env)`` that start the ``tensorsocket`` command, first match wins: ``TENSORSOCKET_LAUNCHER``, a
     ``tensorsocket`` on PATH, ``bin/tensorsocket`` of the checkout this client lies in, the producer bundled with the
     ``tensorsocket`` wheel (run on its own Java runtime; env names its launcher for messages); None if there is none.
     A damaged bundle raises its BundleError, which says what to reinstall; ``warn`` gets its notices (a JAVA_HOME
-    passed over)."""
+    passed over). The command and its env are for a process started with ``environ`` (default: this one's)."""
     import shutil
-    explicit = os.environ.get("TENSORSOCKET_LAUNCHER")
+    environ = os.environ if environ is None else environ
+    explicit = environ.get("TENSORSOCKET_LAUNCHER")
     if explicit:
         return [explicit], None
     found = shutil.which("tensorsocket")
@@ -155,7 +156,7 @@ def launcher_command(warn=None):
         return None
     if not bundle.present():
         return None
-    return bundle.command(warn=warn), bundle.environment()
+    return bundle.command(environ=environ, warn=warn), bundle.environment(environ)
 
 
 def _is_own_script(path) -> bool:

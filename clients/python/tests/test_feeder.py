@@ -306,5 +306,39 @@ class ForeseenOrderFeedTest(unittest.TestCase):
         self.assertIn("drew another order for epoch 0 than this feeder foresaw", "\n".join(logs.output))
 
 
+class FeederProducerJitTest(unittest.TestCase):
+    """The producer a feeder starts compiles with C1 only, before the user's own JVM options, which win; one that also
+    serves over Flight keeps the JVM's default."""
+
+    def test_the_rule(self):
+        from tensorsocket_client._producer_process import producer_environment
+        env = producer_environment(["--slots", "4"], {"HOME": "/h"})
+        self.assertEqual("-XX:TieredStopAtLevel=1", env["TENSORSOCKET_JAVA_OPTS"])
+        self.assertEqual("/h", env["HOME"])
+        env = producer_environment([], {"TENSORSOCKET_JAVA_OPTS": "-Xmx2g -XX:TieredStopAtLevel=4"})
+        self.assertEqual("-XX:TieredStopAtLevel=1 -Xmx2g -XX:TieredStopAtLevel=4", env["TENSORSOCKET_JAVA_OPTS"])
+        env = producer_environment(["--flight", "127.0.0.1:8815"], {"TENSORSOCKET_JAVA_OPTS": "-Xmx2g"})
+        self.assertEqual("-Xmx2g", env["TENSORSOCKET_JAVA_OPTS"])
+        self.assertNotIn("TENSORSOCKET_JAVA_OPTS", producer_environment(["--flight", "h:1"], {}))
+
+    def test_the_started_producers_jvm_runs_with_it(self):
+        from tensorsocket_client.directory import launcher_command
+        if launcher_command() is None:
+            self.skipTest("no tensorsocket launcher (build the command line first)")
+        batches = [np.full((4, 2), i, np.float32) for i in range(6)]
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, _base(d):
+            feeder = TensorProducer("jit", batches, epochs=1, samples_per_epoch=24, start_grace=0)
+            fed = threading.Thread(target=feeder.run, daemon=True)
+            fed.start()
+            consumer = TensorConsumer("jit", batch_size=4, connect_timeout=60)
+            got = [float(b[0][0][0]) for b in consumer]
+            with open("/proc/%d/cmdline" % feeder.producer_pid, "rb") as f:
+                cmdline = f.read().split(b"\0")
+            consumer.close()
+            fed.join(60)
+        self.assertEqual([float(i) for i in range(6)], got)
+        self.assertIn(b"-XX:TieredStopAtLevel=1", cmdline)
+
+
 if __name__ == "__main__":
     unittest.main()
