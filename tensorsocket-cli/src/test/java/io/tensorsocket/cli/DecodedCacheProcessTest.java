@@ -8,12 +8,19 @@ import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.TensorConsumer;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -91,6 +98,84 @@ class DecodedCacheProcessTest extends ProcessTestBase {
             assertEquals(
                     List.of("images"), left.map(p -> p.getFileName().toString()).toList(), "nothing left");
         }
+    }
+
+    /** Every batch's image bytes by stream position, read until the stream ends; no position twice. */
+    private static Map<Long, byte[]> readByPosition(TensorConsumer c) {
+        Map<Long, byte[]> out = new TreeMap<>();
+        while (!c.isEndOfStream()) {
+            for (Batch b : c) {
+                long pos = c.streamPosition(b);
+                byte[] was = out.put(pos, b.tensor("image").data().toArray(ValueLayout.JAVA_BYTE));
+                assertTrue(was == null, "stream position " + pos + " twice");
+            }
+        }
+        return out;
+    }
+
+    /** Each producer epoch's samples (40 images, batches of 8), as a multiset of their bytes. */
+    private static Map<Long, Map<ByteBuffer, Integer>> samplesByEpoch(Map<Long, byte[]> batches) {
+        Map<Long, Map<ByteBuffer, Integer>> out = new TreeMap<>();
+        batches.forEach((pos, bytes) -> {
+            int sampleBytes = bytes.length / 8;
+            for (int i = 0; i < 8; i++) {
+                ByteBuffer sample = ByteBuffer.wrap(Arrays.copyOfRange(bytes, i * sampleBytes, (i + 1) * sampleBytes));
+                out.computeIfAbsent((pos + i) / 40, e -> new HashMap<>()).merge(sample, 1, Integer::sum);
+            }
+        });
+        return out;
+    }
+
+    @Test
+    void aLateJoinerOfACachingProducerGetsTheSamplesAnUncachedProducerServesInEveryEpoch() throws Exception {
+        Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
+        serveImages(images, "reference", HEAVY);
+        Map<Long, byte[]> want;
+        try (TensorConsumer c = TensorConsumer.connect(
+                base.resolve("reference"), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
+            want = readByPosition(c);
+        }
+        assertEquals(15, want.size(), "5 batches of 8 per epoch, 3 epochs");
+        Proc cached = serveImages(images, "cached", HEAVY, "--cache-mb", "64");
+        ConsumerOptions opts = ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60));
+        Map<Long, byte[]> early = new TreeMap<>();
+        Map<Long, byte[]> late;
+        try (TensorConsumer first = TensorConsumer.connect(base.resolve("cached"), opts)) {
+            // the first consumer reads into the second epoch, whose images come from the cache; then another joins
+            Iterator<Batch> it = first.iterator();
+            while (early.size() < 7) {
+                if (!it.hasNext()) {
+                    it = first.iterator();
+                    continue;
+                }
+                Batch b = it.next();
+                early.put(first.streamPosition(b), b.tensor("image").data().toArray(ValueLayout.JAVA_BYTE));
+            }
+            try (TensorConsumer joiner = TensorConsumer.connect(base.resolve("cached"), opts)) {
+                CompletableFuture<Map<Long, byte[]>> joined =
+                        CompletableFuture.supplyAsync(() -> readByPosition(joiner));
+                while (it.hasNext()) {
+                    Batch b = it.next();
+                    early.put(first.streamPosition(b), b.tensor("image").data().toArray(ValueLayout.JAVA_BYTE));
+                }
+                early.putAll(readByPosition(first));
+                late = joined.get(2, TimeUnit.MINUTES);
+            }
+        }
+        assertEquals(0, cached.exitCode(Duration.ofSeconds(60)), cached.stderr());
+        assertEquals(want.keySet(), early.keySet(), "the first consumer: every position of the three epochs once");
+        assertTrue(late.keySet().stream().allMatch(p -> p >= 40), "joined after the first epoch: " + late.keySet());
+        assertTrue(late.size() >= 2, "the joiner read " + late.keySet());
+        // A joiner's exact epochs change the order of the epochs after it joined; each sample's augmentation depends on
+        // the seed, the epoch and the sample only: every epoch holds the same augmented samples as the reference's.
+        Map<Long, Map<ByteBuffer, Integer>> wantByEpoch = samplesByEpoch(want);
+        assertEquals(wantByEpoch, samplesByEpoch(early), "the first consumer's epochs, sample for sample");
+        samplesByEpoch(late)
+                .forEach((epoch, samples) -> samples.forEach((sample, n) -> assertTrue(
+                        wantByEpoch.get(epoch).getOrDefault(sample, 0) >= n,
+                        "the late joiner got a sample in epoch " + epoch
+                                + " that the uncached producer did not serve")));
+        assertTrue(cached.stderr().contains("epoch 1: 40 hits, 0 decoded"), cached.stderr());
     }
 
     @Test
