@@ -106,13 +106,16 @@ class RayTuneProcessTest extends ProcessTestBase {
         assertOneProducerPerNode(exactEpochs(p));
         Map<String, String> summary = p.json().getLast();
         assertTrue(summary.get("upstream").startsWith("grpc://127.0.0.1:"), summary.toString());
-        // each node's relay is one remote consumer of the upstream, whichever trials ran there
+        // each node's relay is one remote consumer of the upstream, whichever trials ran there: never one per trial.
+        // Counted at the sweep's end, a node whose trials all ended long before may have none left: its relay, reading
+        // for no one, held the upstream until the upstream's stall timeout (30 s) evicted it (a run of 51 s did so).
         long nodes = p.json().stream()
                 .filter(e -> e.containsKey("node"))
                 .map(e -> e.get("node"))
                 .distinct()
                 .count();
-        assertEquals(Long.toString(nodes), summary.get("network_streams"), summary.toString());
+        long streams = Long.parseLong(summary.get("network_streams"));
+        assertTrue(streams >= 1 && streams <= nodes, nodes + " nodes: " + summary);
         try (var left = Files.list(base)) {
             assertEquals(
                     List.of(),
