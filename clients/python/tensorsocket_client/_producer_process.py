@@ -5,7 +5,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._feeder_link import FeederError
 from .directory import FEEDER_SOCKET_FILE, SOCKET_FILE, directory_for, is_locked, launcher_command
@@ -56,14 +56,13 @@ def serve_args(producer_options: Dict[str, Any]) -> List[str]:
 
 
 # The producer a feeder starts compiles with C1 only: its work per batch is a few socket and ring operations, as cheap
-# compiled by C1 as by C2 (74 against 76 us of JVM CPU per batch over 100000 batches), and without C2 compiling beside
-# the feeder's loader in its first seconds a cold share() has its first batch about half a second sooner on two CPUs
-# (docs/benchmarks.md). A producer that also serves over Arrow Flight keeps C2 for gRPC's code; options the user puts
-# in TENSORSOCKET_JAVA_OPTS come after this one, and the JVM takes the last.
+# compiled by C1 as by C2, and without C2 compiling beside the feeder's loader in its first seconds a cold share() has
+# its first batch sooner (docs/benchmarks.md, "Start-up"). A producer that also serves over Arrow Flight keeps C2 for
+# gRPC's code; options the user puts in TENSORSOCKET_JAVA_OPTS come after this one, and the JVM takes the last.
 FEEDER_PRODUCER_JIT = "-XX:TieredStopAtLevel=1"
 
 
-def producer_environment(args: List[str], environ: Dict[str, str]) -> Dict[str, str]:
+def producer_environment(args: List[str], environ: Mapping[str, str]) -> Dict[str, str]:
     """The environment the producer for this feeder starts in: ``environ`` with ``FEEDER_PRODUCER_JIT`` before the
     user's ``TENSORSOCKET_JAVA_OPTS``, unless it serves over Flight (``args`` has ``--flight``)."""
     env = dict(environ)
@@ -84,7 +83,7 @@ def start_producer(name: str, args: List[str]) -> Tuple[Optional[subprocess.Pope
         # it waits for a feeder, or is starting (another feeder's): this one connects to it
         return None, "producer '%s' was already running or starting when this feeder came" % name
     try:
-        env = producer_environment(args, dict(os.environ))
+        env = producer_environment(args, os.environ)
         found = launcher_command(warn=lambda m: print(m, file=sys.stderr), environ=env)
     except Exception as e:  # noqa: BLE001 (a damaged bundle: its message says what to reinstall)
         raise FeederError("cannot start a producer for '%s': %s" % (name, e)) from e

@@ -193,11 +193,7 @@ final class JobCommand implements Callable<Integer> {
         long sampleBytes = c.tensors().getFirst().sampleBytes();
         // the measured window's figures, taken when it closes; the job reads on (without its step) until it has hashed
         // its first samples, so that every job's hash covers the same samples however few it trained on in the window
-        long end = 0;
-        long cpuAtEnd = 0;
-        long waitAtEnd = 0;
-        long workAtEnd = 0;
-        long samplesAtEnd = 0;
+        WindowEnd end = null;
         boolean done = false;
         while (!done && !c.isEndOfStream()) {
             for (Batch b : c) {
@@ -223,7 +219,7 @@ final class JobCommand implements Callable<Integer> {
                     crc.update(data.asSlice(0, n * sampleBytes).asByteBuffer());
                     hashed += n;
                 }
-                if (end != 0) { // the window is over: only hashing is left
+                if (end != null) { // the window is over: only hashing is left
                     if (hashed >= HASHED_SAMPLES) {
                         done = true;
                         break;
@@ -247,11 +243,7 @@ final class JobCommand implements Callable<Integer> {
                     System.out.flush();
                 }
                 if (warmAt != 0 && now - warmAt >= measureNanos) {
-                    end = now;
-                    samplesAtEnd = samples;
-                    cpuAtEnd = cpuNanos();
-                    waitAtEnd = c.waitNanos();
-                    workAtEnd = c.workNanos();
+                    end = WindowEnd.at(now, samples, c);
                     if (hashed >= HASHED_SAMPLES) {
                         done = true;
                         break;
@@ -259,12 +251,14 @@ final class JobCommand implements Callable<Integer> {
                 }
             }
         }
-        if (warmAt == 0 || end == 0) {
-            throw new IllegalStateException(
-                    "the stream ended before the " + (warmAt == 0 ? "warm-up" : "window") + " was over");
+        if (warmAt == 0) {
+            throw new IllegalStateException("the stream ended before the warm-up was over");
         }
-        double window = (end - warmAt) / 1e9;
-        long n = samplesAtEnd - warmSamples;
+        if (end == null) { // the stream ended inside the window: the window ends with it
+            end = WindowEnd.at(System.nanoTime(), samples, c);
+        }
+        double window = (end.nanoTime() - warmAt) / 1e9;
+        long n = end.samples() - warmSamples;
         System.out.println(Json.object()
                 .put("event", "done")
                 .put("mode", mode)
@@ -274,9 +268,9 @@ final class JobCommand implements Callable<Integer> {
                 .put("samples", n)
                 .put("seconds", window)
                 .put("samples_per_s", n / window)
-                .put("cpu_s", (cpuAtEnd - warmCpu) / 1e9)
-                .put("wait_s", (waitAtEnd - warmWait) / 1e9)
-                .put("work_s", (workAtEnd - warmWork) / 1e9)
+                .put("cpu_s", (end.cpuNanos() - warmCpu) / 1e9)
+                .put("wait_s", (end.waitNanos() - warmWait) / 1e9)
+                .put("work_s", (end.workNanos() - warmWork) / 1e9)
                 .put("out_of_order", outOfOrder)
                 .put("first_samples_crc", Long.toHexString(crc.getValue()))
                 .put("hashed_samples", hashed)
@@ -284,6 +278,13 @@ final class JobCommand implements Callable<Integer> {
                 .put("pid", ProcessHandle.current().pid()));
         sink += touched;
         System.out.flush();
+    }
+
+    /** The measured window's figures, taken as it closes. */
+    private record WindowEnd(long nanoTime, long samples, long cpuNanos, long waitNanos, long workNanos) {
+        static WindowEnd at(long nanoTime, long samples, TensorConsumer c) {
+            return new WindowEnd(nanoTime, samples, JobCommand.cpuNanos(), c.waitNanos(), c.workNanos());
+        }
     }
 
     static long cpuNanos() {

@@ -108,7 +108,8 @@ class RayTuneProcessTest extends ProcessTestBase {
         assertTrue(summary.get("upstream").startsWith("grpc://127.0.0.1:"), summary.toString());
         // each node's relay is one remote consumer of the upstream, whichever trials ran there: never one per trial.
         // Counted at the sweep's end, a node whose trials all ended long before may have none left: its relay, reading
-        // for no one, held the upstream until the upstream's stall timeout (30 s) evicted it (a run of 51 s did so).
+        // for no one, holds the upstream until the upstream's stall timeout (30 s) evicts it (most likely what a run of
+        // 51 s showed).
         long nodes = p.json().stream()
                 .filter(e -> e.containsKey("node"))
                 .map(e -> e.get("node"))
