@@ -11,15 +11,15 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * A producer served over Flight from a second network namespace, reached over a veth pair: a real
  * non-loopback address, so the token is required. Skipped (with the reason) where namespaces cannot be
  * created. The 10.x addresses exist only inside the namespace and on the veth the test creates.
  */
-@Isolated // it makes network namespaces and cuts their links
+@Tag("timed") // it cuts network links and bounds how long each side takes to notice
 class FlightNetnsProcessTest extends ProcessTestBase {
     private final String ns = "tsflight" + ProcessHandle.current().pid();
     private final String hostIf = "tsfh" + ProcessHandle.current().pid() % 100000;

@@ -9,11 +9,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /** Consumers that arrive late, die, or stall, while the others carry on exactly. */
-@Isolated // its late joiners must start a JVM inside a window of seconds; beside another class one missed it
+@Tag("timed") // its late joiners must start a JVM inside a window of seconds; beside a heavy class one missed it
 class JoinAndLeaveProcessTest extends ProcessTestBase {
 
     @Test
@@ -130,7 +130,7 @@ class JoinAndLeaveProcessTest extends ProcessTestBase {
                 "--min-consumers",
                 "2",
                 "--stall-timeout-s",
-                "1");
+                "3"); // long enough that a healthy consumer descheduled for a moment is not the one evicted
         Proc healthy = consume("stall", 10, "--step-ms", "1");
         Proc stalled = consume("stall", 10, "--step-ms", "1", "--progress-ms", "1");
         awaitJoined(producer, 2);

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * A PyTorch user's first hour, as they launch things: a torch {@code DataLoader} fed through the Python
@@ -15,7 +14,6 @@ import org.junit.jupiter.api.parallel.Isolated;
  * what is left: no producer process, no directory. {@link PyTorchFeederEndsProcessTest} has the feeders' ends,
  * failures and refusals, {@link SweepBenchProcessTest} the sweep benchmark the README shows.
  */
-@Isolated // it starts a feeder and three trainers in the same second, three times
 @Timeout(240)
 class PyTorchUserProcessTest extends PyTorchFeederTestBase {
 

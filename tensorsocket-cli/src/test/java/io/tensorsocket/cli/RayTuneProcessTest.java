@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
@@ -23,7 +24,8 @@ import org.junit.jupiter.api.parallel.Isolated;
  * left after the sweeps; on a cluster of two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
  * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
  */
-@Isolated // a Ray cluster takes the machine (beside other classes its trials timed out)
+@Tag("timed") // runs after the pool: a Ray cluster takes the machine (beside other classes its trials timed out)
+@Isolated // and alone among the timed classes
 class RayTuneProcessTest extends ProcessTestBase {
     private static final String RAY = System.getenv("TENSORSOCKET_RAY_PYTHON");
 

@@ -5,15 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * The short version of {@code tensorsocket soak} (about 35 s): random joins, clean leaves, SIGKILLs,
  * SIGSTOP stalls and one producer kill and restart, with nothing lost and nothing leaked. The longer run
  * behind the README's figures is {@code bin/tensorsocket soak --minutes 4 --seed 1}.
  */
-@Isolated // its faults are timed against the stall timeout
+@Tag("timed") // its faults are timed against the stall timeout
 class SoakProcessTest extends ProcessTestBase {
 
     @Test
