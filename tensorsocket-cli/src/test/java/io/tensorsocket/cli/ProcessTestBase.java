@@ -14,6 +14,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -134,16 +135,40 @@ abstract class ProcessTestBase {
 
     static final String PYTHON = "/usr/bin/python3";
 
+    /** Whether Debian's python3 could import a statement's modules, asked once per statement in this JVM. */
+    private static final Map<String, Boolean> IMPORTABLE = new ConcurrentHashMap<>();
+
+    /**
+     * Whether {@link #PYTHON} runs {@code import modules}: asked once per list in a test JVM (each ask costs a
+     * Python start, and a second or more of CPU where it imports torch), the answer kept for the other tests.
+     */
+    private static boolean importable(String modules) {
+        return IMPORTABLE.computeIfAbsent(modules, m -> {
+            if (!Files.isExecutable(Path.of(PYTHON))) {
+                return false;
+            }
+            try {
+                Process p = new ProcessBuilder(PYTHON, "-c", "import " + m)
+                        .redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                        .start();
+                boolean done = p.waitFor(60, TimeUnit.SECONDS);
+                if (!done) {
+                    p.destroyForcibly();
+                }
+                return done && p.exitValue() == 0;
+            } catch (IOException e) {
+                return false;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        });
+    }
+
     /** Skips the test unless Debian's python3 can import {@code modules}. */
-    static void assumePython(String... modules) throws IOException, InterruptedException {
-        boolean ok = Files.isExecutable(Path.of(PYTHON));
-        if (ok) {
-            Process p = new ProcessBuilder(PYTHON, "-c", "import " + String.join(", ", modules))
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .start();
-            ok = p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
-        }
+    static void assumePython(String... modules) {
+        boolean ok = importable(String.join(", ", modules));
         Assumptions.assumeTrue(
                 ok,
                 "needs " + PYTHON + " with " + String.join(", ", modules)
@@ -173,15 +198,8 @@ abstract class ProcessTestBase {
     }
 
     /** Skips the test unless Debian's python3 has numpy and pyarrow. */
-    static void assumePyarrow() throws IOException, InterruptedException {
-        boolean ok = Files.isExecutable(Path.of(PYTHON));
-        if (ok) {
-            Process p = new ProcessBuilder(PYTHON, "-c", "import numpy, pyarrow.flight")
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .start();
-            ok = p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
-        }
+    static void assumePyarrow() {
+        boolean ok = importable("numpy, pyarrow.flight");
         Assumptions.assumeTrue(
                 ok,
                 "needs " + PYTHON + " with numpy and pyarrow (pyarrow is the"
