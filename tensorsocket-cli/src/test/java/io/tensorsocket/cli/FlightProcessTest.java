@@ -1,6 +1,7 @@
 package io.tensorsocket.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -277,5 +278,54 @@ class FlightProcessTest extends ProcessTestBase {
         assertExact(a, 2, 900);
         assertExact(b, 2, 900);
         assertEquals(0, relay.exitCode(Duration.ofSeconds(60)), relay.stderr());
+    }
+
+    @Test
+    void aRelayWhoseConsumersLeftReadsOnAndDoesNotHoldItsUpstreamsOtherReaders() throws Exception {
+        // The upstream starts once both its readers (the relay, a remote consumer) are there, and waits up to its stall
+        // timeout (30 s) for a reader that holds a batch. The relay's only consumer reads one epoch of four and
+        // leaves: a relay that paused for a consumer of its own would hold the remote consumer for those 30 s, once
+        // the batches it did not read (about 1 MB each) had filled the stream's flow-control window and its arena.
+        int port = freePort();
+        Proc upstream = serve(
+                "upheld",
+                "samples=1200,shape=3x64x64,dtype=float32,seed=12",
+                20,
+                4,
+                "--flight",
+                "127.0.0.1:" + port,
+                "--min-consumers",
+                "2",
+                "--loader-delay-ms",
+                "10",
+                "--stall-timeout-s",
+                "30");
+        Proc relay = start(
+                        "serve",
+                        "--name",
+                        "idlerelay",
+                        "--from",
+                        uri(port, "upheld"),
+                        "--batch-size",
+                        "20",
+                        "--epochs",
+                        "0",
+                        "--idle-timeout-s",
+                        "60")
+                .awaitReady();
+        Proc local = consume("idlerelay", 20, "--epochs", "1");
+        Proc remote = consume(uri(port, "upheld"), 20);
+        assertExact(local, 1, 1200);
+        assertExact(remote, 4, 1200);
+        for (Map<String, String> e : remote.json()) {
+            assertTrue(
+                    Long.parseLong(e.get("longest_wait_ms")) < 15_000,
+                    "the remote consumer waited as if for the idle relay: " + e);
+        }
+        assertTrue(relay.stderr().contains("relay 'idlerelay' reads its upstream on for no one"), relay.stderr());
+        assertEquals(0, upstream.exitCode(Duration.ofSeconds(60)), upstream.stderr());
+        assertFalse(upstream.stderr().contains("stall timeout"), upstream.stderr());
+        relay.signal("TERM");
+        relay.exitCode(Duration.ofSeconds(30));
     }
 }

@@ -91,7 +91,8 @@ final class ProducerAssembly {
                             spec.effectiveStartGrace(midEpoch),
                             name,
                             midEpoch,
-                            spec.jobTimeout()));
+                            spec.jobTimeout(),
+                            source instanceof RelayedSource));
             DescriptorRings rings = Futex.supported() && spec.rings() > 0
                     ? made.createRings(spec.rings(), layout.slotCount(), sessionId, name)
                     : null;

@@ -19,6 +19,8 @@ import java.time.Duration;
  * @param midEpoch        how a consumer joining mid-epoch starts: {@link StartMode#EXACT} when the producer chooses
  *                        the order (an {@link io.tensorsocket.IndexedSource}), {@link StartMode#ROLLING} otherwise
  * @param jobTimeout      how long the first rank of a data-parallel job waits for the others before the job fails
+ * @param readsWhenIdle   whether, once started, it publishes on with no consumer attached instead of pausing: a relay,
+ *                        whose pause would hold its upstream's other readers (the idle timeout still ends it)
  */
 public record ServingRules(
         long samplesPerEpoch,
@@ -32,4 +34,5 @@ public record ServingRules(
         Duration startGrace,
         String producerName,
         StartMode midEpoch,
-        Duration jobTimeout) {}
+        Duration jobTimeout,
+        boolean readsWhenIdle) {}

@@ -5,7 +5,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The producer thread's wait for the slot it claims next: until enough consumers are attached (the first batch waits
- * for {@code minConsumers}, later ones for one) and every consumer that was sent the slot's batch released it. A
+ * for {@code minConsumers}, later ones for one, except in a relay, which reads on for no one) and every consumer that
+ * was sent the slot's batch released it. A
  * consumer that holds the slot past the stall timeout is evicted. The time waited on holders is {@link PaceWatch}'s
  * to judge; the consumers' readers learn from {@link #awaitingRelease} whether a release is wanted at once.
  *
@@ -50,7 +51,10 @@ final class SlotWait {
         while (true) {
             checkOpen.run();
             int needed = state.totalPublished == 0 && nothingClaimed.getAsBoolean() ? rules.minConsumers() : 1;
-            if (consumers.count() < needed) {
+            boolean readsOn = rules.readsWhenIdle() && state.totalPublished > 0;
+            if (readsOn) {
+                waits.noteAttached(consumers.count());
+            } else if (consumers.count() < needed) {
                 waits.awaitConsumers(needed, state.totalPublished > 0);
                 stalledSince = System.nanoTime();
                 continue;

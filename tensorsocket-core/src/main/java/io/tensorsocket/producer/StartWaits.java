@@ -56,6 +56,40 @@ final class StartWaits {
         }
     }
 
+    /** Whether a producer that reads when idle has no consumer attached now, and since when. */
+    private boolean idle;
+
+    private long idleSince;
+
+    /**
+     * For a producer that publishes on with no consumer attached ({@link ServingRules#readsWhenIdle}, a relay), at each
+     * slot it claims: notes how many consumers are attached, says once when none is, and ends the producer as {@link
+     * #awaitConsumers} would when none came back within the idle timeout.
+     */
+    void noteAttached(int attached) {
+        if (attached > 0) {
+            idle = false;
+            return;
+        }
+        long now = System.nanoTime();
+        if (!idle) {
+            idle = true;
+            idleSince = now;
+            log.info(
+                    "no consumer attached; relay '{}' reads its upstream on for no one ({}), so as not to hold the"
+                            + " upstream's other readers",
+                    rules.producerName(),
+                    rules.idleTimeout() == null
+                            ? "until stopped"
+                            : "up to " + rules.idleTimeout().toSeconds() + " s");
+            return;
+        }
+        if (rules.idleTimeout() != null
+                && now - idleSince >= rules.idleTimeout().toNanos()) {
+            throw new ProducerIdleEnd(endMessage());
+        }
+    }
+
     private String endMessage() {
         return "producer '" + rules.producerName() + "' ends: its consumers left and none came back within "
                 + idleTimeout() + " (the idle timeout, --idle-timeout-s)";

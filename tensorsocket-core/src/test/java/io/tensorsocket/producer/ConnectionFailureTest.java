@@ -58,7 +58,8 @@ class ConnectionFailureTest {
                             Duration.ZERO,
                             "p",
                             StartMode.ROLLING,
-                            Duration.ofSeconds(30)));
+                            Duration.ofSeconds(30),
+                            false));
             try (ProducerServer server = new ProducerServer(
                     dir.resolve(ProducerDirectory.SOCKET_FILE),
                     core,
