@@ -166,6 +166,14 @@ final class SourceOptions {
                     + " none, decode every epoch.")
     Long cacheMb;
 
+    @Option(
+            names = "--cache-resize",
+            paramLabel = "PIXELS",
+            description = "--images: shrink each decoded image to this shorter side (where longer; the aspect ratio"
+                    + " kept) before it is cached and augmented, cached or not, so the cache holds more images;"
+                    + " the augmentation then starts from the smaller image. Default: as decoded.")
+    Integer cacheResize;
+
     /** The decoded-sample cache of an image folder's pipelines, made by the first {@link #build}; null without one. */
     private DecodedCache cache;
 
@@ -196,7 +204,7 @@ final class SourceOptions {
     ImagePipelineSource images(String transforms) throws IOException {
         ImageFolder folder = classPerFolder(kind.images);
         if (cacheMb != null && cache == null) {
-            cache = new DecodedCache(cacheMb << 20, folder.size());
+            cache = new DecodedCache(cacheMb << 20, folder.size(), cacheResize == null ? 0 : cacheResize);
         }
         ImagePipelineSource.Builder b = ImagePipelineSource.builder(folder)
                 .transforms(TransformPipeline.parse(transforms, OutputFormat.parse(output)))
@@ -207,6 +215,9 @@ final class SourceOptions {
                 .dropLast(loaderDropLast);
         if (cache != null) {
             b.cache(cache);
+        }
+        if (cacheResize != null) {
+            b.cacheResize(cacheResize);
         }
         if (workers != null) {
             b.workers(workers);
@@ -242,6 +253,10 @@ final class SourceOptions {
 
     /** Builds the source; {@code producer} names it in an external source's messages. */
     BatchSource build(String producer) throws Exception {
+        if ((cacheMb != null || cacheResize != null) && kind.images == null) {
+            throw new IllegalArgumentException((cacheMb != null ? "--cache-mb" : "--cache-resize")
+                    + " keeps decoded images: it applies to --images sources");
+        }
         if (kind.external) {
             if (batchSize != null) {
                 throw new IllegalArgumentException(
@@ -297,9 +312,6 @@ final class SourceOptions {
         }
         if (kind.images != null) {
             return images(transform);
-        }
-        if (cacheMb != null) {
-            throw new IllegalArgumentException("--cache-mb keeps decoded images: it applies to --images sources");
         }
         IdxSource.Builder b = IdxSource.builder(IdxDataset.open(kind.idx, split))
                 .batchSize(batchSize)

@@ -70,12 +70,22 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     @Test
     void variantsShareOneDecodeAndEachEqualsItsPrivatePipeline() throws Exception {
         Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
-        Proc shared = serveImages(images, "sweep", HEAVY, "--cache-mb", "64", "--variant", "sweep-light=" + LIGHT);
+        // every image shrunk to a short side of 96 before it is kept and augmented (--cache-resize), cached or not
+        Proc shared = serveImages(
+                images,
+                "sweep",
+                HEAVY,
+                "--cache-mb",
+                "64",
+                "--cache-resize",
+                "96",
+                "--variant",
+                "sweep-light=" + LIGHT);
         assertTrue(
                 shared.lines().getFirst().contains("\"variants\": \"sweep-light\""),
                 shared.lines().toString());
-        Proc heavyAlone = serveImages(images, "heavy", HEAVY);
-        Proc lightAlone = serveImages(images, "light", LIGHT);
+        Proc heavyAlone = serveImages(images, "heavy", HEAVY, "--cache-resize", "96");
+        Proc lightAlone = serveImages(images, "light", LIGHT, "--cache-resize", "96");
         List<byte[]> heavy = read("sweep", 3);
         List<byte[]> light = read("sweep-light", 3);
         List<byte[]> wantHeavy = read("heavy", 3);
@@ -94,6 +104,7 @@ class DecodedCacheProcessTest extends ProcessTestBase {
         assertTrue(log.contains("decoded-sample cache of 64 MiB for 40 images"), log);
         assertTrue(log.contains("epoch 1: 80 hits, 0 decoded") && log.contains("epoch 2: 80 hits, 0 decoded"), log);
         assertTrue(log.contains("decoded-sample cache: 40 samples"), log);
+        assertTrue(log.contains("(shrunk to a short side of 96)"), log);
         try (var left = Files.list(base)) {
             assertEquals(
                     List.of("images"), left.map(p -> p.getFileName().toString()).toList(), "nothing left");
@@ -251,6 +262,20 @@ class DecodedCacheProcessTest extends ProcessTestBase {
                 "t=Normalize(imagenet)");
         assertEquals(1, synthetic.exitCode(Duration.ofSeconds(30)), synthetic.stderr());
         assertTrue(synthetic.errorLine().contains("it applies to --images sources"), synthetic.stderr());
+        Proc resized = start(
+                "serve",
+                "--name",
+                "r",
+                "--synthetic",
+                "samples=10,shape=2,dtype=float32,seed=1",
+                "--batch-size",
+                "5",
+                "--cache-resize",
+                "64");
+        assertEquals(1, resized.exitCode(Duration.ofSeconds(30)), resized.stderr());
+        assertTrue(
+                resized.errorLine().contains("--cache-resize keeps decoded images: it applies to --images sources"),
+                resized.stderr());
         Path images = DemoImages.ensure(base.resolve("images"), 8, 2);
         Proc greedy = start(
                 "serve", "--name", "g", "--images", images.toString(), "--batch-size", "4", "--cache-mb", "999999999");

@@ -29,6 +29,7 @@ public final class DecodedCache implements AutoCloseable {
     private static final long CHUNK = CHUNK_MIB << 20;
 
     private final long capacity;
+    private final int shortSide;
     private final AtomicReferenceArray<Kept> kept;
     private final Arena memory = Arena.ofShared();
     private final ConcurrentHashMap<Long, Counts> byEpoch = new ConcurrentHashMap<>();
@@ -54,6 +55,23 @@ public final class DecodedCache implements AutoCloseable {
      *     #checkFits})
      */
     public DecodedCache(long capacityBytes, int samples) {
+        this(capacityBytes, samples, 0);
+    }
+
+    /**
+     * A cache of at most {@code capacityBytes} of decoded images for a data set of {@code samples} samples, each kept
+     * shrunk to a shorter side of {@code shortSide} pixels (where it is longer; 0 keeps them as decoded): the pipelines
+     * that read it start their augmentation from images of that size, cached or not.
+     *
+     * @throws IllegalArgumentException for a capacity of 0 or less, or above what the machine can give (see {@link
+     *     #checkFits}), or a short side below 0
+     */
+    public DecodedCache(long capacityBytes, int samples, int shortSide) {
+        if (shortSide < 0) {
+            throw new IllegalArgumentException("a --cache-resize short side of " + shortSide
+                    + " pixels; give 1 or more, or leave it out to keep the decoded images at their size");
+        }
+        this.shortSide = shortSide;
         if (capacityBytes <= 0) {
             throw new IllegalArgumentException("a decoded-sample cache holds more than 0 bytes, not " + capacityBytes
                     + "; leave the cache out to decode every epoch");
@@ -88,6 +106,11 @@ public final class DecodedCache implements AutoCloseable {
             return -1;
         }
         return -1;
+    }
+
+    /** The shorter side, in pixels, its images are shrunk to before they are kept and used; 0: as decoded. */
+    public int shortSide() {
+        return shortSide;
     }
 
     /** The most bytes of images it keeps. */
@@ -186,8 +209,14 @@ public final class DecodedCache implements AutoCloseable {
     /** A line for the producer's log and status: what it holds and how the last epoch went. */
     public String summary(long epoch) {
         return String.format(
-                "decoded-sample cache: %d samples, %d MiB of %d MiB; epoch %d: %d hits, %d decoded",
-                samplesHeld(), bytesHeld() >> 20, capacity >> 20, epoch, hits(epoch), misses(epoch));
+                "decoded-sample cache: %d samples, %d MiB of %d MiB%s; epoch %d: %d hits, %d decoded",
+                samplesHeld(),
+                bytesHeld() >> 20,
+                capacity >> 20,
+                shortSide == 0 ? "" : " (shrunk to a short side of " + shortSide + ")",
+                epoch,
+                hits(epoch),
+                misses(epoch));
     }
 
     /** Frees the images; views handed out must no longer be read. */

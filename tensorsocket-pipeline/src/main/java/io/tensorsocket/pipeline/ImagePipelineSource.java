@@ -40,6 +40,8 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
     private final int prefetch;
     private final DecodedCache cache;
     private final boolean ownsCache;
+    /** The shorter side decoded images are shrunk to before caching and augmentation; 0: as decoded. */
+    private final int shortSide;
 
     private ImagePipelineSource(Builder b, ImageFolder folder) {
         super(
@@ -51,7 +53,16 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         this.workers = b.workers;
         this.prefetch = b.prefetch;
         this.ownsCache = b.cache == null && b.cacheBytes > 0;
-        this.cache = b.cache != null ? b.cache : ownsCache ? new DecodedCache(b.cacheBytes, folder.size()) : null;
+        if (b.cache != null && b.cacheResize != null && b.cacheResize != b.cache.shortSide()) {
+            throw new IllegalArgumentException("a pipeline that shrinks decoded images to a short side of "
+                    + b.cacheResize + " cannot share a decoded-sample cache that keeps them at "
+                    + (b.cache.shortSide() == 0 ? "their decoded size" : "a short side of " + b.cache.shortSide())
+                    + "; give every pipeline of the cache the same --cache-resize");
+        }
+        this.cache = b.cache != null
+                ? b.cache
+                : ownsCache ? new DecodedCache(b.cacheBytes, folder.size(), orZero(b.cacheResize)) : null;
+        this.shortSide = cache != null ? cache.shortSide() : orZero(b.cacheResize);
         if (cache != null) { // a DecodedCache holds more than 0 bytes
             log.info(
                     "decoded-sample cache of {} MiB for {} images: each is decoded once while it fits, then only"
@@ -121,15 +132,26 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
                 + " decoder=" + decoder.name() + " workers=" + workers + " prefetch=" + prefetch
                 + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed="
                 + sampler().seed()
+                + (shortSide == 0 ? "" : " cacheResize=" + shortSide)
                 + " transforms=" + transforms;
         return Descriptions.limit(d);
     }
 
-    /** Per-thread state: file reader (with its decoders and RGB buffer) and resampler. */
-    record Worker(ImageFileReader reader, Resampler resampler) implements AutoCloseable {
+    private static int orZero(Integer shortSide) {
+        return shortSide == null ? 0 : shortSide;
+    }
+
+    /**
+     * Per-thread state: file reader (with its decoders and RGB buffer), the shrink to the short side (null where
+     * images are used as decoded) and resampler.
+     */
+    record Worker(ImageFileReader reader, ShortSideResize shrink, Resampler resampler) implements AutoCloseable {
         @Override
         public void close() {
             reader.close();
+            if (shrink != null) {
+                shrink.close();
+            }
         }
     }
 
@@ -138,7 +160,10 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
 
         @Override
         public Worker newContext() {
-            return new Worker(new ImageFileReader(decoder), new Resampler(transforms));
+            return new Worker(
+                    new ImageFileReader(decoder),
+                    shortSide == 0 ? null : new ShortSideResize(shortSide),
+                    new Resampler(transforms));
         }
 
         @Override
@@ -146,6 +171,9 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
             RgbImage img = cache == null ? null : cache.lookup(epoch, sampleId);
             if (img == null) {
                 img = w.reader.read(folder.file(sampleId));
+                if (w.shrink != null) {
+                    img = w.shrink.apply(img);
+                }
                 if (cache != null) {
                     cache.offer(sampleId, img);
                 }
@@ -176,6 +204,7 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         private ImageDecoder decoder;
         private long cacheBytes;
         private DecodedCache cache;
+        private Integer cacheResize;
 
         private Builder(Path root, ImageFolder folder) {
             super(Math.max(1, Runtime.getRuntime().availableProcessors())); // decoding is the expensive part
@@ -204,6 +233,21 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
                 throw new IllegalArgumentException("a cache of " + bytes + " bytes; give 0 (none) or more");
             }
             this.cacheBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Shrinks each decoded image to a shorter side of {@code shortSide} pixels (where it is longer; the aspect
+         * ratio kept, {@link ShortSideResize}) before it is kept and augmented: the cache then holds about {@code
+         * shortSide^2 / (width * height)} of the decoded bytes. Applied cached or not, so a cached run's bytes equal
+         * an uncached run's with the same option; with a shared cache it must be the cache's own. Default: none.
+         */
+        public Builder cacheResize(int shortSide) {
+            if (shortSide < 1) {
+                throw new IllegalArgumentException("a --cache-resize short side of " + shortSide
+                        + " pixels; give 1 or more, or leave it out to keep the decoded images at their size");
+            }
+            this.cacheResize = shortSide;
             return this;
         }
 

@@ -131,6 +131,46 @@ class DecodedCacheTest {
     }
 
     @Test
+    void aCacheOfShrunkImagesServesWhatAnUncachedPipelineWithTheSameShrinkServesAndHoldsLess() throws Exception {
+        try (ImagePipelineSource plain = builder(TRAIN).cacheResize(20).build();
+                ImagePipelineSource cached =
+                        builder(TRAIN).cacheBytes(64L << 20).cacheResize(20).build();
+                ImagePipelineSource full = builder(TRAIN).cacheBytes(64L << 20).build()) {
+            for (long e = 0; e < 2; e++) {
+                byte[][] want = epoch(plain, e);
+                assertArrayEquals(want[0], epoch(cached, e)[0], "epoch " + e + "'s images");
+                assertFalse(Arrays.equals(want[0], epoch(full, e)[0]), "the augmentation starts from the shrunk image");
+            }
+            assertEquals(20, cached.cache().shortSide());
+            assertEquals(15, cached.cache().samplesHeld());
+            assertEquals(15, cached.cache().hits(1));
+            long fullBytes = full.cache().bytesHeld();
+            long shrunk = cached.cache().bytesHeld();
+            assertTrue(shrunk < fullBytes / 2, shrunk + " bytes shrunk against " + fullBytes + " as decoded");
+            assertTrue(cached.description().contains("cacheResize=20"), cached.description());
+            assertTrue(
+                    cached.cache().summary(1).contains("short side of 20"),
+                    cached.cache().summary(1));
+        }
+    }
+
+    @Test
+    void aPipelineOfAnotherShortSideThanItsSharedCacheIsRefused() throws Exception {
+        try (DecodedCache cache = new DecodedCache(1L << 20, 15, 32)) {
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> builder(TRAIN).cache(cache).cacheResize(16).build());
+            assertTrue(
+                    e.getMessage().contains("give every pipeline of the cache the same --cache-resize"),
+                    e.getMessage());
+            try (ImagePipelineSource same = builder(TRAIN).cache(cache).build()) {
+                assertTrue(same.description().contains("cacheResize=32"), "the cache's short side applies");
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> builder(TRAIN).cacheResize(0));
+    }
+
+    @Test
     void samplesOfferedFromManyThreadsAtOnceAreKeptOnce() throws Exception {
         try (DecodedCache cache = new DecodedCache(1L << 20, 4);
                 RgbImage img = new RgbImage()) {
