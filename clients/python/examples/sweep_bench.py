@@ -15,9 +15,11 @@ torchvision and the client
 (run from a checkout, or with the client installed; the feeder starts the Java producer).
 """
 import argparse
+import faulthandler
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -119,6 +121,10 @@ def job(args) -> None:
 def feed(args) -> None:
     """The shared run's feeder: the same DataLoader, fed until interrupted (Ctrl-C stops its producer)."""
     from tensorsocket_client import TensorProducer
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it is, should it not stop when asked
+    # The bench stops it with Ctrl-C (SIGINT), also where the bench itself runs in the background of a shell
+    # (nohup ... &), whose children inherit SIGINT ignored: then Python would never raise KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     producer = TensorProducer(NAME, loader(args.images, args.workers), names=("image", "label"), min_consumers=args.jobs,
                               start_grace=5, cache_mb=args.cache_mb if args.mode == "cached" else None)
     try:
@@ -152,7 +158,15 @@ def run(args, mode: str) -> dict:
         results.append(json.loads(out.strip().splitlines()[-1]))
     if feeder is not None:
         feeder.send_signal(2)  # Ctrl-C: the feeder stops its producer
-        _, err = feeder.communicate(timeout=60)
+        try:
+            feeder.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            feeder.send_signal(signal.SIGUSR1)  # its threads' stacks to its stderr (faulthandler), then it goes
+            time.sleep(1)
+            feeder.kill()
+            _, err = feeder.communicate()
+            raise SystemExit("the %s run's feeder (pid %d) did not stop within 60 s of its Ctrl-C; its stderr:\n%s"
+                             % (mode, feeder.pid, err)) from None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     total = sum(r["samples_per_s"] for r in results)

@@ -15,6 +15,7 @@ in the generator's per-epoch order. CASE:
               (exact epochs for consumers joining mid-epoch); --sample-ms slows each sample
 """
 import argparse
+import signal
 import sys
 import time
 
@@ -77,6 +78,9 @@ def main():
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a producer option for the producer this feeder starts (rubber_band=5, slots=12, ...)")
     a = p.parse_args()
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, however the suite was launched: a process started in the
+    # background of a non-interactive shell (nohup ... &) inherits SIGINT ignored, and Python then never raises it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     options = {k: float(v) if "." in v else int(v) for k, v in (o.split("=", 1) for o in a.opt)}
     spec = SyntheticSpec.parse(a.spec)
     if a.case == "mapstyle" or a.by_index:
