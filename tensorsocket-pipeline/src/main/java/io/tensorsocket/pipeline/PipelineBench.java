@@ -6,6 +6,7 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
@@ -27,7 +28,7 @@ import java.util.stream.Stream;
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp ... io.tensorsocket.pipeline.PipelineBench [--dir DIR]
- *      [--images 200] [--seconds 4] [--threads 1,2] [--decoders turbojpeg,imageio]
+ *      [--images 200] [--seconds 4] [--threads 1,2] [--decoders turbojpeg,imageio] [--cache-resize S]
  * </pre>
  */
 public final class PipelineBench {
@@ -40,6 +41,7 @@ public final class PipelineBench {
         double seconds = 4;
         String threads = "1,2";
         String decoders = TurboJpegDecoder.isAvailable() ? "turbojpeg,imageio" : "imageio";
+        int cacheResize = 0;
         for (int i = 0; i < args.length; i++) {
             String value = i + 1 < args.length ? args[i + 1] : "";
             switch (args[i]) {
@@ -48,9 +50,11 @@ public final class PipelineBench {
                 case "--seconds" -> seconds = Double.parseDouble(value);
                 case "--threads" -> threads = value;
                 case "--decoders" -> decoders = value;
+                case "--cache-resize" -> cacheResize = Integer.parseInt(value);
                 default ->
                     throw new IllegalArgumentException("unknown option " + args[i]
-                            + "; use --dir DIR --images N --seconds S --threads 1,2 --decoders turbojpeg,imageio");
+                            + "; use --dir DIR --images N --seconds S --threads 1,2 --decoders turbojpeg,imageio"
+                            + " --cache-resize S");
             }
             i++;
         }
@@ -92,7 +96,7 @@ public final class PipelineBench {
         decodeOnly(folder, seconds);
         ImageDecoder d = Decoders.named(decoders.split(",")[0]);
         for (String t : threads.split(",")) {
-            cached(folder, d, Integer.parseInt(t.trim()), seconds);
+            cached(folder, d, Integer.parseInt(t.trim()), seconds, cacheResize);
         }
         double privately = threeAugmentations(folder, d, seconds, false);
         double shared = threeAugmentations(folder, d, seconds, true);
@@ -172,10 +176,13 @@ public final class PipelineBench {
      * The decoded-sample cache: epoch 0 decodes every image (and keeps it), later epochs only augment what was kept.
      * Prints both rates, per wall and per CPU second, and their ratio.
      */
-    private static void cached(ImageFolder folder, ImageDecoder decoder, int threads, double seconds) throws Exception {
-        try (ImagePipelineSource source = imagenet(folder, decoder, threads)
-                        .cacheBytes(roomForAll(folder, decoder))
-                        .build();
+    private static void cached(ImageFolder folder, ImageDecoder decoder, int threads, double seconds, int resize)
+            throws Exception {
+        ImagePipelineSource.Builder b = imagenet(folder, decoder, threads).cacheBytes(roomForAll(folder, decoder));
+        if (resize > 0) {
+            b.cacheResize(resize);
+        }
+        try (ImagePipelineSource source = b.build();
                 RingSink sink = new RingSink(source.layout(), 3)) {
             long cpu0 = processCpuNanos();
             long start = System.nanoTime();
@@ -191,7 +198,7 @@ public final class PipelineBench {
                     Locale.ROOT,
                     "cache, %d thread(s): epoch 0 (decode + augment) %.0f images/s, %.0f images/cpu-s; epochs 1+"
                             + " (augment only) %.0f images/s, %.0f images/cpu-s: %.2fx the rate, %.2fx per cpu-s;"
-                            + " %d images kept, %.0f MiB%n",
+                            + " %d images kept%s, %.0f MiB (%.0f KiB each); process RSS %.0f MiB%n",
                     threads,
                     n / firstWall,
                     n / firstCpu,
@@ -200,8 +207,27 @@ public final class PipelineBench {
                     (samples / wall) / (n / firstWall),
                     (samples / cpu) / (n / firstCpu),
                     source.cache().samplesHeld(),
-                    source.cache().bytesHeld() / 1048576.0);
+                    resize > 0 ? " shrunk to a short side of " + resize : "",
+                    source.cache().bytesHeld() / 1048576.0,
+                    source.cache().bytesHeld()
+                            / 1024.0
+                            / Math.max(1, source.cache().samplesHeld()),
+                    residentBytes() / 1048576.0);
         }
+    }
+
+    /** This process's resident set ({@code VmRSS} of {@code /proc/self/status}), or -1 where it cannot be read. */
+    private static long residentBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) << 10;
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+        return -1;
     }
 
     private record Result(int threads, double perSecond, double perCpuSecond) {}
