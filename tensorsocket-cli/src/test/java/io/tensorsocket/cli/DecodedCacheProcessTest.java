@@ -190,6 +190,64 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void theRanksOfAJobOnACachingProducerTogetherGetEachEpochOfAnUncachedProducer() throws Exception {
+        Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
+        serveImages(images, "plain", HEAVY);
+        Map<Long, byte[]> want;
+        try (TensorConsumer c = TensorConsumer.connect(
+                base.resolve("plain"), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
+            want = readByPosition(c);
+        }
+        Proc cached = serveImages(images, "ranked", HEAVY, "--cache-mb", "64", "--min-consumers", "2");
+        // a job of two ranks of different batch sizes, started together, as torchrun starts them
+        List<CompletableFuture<List<Map<ByteBuffer, Integer>>>> ranks = new ArrayList<>();
+        int[] batchSizes = {3, 8};
+        for (int r = 0; r < 2; r++) {
+            ConsumerOptions o = ConsumerOptions.batchSize(batchSizes[r])
+                    .withConnectTimeout(Duration.ofSeconds(60))
+                    .withRank("cached-job", r, 2);
+            ranks.add(CompletableFuture.supplyAsync(() -> epochsOf(base.resolve("ranked"), o)));
+        }
+        Map<Long, Map<ByteBuffer, Integer>> got = new TreeMap<>();
+        for (CompletableFuture<List<Map<ByteBuffer, Integer>>> rank : ranks) {
+            List<Map<ByteBuffer, Integer>> epochs = rank.get(2, TimeUnit.MINUTES);
+            assertEquals(3, epochs.size(), "each rank reads the producer's three epochs");
+            for (int e = 0; e < epochs.size(); e++) {
+                assertEquals(20, epochs.get(e).values().stream().mapToInt(Integer::intValue).sum(), "half of 40");
+                Map<ByteBuffer, Integer> into = got.computeIfAbsent((long) e, k -> new HashMap<>());
+                epochs.get(e).forEach((sample, n) -> into.merge(sample, n, Integer::sum));
+            }
+        }
+        assertEquals(0, cached.exitCode(Duration.ofSeconds(60)), cached.stderr());
+        assertEquals(samplesByEpoch(want), got, "the two ranks' epochs together, sample for sample");
+        assertTrue(cached.stderr().contains("epoch 1: 40 hits, 0 decoded"), cached.stderr());
+    }
+
+    /** Each epoch a consumer reads until its stream ends, as a multiset of its samples' image bytes. */
+    private static List<Map<ByteBuffer, Integer>> epochsOf(Path producer, ConsumerOptions options) {
+        List<Map<ByteBuffer, Integer>> epochs = new ArrayList<>();
+        try (TensorConsumer c = TensorConsumer.connect(producer, options)) {
+            while (!c.isEndOfStream()) {
+                Map<ByteBuffer, Integer> epoch = new HashMap<>();
+                for (Batch b : c) {
+                    byte[] bytes = b.tensor("image").data().toArray(ValueLayout.JAVA_BYTE);
+                    int sampleBytes = bytes.length / b.size();
+                    for (int i = 0; i < b.size(); i++) {
+                        epoch.merge(
+                                ByteBuffer.wrap(Arrays.copyOfRange(bytes, i * sampleBytes, (i + 1) * sampleBytes)),
+                                1,
+                                Integer::sum);
+                    }
+                }
+                if (!epoch.isEmpty()) {
+                    epochs.add(epoch);
+                }
+            }
+        }
+        return epochs;
+    }
+
+    @Test
     void aCachingProducerKilledWhileServingFailsItsConsumersAndCleanLeavesNothing() throws Exception {
         Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
         List<String> args = new ArrayList<>(List.of(

@@ -29,6 +29,9 @@ import java.util.concurrent.Executors;
  * boundary, as for a consumer of its own; if the upstream drew its next epoch's order already, the joiner starts
  * at that epoch's start, moments later. Boundaries are counted here, so the upstream is asked once per offset.
  *
+ * <p>Once its stream has begun, a relay whose consumers all left reads its upstream on for no one until one comes
+ * back or its idle timeout ends it: a relay that paused would hold the upstream's other readers.
+ *
  * <p>Each received batch is copied once, from the network buffer into an arena slot.
  */
 public final class RelaySource implements RelayedSource, UpstreamBoundaries {
@@ -51,8 +54,9 @@ public final class RelaySource implements RelayedSource, UpstreamBoundaries {
 
     private RelaySource(RemoteConsumer remote) {
         this.remote = remote;
-        // A relay with no consumers of its own reads nothing, so it would not learn that its upstream went
-        // away; the stream's end tells it, and ends the producer's wait for consumers or slots.
+        // Before its first consumer comes a relay reads nothing (later it reads on for no one: ServingRules'
+        // readsWhenIdle), so it would not learn that its upstream went away; the stream's end tells it, and ends the
+        // producer's wait for consumers or slots.
         remote.onFailure(this::upstreamFailed);
     }
 
