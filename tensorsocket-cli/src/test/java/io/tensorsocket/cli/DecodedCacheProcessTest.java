@@ -20,6 +20,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -199,21 +202,29 @@ class DecodedCacheProcessTest extends ProcessTestBase {
             want = readByPosition(c);
         }
         Proc cached = serveImages(images, "ranked", HEAVY, "--cache-mb", "64", "--min-consumers", "2");
-        // a job of two ranks of different batch sizes, started together, as torchrun starts them
-        List<CompletableFuture<List<Map<ByteBuffer, Integer>>>> ranks = new ArrayList<>();
+        // a job of two ranks of different batch sizes, started together, as torchrun starts them (each on a thread
+        // of its own: the common pool may have one, and a rank waits in its connect for the other)
+        List<Future<List<Map<ByteBuffer, Integer>>>> ranks = new ArrayList<>();
         int[] batchSizes = {3, 8};
-        for (int r = 0; r < 2; r++) {
-            ConsumerOptions o = ConsumerOptions.batchSize(batchSizes[r])
-                    .withConnectTimeout(Duration.ofSeconds(60))
-                    .withRank("cached-job", r, 2);
-            ranks.add(CompletableFuture.supplyAsync(() -> epochsOf(base.resolve("ranked"), o)));
-        }
         Map<Long, Map<ByteBuffer, Integer>> got = new TreeMap<>();
-        for (CompletableFuture<List<Map<ByteBuffer, Integer>>> rank : ranks) {
+        try (ExecutorService threads = Executors.newFixedThreadPool(2)) {
+            for (int r = 0; r < 2; r++) {
+                ConsumerOptions o = ConsumerOptions.batchSize(batchSizes[r])
+                        .withConnectTimeout(Duration.ofSeconds(60))
+                        .withRank("cached-job", r, 2);
+                ranks.add(threads.submit(() -> epochsOf(base.resolve("ranked"), o)));
+            }
+        }
+        for (Future<List<Map<ByteBuffer, Integer>>> rank : ranks) {
             List<Map<ByteBuffer, Integer>> epochs = rank.get(2, TimeUnit.MINUTES);
             assertEquals(3, epochs.size(), "each rank reads the producer's three epochs");
             for (int e = 0; e < epochs.size(); e++) {
-                assertEquals(20, epochs.get(e).values().stream().mapToInt(Integer::intValue).sum(), "half of 40");
+                assertEquals(
+                        20,
+                        epochs.get(e).values().stream()
+                                .mapToInt(Integer::intValue)
+                                .sum(),
+                        "half of 40");
                 Map<ByteBuffer, Integer> into = got.computeIfAbsent((long) e, k -> new HashMap<>());
                 epochs.get(e).forEach((sample, n) -> into.merge(sample, n, Integer::sum));
             }

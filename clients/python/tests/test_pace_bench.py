@@ -1,0 +1,35 @@
+"""pace_bench.py, the benchmark of trials of different speeds on one producer, run short: it prints each trial's
+samples/s alone and shared, and their ratio. What the figures are is the benchmark's business."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pace_bench.py"
+
+
+class PaceBenchTest(unittest.TestCase):
+    def test_it_prints_each_trial_alone_and_shared(self):
+        from tensorsocket_client.directory import launcher_command
+        found = launcher_command()
+        if found is None or len(found[0]) != 1:
+            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--samples", "200",
+                              "--shape", "4", "--launcher", found[0][0]],
+                             capture_output=True, text=True, timeout=300, env=dict(os.environ))
+        self.assertEqual(0, out.returncode, out.stderr)
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        trials, summary = lines[:-1], lines[-1]
+        self.assertEqual([1.0, 4.0], [t["step_ms"] for t in trials])
+        for t in trials:
+            self.assertGreater(t["alone_samples_per_s"], 0)
+            self.assertGreater(t["shared_samples_per_s"], 0)
+            self.assertAlmostEqual(t["shared_samples_per_s"] / t["alone_samples_per_s"], t["shared_of_alone"], delta=0.01)
+        self.assertTrue(summary["summary"])
+        self.assertEqual(min(t["shared_of_alone"] for t in trials), summary["slowest_shared_of_alone"])
+
+
+if __name__ == "__main__":
+    unittest.main()
