@@ -114,6 +114,15 @@ class DecodedCacheProcessTest extends ProcessTestBase {
         }
     }
 
+    /** What a producer of the HEAVY augmentation without a cache serves: every batch's image bytes by position. */
+    private Map<Long, byte[]> uncached(Path images, String name) throws Exception {
+        serveImages(images, name, HEAVY);
+        try (TensorConsumer c = TensorConsumer.connect(
+                base.resolve(name), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
+            return readByPosition(c);
+        }
+    }
+
     /** Every batch's image bytes by stream position, read until the stream ends; no position twice. */
     private static Map<Long, byte[]> readByPosition(TensorConsumer c) {
         Map<Long, byte[]> out = new TreeMap<>();
@@ -143,12 +152,7 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     @Test
     void aLateJoinerOfACachingProducerGetsTheSamplesAnUncachedProducerServesInEveryEpoch() throws Exception {
         Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
-        serveImages(images, "reference", HEAVY);
-        Map<Long, byte[]> want;
-        try (TensorConsumer c = TensorConsumer.connect(
-                base.resolve("reference"), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
-            want = readByPosition(c);
-        }
+        Map<Long, byte[]> want = uncached(images, "reference");
         assertEquals(15, want.size(), "5 batches of 8 per epoch, 3 epochs");
         Proc cached = serveImages(images, "cached", HEAVY, "--cache-mb", "64");
         ConsumerOptions opts = ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60));
@@ -195,12 +199,7 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     @Test
     void theRanksOfAJobOnACachingProducerTogetherGetEachEpochOfAnUncachedProducer() throws Exception {
         Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
-        serveImages(images, "plain", HEAVY);
-        Map<Long, byte[]> want;
-        try (TensorConsumer c = TensorConsumer.connect(
-                base.resolve("plain"), ConsumerOptions.batchSize(8).withConnectTimeout(Duration.ofSeconds(60)))) {
-            want = readByPosition(c);
-        }
+        Map<Long, byte[]> want = uncached(images, "plain");
         Proc cached = serveImages(images, "ranked", HEAVY, "--cache-mb", "64", "--min-consumers", "2");
         // a job of two ranks of different batch sizes, started together, as torchrun starts them (each on a thread
         // of its own: the common pool may have one, and a rank waits in its connect for the other)

@@ -1,10 +1,8 @@
 package io.tensorsocket.pipeline;
 
 import io.tensorsocket.ProducerStatus;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -96,16 +94,7 @@ public final class DecodedCache implements AutoCloseable {
 
     /** {@code MemAvailable} of {@code /proc/meminfo} in bytes, or -1 where it cannot be read. */
     static long availableMemory() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-                if (line.startsWith("MemAvailable:")) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", "")) << 10;
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        }
-        return -1;
+        return ProcFigures.bytes(Path.of("/proc/meminfo"), "MemAvailable");
     }
 
     /** The shorter side, in pixels, its images are shrunk to before they are kept and used; 0: as decoded. */

@@ -6,7 +6,6 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.BatchSource;
 import io.tensorsocket.SlotWriter;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
@@ -218,16 +217,7 @@ public final class PipelineBench {
 
     /** This process's resident set ({@code VmRSS} of {@code /proc/self/status}), or -1 where it cannot be read. */
     private static long residentBytes() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("VmRSS:")) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", "")) << 10;
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        }
-        return -1;
+        return ProcFigures.bytes(Path.of("/proc/self/status"), "VmRSS");
     }
 
     private record Result(int threads, double perSecond, double perCpuSecond) {}
