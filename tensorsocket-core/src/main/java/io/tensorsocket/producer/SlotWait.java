@@ -6,9 +6,9 @@ import java.util.function.BooleanSupplier;
 /**
  * The producer thread's wait for the slot it claims next: until enough consumers are attached (the first batch waits
  * for {@code minConsumers}, later ones for one, except in a relay, which reads on for no one) and every consumer that
- * was sent the slot's batch released it. A
- * consumer that holds the slot past the stall timeout is evicted. The time waited on holders is {@link PaceWatch}'s
- * to judge; the consumers' readers learn from {@link #awaitingRelease} whether a release is wanted at once.
+ * was sent the slot's batch released it. A consumer that holds the slot past the stall timeout is evicted. The time
+ * waited on holders is {@link PaceWatch}'s to judge; the consumers' readers learn from {@link #awaitingRelease} whether
+ * a release is wanted at once.
  *
  * <p>Called with the core's lock held; the waits release it.
  */
