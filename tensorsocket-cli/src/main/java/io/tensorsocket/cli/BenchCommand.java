@@ -225,7 +225,8 @@ final class BenchCommand implements Callable<Integer> {
                             "RandomResizedCrop(224), RandomHorizontalFlip(0.5), Normalize(imagenet)",
                             "float32",
                             42,
-                            null);
+                            null,
+                            0);
                     progress.phase("speedup K=" + k + ": private pipelines");
                     TrainingComparison.ModeResult p = TrainingComparison.runPrivate(c);
                     progress.phase("speedup K=" + k + ": shared producer");

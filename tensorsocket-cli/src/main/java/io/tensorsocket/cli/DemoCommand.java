@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -66,6 +65,13 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--images", description = "Use this image folder instead of the generated JPEGs.")
     Path images;
 
+    @Option(
+            names = "--cache-mb",
+            paramLabel = "MIB",
+            description = "Also run the shared producer with a decoded-sample cache of this many MiB (a third mode,"
+                    + " 'cached': each image decoded once, then only augmented; the same bytes).")
+    Long cacheMb;
+
     @Option(names = "--image-count", defaultValue = "500", description = "Generated JPEGs (default ${DEFAULT-VALUE}).")
     int imageCount;
 
@@ -111,6 +117,10 @@ final class DemoCommand implements Callable<Integer> {
         if (jobs < 1 || batchSize < 1 || !(seconds > 0) || warmupS < 0) {
             throw new IllegalArgumentException("--jobs and --batch-size must be at least 1 and --seconds positive");
         }
+        if (cacheMb != null && cacheMb < 1) {
+            throw new IllegalArgumentException("--cache-mb takes 1 MiB or more, not " + cacheMb
+                    + "; leave it out to compare private pipelines with one shared producer only");
+        }
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         }
@@ -118,7 +128,8 @@ final class DemoCommand implements Callable<Integer> {
         int w = workers != null ? workers : cpus;
         String decoderName = Decoders.named(decoder).name();
         double perMode = seconds + warmupS + 6;
-        try (ProgressBar progress = new ProgressBar(2 * perMode + (images == null ? 3 : 0))) {
+        int modes = cacheMb != null ? 3 : 2;
+        try (ProgressBar progress = new ProgressBar(modes * perMode + (images == null ? 3 : 0))) {
             Path folder = images;
             if (folder == null) {
                 folder = DemoImages.defaultFolder();
@@ -129,7 +140,7 @@ final class DemoCommand implements Callable<Integer> {
             }
             TrainingComparison.Config c = new TrainingComparison.Config(
                     folder, jobs, batchSize, batchSize, stepMs, seconds, warmupS, w, decoder, transform, format, 42,
-                    model);
+                    model, 0);
             progress.println(String.format(
                     Locale.ROOT,
                     "%d training jobs, batch %d, each step %s;"
@@ -150,8 +161,14 @@ final class DemoCommand implements Callable<Integer> {
             TrainingComparison.ModeResult priv = TrainingComparison.runPrivate(c);
             progress.phase("shared: " + jobs + " jobs reading from one producer");
             TrainingComparison.ModeResult shared = TrainingComparison.runShared(c);
+            List<TrainingComparison.ModeResult> all = new ArrayList<>(List.of(priv, shared));
+            if (cacheMb != null) {
+                progress.phase("cached: " + jobs + " jobs reading from one producer with a " + cacheMb
+                        + " MiB decoded-sample cache");
+                all.add(TrainingComparison.runShared(c.withCacheMb(cacheMb)));
+            }
             progress.close();
-            print(priv, shared);
+            print(all);
             writeChart(
                     priv,
                     shared,
@@ -165,21 +182,20 @@ final class DemoCommand implements Callable<Integer> {
                             decoderName,
                             cpus));
             System.out.println("chart: " + chart.toAbsolutePath());
-            boolean sameBytes = priv.jobs().stream()
-                            .map(TrainingComparison.JobResult::crc)
-                            .allMatch(x -> x.equals(shared.jobs().getFirst().crc()))
-                    && shared.jobs().stream()
-                            .allMatch(
-                                    j -> j.crc().equals(shared.jobs().getFirst().crc()));
-            boolean ok = priv.inOrder() && shared.inOrder() && sameBytes;
+            String first = shared.jobs().getFirst().crc();
+            boolean sameBytes = all.stream()
+                    .flatMap(m -> m.jobs().stream())
+                    .allMatch(j -> j.crc().equals(first));
+            boolean ok = all.stream().allMatch(TrainingComparison.ModeResult::inOrder) && sameBytes;
             System.out.println(
                     ok
                             ? "checked: every job got every sample once and in order, and the first "
                                     + "64 samples were byte-identical in every private pipeline and from the shared producer"
+                                    + (cacheMb != null ? ", with its cache too" : "")
                             : "CHECK FAILED: samples out of order, or the shared batches differ from the private ones: "
                                     + String.join(
                                             "; ",
-                                            Stream.of(priv, shared)
+                                            all.stream()
                                                     .flatMap(m -> m.jobs().stream()
                                                             .map(j -> m.mode() + " job " + j.job() + " out of order "
                                                                     + j.outOfOrder() + ", first stream position "
@@ -189,9 +205,11 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    static void print(TrainingComparison.ModeResult priv, TrainingComparison.ModeResult shared) {
+    /** The table of every mode's jobs, then each mode after the first (private) against it. */
+    static void print(List<TrainingComparison.ModeResult> modes) {
+        TrainingComparison.ModeResult priv = modes.getFirst();
         System.out.printf("%n%-8s %-5s %10s %14s %7s%n", "mode", "job", "samples/s", "CPU ms/sample", "wait");
-        for (TrainingComparison.ModeResult m : List.of(priv, shared)) {
+        for (TrainingComparison.ModeResult m : modes) {
             for (TrainingComparison.JobResult j : m.jobs()) {
                 double share = j.waitS() + j.workS() > 0 ? j.waitS() / (j.waitS() + j.workS()) : Double.NaN;
                 System.out.printf(
@@ -212,14 +230,18 @@ final class DemoCommand implements Callable<Integer> {
                     m.cpuMsPerSample(),
                     100 * m.waitShare());
         }
-        System.out.printf(
-                Locale.ROOT,
-                "%nshared vs private: %.2fx the samples/s, %.2fx the CPU time per sample"
-                        + " (producer included: %.1f of %.1f CPU-s)%n",
-                shared.aggregate() / priv.aggregate(),
-                shared.cpuMsPerSample() / priv.cpuMsPerSample(),
-                shared.producerCpuS(),
-                shared.cpuS());
+        System.out.println();
+        for (TrainingComparison.ModeResult shared : modes.subList(1, modes.size())) {
+            System.out.printf(
+                    Locale.ROOT,
+                    "%s vs private: %.2fx the samples/s, %.2fx the CPU time per sample"
+                            + " (producer included: %.1f of %.1f CPU-s)%n",
+                    shared.mode(),
+                    shared.aggregate() / priv.aggregate(),
+                    shared.cpuMsPerSample() / priv.cpuMsPerSample(),
+                    shared.producerCpuS(),
+                    shared.cpuS());
+        }
         System.out.println(
                 "CPU ms/sample: CPU time of every process of the mode (jobs and producer) per sample delivered to a job;"
                         + " wait: share of each job's time spent waiting for data rather than in its training step");

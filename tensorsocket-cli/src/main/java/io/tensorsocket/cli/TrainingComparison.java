@@ -18,7 +18,7 @@ import java.util.stream.Stream;
 
 /**
  * Runs the same K training jobs ({@link JobCommand}) twice: each with its own private pipeline, then all
- * sharing one producer ({@code serve}). Every job and the producer are separate JVMs; their CPU time is
+ * sharing one producer ({@code serve}; with a decoded-sample cache where {@link Config#cacheMb} asks for one). Every job and the producer are separate JVMs; their CPU time is
  * taken over the measured window only (jobs report their own; the producer's is read from the OS at
  * the window's start and end).
  */
@@ -38,7 +38,27 @@ final class TrainingComparison {
             String transform,
             String output,
             long seed,
-            String model) {
+            String model,
+            long cacheMb) {
+        /** The same, with the shared producer's decoded-sample cache of {@code mib} MiB (0: none). */
+        Config withCacheMb(long mib) {
+            return new Config(
+                    images,
+                    jobs,
+                    batchSize,
+                    loaderBatchSize,
+                    stepMs,
+                    seconds,
+                    warmupS,
+                    workers,
+                    decoder,
+                    transform,
+                    output,
+                    seed,
+                    model,
+                    mib);
+        }
+
         List<String> sourceArgs() {
             return List.of(
                     "--images",
@@ -143,6 +163,9 @@ final class TrainingComparison {
                     "--idle-timeout-s",
                     "60"));
             serve.addAll(c.sourceArgs());
+            if (c.cacheMb() > 0) {
+                serve.addAll(List.of("--cache-mb", Long.toString(c.cacheMb())));
+            }
             producer = Job.start(0, serve);
             producer.await(l -> l.contains("\"ready\""), Duration.ofSeconds(60), "the shared producer to start");
             for (int i = 0; i < c.jobs(); i++) {
@@ -150,7 +173,8 @@ final class TrainingComparison {
                 args.addAll(List.of("--dir", dir.toString()));
                 jobs.add(Job.start(i + 1, args));
             }
-            return new ModeResult("shared", collect(jobs, c, producer), 0).withProducerCpu(producer);
+            return new ModeResult(c.cacheMb() > 0 ? "cached" : "shared", collect(jobs, c, producer), 0)
+                    .withProducerCpu(producer);
         } finally {
             jobs.forEach(Job::close);
             if (producer != null) {

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class DemoProcessTest extends ProcessTestBase {
 
     @Test
-    void demoRunsPrivateThenSharedAndChecksTheBytes() throws Exception {
+    void demoRunsPrivateThenSharedThenWithTheDecodedCacheAndChecksTheBytes() throws Exception {
         var images = DemoImages.ensure(base.resolve("images"), 24, 3);
         var chart = base.resolve("demo.png");
         Proc demo = start(
@@ -32,13 +32,17 @@ class DemoProcessTest extends ProcessTestBase {
                 "5",
                 "--transform",
                 "RandomResizedCrop(64), RandomHorizontalFlip(0.5)",
+                "--cache-mb",
+                "64",
                 "--chart",
                 chart.toString());
         assertEquals(0, demo.exitCode(Duration.ofSeconds(100)), demo.lines() + demo.stderr());
         String out = String.join("\n", demo.lines());
         assertTrue(
                 out.contains("private  all") && out.contains("shared   all") && out.contains("shared vs private"), out);
+        assertTrue(out.contains("cached   all") && out.contains("cached vs private"), out);
         assertTrue(out.contains("checked: every job got every sample once and in order"), out);
+        assertTrue(out.contains("from the shared producer, with its cache too"), out);
         assertTrue(Files.size(chart) > 1000);
         assertFalse(demo.stderr().contains("\r"), "no carriage-return redraws when stderr is not a terminal");
     }
