@@ -140,34 +140,39 @@ abstract class ProcessTestBase {
 
     /**
      * Whether {@link #PYTHON} runs {@code import modules}: asked once per list in a test JVM (each ask costs a
-     * Python start, and a second or more of CPU where it imports torch), the answer kept for the other tests.
+     * Python start, and a second or more of CPU where it imports torch), the answer kept for the other tests. An ask
+     * that timed out is not kept (a Python slowed by a loaded machine may answer the next time).
      */
-    private static boolean importable(String modules) {
-        return IMPORTABLE.computeIfAbsent(modules, m -> {
-            if (!Files.isExecutable(Path.of(PYTHON))) {
-                return false;
-            }
-            try {
-                Process p = new ProcessBuilder(PYTHON, "-c", "import " + m)
-                        .redirectErrorStream(true)
-                        .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                        .start();
-                boolean done = p.waitFor(60, TimeUnit.SECONDS);
-                if (!done) {
-                    p.destroyForcibly();
-                }
-                return done && p.exitValue() == 0;
-            } catch (IOException e) {
-                return false;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        });
+    private static boolean importable(String modules) throws InterruptedException {
+        Boolean known = IMPORTABLE.get(modules);
+        if (known != null) {
+            return known;
+        }
+        if (!Files.isExecutable(Path.of(PYTHON))) {
+            IMPORTABLE.put(modules, false);
+            return false;
+        }
+        Process p;
+        try {
+            p = new ProcessBuilder(PYTHON, "-c", "import " + modules)
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
+        } catch (IOException e) {
+            IMPORTABLE.put(modules, false);
+            return false;
+        }
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            return false;
+        }
+        boolean ok = p.exitValue() == 0;
+        IMPORTABLE.put(modules, ok);
+        return ok;
     }
 
     /** Skips the test unless Debian's python3 can import {@code modules}. */
-    static void assumePython(String... modules) {
+    static void assumePython(String... modules) throws InterruptedException {
         boolean ok = importable(String.join(", ", modules));
         Assumptions.assumeTrue(
                 ok,
@@ -198,7 +203,7 @@ abstract class ProcessTestBase {
     }
 
     /** Skips the test unless Debian's python3 has numpy and pyarrow. */
-    static void assumePyarrow() {
+    static void assumePyarrow() throws InterruptedException {
         boolean ok = importable("numpy, pyarrow.flight");
         Assumptions.assumeTrue(
                 ok,
