@@ -196,22 +196,28 @@ def row(side, language, shape, k, results, server_cpu):
             "server_cpu_share": round(server_cpu / max(cpu, 1e-9), 2), "seconds": round(seconds, 2)}
 
 
-def run_peer(python, shape, k, seconds, warm_seconds):
+def run_tf_service(python, script, trainer_args, k, seconds):
+    """Starts ``script``'s tf.data service (``--role tf-server``) and ``k`` of its trainers (``--role tf-trainer``, each
+    with ``trainer_args``), measures them over one window of ``seconds`` (``measure``) and stops them all."""
     port = free_port()
-    me = os.path.abspath(__file__)
-    server = subprocess.Popen([python, me, "--role", "tf-server", "--port", str(port)], stdin=subprocess.PIPE,
+    server = subprocess.Popen([python, script, "--role", "tf-server", "--port", str(port)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     trainers = []
     try:
         read_line(server, "READY from the tf.data service", 180)
         for i in range(k):
             trainers.append(subprocess.Popen(
-                [python, me, "--role", "tf-trainer", "--address", "grpc://localhost:%d" % port,
-                 "--shape", "x".join(map(str, shape)), "--trainer-id", str(i), "--warm-seconds", str(warm_seconds)],
+                [python, script, "--role", "tf-trainer", "--address", "grpc://localhost:%d" % port,
+                 "--trainer-id", str(i)] + trainer_args,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         return measure([server], trainers, seconds)
     finally:
         stop(trainers + [server])
+
+
+def run_peer(python, shape, k, seconds, warm_seconds):
+    return run_tf_service(python, os.path.abspath(__file__),
+                          ["--shape", "x".join(map(str, shape)), "--warm-seconds", str(warm_seconds)], k, seconds)
 
 
 FEEDER_EPOCH_BATCHES = 1000  # a data set's epoch, not the 10 batches the server's preloaded data hold

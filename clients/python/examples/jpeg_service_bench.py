@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_remote import free_port, has_tensorflow, measure, read_line, stop, trainer_loop  # noqa: E402
+from bench_remote import has_tensorflow, measure, run_tf_service, stop, tf_server, trainer_loop  # noqa: E402
 
 BATCH = 32
 MEAN = (0.485, 0.456, 0.406)
@@ -64,32 +64,9 @@ def tf_batches(address, images, trainer_id):
         yield x.numpy()
 
 
-def tf_server(port):
-    import tensorflow as tf
-    d = tf.data.experimental.service.DispatchServer(tf.data.experimental.service.DispatcherConfig(port=port))
-    w = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
-        dispatcher_address="localhost:%d" % port))
-    print("READY", flush=True)
-    sys.stdin.readline()  # runs until the orchestrator closes stdin
-    del w, d
-
-
 def run_peer(python, images, k, seconds, warm_seconds):
-    port = free_port()
-    me = os.path.abspath(__file__)
-    server = subprocess.Popen([python, me, "--role", "tf-server", "--port", str(port)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    trainers = []
-    try:
-        read_line(server, "READY from the tf.data service", 180)
-        for i in range(k):
-            trainers.append(subprocess.Popen(
-                [python, me, "--role", "tf-trainer", "--address", "grpc://localhost:%d" % port, "--images", images,
-                 "--trainer-id", str(i), "--warm-seconds", str(warm_seconds)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-        return measure([server], trainers, seconds)
-    finally:
-        stop(trainers + [server])
+    return run_tf_service(python, os.path.abspath(__file__),
+                          ["--images", images, "--warm-seconds", str(warm_seconds)], k, seconds)
 
 
 # ------------------------------------------------------------------------------------------- this project
