@@ -32,15 +32,16 @@ final class Admission {
     }
 
     /**
-     * The verdict for a consumer asking with {@code policy}, the stream being at {@code stream}; {@code closedReason}
-     * is non-null once the producer shuts down.
+     * The verdict for a consumer asking with {@code policy}, the stream being at {@code stream}; {@code closing} is
+     * the producer's serving state, whose refusal a consumer gets once the producer shuts down.
      */
-    Verdict decide(ProducerStream stream, StartPolicy policy, String closedReason, boolean streamEnded) {
-        if (closedReason != null || streamEnded) {
-            return refused(
-                    streamEnded
-                            ? "producer '" + producer + "' has finished its " + epochs + " epochs"
-                            : "producer '" + producer + "' is shutting down (" + closedReason + ")");
+    Verdict decide(ProducerStream stream, StartPolicy policy, ServingState closing) {
+        Message.Error refusal = refusalWhileClosing(closing);
+        if (refusal != null) {
+            return new Verdict.Refused(refusal);
+        }
+        if (closing.streamEnded) {
+            return refused("producer '" + producer + "' has finished its " + epochs + " epochs");
         }
         StartPoint start = rule.decide(stream, policy);
         if (epochs > 0 && start.epoch() >= epochs) {
@@ -50,6 +51,11 @@ final class Admission {
                             + " waiting for it (it then starts rolling), or restart the producer with more epochs");
         }
         return new Verdict.Admitted(start);
+    }
+
+    /** What a consumer asking to join is told while the producer closes ({@code closing}), or null while it serves. */
+    Message.Error refusalWhileClosing(ServingState closing) {
+        return closing.closedReason == null ? null : closing.refusalWhileClosing(producer);
     }
 
     private static Verdict refused(String why) {

@@ -28,8 +28,8 @@ final class JobFormation {
 
     /** What forming a job needs of the producer's core; each is called under the core's lock. */
     interface Joins {
-        /** Why the producer is closing, or null while it serves. */
-        String closedReason();
+        /** What a consumer asking to join is told once the producer closes, or null while it serves. */
+        Message.Error refusalWhileClosing();
 
         /** Whether a consumer that says {@code hello} may join now, and where it would start. */
         Admission.Verdict admit(Message.Hello hello);
@@ -54,13 +54,11 @@ final class JobFormation {
     }
 
     private final JobRoster roster;
-    private final String producerName;
     private final ReentrantLock lock;
     private final Joins core;
 
-    JobFormation(JobRoster roster, String producerName, ReentrantLock lock, Joins core) {
+    JobFormation(JobRoster roster, ReentrantLock lock, Joins core) {
         this.roster = roster;
-        this.producerName = producerName;
         this.lock = lock;
         this.core = core;
     }
@@ -75,14 +73,11 @@ final class JobFormation {
             Message.Hello hello,
             String user,
             Function<StartPoint, Message.Welcome> welcome) {
-        String closedReason = core.closedReason();
-        JobRoster.Arrival arrival =
-                closedReason != null ? null : roster.arrive(id, channel, hello, user, System.nanoTime());
+        Message.Error closing = core.refusalWhileClosing();
+        JobRoster.Arrival arrival = closing != null ? null : roster.arrive(id, channel, hello, user, System.nanoTime());
         switch (arrival) {
             case null -> {
-                channel.sendQuietly(new Message.Error(
-                        Message.ErrorCode.PRODUCER_CLOSED,
-                        "producer '" + producerName + "' is shutting down (" + closedReason + ")"));
+                channel.sendQuietly(closing);
                 channel.close();
                 return null;
             }
@@ -174,14 +169,10 @@ final class JobFormation {
         if (!c.waiting()) {
             return;
         }
-        String closedReason = core.closedReason();
-        if (closedReason != null) {
+        Message.Error closing = core.refusalWhileClosing();
+        if (closing != null) {
             roster.withdraw(c);
-            drop(
-                    c,
-                    new Message.Error(
-                            Message.ErrorCode.PRODUCER_CLOSED,
-                            "producer '" + producerName + "' is shutting down (" + closedReason + ")"));
+            drop(c, closing);
             return;
         }
         JobRoster.Expiry expiry = roster.expire(c, System.nanoTime());

@@ -78,8 +78,8 @@ final class Joining implements JobFormation.Joins {
     }
 
     @Override
-    public String closedReason() {
-        return state.closedReason;
+    public Message.Error refusalWhileClosing() {
+        return admission.refusalWhileClosing(state);
     }
 
     @Override
@@ -87,7 +87,7 @@ final class Joining implements JobFormation.Joins {
         if (rules.epochs() > 0 && stream.nextEpoch() >= rules.epochs()) {
             state.streamEnded = true;
         }
-        return admission.decide(stream, hello.startPolicy(), state.closedReason, state.streamEnded);
+        return admission.decide(stream, hello.startPolicy(), state);
     }
 
     @Override

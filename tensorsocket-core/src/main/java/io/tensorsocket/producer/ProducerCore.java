@@ -86,7 +86,7 @@ public final class ProducerCore implements BatchSink {
         this.consumers = new Attached(slots, geometry, changed::signalAll, this::left);
         this.relays = new RelayJoins(rules, geometry, consumers);
         this.joining = new Joining(rules, stream, admission, geometry, slots, consumers, relays, state, changed);
-        this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), producerName, lock, joining);
+        this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName);
         this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, this::checkOpen);
@@ -277,6 +277,7 @@ public final class ProducerCore implements BatchSink {
                 return;
             }
             state.closedReason = reason;
+            state.closedError = error;
             consumers.dismissAll(reason, error);
             changed.signalAll();
         } finally {

@@ -12,6 +12,9 @@ import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
@@ -19,9 +22,11 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Phaser;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import jdk.net.ExtendedSocketOptions;
@@ -33,11 +38,24 @@ import org.slf4j.LoggerFactory;
  * virtual thread per connection, then hands each consumer that joined to the {@link ConsumerReader}, which
  * reads what it sends until it leaves. A connection that sends garbage is answered with an error and closed
  * without disturbing anyone else.
+ *
+ * <p>Closing answers everyone who reached the socket: the socket's name goes first, so no one new connects, then the
+ * connections still waiting to be accepted are accepted and each told why it cannot join (what the attached consumers
+ * were told: a loader's failure, the stream's end), within {@link #ANSWER_WINDOW}. A consumer launched in the same
+ * moment as the producer fails hears the failure, never a reset connection.
  */
 public final class ProducerServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ProducerServer.class);
 
+    /** How long closing waits for the connections that reached the socket to be answered. */
+    static final Duration ANSWER_WINDOW = Duration.ofSeconds(1);
+
+    private final Path socket;
     private final ServerSocketChannel server;
+    private final Selector arrivals;
+    /** One party per connection not yet answered (joined or refused), and one for the server. */
+    private final Phaser unanswered = new Phaser(1);
+
     private final ProducerCore core;
     private final Duration helloTimeout;
     private final Function<StartPoint, Message.Welcome> welcomeTemplate;
@@ -60,9 +78,13 @@ public final class ProducerServer implements AutoCloseable {
         this.core = core;
         this.helloTimeout = helloTimeout;
         this.welcomeTemplate = welcomeTemplate;
+        this.socket = socket;
         Files.deleteIfExists(socket);
         server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(socket));
+        server.configureBlocking(false);
+        arrivals = Selector.open();
+        server.register(arrivals, SelectionKey.OP_ACCEPT);
         Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
         timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "tensorsocket-hello-timer");
@@ -90,17 +112,44 @@ public final class ProducerServer implements AutoCloseable {
     }
 
     private void acceptLoop() {
-        while (!closed) {
+        try {
+            while (!closed) {
+                arrivals.select();
+                arrivals.selectedKeys().clear();
+                acceptWaiting();
+            }
+        } catch (ClosedSelectorException e) {
+            // closed under the loop
+        } catch (IOException e) {
+            if (!closed) {
+                log.warn("waiting for consumers failed: {}", e.toString());
+            }
+        }
+    }
+
+    /** Accepts every connection waiting, each served on a thread of its own. */
+    private void acceptWaiting() {
+        while (true) {
+            SocketChannel ch;
             try {
-                SocketChannel ch = server.accept();
-                Thread.ofVirtual().name("tensorsocket-conn").start(() -> serve(new MessageChannel(ch)));
+                ch = server.accept(); // a blocking channel, whatever the server's mode
             } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
-                if (!closed) {
-                    log.warn("accept failed: {}", e.toString());
-                }
+                log.warn("accept failed: {}", e.toString()); // out of descriptors, say: the next arrival tries again
+                return;
             }
+            if (ch == null) {
+                return;
+            }
+            unanswered.register();
+            Thread.ofVirtual().name("tensorsocket-conn").start(() -> {
+                try {
+                    serve(new MessageChannel(ch));
+                } finally {
+                    unanswered.arriveAndDeregister();
+                }
+            });
         }
     }
 
@@ -206,19 +255,38 @@ public final class ProducerServer implements AutoCloseable {
 
     @Override
     public void close() {
+        if (closed) {
+            return;
+        }
         closed = true;
         try {
+            Files.deleteIfExists(socket); // no one new connects; those already queued are answered below
+        } catch (IOException e) {
+            log.debug("could not remove {}: {}", socket, e.toString());
+        }
+        arrivals.wakeup();
+        try {
+            acceptor.join(ANSWER_WINDOW.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        acceptWaiting();
+        try {
+            unanswered.awaitAdvanceInterruptibly(
+                    unanswered.arriveAndDeregister(), ANSWER_WINDOW.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (TimeoutException e) {
+            log.debug("{} connections still unanswered at close", unanswered.getRegisteredParties());
+        }
+        try {
             server.close();
+            arrivals.close();
         } catch (IOException ignored) {
             // nothing more to release
         }
         timer.shutdownNow();
         heartbeats.shutdownNow();
         reader.close();
-        try {
-            acceptor.join(1000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 }

@@ -1,6 +1,7 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.ProducerStatus;
+import io.tensorsocket.protocol.Message;
 
 /**
  * What the parts of a producer's core ({@link ProducerCore}, {@link Joining}) read and change of its serving state:
@@ -9,6 +10,8 @@ import io.tensorsocket.ProducerStatus;
 final class ServingState {
     /** Why the producer is closing, or null while it serves. */
     String closedReason;
+    /** What the consumers attached when it closed were told (a loader's failure, say), or null. */
+    Message.Error closedError;
     /** Whether the last epoch was served (or no more will be). */
     boolean streamEnded;
     /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
@@ -16,6 +19,19 @@ final class ServingState {
 
     long totalPublished;
     long totalSamples;
+
+    /**
+     * What a consumer that asks to join a closing producer {@code producer} is told: what those attached were told
+     * when it closed (so that one who connected in the same moment as a loader failed hears the failure), else that
+     * it is shutting down.
+     */
+    Message.Error refusalWhileClosing(String producer) {
+        return closedError != null
+                ? closedError
+                : new Message.Error(
+                        Message.ErrorCode.PRODUCER_CLOSED,
+                        "producer '" + producer + "' is shutting down (" + closedReason + ")");
+    }
 
     /** What the producer is doing, with {@code consumers} attached, for its status. */
     ProducerStatus.State phase(int consumers, int minConsumers) {

@@ -21,6 +21,23 @@ class AdmissionTest {
         return e.message();
     }
 
+    private static ServingState serving() {
+        return new ServingState();
+    }
+
+    private static ServingState closed(String reason, Message.Error told) {
+        ServingState s = new ServingState();
+        s.closedReason = reason;
+        s.closedError = told;
+        return s;
+    }
+
+    private static ServingState ended() {
+        ServingState s = new ServingState();
+        s.streamEnded = true;
+        return s;
+    }
+
     private void publish(long epochs) {
         long seq = 0;
         for (long e = 0; e < epochs; e++) {
@@ -33,18 +50,18 @@ class AdmissionTest {
 
     @Test
     void aConsumerJoinsWhereTheJoinRuleSays() {
-        Admission.Verdict v = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
+        Admission.Verdict v = admission.decide(stream, StartPolicy.JOIN_NOW, serving());
         assertEquals(
                 StartMode.EPOCH_START,
                 assertInstanceOf(Admission.Verdict.Admitted.class, v).start().mode());
         stream.publish(0, 10);
         stream.publish(1, 10);
         stream.publish(2, 10);
-        Admission.Verdict late = admission.decide(stream, StartPolicy.JOIN_NOW, null, false);
+        Admission.Verdict late = admission.decide(stream, StartPolicy.JOIN_NOW, serving());
         assertEquals(
                 StartMode.ROLLING,
                 assertInstanceOf(Admission.Verdict.Admitted.class, late).start().mode());
-        Admission.Verdict next = admission.decide(stream, StartPolicy.NEXT_EPOCH_START, null, false);
+        Admission.Verdict next = admission.decide(stream, StartPolicy.NEXT_EPOCH_START, serving());
         assertEquals(
                 1,
                 assertInstanceOf(Admission.Verdict.Admitted.class, next).start().epoch());
@@ -52,10 +69,23 @@ class AdmissionTest {
 
     @Test
     void aShuttingDownOrFinishedProducerRefusesSayingWhy() {
-        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, "loader failed", false))
-                .contains("is shutting down (loader failed)"));
-        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, null, true))
-                .contains("has finished its 3 epochs"));
+        assertTrue(refusal(admission.decide(stream, StartPolicy.JOIN_NOW, closed("stopped", null)))
+                .contains("is shutting down (stopped)"));
+        assertTrue(
+                refusal(admission.decide(stream, StartPolicy.JOIN_NOW, ended())).contains("has finished its 3 epochs"));
+    }
+
+    @Test
+    void aConsumerAskingAsTheLoaderFailsHearsTheFailureTheAttachedOnesHeard() {
+        Message.Error told = new Message.Error(
+                Message.ErrorCode.LOADER_FAILED, "the loader of producer 'p' failed in epoch 0: ValueError: bad");
+        Message.Error e = assertInstanceOf(
+                        Admission.Verdict.Refused.class,
+                        admission.decide(stream, StartPolicy.JOIN_NOW, closed("loader failed", told)))
+                .error();
+        assertEquals(told, e);
+        assertEquals(told, admission.refusalWhileClosing(closed("loader failed", told)));
+        assertNull(admission.refusalWhileClosing(serving()));
     }
 
     @Test
@@ -64,8 +94,8 @@ class AdmissionTest {
         stream.publish(8, 10);
         stream.publish(9, 10);
         stream.publish(10, 10); // out of the rubber band of epoch 2, the last
-        String why = refusal(admission.decide(stream, StartPolicy.NEXT_EPOCH_START, null, false));
+        String why = refusal(admission.decide(stream, StartPolicy.NEXT_EPOCH_START, serving()));
         assertTrue(why.contains("is in its last epoch (2 of 0..2)") && why.contains("connect without waiting"), why);
-        assertInstanceOf(Admission.Verdict.Admitted.class, admission.decide(stream, StartPolicy.JOIN_NOW, null, false));
+        assertInstanceOf(Admission.Verdict.Admitted.class, admission.decide(stream, StartPolicy.JOIN_NOW, serving()));
     }
 }

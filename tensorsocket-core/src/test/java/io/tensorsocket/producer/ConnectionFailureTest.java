@@ -3,19 +3,12 @@ package io.tensorsocket.producer;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tensorsocket.BatchLayout;
 import io.tensorsocket.ConsumerOptions;
-import io.tensorsocket.DType;
-import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
 import io.tensorsocket.TensorSocketException;
 import io.tensorsocket.TensorSocketTimeoutException;
-import io.tensorsocket.TensorSpec;
-import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.directory.ProducerDirectory;
-import io.tensorsocket.protocol.Message;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -23,7 +16,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,65 +23,23 @@ import org.junit.jupiter.api.io.TempDir;
 /** A connection thread that fails answers its peer at once, and a status query that gets no answer times out. */
 @Timeout(60)
 class ConnectionFailureTest {
-    private static final List<TensorSpec> TENSORS = List.of(TensorSpec.of("data", DType.FLOAT32, 4));
-
     @TempDir
     Path tmp;
 
     @Test
     void aWelcomeThatCannotBeEncodedIsAnsweredWithAnErrorInsteadOfSilence() throws Exception {
-        Path dir = Files.createDirectory(tmp.resolve("p"));
-        ArenaLayout layout = ArenaLayout.of(new BatchLayout(TENSORS, 4), 4);
-        Path arenaFile = dir.resolve(ProducerDirectory.ARENA_FILE);
         String tooLong = "x".repeat(1 << 20); // more than a frame holds: the encoder throws
-        try (SharedArena arena =
-                SharedArena.create(arenaFile, layout, 7, ProcessHandle.current().pid())) {
-            ProducerCore core = new ProducerCore(
-                    arena,
-                    new ServingRules(
-                            16,
-                            0,
-                            1,
-                            2,
-                            1,
-                            Duration.ofSeconds(5),
-                            Duration.ofSeconds(5),
-                            1,
-                            Duration.ZERO,
-                            "p",
-                            StartMode.ROLLING,
-                            Duration.ofSeconds(30),
-                            false));
-            try (ProducerServer server = new ProducerServer(
-                    dir.resolve(ProducerDirectory.SOCKET_FILE),
-                    core,
-                    Duration.ofSeconds(5),
-                    start -> new Message.Welcome(
-                            7,
-                            0,
-                            ProcessHandle.current().pid(),
-                            arenaFile.toString(),
-                            4,
-                            layout.slotBytes(),
-                            4,
-                            TENSORS,
-                            16,
-                            1,
-                            start.mode(),
-                            start.epoch(),
-                            start.sample(),
-                            tooLong))) {
-                long t0 = System.nanoTime();
-                TensorSocketException e = assertThrows(
-                        TensorSocketException.class,
-                        () -> TensorConsumer.connect(
-                                        dir, ConsumerOptions.batchSize(4).withConnectTimeout(Duration.ofSeconds(20)))
-                                .close());
-                long ms = (System.nanoTime() - t0) / 1_000_000;
-                assertTrue(e.getMessage().contains("failed while serving"), e.getMessage());
-                assertTrue(ms < 10_000, "answered after " + ms + " ms, not at once");
-                assertTrue(core.consumerCount() == 0, "the failed consumer is not left registered");
-            }
+        try (ServerFixture p = new ServerFixture(Files.createDirectory(tmp.resolve("p")), tooLong)) {
+            long t0 = System.nanoTime();
+            TensorSocketException e = assertThrows(
+                    TensorSocketException.class,
+                    () -> TensorConsumer.connect(
+                                    p.dir, ConsumerOptions.batchSize(4).withConnectTimeout(Duration.ofSeconds(20)))
+                            .close());
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(e.getMessage().contains("failed while serving"), e.getMessage());
+            assertTrue(ms < 10_000, "answered after " + ms + " ms, not at once");
+            assertTrue(p.core.consumerCount() == 0, "the failed consumer is not left registered");
         }
     }
 
