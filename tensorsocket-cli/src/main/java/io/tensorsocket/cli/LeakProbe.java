@@ -24,12 +24,18 @@ final class LeakProbe {
     private final Path scratch;
     private final long fds;
     private final long threads;
+    /** What the descriptors and threads were at the baseline, to name what a leak added. */
+    private final List<String> fdTargets;
+
+    private final List<String> threadNames;
 
     private LeakProbe(long pid, Path scratch, long fds, long threads) {
         this.pid = pid;
         this.scratch = scratch;
         this.fds = fds;
         this.threads = threads;
+        this.fdTargets = fdTargets(pid);
+        this.threadNames = threadNames(pid);
     }
 
     /** The baseline of process {@code pid} now, once its descriptor count stopped changing; dumps go in {@code scratch}. */
@@ -47,7 +53,8 @@ final class LeakProbe {
         }
         long fdLeak = nowFds - fds;
         if (fdLeak != 0) {
-            problems.add("the producer holds " + nowFds + " file descriptors after everyone left, " + fds + " before");
+            problems.add("the producer holds " + nowFds + " file descriptors after everyone left, " + fds + " before"
+                    + added(fdTargets, fdTargets(pid)));
         }
         long nowThreads;
         while ((nowThreads = nonCarrierThreads(pid)) > threads && System.nanoTime() < deadline) {
@@ -55,7 +62,8 @@ final class LeakProbe {
         }
         long threadLeak = Math.max(0, nowThreads - threads);
         if (threadLeak != 0) {
-            problems.add("the producer runs " + nowThreads + " threads after everyone left, " + threads + " before");
+            problems.add("the producer runs " + nowThreads + " threads after everyone left, " + threads + " before"
+                    + added(threadNames, threadNames(pid)));
         }
         long connections = connectionThreads();
         if (connections > 0) {
@@ -63,6 +71,49 @@ final class LeakProbe {
             problems.add(connections + " connection threads of the producer outlived their consumers");
         }
         return new Leaks(fdLeak, threadLeak, problems);
+    }
+
+    /** What {@code now} holds more of than {@code before} (a multiset difference), said for a problem's message. */
+    private static String added(List<String> before, List<String> now) {
+        List<String> more = new ArrayList<>(now);
+        before.forEach(more::remove);
+        List<String> fewer = new ArrayList<>(before);
+        now.forEach(fewer::remove);
+        return " (added " + more + ", gone " + fewer + ")";
+    }
+
+    /** Where each of the process's descriptors points ({@code socket:[inode]} names only the kind). */
+    private static List<String> fdTargets(long pid) {
+        try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+            return s.map(f -> {
+                        try {
+                            return Files.readSymbolicLink(f).toString().replaceAll("\\[\\d+\\]$", "");
+                        } catch (IOException e) {
+                            return "?";
+                        }
+                    })
+                    .sorted()
+                    .toList();
+        } catch (IOException e) {
+            return List.of();
+        }
+    }
+
+    /** The names of the process's threads. */
+    private static List<String> threadNames(long pid) {
+        try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            return s.map(t -> {
+                        try {
+                            return Files.readString(t.resolve("comm")).strip();
+                        } catch (IOException e) {
+                            return "?";
+                        }
+                    })
+                    .sorted()
+                    .toList();
+        } catch (IOException e) {
+            return List.of();
+        }
     }
 
     private static long fds(long pid) {
