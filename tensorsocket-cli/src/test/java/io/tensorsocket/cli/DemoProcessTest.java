@@ -116,9 +116,15 @@ class DemoProcessTest extends ProcessTestBase {
     }
 
     @Test
-    void anUnknownModelIsRefusedInOneLine() throws Exception {
-        Proc demo = start("demo", "--model", "resnet18");
-        assertEquals(1, demo.exitCode(Duration.ofSeconds(30)));
-        assertTrue(demo.errorLine().contains("unknown model 'resnet18': use mlp or cnn"), demo.stderr());
+    void anUnknownModelOrAnEmptyCacheIsRefusedInOneLineBeforeAnythingStarts() throws Exception {
+        Proc model = start("demo", "--model", "resnet18");
+        Proc cache = start("demo", "--cache-mb", "0");
+        assertEquals(1, model.exitCode(Duration.ofSeconds(30)));
+        assertTrue(model.errorLine().contains("unknown model 'resnet18': use mlp or cnn"), model.stderr());
+        assertEquals(1, cache.exitCode(Duration.ofSeconds(30)));
+        assertTrue(
+                cache.errorLine().contains("--cache-mb takes 1 MiB or more, not 0; leave it out to compare"),
+                cache.stderr());
+        assertTrue(cache.lines().isEmpty(), "nothing ran: " + cache.lines());
     }
 }
