@@ -216,19 +216,20 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
           linger: float = DEFAULT_LINGER, start_timeout: float = 120.0,
           producer_options: Optional[Dict[str, Any]] = None, upstream: Optional[str] = None,
           upstream_token_file: Optional[str] = None, per_node: bool = False, cache_mb: Optional[float] = None,
-          **consumer_options: Any):
+          augment: Any = None, **consumer_options: Any):
     """As :func:`tensorsocket_client.share`, for a trial run by Ray: one producer per host and name (``per_node=True``:
     per Ray node), started by the first trial as a process no Ray worker owns. With ``upstream`` (what
     :func:`serve_upstream` returned) the producer is a relay of it, whose batches of ``batch_size`` (the first trial's on
     the node) cross the network once for all of the node's trials; it lives in a detached actor on the node.
-    ``cache_mb`` as share()'s, for the producer this host starts (a relay decodes nothing: its upstream does)."""
+    ``cache_mb`` as share()'s, for the producer this host starts (a relay decodes nothing: its upstream does);
+    ``augment`` as share()'s, applied in this trial's process."""
     node = ray.get_runtime_context().get_node_id()
     local = producer_name(name, node, per_node)
     if upstream is None:
         add_user(local, _sweep())  # its stop() ends the producer only once every sweep using it said it is done
         return _share(local, factory, batch_size, kwargs=kwargs, names=names, linger=linger,
                       start_timeout=start_timeout, producer_options=producer_options, start_method="spawn",
-                      cache_mb=cache_mb, **consumer_options)
+                      cache_mb=cache_mb, augment=augment, **consumer_options)
     path = factory_path(factory)
     wanted = fingerprint(path, kwargs)
     env = _env()
@@ -247,7 +248,7 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
             # It was ending (its linger ran out) as this trial found it: a new one starts on the next attempt.
             time.sleep(0.2)
 
-    return attach(local, path, wanted, batch_size, names, ensure, deadline, consumer_options)
+    return attach(local, path, wanted, batch_size, names, ensure, deadline, consumer_options, augment)
 
 
 def _sweep() -> str:

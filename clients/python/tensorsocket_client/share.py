@@ -28,12 +28,15 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Union
 
 from . import _share_log, _share_start
 from ._feeder_link import ProducerEnded
 from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
 from .errors import ProducerGone, ProducerNotFound, TensorSocketError
+
+if TYPE_CHECKING:
+    from .augment import SampleAugment  # imports torch: only for the annotations
 
 DEFAULT_LINGER = 60.0
 PREFIX = "share:"
@@ -125,7 +128,8 @@ def difference(running: str, wanted: str) -> Optional[str]:
 def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *,
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None, linger: float = DEFAULT_LINGER,
           start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None,
-          start_method: Optional[str] = None, cache_mb: Optional[float] = None, **consumer_options: Any):
+          start_method: Optional[str] = None, cache_mb: Optional[float] = None, augment: Optional["SampleAugment"] = None,
+          **consumer_options: Any):
     """A torch ``DataLoader`` of the shared producer ``name`` at ``batch_size``, starting the producer (running
     ``factory(**kwargs)`` in a process of its own) if none runs on this host. Each iteration is one epoch; batches are
     tuples of tensors in the order the factory's loader yields them (``names`` picks and orders them). ``linger``:
@@ -135,7 +139,10 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     TENSORSOCKET_SHARE_START says otherwise or this process initialised CUDA or Ray (see ``_share_start``).
     ``cache_mb``: the producer this trial starts keeps the factory's decoded samples across epochs in up to that many
     MiB (``TensorProducer``'s ``cache_mb``); it is not part of what the share serves, so trials that give it or not
-    read the same producer. Other
+    read the same producer. ``augment``: this trial's own augmentation (a :class:`SampleAugment`) of the samples the
+    producer serves, applied here, per sample, seeded by (seed, this trial's epoch, sample id): trials that augment
+    differently share the loading, and each equals its private pipeline ``SampleAugment.over(dataset)``; the factory's
+    batches must carry the sample ids (see :mod:`tensorsocket_client.augment`). Other
     keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``, ``connect_timeout=``...). Raises
     ShareMismatch if the producer of that name serves another factory or other arguments, ShareFailed if the producer
     started for it could not start (with its output's end)."""
@@ -156,10 +163,10 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     def ensure():
         _ensure_started(name, path, kwargs or {}, wanted, float(linger), options, deadline, start_method)
 
-    return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options)
+    return attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options, augment)
 
 
-def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options):
+def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_options, augment=None):
     """Joins the shared producer ``name`` once ``ensure()`` saw it started, checks it serves ``wanted``, and returns
     the DataLoader over it (what ``share()`` and its Ray variant return)."""
     from .consumer import TensorConsumer
@@ -181,7 +188,8 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
                             "Give this trial's share another name, or the same factory and arguments"
                             % (name, path, why))
     order = tuple(names) if names is not None else tuple(t[0] for t in consumer.tensors)
-    dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, **consumer_options)
+    dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, augment=augment,
+                                  **consumer_options)
     return DataLoader(dataset, batch_size=None, num_workers=0)
 
 

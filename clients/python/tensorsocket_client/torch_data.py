@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from .augment import SampleAugment
 from .consumer import TensorConsumer
 
 
@@ -23,8 +24,11 @@ class TensorSocketDataset(IterableDataset):
     iteration, in the process that iterates (use ``num_workers=0``: the batches are already made)."""
 
     def __init__(self, name: str, batch_size: int, names: Optional[Sequence[str]] = None, drop_last: bool = False,
-                 copy: bool = False, consumer: Optional[TensorConsumer] = None, **consumer_options: Any):
-        """``consumer``: one already connected (what ``share()`` hands over), used until the dataset is copied."""
+                 copy: bool = False, consumer: Optional[TensorConsumer] = None, augment: Optional[SampleAugment] = None,
+                 **consumer_options: Any):
+        """``consumer``: one already connected (what ``share()`` hands over), used until the dataset is copied.
+        ``augment``: this reader's own augmentation of each batch (needs ``names``; see :mod:`.augment`), its
+        epochs counted from this dataset's first iteration."""
         super().__init__()
         self.name = name
         self.batch_size = batch_size
@@ -33,6 +37,10 @@ class TensorSocketDataset(IterableDataset):
         self.copy = copy
         self._options = consumer_options
         self._consumer: Optional[TensorConsumer] = consumer
+        if augment is not None and self.names is None:
+            raise ValueError("augment= needs the batches as tuples: give names= (the fields, in order)")
+        self.augment = augment
+        self._epochs = 0
 
     @property
     def consumer(self) -> TensorConsumer:
@@ -45,11 +53,18 @@ class TensorSocketDataset(IterableDataset):
         return len(self.consumer)
 
     def __iter__(self) -> Iterator[Union[Tuple[torch.Tensor, ...], Dict[str, torch.Tensor]]]:
+        epoch = self._epochs
+        self._epochs += 1
         for batch in self.consumer:
             t = batch.torch()
             if self.copy:
                 t = {k: v.clone() for k, v in t.items()}
-            yield t if self.names is None else tuple(t[n] for n in self.names)
+            if self.names is None:
+                yield t
+            elif self.augment is not None:
+                yield self.augment.batch(tuple(t[n] for n in self.names), epoch)
+            else:
+                yield tuple(t[n] for n in self.names)
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -29,6 +29,18 @@ def synthetic(samples=1000, shape="3x4x4", seed=5, batch_size=50, num_workers=0,
     return DataLoader(Samples(spec, sample_ms, fail_at), batch_size=batch_size, shuffle=True, num_workers=num_workers)
 
 
+class Jitter:
+    """A trial's own random augmentation (its strength the hyper-parameter): a flip half the time, then noise."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        if torch.rand(()) < 0.5:
+            x = x.flip(-1)
+        return x + self.scale * torch.randn(x.shape)
+
+
 def broken(**kwargs):
     raise RuntimeError("the data set's root /data/cifar does not exist")
 

@@ -1,14 +1,18 @@
 """One trial of a sweep, as a sweep engine starts it: the same line in every trial shares one loader.
 
     python3 share_trial.py NAME --epochs E --batch-size B [--kwargs JSON] [--linger S] [--factory module:fn]
-                           [--after FILE] [--hold FILE]
+                           [--after FILE] [--hold FILE] [--augment SCALE]
 
 Prints one JSON line per epoch (samples, distinct ids, start mode, the producer's pid) and checks each epoch is one
 pass over the data set. A test orders trials without guessing how long they take to start: ``--after FILE`` makes a
 trial that has imported everything print ``ready`` and call share() only once FILE exists; ``--hold FILE`` makes it
-wait after its first epoch until FILE exists (within the producer's stall timeout, 30 s).
+wait after its first epoch until FILE exists (within the producer's stall timeout, 30 s). ``--augment SCALE``: the
+trial augments the shared samples itself (``share(..., augment=SampleAugment(Jitter(SCALE), seed=SCALE's digits))``)
+and checks every sample of every epoch against its private pipeline over the factory's data set (``augmented_equal``),
+printing a digest of what it trained on (``digest``).
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -28,25 +32,44 @@ def main():
     p.add_argument("--step-ms", type=float, default=0.0)
     p.add_argument("--after")
     p.add_argument("--hold")
+    p.add_argument("--augment", type=float)
     a = p.parse_args()
+    augment, private = None, None
+    if a.augment is not None:
+        import share_loaders
+
+        from tensorsocket_client.augment import SampleAugment
+        augment = SampleAugment(share_loaders.Jitter(a.augment), seed=int(a.augment * 1000))
+        factory = getattr(share_loaders, a.factory.partition(":")[2])
+        private = augment.over(factory(**json.loads(a.kwargs)).dataset)
     if a.after:
         print("ready", flush=True)
         wait_for(a.after, 300)
     t0 = time.monotonic()
-    loader = share(a.name, a.factory, batch_size=a.batch_size, kwargs=json.loads(a.kwargs), linger=a.linger)
+    loader = share(a.name, a.factory, batch_size=a.batch_size, kwargs=json.loads(a.kwargs), linger=a.linger,
+                   augment=augment)
     consumer = loader.dataset.consumer
     print(json.dumps(dict(event="attached", seconds=time.monotonic() - t0, producer_pid=consumer._welcome.producer_pid,
                           source=consumer.source_description)), flush=True)
     n = consumer.samples_per_epoch
     for epoch in range(a.epochs):
         ids = []
-        for _data, _label, sample_id in loader:
+        equal, digest = 0, hashlib.sha256()
+        if private is not None:
+            private.set_epoch(epoch)
+        for data, _label, sample_id in loader:
             ids.extend(int(i) for i in sample_id)
+            if private is not None:
+                for row, i in zip(data, sample_id.tolist()):
+                    equal += int(bool((row == private[i][0]).all()))
+                    digest.update(row.numpy().tobytes())
             if a.step_ms:
                 time.sleep(a.step_ms / 1000.0)
         exact = len(ids) == n and len(set(ids)) == n
-        print(json.dumps(dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), exact=exact,
-                              start=consumer.start_mode)), flush=True)
+        line = dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), exact=exact, start=consumer.start_mode)
+        if private is not None:
+            line.update(augmented_equal=equal, digest=digest.hexdigest()[:16])
+        print(json.dumps(line), flush=True)
         if not exact:
             print("epoch %d is not one pass over the %d samples" % (epoch, n), file=sys.stderr)
             return 1

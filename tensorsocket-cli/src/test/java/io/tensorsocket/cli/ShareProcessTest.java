@@ -119,6 +119,37 @@ class ShareProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void trialsThatAugmentDifferentlyShareOneLoaderAndEachEqualsItsPrivatePipeline() throws Exception {
+        assumePython("numpy", "torch");
+        // Launched together: two trials each with its own augmentation strength (applied in its process, per sample,
+        // seeded by its seed, its epoch and the sample's id), one without; batch sizes differ too.
+        List<Proc> augmenting = List.of(
+                trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", "3"),
+                trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"));
+        Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
+        Set<String> producers = new HashSet<>();
+        List<Map<String, String>> epochs = new ArrayList<>();
+        for (Proc t : concat(augmenting, List.of(plain))) {
+            assertEquals(0, t.exitCode(Duration.ofMinutes(3)), t.stderr());
+            List<Map<String, String>> lines = t.json();
+            producers.add(lines.getFirst().get("producer_pid"));
+            for (Map<String, String> e : lines.subList(1, lines.size())) {
+                assertEquals("true", e.get("exact"), e.toString());
+                if (augmenting.contains(t)) { // every sample of every epoch: what its private pipeline gives
+                    assertEquals("1000", e.get("augmented_equal"), e.toString());
+                    epochs.add(e);
+                }
+            }
+        }
+        assertEquals(1, producers.size(), "one producer loads for all three: " + producers);
+        assertEquals(4, epochs.size(), epochs.toString());
+        assertEquals(
+                4,
+                epochs.stream().map(e -> e.get("digest")).distinct().count(),
+                "each trial, each epoch its own" + " augmentation: " + epochs);
+    }
+
+    @Test
     void aProducerKilledMidEpochFailsItsTrialsAtOnceAndTheNextTrialStartsAFreshOne() throws Exception {
         assumePython("numpy", "torch");
         List<Proc> running = new ArrayList<>();
