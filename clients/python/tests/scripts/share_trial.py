@@ -1,7 +1,7 @@
 """One trial of a sweep, as a sweep engine starts it: the same line in every trial shares one loader.
 
     python3 share_trial.py NAME --epochs E --batch-size B [--kwargs JSON] [--linger S] [--factory module:fn]
-                           [--after FILE] [--hold FILE] [--augment SCALE]
+                           [--after FILE] [--hold FILE] [--augment SCALE] [--job J --rank R --world-size W]
 
 Prints one JSON line per epoch (samples, distinct ids, start mode, the producer's pid) and checks each epoch is one
 pass over the data set. A test orders trials without guessing how long they take to start: ``--after FILE`` makes a
@@ -33,6 +33,9 @@ def main():
     p.add_argument("--after")
     p.add_argument("--hold")
     p.add_argument("--augment", type=float)
+    p.add_argument("--job")
+    p.add_argument("--rank", type=int)
+    p.add_argument("--world-size", type=int)
     a = p.parse_args()
     augment, private = None, None
     if a.augment is not None:
@@ -46,8 +49,9 @@ def main():
         print("ready", flush=True)
         wait_for(a.after, 300)
     t0 = time.monotonic()
+    ranks = dict(job=a.job, rank=a.rank, world_size=a.world_size) if a.job else {}
     loader = share(a.name, a.factory, batch_size=a.batch_size, kwargs=json.loads(a.kwargs), linger=a.linger,
-                   augment=augment)
+                   augment=augment, **ranks)
     consumer = loader.dataset.consumer
     print(json.dumps(dict(event="attached", seconds=time.monotonic() - t0, producer_pid=consumer._welcome.producer_pid,
                           source=consumer.source_description)), flush=True)
@@ -66,7 +70,8 @@ def main():
             if a.step_ms:
                 time.sleep(a.step_ms / 1000.0)
         exact = len(ids) == n and len(set(ids)) == n
-        line = dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), exact=exact, start=consumer.start_mode)
+        line = dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), exact=exact, start=consumer.start_mode,
+                    id_sum=sum(ids))
         if private is not None:
             line.update(augmented_equal=equal, digest=digest.hexdigest()[:16])
         print(json.dumps(line), flush=True)

@@ -127,9 +127,31 @@ class ShareProcessTest extends ProcessTestBase {
                 trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", "3"),
                 trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"));
         Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
+        // A data-parallel trial: its two ranks augment alike, each its half of every epoch.
+        List<Proc> ranks = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            ranks.add(trial(
+                    "augment",
+                    "--epochs",
+                    "2",
+                    "--batch-size",
+                    "16",
+                    "--augment",
+                    "0.3",
+                    "--linger",
+                    "3",
+                    "--job",
+                    "ddp",
+                    "--rank",
+                    Integer.toString(r),
+                    "--world-size",
+                    "2"));
+        }
         Set<String> producers = new HashSet<>();
         List<Map<String, String>> epochs = new ArrayList<>();
-        for (Proc t : concat(augmenting, List.of(plain))) {
+        long[] rankSamples = new long[2];
+        long[] rankIdSums = new long[2];
+        for (Proc t : concat(concat(augmenting, List.of(plain)), ranks)) {
             assertEquals(0, t.exitCode(Duration.ofMinutes(3)), t.stderr());
             List<Map<String, String>> lines = t.json();
             producers.add(lines.getFirst().get("producer_pid"));
@@ -138,15 +160,23 @@ class ShareProcessTest extends ProcessTestBase {
                 if (augmenting.contains(t)) { // every sample of every epoch: what its private pipeline gives
                     assertEquals("1000", e.get("augmented_equal"), e.toString());
                     epochs.add(e);
+                } else if (ranks.contains(t)) {
+                    assertEquals(e.get("samples"), e.get("augmented_equal"), e.toString());
+                    rankSamples[Integer.parseInt(e.get("epoch"))] += Long.parseLong(e.get("samples"));
+                    rankIdSums[Integer.parseInt(e.get("epoch"))] += Long.parseLong(e.get("id_sum"));
                 }
             }
         }
-        assertEquals(1, producers.size(), "one producer loads for all three: " + producers);
+        assertEquals(1, producers.size(), "one producer loads for all five: " + producers);
         assertEquals(4, epochs.size(), epochs.toString());
         assertEquals(
                 4,
                 epochs.stream().map(e -> e.get("digest")).distinct().count(),
-                "each trial, each epoch its own" + " augmentation: " + epochs);
+                "each trial, each epoch its own augmentation: " + epochs);
+        for (int e = 0; e < 2; e++) { // the ranks' halves make the whole epoch
+            assertEquals(1000, rankSamples[e], "epoch " + e);
+            assertEquals(999L * 1000 / 2, rankIdSums[e], "epoch " + e);
+        }
     }
 
     @Test
