@@ -17,9 +17,6 @@ the client (the feeder starts the Java producer).
 import argparse
 import json
 import os
-import resource
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -101,15 +98,9 @@ def feed(args) -> None:
     from torch.utils.data import DataLoader
 
     from tensorsocket_client import TensorProducer
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal has it, whoever started this
     dl = DataLoader(decoded(args.images), batch_size=32, shuffle=True, num_workers=args.workers)
-    producer = TensorProducer(NAME, dl, names=("image", "label", "index"), min_consumers=len(SCALES), start_grace=5)
-    try:
-        while True:
-            for _ in producer:
-                pass
-    except KeyboardInterrupt:
-        producer.join(timeout=60)  # the producer has stopped: reaped here, so its CPU time is counted
+    sweep_bench.feed_until_interrupted(lambda: TensorProducer(
+        NAME, dl, names=("image", "label", "index"), min_consumers=len(SCALES), start_grace=5))
 
 
 def run(args, mode: str) -> dict:
@@ -118,40 +109,17 @@ def run(args, mode: str) -> dict:
     env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
     me = [sys.executable, "-u", __file__, "--images", args.images, "--workers", str(args.workers),
           "--seconds", str(args.seconds), "--step-ms", str(args.step_ms)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    feeder = None
-    if mode == "shared":
-        feeder = subprocess.Popen(me + ["--role", "feed"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
-    trials = [subprocess.Popen(me + ["--role", "job", "--mode", mode, "--trial", str(i)], env=env,
-                               stdout=subprocess.PIPE, text=True) for i in range(len(SCALES))]
-    results = []
-    for p in trials:
-        out, _ = p.communicate(timeout=args.seconds + 300)
-        if p.returncode != 0:
-            raise SystemExit("a %s trial failed with status %d" % (mode, p.returncode))
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    if feeder is not None:
-        feeder.send_signal(signal.SIGINT)
-        try:
-            feeder.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            feeder.kill()
-            _, err = feeder.communicate()
-            raise SystemExit("the feeder did not stop within 60 s of its Ctrl-C; its stderr:\n%s" % err) from None
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    results, cpu = sweep_bench.run_processes(
+        me + ["--role", "feed"] if mode == "shared" else None,
+        [me + ["--role", "job", "--mode", mode, "--trial", str(i)] for i in range(len(SCALES))], env,
+        args.seconds + 300, mode)
     return {"mode": mode, "trials": results, "total": sum(r["samples_per_s"] for r in results),
             "cpu_per_sample": cpu / sum(r["samples"] for r in results)}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=float, default=20, help="seconds each trial trains after its first batch")
-    p.add_argument("--step-ms", type=float, default=0, help="sleep per step in place of a GPU's work (default 0)")
-    p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader (default 2)")
-    p.add_argument("--count", type=int, default=500, help="JPEGs in the data set (default 500)")
-    p.add_argument("--images", help="an ImageFolder to use instead of the generated JPEGs")
+    sweep_bench.add_run_arguments(p)
     p.add_argument("--role", choices=("bench", "job", "feed"), default="bench", help=argparse.SUPPRESS)
     p.add_argument("--mode", choices=("private", "shared"), help=argparse.SUPPRESS)
     p.add_argument("--trial", type=int, help=argparse.SUPPRESS)

@@ -121,40 +121,40 @@ def job(args) -> None:
 def feed(args) -> None:
     """The shared run's feeder: the same DataLoader, fed until interrupted (Ctrl-C stops its producer)."""
     from tensorsocket_client import TensorProducer
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it is, should it not stop when asked
+    feed_until_interrupted(lambda: TensorProducer(
+        NAME, loader(args.images, args.workers), names=("image", "label"), min_consumers=args.jobs, start_grace=5,
+        cache_mb=args.cache_mb if args.mode == "cached" else None))
+
+
+def feed_until_interrupted(make_producer) -> None:
+    """Runs the producer ``make_producer()`` makes, epoch after epoch, until Ctrl-C, then reaps it (so that its CPU
+    time is counted); a SIGUSR1 prints every thread's stack, should it not stop when asked."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     # The bench stops it with Ctrl-C (SIGINT), also where the bench itself runs in the background of a shell
     # (nohup ... &), whose children inherit SIGINT ignored: then Python would never raise KeyboardInterrupt.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    producer = TensorProducer(NAME, loader(args.images, args.workers), names=("image", "label"), min_consumers=args.jobs,
-                              start_grace=5, cache_mb=args.cache_mb if args.mode == "cached" else None)
+    producer = make_producer()
     try:
         while True:
             for _ in producer:
                 pass
     except KeyboardInterrupt:
-        producer.join(timeout=60)  # the producer has stopped: reaped here, so its CPU time is counted
+        producer.join(timeout=60)
 
 
-def run(args, mode: str) -> dict:
-    """Starts the K jobs (and the feeder) in the same second; waits for the jobs; CPU of every process counted."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    client = HERE.parent
-    env["PYTHONPATH"] = str(client) + os.pathsep + env.get("PYTHONPATH", "")
-    me = [sys.executable, "-u", __file__, "--images", args.images, "--workers", str(args.workers),
-          "--seconds", str(args.seconds), "--step-ms", str(args.step_ms), "--jobs", str(args.jobs)]
+def run_processes(feeder_command, job_commands, env, timeout: float, what: str):
+    """Starts the feeder (if any) and the jobs in the same second, waits for the jobs' last JSON lines, stops the
+    feeder with Ctrl-C; returns those lines and the CPU seconds every process spent (the feeder's producer too)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     feeder = None
-    if mode != "private":
-        feeder = subprocess.Popen(me + ["--role", "feed", "--mode", mode, "--cache-mb", str(args.cache_mb)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
-    jobs = [subprocess.Popen(me + ["--role", "job", "--mode", mode], env=env, stdout=subprocess.PIPE, text=True)
-            for _ in range(args.jobs)]
+    if feeder_command is not None:
+        feeder = subprocess.Popen(feeder_command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    jobs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, text=True) for c in job_commands]
     results = []
     for p in jobs:
-        out, _ = p.communicate(timeout=args.seconds + 300)
+        out, _ = p.communicate(timeout=timeout)
         if p.returncode != 0:
-            raise SystemExit("a %s job failed with status %d" % (mode, p.returncode))
+            raise SystemExit("a %s job failed with status %d" % (what, p.returncode))
         results.append(json.loads(out.strip().splitlines()[-1]))
     if feeder is not None:
         feeder.send_signal(2)  # Ctrl-C: the feeder stops its producer
@@ -166,22 +166,39 @@ def run(args, mode: str) -> dict:
             feeder.kill()
             _, err = feeder.communicate()
             raise SystemExit("the %s run's feeder (pid %d) did not stop within 60 s of its Ctrl-C; its stderr:\n%s"
-                             % (mode, feeder.pid, err)) from None
+                             % (what, feeder.pid, err)) from None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return results, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run(args, mode: str) -> dict:
+    """Starts the K jobs (and the feeder) in the same second; waits for the jobs; CPU of every process counted."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    client = HERE.parent
+    env["PYTHONPATH"] = str(client) + os.pathsep + env.get("PYTHONPATH", "")
+    me = [sys.executable, "-u", __file__, "--images", args.images, "--workers", str(args.workers),
+          "--seconds", str(args.seconds), "--step-ms", str(args.step_ms), "--jobs", str(args.jobs)]
+    feeder = None if mode == "private" else me + ["--role", "feed", "--mode", mode, "--cache-mb", str(args.cache_mb)]
+    results, cpu = run_processes(feeder, [me + ["--role", "job", "--mode", mode]] * args.jobs, env,
+                                 args.seconds + 300, mode)
     total = sum(r["samples_per_s"] for r in results)
     samples = sum(r["samples"] for r in results)
     return {"mode": mode, "jobs": results, "total": total, "cpu_per_sample": cpu / samples, "cpu": cpu}
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--jobs", type=int, default=3, help="training jobs (default 3)")
+def add_run_arguments(p) -> None:
+    """The options of a run of jobs over the JPEG data set (this benchmark's and augment_bench.py's)."""
     p.add_argument("--seconds", type=float, default=20, help="seconds each job trains after its first batch (default 20)")
     p.add_argument("--step-ms", type=float, default=0, help="sleep per step in place of a GPU's work (default 0)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader (default 2)")
     p.add_argument("--count", type=int, default=500, help="JPEGs in the data set (default 500)")
     p.add_argument("--images", help="an ImageFolder to use instead of the generated JPEGs")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, default=3, help="training jobs (default 3)")
+    add_run_arguments(p)
     p.add_argument("--cache-mb", type=float, default=0,
                    help="also run shared with the feeder's decoded-sample cache of this many MiB (default: not)")
     p.add_argument("--role", choices=("bench", "job", "feed"), default="bench", help=argparse.SUPPRESS)

@@ -84,10 +84,24 @@ final class LeakProbe {
 
     /** Where each of the process's descriptors points ({@code socket:[inode]} names only the kind). */
     private static List<String> fdTargets(long pid) {
-        try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
-            return s.map(f -> {
+        return listed(
+                Path.of("/proc", Long.toString(pid), "fd"),
+                f -> Files.readSymbolicLink(f).toString().replaceAll("\\[\\d+\\]$", ""));
+    }
+
+    /** The names of the process's threads. */
+    private static List<String> threadNames(long pid) {
+        return listed(
+                Path.of("/proc", Long.toString(pid), "task"),
+                t -> Files.readString(t.resolve("comm")).strip());
+    }
+
+    /** What {@code read} says of each entry of {@code dir}, sorted ("?" for one it cannot read). */
+    private static List<String> listed(Path dir, Reading read) {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> {
                         try {
-                            return Files.readSymbolicLink(f).toString().replaceAll("\\[\\d+\\]$", "");
+                            return read.of(p);
                         } catch (IOException e) {
                             return "?";
                         }
@@ -99,21 +113,8 @@ final class LeakProbe {
         }
     }
 
-    /** The names of the process's threads. */
-    private static List<String> threadNames(long pid) {
-        try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
-            return s.map(t -> {
-                        try {
-                            return Files.readString(t.resolve("comm")).strip();
-                        } catch (IOException e) {
-                            return "?";
-                        }
-                    })
-                    .sorted()
-                    .toList();
-        } catch (IOException e) {
-            return List.of();
-        }
+    private interface Reading {
+        String of(Path entry) throws IOException;
     }
 
     private static long fds(long pid) {
