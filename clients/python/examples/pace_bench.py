@@ -1,6 +1,6 @@
 """Trials of different speeds on one producer: each trial's samples/s shared against alone.
 
-    python3 pace_bench.py [--steps 5,5,25] [--epochs 4] [--samples 2000] [--batch-size 20]
+    python3 pace_bench.py [--steps 5,5,25] [--epochs 4] [--samples 2000] [--batch-size 20] [--serve-options "..."]
 
 Starts a synthetic producer (`serve --synthetic`) and one `consume --step-ms S` per step (a trial whose training step
 takes S ms), first each trial alone on a producer of its own, then all together on one producer, and prints one JSON
@@ -10,6 +10,7 @@ well below 1. The trials read --epochs epochs each; the producer serves until th
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ def run(cmd, steps, args, base, name):
     spec = "samples=%d,shape=%s,dtype=float32,seed=1" % (args.samples, args.shape)
     producer = subprocess.Popen(cmd + ["serve", "--name", name, "--synthetic", spec, "--batch-size",
                                        str(args.batch_size), "--epochs", "0", "--min-consumers", str(len(steps)),
-                                       "--idle-timeout-s", "2"],
+                                       "--idle-timeout-s", "2"] + shlex.split(args.serve_options),
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         trials = [subprocess.Popen(cmd + ["consume", "--name", name, "--batch-size", str(args.batch_size),
@@ -62,6 +63,8 @@ def main():
     p.add_argument("--shape", default="3x32x32", help="sample shape (default 3x32x32)")
     p.add_argument("--batch-size", type=int, default=20, help="batch size of producer and trials (default 20)")
     p.add_argument("--launcher", help="the tensorsocket command (default: this checkout's bin/tensorsocket)")
+    p.add_argument("--serve-options", default="",
+                   help="more options for every producer, as one string (say '--rubber-band 400 --slots 512')")
     args = p.parse_args()
     steps = [float(s) for s in args.steps.split(",")]
     cmd = launcher(args.launcher)

@@ -1,5 +1,6 @@
-"""pace_bench.py, the benchmark of trials of different speeds on one producer, run short: it prints each trial's
-samples/s alone and shared, and their ratio. What the figures are is the benchmark's business."""
+"""pace_bench.py, the benchmark of trials of different speeds on one producer, run short (its producers given more
+options, as --serve-options passes them): it prints each trial's samples/s alone and shared, and their ratio. What the
+figures are is the benchmark's business."""
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ class PaceBenchTest(unittest.TestCase):
         if found is None or len(found[0]) != 1:
             self.skipTest("no tensorsocket launcher script (build the command line first)")
         out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--samples", "200",
-                              "--shape", "4", "--launcher", found[0][0]],
+                              "--shape", "4", "--launcher", found[0][0], "--serve-options", "--rubber-band 4 --slots 8"],
                              capture_output=True, text=True, timeout=300, env=dict(os.environ))
         self.assertEqual(0, out.returncode, out.stderr)
         lines = [json.loads(line) for line in out.stdout.splitlines()]
