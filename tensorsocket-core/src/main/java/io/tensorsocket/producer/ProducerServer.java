@@ -28,6 +28,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 import jdk.net.ExtendedSocketOptions;
 import org.slf4j.Logger;
@@ -49,6 +50,8 @@ public final class ProducerServer implements AutoCloseable {
 
     /** How long closing waits for the connections that reached the socket to be answered. */
     static final Duration ANSWER_WINDOW = Duration.ofSeconds(1);
+    /** The pause before a failed accept is tried again. */
+    private static final long ACCEPT_RETRY_NANOS = 100_000_000L;
 
     private final Path socket;
     private final ServerSocketChannel server;
@@ -136,7 +139,10 @@ public final class ProducerServer implements AutoCloseable {
             } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
-                log.warn("accept failed: {}", e.toString()); // out of descriptors, say: the next arrival tries again
+                // Out of descriptors, say: the connection stays queued and is tried again after a pause, not in a
+                // loop as tight as the selector's.
+                log.warn("accept failed: {}", e.toString());
+                LockSupport.parkNanos(ACCEPT_RETRY_NANOS);
                 return;
             }
             if (ch == null) {
