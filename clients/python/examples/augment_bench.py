@@ -29,20 +29,6 @@ NAME = "augment-bench"
 SCALES = ((0.08, 1.0), (0.3, 1.0), (0.6, 1.0))
 
 
-class Indexed:
-    """A data set's samples with their index: ``(image, label, index)``."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self):
-        return len(self.dataset)
-
-    def __getitem__(self, i):
-        image, label = self.dataset[i]
-        return image, label, i
-
-
 class Augment:
     """One trial's augmentation of a decoded 3x256x256 uint8 image: RandomResizedCrop(224, scale), a flip,
     normalisation to float32."""
@@ -61,6 +47,7 @@ def decoded(root: str):
     """The decoding every trial shares: each JPEG decoded, resized to 256 and centre-cropped, as uint8 CHW."""
     from torchvision import datasets, transforms
     t = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(256), transforms.PILToTensor()])
+    from tensorsocket_client.augment import Indexed
     return Indexed(datasets.ImageFolder(root, transform=t))
 
 

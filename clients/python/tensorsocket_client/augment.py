@@ -9,8 +9,9 @@ loading (decoding, resizing) of every sample, and each gets what its own private
             ...
 
 The shared loader's batches must carry each sample's id (its index in the data set) in one field (``ids``, the last
-by default), as a data set that returns ``(image, label, index)`` does; the transform is applied to field ``field``
-(the first by default), one sample at a time, the other fields passing through.
+by default), as a data set that returns ``(image, label, index)`` does (:class:`Indexed` makes one of any map-style
+data set: ``Indexed(ImageFolder(root, transform=decode_only))``); the transform is applied to field ``field`` (the
+first by default), one sample at a time, the other fields passing through.
 
 **Randomness.** A sample's transform runs with torch's default generator seeded from ``(seed, epoch, id)``
 (:func:`sample_seed`), where ``epoch`` counts this trial's own epochs from 0; the generator's state around it is
@@ -91,6 +92,21 @@ class SampleAugment:
         """A map-style data set: ``dataset[i]`` with field ``field`` augmented as sample ``i`` (the private pipeline
         a trial sharing a loader with this augmentation equals); call its ``set_epoch(e)`` before each epoch."""
         return AugmentedDataset(dataset, self)
+
+
+class Indexed(torch.utils.data.Dataset):
+    """A map-style data set's samples with their index as one more field: ``(*dataset[i], i)`` (``(dataset[i], i)``
+    for a sample that is not a tuple), the ids a shared loader's batches carry for :class:`SampleAugment`."""
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Tuple[Any, ...]:
+        item = self.dataset[index]
+        return (*item, index) if isinstance(item, (tuple, list)) else (item, index)
 
 
 class AugmentedDataset(torch.utils.data.Dataset):

@@ -7,7 +7,7 @@ import unittest
 try:
     import torch
 
-    from tensorsocket_client.augment import SampleAugment, sample_seed
+    from tensorsocket_client.augment import Indexed, SampleAugment, sample_seed
 except ImportError:  # numpy-only installs
     torch = None
 
@@ -80,6 +80,16 @@ class SampleAugmentTest(unittest.TestCase):
         SampleAugment(_in_place, seed=1).batch((rows, torch.arange(4)), 0)
         self.assertTrue(torch.equal(expected, torch.rand(3)), "the caller's generator moved")
         self.assertTrue(torch.equal(served, rows), "a transform working in place changed the served batch")
+
+    def test_indexed_adds_each_samples_index_as_its_last_field(self):
+        pairs = [(torch.zeros(2), 3), (torch.ones(2), 4)]
+        self.assertEqual(2, len(Indexed(pairs)))
+        image, label, index = Indexed(pairs)[1]
+        self.assertTrue(torch.equal(image, torch.ones(2)))
+        self.assertEqual((4, 1), (label, index))
+        self.assertEqual(("a", 0), Indexed(["a", "b"])[0])
+        batch = next(iter(torch.utils.data.DataLoader(Indexed(pairs), batch_size=2)))
+        self.assertEqual([0, 1], batch[-1].tolist())  # collated: what SampleAugment reads its ids from
 
     def test_batches_without_sample_ids_are_refused_saying_what_is_needed(self):
         aug = SampleAugment(_jitter)
