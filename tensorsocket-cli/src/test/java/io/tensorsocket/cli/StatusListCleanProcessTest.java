@@ -197,6 +197,8 @@ class StatusListCleanProcessTest extends ProcessTestBase {
         assertTrue(said.contains("for consumer ") && said.contains("(pid " + slow.pid() + ", batch size 10)"), said);
         assertTrue(said.contains("the other consumer reads at its speed; without it they could read up to "), said);
         assertTrue(said.contains("`tensorsocket status pace` marks it"), said);
+        assertTrue(said.contains("A larger arena lets the others read ahead of it: this one holds "), said);
+        assertTrue(said.contains("(serve --slots or --arena-mb; slots= or arena_mb= in Python)"), said);
         Proc json = start("status", "pace", "--once", "--json");
         assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
         for (Map<String, String> c : consumerObjects(json.lines().getFirst())) {

@@ -29,19 +29,22 @@ final class PaceWatch {
     static final Duration WINDOW = Duration.ofSeconds(10);
 
     private final String producer;
+    /** What the producer's arena holds: said with the remedy, a larger one. */
+    private final int slotCount;
+
+    private final long slotBytes;
     private final long windowNanos;
     private long windowStart = -1;
     private final Map<ConsumerSession, Long> waited = new HashMap<>();
     private final Map<ConsumerSession, Double> shares = new HashMap<>();
     private final Set<ConsumerSession> told = new HashSet<>();
 
-    PaceWatch(String producer) {
-        this(producer, WINDOW);
-    }
-
-    PaceWatch(String producer, Duration window) {
+    /** For producer {@code producer}, whose arena holds {@code slotCount} slots of {@code slotBytes}. */
+    PaceWatch(String producer, int slotCount, long slotBytes) {
         this.producer = producer;
-        this.windowNanos = window.toNanos();
+        this.slotCount = slotCount;
+        this.slotBytes = slotBytes;
+        this.windowNanos = WINDOW.toNanos();
     }
 
     /** Whether waits count with {@code attached} consumers: a consumer alone holds nobody back. */
@@ -79,7 +82,9 @@ final class PaceWatch {
                         "producer '{}' waited {} s of the last {} s ({}%) for {} to release its batches: it sets the"
                                 + " pace, and {} at its speed; without it they could"
                                 + " read up to {}x as fast. It keeps releasing, so it is not evicted; `tensorsocket"
-                                + " status {}` marks it while it sets the pace",
+                                + " status {}` marks it while it sets the pace. A larger arena lets the others read"
+                                + " ahead of it: this one holds {} slots of {} KiB ({} MiB), and each slot more lets them lead"
+                                + " by one more batch (serve --slots or --arena-mb; slots= or arena_mb= in Python)",
                         producer,
                         String.format(Locale.ROOT, "%.1f", share * length / 1e9),
                         String.format(Locale.ROOT, "%.1f", length / 1e9),
@@ -89,7 +94,10 @@ final class PaceWatch {
                                 ? "the other consumer reads"
                                 : "the other " + (attached - 1) + " consumers read",
                         String.format(Locale.ROOT, "%.1f", 1 / Math.max(0.01, 1 - share)),
-                        producer);
+                        producer,
+                        slotCount,
+                        slotBytes >> 10,
+                        ArenaSizing.mib(slotCount * slotBytes));
             }
         });
     }

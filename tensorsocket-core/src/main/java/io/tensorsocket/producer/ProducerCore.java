@@ -88,7 +88,7 @@ public final class ProducerCore implements BatchSink {
         this.joining = new Joining(rules, stream, admission, geometry, slots, consumers, relays, state, changed);
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
-        this.pace = new PaceWatch(producerName);
+        this.pace = new PaceWatch(producerName, layout.slotCount(), layout.slotBytes());
         this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, this::checkOpen);
     }
 
