@@ -66,6 +66,12 @@ class TensorSocketDataset(IterableDataset):
             else:
                 yield tuple(t[n] for n in self.names)
 
+    def set_epoch(self, epoch: int) -> None:
+        """Numbers the next iteration's epoch ``epoch`` (and the ones after it from there) for ``augment``, which
+        counts this dataset's iterations from 0 otherwise: a trial resumed from its checkpoint at epoch 5 calls
+        ``set_epoch(5)``, as it would on its private pipeline's data set (``AugmentedDataset.set_epoch``)."""
+        self._epochs = int(epoch)
+
     def close(self) -> None:
         if self._consumer is not None:
             self._consumer.close()

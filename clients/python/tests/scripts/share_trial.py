@@ -9,7 +9,8 @@ trial that has imported everything print ``ready`` and call share() only once FI
 wait after its first epoch until FILE exists (within the producer's stall timeout, 30 s). ``--augment SCALE``: the
 trial augments the shared samples itself (``share(..., augment=SampleAugment(Jitter(SCALE), seed=SCALE's digits))``)
 and checks every sample of every epoch against its private pipeline over the factory's data set (``augmented_equal``),
-printing a digest of what it trained on (``digest``).
+printing a digest of what it trained on, sample by sample in id order (``digest``); ``--resume-epoch E`` makes its
+epochs count from E (``set_epoch``), as a trial resumed from a checkpoint.
 """
 import argparse
 import hashlib
@@ -33,6 +34,7 @@ def main():
     p.add_argument("--after")
     p.add_argument("--hold")
     p.add_argument("--augment", type=float)
+    p.add_argument("--resume-epoch", type=int, default=0, help="with --augment: this trial's epochs count from this")
     p.add_argument("--job")
     p.add_argument("--rank", type=int)
     p.add_argument("--world-size", type=int)
@@ -53,26 +55,29 @@ def main():
     loader = share(a.name, a.factory, batch_size=a.batch_size, kwargs=json.loads(a.kwargs), linger=a.linger,
                    augment=augment, **ranks)
     consumer = loader.dataset.consumer
+    if a.resume_epoch:
+        loader.dataset.set_epoch(a.resume_epoch)
     print(json.dumps(dict(event="attached", seconds=time.monotonic() - t0, producer_pid=consumer._welcome.producer_pid,
                           source=consumer.source_description)), flush=True)
     n = consumer.samples_per_epoch
     for epoch in range(a.epochs):
         ids = []
-        equal, digest = 0, hashlib.sha256()
+        equal, rows = 0, {}
         if private is not None:
-            private.set_epoch(epoch)
+            private.set_epoch(a.resume_epoch + epoch)
         for data, _label, sample_id in loader:
             ids.extend(int(i) for i in sample_id)
             if private is not None:
                 for row, i in zip(data, sample_id.tolist()):
                     equal += int(bool((row == private[i][0]).all()))
-                    digest.update(row.numpy().tobytes())
+                    rows[i] = hashlib.sha256(row.numpy().tobytes()).digest()
             if a.step_ms:
                 time.sleep(a.step_ms / 1000.0)
         exact = len(ids) == n and len(set(ids)) == n
         line = dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), exact=exact, start=consumer.start_mode,
                     id_sum=sum(ids))
         if private is not None:
+            digest = hashlib.sha256(b"".join(rows[i] for i in sorted(rows)))  # whatever order the samples came in
             line.update(augmented_equal=equal, digest=digest.hexdigest()[:16])
         print(json.dumps(line), flush=True)
         if not exact:

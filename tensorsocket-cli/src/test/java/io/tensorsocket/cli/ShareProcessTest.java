@@ -125,7 +125,20 @@ class ShareProcessTest extends ProcessTestBase {
         // seeded by its seed, its epoch and the sample's id), one without; batch sizes differ too.
         List<Proc> augmenting = List.of(
                 trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", "3"),
-                trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"));
+                trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"),
+                // resumed from its checkpoint: its epochs 5 and 6, as its private pipeline's set_epoch(5) and (6)
+                trial(
+                        "augment",
+                        "--epochs",
+                        "2",
+                        "--batch-size",
+                        "25",
+                        "--augment",
+                        "0.1",
+                        "--linger",
+                        "3",
+                        "--resume-epoch",
+                        "5"));
         Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
         // A data-parallel trial: its two ranks augment alike, each its half of every epoch.
         List<Proc> ranks = new ArrayList<>();
@@ -167,12 +180,13 @@ class ShareProcessTest extends ProcessTestBase {
                 }
             }
         }
-        assertEquals(1, producers.size(), "one producer loads for all five: " + producers);
-        assertEquals(4, epochs.size(), epochs.toString());
+        assertEquals(1, producers.size(), "one producer loads for all six: " + producers);
+        assertEquals(6, epochs.size(), epochs.toString());
         assertEquals(
-                4,
+                6,
                 epochs.stream().map(e -> e.get("digest")).distinct().count(),
-                "each trial, each epoch its own augmentation: " + epochs);
+                "each trial, each epoch its own augmentation (the resumed trial's epochs 5 and 6 are not the first"
+                        + " trial's 0 and 1, though both augment alike): " + epochs);
         for (int e = 0; e < 2; e++) { // the ranks' halves make the whole epoch
             assertEquals(1000, rankSamples[e], "epoch " + e);
             assertEquals(999L * 1000 / 2, rankIdSums[e], "epoch " + e);
