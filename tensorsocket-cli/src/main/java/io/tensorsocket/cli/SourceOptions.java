@@ -174,6 +174,13 @@ final class SourceOptions {
                     + " the augmentation then starts from the smaller image. Default: as decoded.")
     Integer cacheResize;
 
+    @Option(
+            names = "--sample-ids",
+            description = "--images: batches also hold `index` (int64), each sample's index in the folder, so that"
+                    + " consumers can augment the samples themselves, each seeded by its id (the Python client's"
+                    + " SampleAugment); give --transform without random steps then. Default: image and label only.")
+    boolean sampleIds;
+
     /** The decoded-sample cache of an image folder's pipelines, made by the first {@link #build}; null without one. */
     private DecodedCache cache;
 
@@ -219,6 +226,7 @@ final class SourceOptions {
         if (cacheResize != null) {
             b.cacheResize(cacheResize);
         }
+        b.sampleIds(sampleIds);
         if (workers != null) {
             b.workers(workers);
         }
@@ -256,6 +264,10 @@ final class SourceOptions {
         if ((cacheMb != null || cacheResize != null) && kind.images == null) {
             throw new IllegalArgumentException((cacheMb != null ? "--cache-mb" : "--cache-resize")
                     + " keeps decoded images: it applies to --images sources");
+        }
+        if (sampleIds && kind.images == null) {
+            throw new IllegalArgumentException("--sample-ids applies to --images sources (a synthetic source's samples"
+                    + " carry their id already; an --idx or --from source's do not)");
         }
         if (kind.external) {
             if (batchSize != null) {

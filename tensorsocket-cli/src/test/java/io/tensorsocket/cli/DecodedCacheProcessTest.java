@@ -317,6 +317,48 @@ class DecodedCacheProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aPythonTrialAugmentsWhatTheJavaPipelineDecodedAsItsPrivatePipelineWould() throws Exception {
+        assumePython("numpy", "torch");
+        Path images = DemoImages.ensure(base.resolve("images"), 40, 4);
+        // decoded once (TurboJPEG where installed), resized and cropped alike every epoch, each sample's id served
+        serveImages(
+                images,
+                "decoded",
+                "Resize(40), CenterCrop(32)",
+                "--output",
+                "uint8",
+                "--sample-ids",
+                "--cache-mb",
+                "64");
+        Proc trial = startPython(
+                Map.of(),
+                pythonClient().resolve("tests/scripts/augment_case.py").toString(),
+                "decoded",
+                "--epochs",
+                "2");
+        assertEquals(0, trial.exitCode(Duration.ofMinutes(2)), trial.stderr());
+        List<Map<String, String>> epochs = trial.json();
+        assertEquals(2, epochs.size(), epochs.toString());
+        for (Map<String, String> e : epochs) { // every sample: what the private pipeline over the decoded ones gives
+            assertEquals("40", e.get("decoded"), e.toString());
+            assertEquals("40", e.get("samples"), e.toString());
+            assertEquals("40", e.get("unique"), e.toString());
+            assertEquals("40", e.get("equal"), e.toString());
+        }
+        Proc refused = start(
+                "serve",
+                "--name",
+                "n",
+                "--synthetic",
+                "samples=10,shape=2,dtype=float32,seed=1",
+                "--batch-size",
+                "5",
+                "--sample-ids");
+        assertEquals(1, refused.exitCode(Duration.ofSeconds(30)), refused.stderr());
+        assertTrue(refused.errorLine().contains("--sample-ids applies to --images sources"), refused.stderr());
+    }
+
+    @Test
     void aVariantOfAnythingButAnImageFolderOrAGreedyCacheIsRefusedInOneLine() throws Exception {
         Proc synthetic = start(
                 "serve",

@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Serves an {@link ImageFolder} through a {@link TransformPipeline}: worker threads decode and augment
  * each sample straight into the arena slot it belongs to. Batches hold {@value #IMAGE} (see
- * {@link TransformPipeline#spec}) and {@value #LABEL} (int64 per sample). Epoch {@code e} visits
+ * {@link TransformPipeline#spec}) and {@value #LABEL} (int64 per sample), and with {@link Builder#sampleIds} also
+ * {@value #INDEX} (int64: each sample's index in the folder, for consumers that augment the samples themselves). Epoch {@code e} visits
  * samples in {@link EpochSampler} order and augments sample {@code i} with randomness from
  * (seed, e, i) only, so the bytes do not depend on the number of workers.
  *
@@ -32,6 +33,7 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
     private static final Logger log = LoggerFactory.getLogger(ImagePipelineSource.class);
     public static final String IMAGE = "image";
     public static final String LABEL = "label";
+    public static final String INDEX = "index";
 
     private final ImageFolder folder;
     private final TransformPipeline transforms;
@@ -42,12 +44,13 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
     private final boolean ownsCache;
     /** The shorter side decoded images are shrunk to before caching and augmentation; 0: as decoded. */
     private final int shortSide;
+    /** Whether batches hold each sample's index ({@value #INDEX}). */
+    private final boolean sampleIds;
 
     private ImagePipelineSource(Builder b, ImageFolder folder) {
-        super(
-                b.sampler(folder.size()),
-                new BatchLayout(List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)), b.batchSize));
+        super(b.sampler(folder.size()), new BatchLayout(tensors(b), b.batchSize));
         this.folder = folder;
+        this.sampleIds = b.sampleIds;
         this.transforms = b.transforms;
         this.decoder = b.decoder != null ? b.decoder : Decoders.best();
         this.workers = b.workers;
@@ -133,8 +136,14 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
                 + " shuffle=" + sampler().shuffle() + " dropLast=" + sampler().dropLast() + " seed="
                 + sampler().seed()
                 + (shortSide == 0 ? "" : " cacheResize=" + shortSide)
+                + (sampleIds ? " sampleIds=true" : "")
                 + " transforms=" + transforms;
         return Descriptions.limit(d);
+    }
+
+    private static List<TensorSpec> tensors(Builder b) {
+        List<TensorSpec> image = List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64));
+        return b.sampleIds ? List.of(image.get(0), image.get(1), TensorSpec.of(INDEX, DType.INT64)) : image;
     }
 
     private static int orZero(Integer shortSide) {
@@ -183,6 +192,9 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
             MemorySegment out = slot.tensor(0).asSlice(index * imageBytes, imageBytes);
             w.resampler.run(img, g, out);
             slot.tensor(1).setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index, folder.label(sampleId));
+            if (sampleIds) {
+                slot.tensor(2).setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index, sampleId);
+            }
         }
 
         @Override
@@ -205,6 +217,7 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         private long cacheBytes;
         private DecodedCache cache;
         private Integer cacheResize;
+        private boolean sampleIds;
 
         private Builder(Path root, ImageFolder folder) {
             super(Math.max(1, Runtime.getRuntime().availableProcessors())); // decoding is the expensive part
@@ -248,6 +261,15 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
                         + " pixels; give 1 or more, or leave it out to keep the decoded images at their size");
             }
             this.cacheResize = shortSide;
+            return this;
+        }
+
+        /**
+         * Makes batches hold {@value #INDEX} too: each sample's index in the folder, by which a consumer that augments
+         * the samples itself seeds each one (the Python client's {@code SampleAugment}). Default: not.
+         */
+        public Builder sampleIds(boolean on) {
+            this.sampleIds = on;
             return this;
         }
 
