@@ -97,6 +97,31 @@ class ImagePipelineSourceTest {
     }
 
     @Test
+    void withSampleIdsEachBatchSaysWhichSamplesItHoldsAndTheImagesStayTheSame() throws Exception {
+        byte[] plain;
+        try (ImagePipelineSource s = builder().workers(2).build()) {
+            assertEquals(2, s.layout().tensors().size());
+            plain = run(s, 3, 2).concatenated(0);
+        }
+        try (ImagePipelineSource s = builder().workers(2).sampleIds(true).build()) {
+            assertEquals("index", s.layout().tensors().get(2).name());
+            assertEquals(DType.INT64, s.layout().tensors().get(2).dtype());
+            assertTrue(s.description().contains(" sampleIds=true"), s.description());
+            CollectingSink sink = run(s, 3, 2);
+            int[] order = s.sampler().order(3);
+            int k = 0;
+            for (CollectingSink.Received r : sink.received()) {
+                for (int i = 0; i < r.samples(); i++, k++) {
+                    assertEquals(order[k], r.longAt(2, i), "id of sample " + k);
+                    assertEquals(s.folder().label(order[k]), r.longAt(1, i), "label of sample " + k);
+                }
+            }
+            assertEquals(15, k);
+            assertArrayEquals(plain, sink.concatenated(0), "the images do not depend on the ids being served");
+        }
+    }
+
+    @Test
     void outputIsTheSameByteForByteWhateverTheThreadCount() throws Exception {
         byte[][] one;
         byte[][] many;
