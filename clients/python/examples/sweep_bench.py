@@ -139,7 +139,6 @@ def feed_until_interrupted(make_producer) -> None:
             for _ in producer:
                 pass
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopping: a Ctrl-C repeated by the bench must not cut it short
         producer.join(timeout=60)
 
 
@@ -158,32 +157,18 @@ def run_processes(feeder_command, job_commands, env, timeout: float, what: str):
             raise SystemExit("a %s job failed with status %d" % (what, p.returncode))
         results.append(json.loads(out.strip().splitlines()[-1]))
     if feeder is not None:
-        stop_feeder(feeder, what)
+        feeder.send_signal(2)  # Ctrl-C: the feeder stops its producer
+        try:
+            feeder.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            feeder.send_signal(signal.SIGUSR1)  # its threads' stacks to its stderr (faulthandler), then it goes
+            time.sleep(1)
+            feeder.kill()
+            _, err = feeder.communicate()
+            raise SystemExit("the %s run's feeder (pid %d) did not stop within 60 s of its Ctrl-C; its stderr:\n%s"
+                             % (what, feeder.pid, err)) from None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return results, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def stop_feeder(feeder, what: str) -> None:
-    """Ctrl-C to the feeder (it stops its producer), again every 5 s until it exits, for at most 60 s: Python drops a
-    KeyboardInterrupt raised where exceptions are ignored (the after-fork handlers that run as the DataLoader starts an
-    epoch's workers, a finaliser), and a feeder whose Ctrl-C was dropped feeds on. Past 60 s its threads' stacks go to
-    its stderr (faulthandler) and it is killed."""
-    deadline = time.monotonic() + 60
-    feeder.send_signal(signal.SIGINT)
-    while True:
-        try:
-            feeder.communicate(timeout=5)
-            return
-        except subprocess.TimeoutExpired:
-            if time.monotonic() < deadline:
-                feeder.send_signal(signal.SIGINT)
-                continue
-        feeder.send_signal(signal.SIGUSR1)
-        time.sleep(1)
-        feeder.kill()
-        _, err = feeder.communicate()
-        raise SystemExit("the %s run's feeder (pid %d) did not stop within 60 s of its Ctrl-C; its stderr:\n%s"
-                         % (what, feeder.pid, err))
 
 
 def run(args, mode: str) -> dict:
