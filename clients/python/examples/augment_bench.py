@@ -85,7 +85,10 @@ def feed(args) -> None:
     from torch.utils.data import DataLoader
 
     from tensorsocket_client import TensorProducer
-    dl = DataLoader(decoded(args.images), batch_size=32, shuffle=True, num_workers=args.workers)
+    # persistent workers: forked once, not at each epoch (the short epochs of a test run would fork all the time, and
+    # a Ctrl-C that lands in a fork's after-fork handlers is dropped by Python)
+    dl = DataLoader(decoded(args.images), batch_size=32, shuffle=True, num_workers=args.workers,
+                    persistent_workers=args.workers > 0)
     sweep_bench.feed_until_interrupted(lambda: TensorProducer(
         NAME, dl, names=("image", "label", "index"), min_consumers=len(SCALES), start_grace=5))
 
