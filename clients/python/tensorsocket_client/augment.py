@@ -1,7 +1,8 @@
 """A trial's own augmentation of what a shared loader serves: trials that augment differently still share one
 loading (decoding, resizing) of every sample, and each gets what its own private pipeline would give it.
 
-    from tensorsocket_client import SampleAugment, share
+    from tensorsocket_client import share
+    from tensorsocket_client.augment import SampleAugment   # not imported by tensorsocket_client: it imports torch
     aug = SampleAugment(my_random_transform, seed=7)       # torch.Generator-free transforms, as torchvision's are
     loader = share("decoded", "loaders:decoded", batch_size=64, augment=aug)
     for epoch in range(epochs):
