@@ -24,12 +24,16 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * The {@code tensorsocket} wheel as a PyTorch user meets it: installed with pip into a fresh virtual environment
  * on a machine where no Java can be found (no {@code JAVA_HOME}, no {@code java} on PATH), then a feeder and two
- * consumers started together, the demo, the commands the wheel leaves out, and a damaged runtime.
+ * consumers started together, the demo, the commands the wheel leaves out, and a damaged runtime. The tests run side
+ * by side: each reads the one installation, and one that damages a runtime installs a copy of its own.
  */
+@Execution(ExecutionMode.CONCURRENT)
 @Tag("process")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class WheelIT {
@@ -232,7 +236,7 @@ class WheelIT {
                         script(),
                         "demo",
                         "--seconds",
-                        "5",
+                        "1.5",
                         "--chart",
                         home.resolve("demo.png").toString()),
                 Map.of("HOME", home.toString()),
