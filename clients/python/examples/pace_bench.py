@@ -1,11 +1,14 @@
 """Trials of different speeds on one producer: each trial's samples/s shared against alone.
 
     python3 pace_bench.py [--steps 5,5,25] [--epochs 4] [--samples 2000] [--batch-size 20] [--serve-options "..."]
+                          [--jpegs N | --images DIR]
 
-Starts a synthetic producer (`serve --synthetic`) and one `consume --step-ms S` per step (a trial whose training step
-takes S ms), first each trial alone on a producer of its own, then all together on one producer, and prints one JSON
-line per trial (alone, shared, and shared / alone) and a summary. A fast trial held by a slow one shows as a ratio
-well below 1. The trials read --epochs epochs each; the producer serves until the last has.
+Starts a producer (`serve --synthetic`, or with --jpegs/--images the JPEG pipeline: `serve --images`, each image
+decoded, RandomResizedCrop(224) and flipped every epoch) and one `consume --step-ms S` per step (a trial whose
+training step takes S ms), first each trial alone on a producer of its own, then all together on one producer, and
+prints one JSON line per trial (alone, shared, and shared / alone) and a summary with the producers' CPU seconds:
+the alone runs' together (what private pipelines would cost) and the shared run's. A fast trial held by a slow one
+shows as a ratio well below 1. The trials read --epochs epochs each; the producer serves until the last has.
 """
 import argparse
 import json
@@ -27,18 +30,64 @@ def launcher(arg):
     return [str(ROOT / "bin" / "tensorsocket")]
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds process PID has spent so far (Linux), or 0 where /proc does not say."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def source(args):
+    """The producer's source options: the JPEG pipeline over args.images, else synthetic samples."""
+    if args.images:
+        return ["--images", args.images, "--transform", "RandomResizedCrop(224), RandomHorizontalFlip(0.5)"]
+    return ["--synthetic", "samples=%d,shape=%s,dtype=float32,seed=1" % (args.samples, args.shape)]
+
+
+def trial_command(cmd, name, args, step_ms):
+    """A trial of step STEP_MS: `consume --step-ms`, which checks every synthetic sample, or for images (which it
+    cannot check) this file's own --trial, a Python consumer that counts each epoch's samples."""
+    if not args.images:
+        return cmd + ["consume", "--name", name, "--batch-size", str(args.batch_size), "--epochs", str(args.epochs),
+                      "--step-ms", str(step_ms)]
+    return [sys.executable, __file__, "--trial", name, "--batch-size", str(args.batch_size), "--epochs",
+            str(args.epochs), "--step-ms", str(step_ms)]
+
+
+def trial(name, batch_size, epochs, step_ms):
+    """Reads EPOCHS epochs of NAME, sleeping STEP_MS per batch (the training step); one JSON line per epoch with its
+    samples/s. Exits 1 on an epoch whose samples are not the producer's epoch."""
+    from tensorsocket_client import TensorConsumer
+    with TensorConsumer(name, batch_size=batch_size) as consumer:
+        for epoch in range(epochs):
+            samples = 0
+            t0 = time.monotonic()
+            for batch in consumer:
+                samples += len(batch)
+                time.sleep(step_ms / 1000)
+            seconds = time.monotonic() - t0
+            expected = consumer.samples_per_epoch
+            print(json.dumps({"epoch": epoch, "samples": samples, "expected": expected,
+                              "samples_per_s": round(samples / seconds, 1)}), flush=True)
+            if samples != expected:
+                return 1
+    return 0
+
+
 def run(cmd, steps, args, base, name):
-    """Serves NAME and runs one consumer per step on it, all at once; returns each one's mean samples/s per epoch."""
+    """Serves NAME and runs one consumer per step on it, all at once; returns each one's mean samples/s per epoch
+    and the producer's CPU seconds."""
     env = dict(os.environ, TENSORSOCKET_BASE=str(base))
-    spec = "samples=%d,shape=%s,dtype=float32,seed=1" % (args.samples, args.shape)
-    producer = subprocess.Popen(cmd + ["serve", "--name", name, "--synthetic", spec, "--batch-size",
+    producer = subprocess.Popen(cmd + ["serve", "--name", name] + source(args) + ["--batch-size",
                                        str(args.batch_size), "--epochs", "0", "--min-consumers", str(len(steps)),
                                        "--idle-timeout-s", "2"] + shlex.split(args.serve_options),
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        trials = [subprocess.Popen(cmd + ["consume", "--name", name, "--batch-size", str(args.batch_size),
-                                          "--epochs", str(args.epochs), "--step-ms", str(s)],
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        trials = [subprocess.Popen(trial_command(cmd, name, args, s), env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
                   for s in steps]
         rates = []
         for t in trials:
@@ -49,7 +98,7 @@ def run(cmd, steps, args, base, name):
             # the first epoch holds the start (and the wait for the others): the later ones are the pace
             later = epochs[1:] or epochs
             rates.append(sum(e["samples_per_s"] for e in later) / len(later))
-        return rates
+        return rates, cpu_seconds(producer.pid)  # the launcher execs the JVM: this is the producer's process
     finally:
         producer.terminate()
         producer.wait(30)
@@ -65,19 +114,35 @@ def main():
     p.add_argument("--launcher", help="the tensorsocket command (default: this checkout's bin/tensorsocket)")
     p.add_argument("--serve-options", default="",
                    help="more options for every producer, as one string (say '--rubber-band 400 --slots 512')")
+    p.add_argument("--trial", help=argparse.SUPPRESS)  # the images' trial process: reads this producer
+    p.add_argument("--step-ms", type=float, help=argparse.SUPPRESS)
+    images = p.add_mutually_exclusive_group()
+    images.add_argument("--jpegs", type=int, help="serve N photo-like 500x375 JPEGs through the JPEG pipeline (made once,"
+                        " cached in ~/.cache/tensorsocket/sweep-jpegs-N)")
+    images.add_argument("--images", help="serve this ImageFolder through the JPEG pipeline")
     args = p.parse_args()
+    if args.trial:
+        return trial(args.trial, args.batch_size, args.epochs, args.step_ms)
+    if args.jpegs:
+        from sweep_bench import make_images  # beside this file; needs PIL
+        args.images = str(make_images(Path.home() / ".cache" / "tensorsocket" / ("sweep-jpegs-%d" % args.jpegs),
+                                      args.jpegs))
     steps = [float(s) for s in args.steps.split(",")]
     cmd = launcher(args.launcher)
     base = Path(tempfile.mkdtemp(prefix="tensorsocket-pace-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     try:
         t0 = time.monotonic()
-        alone = [run(cmd, [s], args, base, "alone%d" % i)[0] for i, s in enumerate(steps)]
-        shared = run(cmd, steps, args, base, "shared")
+        alone_runs = [run(cmd, [s], args, base, "alone%d" % i) for i, s in enumerate(steps)]
+        alone = [rates[0] for rates, _ in alone_runs]
+        shared, shared_cpu = run(cmd, steps, args, base, "shared")
         for s, a, sh in zip(steps, alone, shared):
             print(json.dumps({"step_ms": s, "alone_samples_per_s": round(a, 1), "shared_samples_per_s": round(sh, 1),
                               "shared_of_alone": round(sh / a, 3)}), flush=True)
-        print(json.dumps({"summary": True, "steps": steps, "epochs": args.epochs, "samples": args.samples,
+        print(json.dumps({"summary": True, "steps": steps, "epochs": args.epochs,
+                          "source": "images:" + args.images if args.images else "synthetic:%d" % args.samples,
                           "slowest_shared_of_alone": round(min(sh / a for a, sh in zip(alone, shared)), 3),
+                          "producer_cpu_s_alone": round(sum(cpu for _, cpu in alone_runs), 2),
+                          "producer_cpu_s_shared": round(shared_cpu, 2),
                           "wall_s": round(time.monotonic() - t0, 1)}), flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)

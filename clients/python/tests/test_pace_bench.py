@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -30,6 +31,28 @@ class PaceBenchTest(unittest.TestCase):
             self.assertAlmostEqual(t["shared_samples_per_s"] / t["alone_samples_per_s"], t["shared_of_alone"], delta=0.01)
         self.assertTrue(summary["summary"])
         self.assertEqual(min(t["shared_of_alone"] for t in trials), summary["slowest_shared_of_alone"])
+
+    def test_over_the_jpeg_pipeline_it_says_what_each_producer_spent(self):
+        try:
+            import PIL  # noqa: F401  (the benchmark makes its JPEGs with it)
+        except ImportError:
+            self.skipTest("needs PIL to make the JPEGs")
+        from tensorsocket_client.directory import launcher_command
+        found = launcher_command()
+        if found is None or len(found[0]) != 1:
+            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        with tempfile.TemporaryDirectory() as home:
+            out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--jpegs", "12",
+                                  "--batch-size", "4", "--launcher", found[0][0]],
+                                 capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=home))
+        self.assertEqual(0, out.returncode, out.stderr)
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        trials, summary = lines[:-1], lines[-1]
+        self.assertEqual([1.0, 4.0], [t["step_ms"] for t in trials])
+        self.assertTrue(all(t["shared_samples_per_s"] > 0 for t in trials), trials)
+        self.assertTrue(summary["source"].startswith("images:") and summary["source"].endswith("sweep-jpegs-12"))
+        self.assertGreater(summary["producer_cpu_s_alone"], 0)
+        self.assertGreater(summary["producer_cpu_s_shared"], 0)
 
 
 if __name__ == "__main__":
