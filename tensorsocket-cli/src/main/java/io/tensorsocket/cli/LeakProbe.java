@@ -1,6 +1,8 @@
 package io.tensorsocket.cli;
 
 import java.io.IOException;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,6 +16,11 @@ import java.util.stream.Stream;
  * when every consumer has left: open file descriptors, threads (not the JDK's carrier threads for virtual
  * threads), and connection threads that outlived their consumers (from a {@code jcmd} thread dump). Read from
  * {@code /proc}; a figure that cannot be read is -1 (or 0 for the dump), never a false leak.
+ *
+ * <p>The JDK starts what serves virtual threads blocked on sockets (its pollers: a thread and four epoll descriptors
+ * here) the first time one blocks, and the unparker thread the first time one waits with a timeout; a warm-up whose
+ * handshakes found their messages already there leaves them for later, when they would read as a leak. The baseline
+ * is therefore taken after a connection that sends nothing has kept a connection thread waiting.
  */
 final class LeakProbe {
 
@@ -38,9 +45,27 @@ final class LeakProbe {
         this.threadNames = threadNames(pid);
     }
 
-    /** The baseline of process {@code pid} now, once its descriptor count stopped changing; dumps go in {@code scratch}. */
-    static LeakProbe baseline(long pid, Path scratch) {
+    /**
+     * The baseline of process {@code pid}, a producer listening on {@code controlSocket}, once a connection that sends
+     * nothing was held open and closed and its descriptor count stopped changing; dumps go in {@code scratch}.
+     */
+    static LeakProbe baseline(long pid, Path controlSocket, Path scratch) throws IOException {
+        holdSilentConnection(pid, controlSocket);
         return new LeakProbe(pid, scratch, awaitStable(() -> fds(pid)), nonCarrierThreads(pid));
+    }
+
+    /**
+     * Keeps a connection to the producer open, sending nothing, until its connection thread has waited on it (the
+     * JDK's poller thread is there, or 3 s passed; at least 0.5 s), then closes it.
+     */
+    private static void holdSilentConnection(long pid, Path controlSocket) throws IOException {
+        try (SocketChannel ignored = SocketChannel.open(UnixDomainSocketAddress.of(controlSocket))) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+            sleepMs(500);
+            while (!threadNames(pid).contains("MasterPoller") && System.nanoTime() < deadline) {
+                sleepMs(50);
+            }
+        }
     }
 
     /** Compares the process with its baseline, giving it up to 10 s to close what its consumers left. */

@@ -1,5 +1,6 @@
 package io.tensorsocket.cli;
 
+import io.tensorsocket.directory.ProducerDirectory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -188,7 +189,8 @@ final class SoakCommand implements Callable<Integer> {
             throw new IllegalStateException("the warm-up consumer did not finish an epoch: " + warmup.stderrText());
         }
         reap();
-        return LeakProbe.baseline(producer.pid(), base);
+        return LeakProbe.baseline(
+                producer.pid(), base.resolve("producers").resolve(NAME).resolve(ProducerDirectory.SOCKET_FILE), base);
     }
 
     private void restartProducer() throws Exception {
