@@ -8,6 +8,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from bench_launcher import launcher_or_skip
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "augment_bench.py"
 
 try:
@@ -19,12 +21,9 @@ except ImportError:
 @unittest.skipIf(torchvision is None, "needs torchvision")
 class AugmentBenchTest(unittest.TestCase):
     def test_it_prints_every_trial_private_and_shared_and_the_ratios(self):
-        from tensorsocket_client.directory import launcher_command
-        found = launcher_command()
-        if found is None or len(found[0]) != 1:
-            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        launcher = launcher_or_skip(self)
         with tempfile.TemporaryDirectory() as home:
-            env = dict(os.environ, HOME=home, TENSORSOCKET_LAUNCHER=found[0][0])
+            env = dict(os.environ, HOME=home, TENSORSOCKET_LAUNCHER=launcher)
             out = subprocess.run([sys.executable, str(EXAMPLE), "--seconds", "1", "--count", "40", "--workers", "1"],
                                  capture_output=True, text=True, timeout=300, env=env)
         self.assertEqual(0, out.returncode, out.stderr)

@@ -8,20 +8,19 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from bench_launcher import launcher_or_skip
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "jpeg_service_bench.py"
 
 
 class JpegServiceBenchTest(unittest.TestCase):
     def test_it_prints_this_projects_row(self):
-        from tensorsocket_client.directory import launcher_command
         try:
             import numpy as np
             from PIL import Image
         except ImportError:
             self.skipTest("needs numpy and PIL to make the JPEGs")
-        found = launcher_command()
-        if found is None or len(found[0]) != 1:
-            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        launcher = launcher_or_skip(self)
         with tempfile.TemporaryDirectory() as d:
             rng = np.random.default_rng(1)
             for c in ("a", "b"):
@@ -30,7 +29,7 @@ class JpegServiceBenchTest(unittest.TestCase):
                     pixels = rng.integers(0, 256, (48 + i, 64, 3), dtype=np.uint8)
                     Image.fromarray(pixels).save(os.path.join(d, c, "%d.jpg" % i))
             out = subprocess.run([sys.executable, str(EXAMPLE), "--images", d, "--trainers", "2", "--seconds", "1",
-                                  "--warm-seconds", "1", "--cache-mb", "16", "--launcher", found[0][0],
+                                  "--warm-seconds", "1", "--cache-mb", "16", "--launcher", launcher,
                                   "--peer-python", "/nonexistent/python"],
                                  capture_output=True, text=True, timeout=300)
         self.assertEqual(0, out.returncode, out.stderr)

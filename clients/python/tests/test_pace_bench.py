@@ -9,17 +9,16 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from bench_launcher import launcher_or_skip
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pace_bench.py"
 
 
 class PaceBenchTest(unittest.TestCase):
     def test_it_prints_each_trial_alone_and_shared(self):
-        from tensorsocket_client.directory import launcher_command
-        found = launcher_command()
-        if found is None or len(found[0]) != 1:
-            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        launcher = launcher_or_skip(self)
         out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--samples", "200",
-                              "--shape", "4", "--launcher", found[0][0], "--serve-options", "--rubber-band 4 --slots 8"],
+                              "--shape", "4", "--launcher", launcher, "--serve-options", "--rubber-band 4 --slots 8"],
                              capture_output=True, text=True, timeout=300, env=dict(os.environ))
         self.assertEqual(0, out.returncode, out.stderr)
         lines = [json.loads(line) for line in out.stdout.splitlines()]
@@ -37,13 +36,10 @@ class PaceBenchTest(unittest.TestCase):
             import PIL  # noqa: F401  (the benchmark makes its JPEGs with it)
         except ImportError:
             self.skipTest("needs PIL to make the JPEGs")
-        from tensorsocket_client.directory import launcher_command
-        found = launcher_command()
-        if found is None or len(found[0]) != 1:
-            self.skipTest("no tensorsocket launcher script (build the command line first)")
+        launcher = launcher_or_skip(self)
         with tempfile.TemporaryDirectory() as home:
             out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--jpegs", "12",
-                                  "--batch-size", "4", "--launcher", found[0][0]],
+                                  "--batch-size", "4", "--launcher", launcher],
                                  capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=home))
         self.assertEqual(0, out.returncode, out.stderr)
         lines = [json.loads(line) for line in out.stdout.splitlines()]
