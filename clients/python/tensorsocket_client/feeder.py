@@ -29,6 +29,7 @@ import numpy as np
 from . import wire
 from ._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
 from ._feeder_link import FeederError, FeederLink, ProducerEnded
+from ._interrupts import InterruptWatch
 from ._map_style import MapStyle
 from ._memory import FileMapping
 from ._producer_process import serve_args, start_producer, stop_unserved
@@ -161,6 +162,7 @@ class TensorProducer:
         self._in_epoch = False     # an epoch is being fed (a stop now is mid-epoch)
         self._ended = False        # the stream ended (all epochs fed, stopped, or failed)
         self._loader_error = None  # (the exception the loader raised, what consumers are told of it)
+        self._interrupts = InterruptWatch()  # the epoch being fed's (see _feed_epoch)
         self.batches_published = 0
         self.producer_pid = -1
 
@@ -355,6 +357,12 @@ class TensorProducer:
             raise
 
     def _feed_epoch(self, epoch: int) -> Iterator[int]:
+        """Feeds epoch ``epoch`` (see _feed_batches), a Ctrl-C that Python lost while the feeder ran its own code
+        raised after the batch it came during (InterruptWatch)."""
+        with InterruptWatch() as self._interrupts:
+            yield from self._feed_batches(epoch)
+
+    def _feed_batches(self, epoch: int) -> Iterator[int]:
         """Feeds epoch ``epoch``, one batch after another, pipelined: the feeder keeps as many claims in flight as the
         producer allows (its claims ahead), for slots of the batches the epoch still has to come by its declared
         samples, so the claims' round trips to the producer run while it copies earlier batches."""
@@ -396,7 +404,9 @@ class TensorProducer:
             self._conn.send_frames(wire.encode(wire.Publish(grant.seq, n)) + refill())
             samples += n
             self.batches_published += 1
+            self._interrupts.pause()  # the caller's step runs until it asks for the next batch
             yield grant.seq
+            self._interrupts.resume()
             cur = self._next_batch(batches, epoch)
         if self._spec is None:
             raise ValueError("the loader yielded no batch in epoch %d" % epoch)
@@ -411,12 +421,14 @@ class TensorProducer:
         try:
             batch = next(batches)
         except StopIteration:
+            self._interrupts.check()
             return None
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except Exception as e:
             self._loader_error = (e, _loader_failure(e, epoch, self._batch_index))
             raise
+        self._interrupts.check()
         tensors = _named(batch, self.names)
         n = len(tensors[0][1])
         if self._spec is None:
