@@ -37,12 +37,17 @@ final class SoakChild {
         process.onExit().thenRun(() -> exitedAt = System.nanoTime());
     }
 
+    /** Where the soak's producers keep their directories, under the soak's scratch folder {@code base}. */
+    static Path producers(Path base) {
+        return base.resolve("producers");
+    }
+
     static SoakChild start(Path base, Integer id, String... args) throws IOException {
         Path err = Files.createTempFile("tensorsocket-soak-", ".err");
         List<String> cmd = new ArrayList<>(Launcher.javaCommand(args));
         cmd.addAll(1, List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData"));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile());
-        pb.environment().put("TENSORSOCKET_BASE", base.resolve("producers").toString());
+        pb.environment().put("TENSORSOCKET_BASE", producers(base).toString());
         return new SoakChild(pb.start(), id, err);
     }
 

@@ -147,7 +147,7 @@ final class SoakCommand implements Callable<Integer> {
             verdict.failures.add("the producer did not stop within 30 s of SIGTERM");
         }
         try (Stream<Path> left = Files.walk(base)) {
-            Path producers = base.resolve("producers");
+            Path producers = SoakChild.producers(base);
             List<Path> files =
                     left.filter(p -> !p.equals(base) && !p.equals(producers)).toList();
             verdict.filesLeft = files.size();
@@ -190,7 +190,7 @@ final class SoakCommand implements Callable<Integer> {
         }
         reap();
         return LeakProbe.baseline(
-                producer.pid(), base.resolve("producers").resolve(NAME).resolve(ProducerDirectory.SOCKET_FILE), base);
+                producer.pid(), SoakChild.producers(base).resolve(NAME).resolve(ProducerDirectory.SOCKET_FILE), base);
     }
 
     private void restartProducer() throws Exception {

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.slf4j.Logger;
@@ -141,9 +142,14 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         return Descriptions.limit(d);
     }
 
+    /** The batches' tensors: image and label, and the sample's index with {@link Builder#sampleIds}. */
     private static List<TensorSpec> tensors(Builder b) {
-        List<TensorSpec> image = List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64));
-        return b.sampleIds ? List.of(image.get(0), image.get(1), TensorSpec.of(INDEX, DType.INT64)) : image;
+        List<TensorSpec> tensors =
+                new ArrayList<>(List.of(b.transforms.spec(IMAGE), TensorSpec.of(LABEL, DType.INT64)));
+        if (b.sampleIds) {
+            tensors.add(TensorSpec.of(INDEX, DType.INT64));
+        }
+        return List.copyOf(tensors);
     }
 
     private static int orZero(Integer shortSide) {
