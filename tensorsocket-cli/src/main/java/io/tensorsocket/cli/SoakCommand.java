@@ -108,7 +108,7 @@ final class SoakCommand implements Callable<Integer> {
             }
             List<SoakChild> running =
                     consumers.stream().filter(c -> c.isAlive() && !c.stopped).toList();
-            switch (schedule.next(running.size(), consumers.size())) {
+            switch (schedule.next(running.size(), consumers.size(), System.nanoTime())) {
                 case JOIN -> join();
                 case KILL -> kill(running.get(random.nextInt(running.size())));
                 case STALL -> stall(running.get(random.nextInt(running.size())));
