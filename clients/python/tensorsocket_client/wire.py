@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 8
+VERSION = 9
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -24,6 +24,8 @@ HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STAT
 # The feeder socket of an external producer.
 FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER, ORDER_REQUEST = range(14, 22)
 MAX_ORDER_IDS = 16000  # ids in one ORDER frame
+# A consumer's move to a lane of its own (a Java consumer's; this client does not ask for lanes yet).
+MOVE, MOVED = 22, 23
 
 # ERROR codes: wire values that never change.
 (VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED,
@@ -61,6 +63,8 @@ class Hello:
     job: str = ""
     rank: int = 0
     world_size: int = 1
+    # It can be moved to a lane of its own when it falls behind (MOVE); this client does not ask yet.
+    lanes: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,8 @@ class ConsumerStatus:
     rank: int = 0
     world_size: int = 1
     pace_share: float = 0.0  # of the producer's last 10 s, waiting for this one's releases; >= 0.5: it sets the pace
+    lane: int = 0  # 0: the main stream; k: lane k serves it
+    lane_samples: int = 0  # samples its lane loaded again for it
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,20 @@ class FeederHello:
 
 
 @dataclass(frozen=True)
+class Move:
+    """Producer to a consumer whose HELLO said lanes: its later batches come from a lane's arena."""
+    arena_path: str
+    slot_count: int
+    seq_base: int
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A consumer's answer to Move: its lane starts at this stream position."""
+    position: int
+
+
+@dataclass(frozen=True)
 class OrderRequest:
     """A feeder that loads by index to the producer, before each epoch: send epoch ``epoch``'s order."""
     epoch: int
@@ -283,7 +303,7 @@ _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, E
           EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Status: STATUS, Progress: PROGRESS,
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
           Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER,
-          OrderRequest: ORDER_REQUEST}
+          OrderRequest: ORDER_REQUEST, Move: MOVE, Moved: MOVED}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -324,7 +344,7 @@ def _encode_status(m) -> bytes:
                          c.lag_samples, c.batches_held, c.batches_sent, c.reported, c.samples_consumed,
                          c.samples_per_second, c.wait_nanos, c.work_nanos, c.connected_nanos)
         p += _string(c.client) + struct.pack("<B", c.ring)
-        p += _string(c.job) + struct.pack("<iid", c.rank, c.world_size, c.pace_share)
+        p += _string(c.job) + struct.pack("<iidiq", c.rank, c.world_size, c.pace_share, c.lane, c.lane_samples)
     return p
 
 
@@ -334,7 +354,7 @@ def encode(m) -> bytes:
     if t == HELLO:
         p = (struct.pack("<iBq", m.batch_size, 1 if m.drop_last else 0, m.pid) + _string(m.client)
              + struct.pack("<BB", m.start_policy, 1 if m.ring else 0) + _string(m.job)
-             + struct.pack("<ii", m.rank, m.world_size))
+             + struct.pack("<iiB", m.rank, m.world_size, 1 if m.lanes else 0))
     elif t == WELCOME:
         p = struct.pack("<qiq", m.session_id, m.consumer_id, m.producer_pid) + _string(m.arena_path)
         p += struct.pack("<iqiqqBqq", m.slot_count, m.slot_bytes, m.producer_batch_size, m.samples_per_epoch,
@@ -361,6 +381,10 @@ def encode(m) -> bytes:
         p += struct.pack("<qBq", m.dataset_size, 1 if m.shuffle else 0, m.seed)
     elif t == ORDER_REQUEST:
         p = struct.pack("<q", m.epoch)
+    elif t == MOVE:
+        p = _string(m.arena_path) + struct.pack("<iq", m.slot_count, m.seq_base)
+    elif t == MOVED:
+        p = struct.pack("<q", m.position)
     elif t == ORDER:
         p = struct.pack("<qiiH", m.epoch, m.first, m.total, len(m.ids)) + struct.pack("<%di" % len(m.ids), *m.ids)
     elif t == FEEDER_WELCOME:
@@ -389,7 +413,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= ORDER_REQUEST
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= MOVED
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -442,7 +466,7 @@ def decode_payload(mtype: int, payload: bytes):
         ring = r.bool()
         job = r.string()
         rank, world = r.take("<ii")
-        m = Hello(batch, drop, pid, client, policy, ring, job, rank, world)
+        m = Hello(batch, drop, pid, client, policy, ring, job, rank, world, r.bool())
     elif mtype == WELCOME:
         m = _decode_welcome(r)
     elif mtype == BATCH:
@@ -478,6 +502,11 @@ def decode_payload(mtype: int, payload: bytes):
         m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, r.take("<q"))
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
+    elif mtype == MOVE:
+        path = r.string()
+        m = Move(path, _positive(r.take("<i")), _non_negative(r.take("<q")))
+    elif mtype == MOVED:
+        m = Moved(_non_negative(r.take("<q")))
     elif mtype == ORDER:
         epoch, first, total, count = r.take("<qiiH")
         if epoch < 0 or first < 0 or total < 1 or count > MAX_ORDER_IDS or count > total - first:
@@ -591,8 +620,10 @@ def _decode_status(r):
         pace = r.take("<d")
         if not 0.0 <= pace <= 1.0:
             raise ProtocolError("STATUS holds a pace share of %r" % pace)
+        lane, lane_samples = (_non_negative(v) for v in r.take("<iq"))
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
-                                        samples, crate, wait, work, connected, client, ring, job, rank, world, pace))
+                                        samples, crate, wait, work, connected, client, ring, job, rank, world, pace,
+                                        lane, lane_samples))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
                   uptime, attached, evictions, mid_epoch, cache, tuple(consumers))
 

@@ -13,7 +13,8 @@ from tensorsocket_client.errors import ProtocolError, ProtocolVersionError
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "test-vectors")
 
 EXPECTED = {
-    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START, True, "ddp-lr0.1", 2, 4),
+    "hello": wire.Hello(64, True, 4242, "python3 train.py — ü", wire.NEXT_EPOCH_START, True, "ddp-lr0.1", 2, 4,
+                         True),
     "welcome": wire.Welcome(-77, 3, 999, "/dev/shm/tensorsocket-u/n/arena", 8, 1 << 20, 64, 50000, 0,
                             wire.START_EXACT, 4, 1024, "synthetic:samples=5",
                             (wire.TensorSpec("image", 8, (3, 224, 224)), wire.TensorSpec("label", 5, ()),
@@ -35,7 +36,7 @@ EXPECTED = {
                                                   30_000_000_000, "python3 train.py", False),
                               wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
-                                                  True, "ddp", 3, 4, 0.75))),
+                                                  True, "ddp", 3, 4, 0.75, 2, 123456))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
                                      60001, True, -5),
@@ -46,6 +47,8 @@ EXPECTED = {
     "feeder_epoch_end": wire.FeederEpochEnd(0, 60000),
     "order": wire.EpochOrder(3, 16000, 16005, (7, 0, 60000, 2, 1 << 20)),
     "order_request": wire.OrderRequest(3),
+    "move": wire.Move("/dev/shm/tensorsocket-u/n/lane-1", 12, 2 << 48),
+    "moved": wire.Moved(151040),
 }
 
 
@@ -121,10 +124,10 @@ class VectorTest(unittest.TestCase):
 
     def test_a_pace_share_outside_0_to_1_is_refused(self):
         status = bytearray(read_hex("status")[wire.HEADER_BYTES:])
-        status[-8:] = struct.pack("<d", 1.5)  # the last consumer's pace share
+        status[-20:-12] = struct.pack("<d", 1.5)  # the last consumer's pace share (its lane and lane samples follow)
         with self.assertRaisesRegex(ProtocolError, "pace share of 1.5"):
             wire.decode_payload(wire.STATUS, bytes(status))
-        status[-8:] = struct.pack("<d", 0.75)
+        status[-20:-12] = struct.pack("<d", 0.75)
         self.assertEqual(0.75, wire.decode_payload(wire.STATUS, bytes(status)).consumers[-1].pace_share)
 
     def test_a_cache_holding_more_than_it_can_is_refused(self):

@@ -96,6 +96,9 @@ public record ProducerStatus(
      * @param paceShare    the share (0 to 1) of the producer's last pace window (10 s) it spent waiting for this
      *                     consumer to release batches while other consumers were attached: from
      *                     {@link #SETS_PACE_SHARE} on, this consumer {@linkplain #setsPace() sets the pace}
+     * @param lane         0 where it reads the main stream, else the number of the lane that serves it (it fell
+     *                     behind the others and the producer no longer waits for it)
+     * @param laneSamples  samples its lane loaded again for it: what reading at its own pace costs the producer
      */
     public record Consumer(
             int id,
@@ -120,7 +123,9 @@ public record ProducerStatus(
             String job,
             int rank,
             int worldSize,
-            double paceShare) {
+            double paceShare,
+            int lane,
+            long laneSamples) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
 
@@ -132,6 +137,59 @@ public record ProducerStatus(
         public Consumer {
             client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
             job = job == null ? "" : job;
+        }
+
+        /** A consumer of the main stream. */
+        public Consumer(
+                int id,
+                long pid,
+                String user,
+                int batchSize,
+                boolean dropLast,
+                StartMode startMode,
+                long epoch,
+                long position,
+                long lagSamples,
+                int batchesHeld,
+                long batchesSent,
+                boolean reported,
+                long samplesConsumed,
+                double samplesPerSecond,
+                long waitNanos,
+                long workNanos,
+                long connectedNanos,
+                String client,
+                boolean ring,
+                String job,
+                int rank,
+                int worldSize,
+                double paceShare) {
+            this(
+                    id,
+                    pid,
+                    user,
+                    batchSize,
+                    dropLast,
+                    startMode,
+                    epoch,
+                    position,
+                    lagSamples,
+                    batchesHeld,
+                    batchesSent,
+                    reported,
+                    samplesConsumed,
+                    samplesPerSecond,
+                    waitNanos,
+                    workNanos,
+                    connectedNanos,
+                    client,
+                    ring,
+                    job,
+                    rank,
+                    worldSize,
+                    paceShare,
+                    0,
+                    0);
         }
 
         /** A consumer that is no rank of a job. */
@@ -184,6 +242,11 @@ public record ProducerStatus(
         /** Whether the producer waited for it most of its last pace window, holding the other consumers back. */
         public boolean setsPace() {
             return paceShare >= SETS_PACE_SHARE;
+        }
+
+        /** Whether a lane serves it ({@link #lane()}). */
+        public boolean inLane() {
+            return lane > 0;
         }
 
         /** Whether it is a rank of a job ({@link #job()}, {@link #rank()} of {@link #worldSize()}). */

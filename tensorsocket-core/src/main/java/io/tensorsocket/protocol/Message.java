@@ -17,7 +17,8 @@ public sealed interface Message {
      * Consumer to producer, first message: what the consumer wants. With {@code ring}, it asks to be handed
      * its stream events through a descriptor ring in shared memory rather than over the socket. With a {@code job}
      * (empty: none), it is rank {@code rank} of the {@code worldSize} ranks of that data-parallel job, and takes
-     * that rank's share of each epoch ({@link io.tensorsocket.stream.RankShare}); without, rank 0 of 1.
+     * that rank's share of each epoch ({@link io.tensorsocket.stream.RankShare}); without, rank 0 of 1. With
+     * {@code lanes}, it can be moved to a lane of its own ({@link Move}) when it falls behind the others.
      */
     record Hello(
             int batchSize,
@@ -28,11 +29,26 @@ public sealed interface Message {
             boolean ring,
             String job,
             int rank,
-            int worldSize)
+            int worldSize,
+            boolean lanes)
             implements Message {
         public Hello {
             Objects.requireNonNull(startPolicy, "startPolicy");
             Objects.requireNonNull(job, "job");
+        }
+
+        /** A HELLO of a consumer that cannot be moved to a lane. */
+        public Hello(
+                int batchSize,
+                boolean dropLast,
+                long pid,
+                String client,
+                StartPolicy startPolicy,
+                boolean ring,
+                String job,
+                int rank,
+                int worldSize) {
+            this(batchSize, dropLast, pid, client, startPolicy, ring, job, rank, worldSize, false);
         }
 
         /** A HELLO of a consumer that is no rank of a job. */
@@ -146,6 +162,20 @@ public sealed interface Message {
                     midEpoch);
         }
     }
+
+    /**
+     * Producer to consumer, in its stream: from here on its batches come from a lane
+     * ({@link io.tensorsocket.producer.Lane}), in the arena at {@code arenaPath} of {@code slotCount} slots shaped as
+     * the producer's, batch {@code seq} in slot {@code (seq - seqBase) % slotCount}. The consumer answers
+     * {@link Moved}; no batch of the main stream comes after this.
+     */
+    record Move(String arenaPath, int slotCount, long seqBase) implements Message {}
+
+    /**
+     * Consumer to producer, answer to {@link Move}: it keeps the batches it was sent up to stream position
+     * {@code position} and gave back the rest, untouched; its lane starts there.
+     */
+    record Moved(long position) implements Message {}
 
     /** Producer to consumer: batch {@code seq} of the stream sits in {@code slot}. */
     record BatchReady(long seq, int slot, long epoch, long index, long sampleStart, int samples) implements Message {}

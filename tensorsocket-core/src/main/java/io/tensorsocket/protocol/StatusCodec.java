@@ -75,6 +75,7 @@ final class StatusCodec {
             b.put(bool(c.ring()));
             putString(b, c.job());
             b.putInt(c.rank()).putInt(c.worldSize()).putDouble(c.paceShare());
+            b.putInt(c.lane()).putLong(c.laneSamples());
         }
     }
 
@@ -155,7 +156,9 @@ final class StatusCodec {
                     getString(p),
                     nonNegative(p.getInt()),
                     positive(p.getInt()),
-                    share(p.getDouble())));
+                    share(p.getDouble()),
+                    nonNegative(p.getInt()),
+                    nonNegative(p.getLong())));
         }
         return new ProducerStatus(
                 pid,

@@ -37,7 +37,8 @@ import java.util.List;
  * payloads (str = u16 byte count + UTF-8, at most 4096 bytes; bool = u8 0 or 1):
  *   1 HELLO        i32 batchSize, bool dropLast, i64 pid, str client, u8 startPolicy (0 join now,
  *                  1 next epoch start), bool ring (hand the stream through a descriptor ring), str job (empty:
- *                  none), i32 rank, i32 worldSize (0 and 1 without a job; else 0 ≤ rank < worldSize)
+ *                  none), i32 rank, i32 worldSize (0 and 1 without a job; else 0 ≤ rank < worldSize), bool lanes
+ *                  (it can be moved to a lane: MOVE)
  *   2 WELCOME      i64 sessionId, i32 consumerId, i64 producerPid, str arenaPath, i32 slotCount,
  *                  i64 slotBytes, i32 producerBatchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                  u8 startMode (0 epoch start, 1 rolling, 2 exact), i64 startEpoch, i64 startSample, str source,
@@ -67,10 +68,16 @@ import java.util.List;
  *                    or "flight HOST:PORT" for a remote consumer served over Flight), bool ring (its batches
  *                    come through a descriptor ring), str job, i32 rank, i32 worldSize (as in its HELLO),
  *                    f64 paceShare (0 to 1: how much of the producer's last 10 s it waited for this consumer's
- *                    releases while others were attached; from 0.5 on, it sets the pace)
+ *                    releases while others were attached; from 0.5 on, it sets the pace), i32 lane (0: the main
+ *                    stream; k: lane k), i64 laneSamples (samples its lane loaded again for it)
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
+ *  22 MOVE         str arenaPath, i32 slotCount, i64 seqBase; producer to a consumer whose HELLO said lanes, in its
+ *                  stream (socket or ring): its later batches come from a lane, batch seq in slot
+ *                  (seq - seqBase) % slotCount of the lane's arena at arenaPath
+ *  23 MOVED        i64 position; the consumer's answer to MOVE: it gave back every batch it had not begun, and its
+ *                  lane starts at this stream position
  *
  *  feeder socket of an external producer (feeder ⇄ producer):
  *  14 FEEDER_HELLO   i64 pid, str client, i32 batchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
@@ -95,7 +102,8 @@ import java.util.List;
  * STATUS's ring per consumer (BATCH, EPOCH_END and END may then travel in a descriptor ring, see
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
- * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures. A peer of another
+ * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
+ * laneSamples per consumer. A peer of another
  * version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
@@ -105,7 +113,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 8;
+    public static final int VERSION = 9;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -132,6 +140,8 @@ public final class WireFormat {
     static final int FEEDER_EPOCH_END = 19;
     static final int ORDER = 20;
     static final int ORDER_REQUEST = 21;
+    static final int MOVE = 22;
+    static final int MOVED = 23;
 
     private WireFormat() {}
 
@@ -167,7 +177,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= ORDER_REQUEST);
+        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= MOVED);
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -186,7 +196,7 @@ public final class WireFormat {
                 putString(b, h.client());
                 b.put((byte) h.startPolicy().ordinal()).put(bool(h.ring()));
                 putString(b, h.job());
-                b.putInt(h.rank()).putInt(h.worldSize());
+                b.putInt(h.rank()).putInt(h.worldSize()).put(bool(h.lanes()));
             }
             case Message.Welcome w -> {
                 b.putLong(w.sessionId()).putInt(w.consumerId()).putLong(w.producerPid());
@@ -244,6 +254,11 @@ public final class WireFormat {
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
             case Message.OrderRequest o -> b.putLong(o.epoch());
+            case Message.Move mv -> {
+                putString(b, mv.arenaPath());
+                b.putInt(mv.slotCount()).putLong(mv.seqBase());
+            }
+            case Message.Moved mv -> b.putLong(mv.position());
             case Message.EpochOrder o -> {
                 b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
                 for (int id : o.ids()) {
@@ -280,7 +295,8 @@ public final class WireFormat {
                             getBool(p),
                             getString(p),
                             p.getInt(),
-                            p.getInt());
+                            p.getInt(),
+                            getBool(p));
                 case WELCOME -> decodeWelcome(p);
                 case BATCH ->
                     new Message.BatchReady(p.getLong(), p.getInt(), p.getLong(), p.getLong(), p.getLong(), p.getInt());
@@ -302,6 +318,8 @@ public final class WireFormat {
                 case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case ORDER -> decodeOrder(p);
                 case ORDER_REQUEST -> new Message.OrderRequest(nonNegative(p.getLong()));
+                case MOVE -> new Message.Move(getString(p), positive(p.getInt()), nonNegative(p.getLong()));
+                case MOVED -> new Message.Moved(nonNegative(p.getLong()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -441,6 +459,8 @@ public final class WireFormat {
             case Message.FeederEpochEnd e -> FEEDER_EPOCH_END;
             case Message.EpochOrder o -> ORDER;
             case Message.OrderRequest o -> ORDER_REQUEST;
+            case Message.Move mv -> MOVE;
+            case Message.Moved mv -> MOVED;
         };
     }
 }

@@ -41,7 +41,16 @@ class ProtocolVectorsTest {
         FRAMES.put(
                 "hello",
                 new Message.Hello(
-                        64, true, 4242, "python3 train.py — ü", StartPolicy.NEXT_EPOCH_START, true, "ddp-lr0.1", 2, 4));
+                        64,
+                        true,
+                        4242,
+                        "python3 train.py — ü",
+                        StartPolicy.NEXT_EPOCH_START,
+                        true,
+                        "ddp-lr0.1",
+                        2,
+                        4,
+                        true));
         FRAMES.put(
                 "welcome",
                 new Message.Welcome(
@@ -142,7 +151,9 @@ class ProtocolVectorsTest {
                                         "ddp",
                                         3,
                                         4,
-                                        0.75)))));
+                                        0.75,
+                                        2,
+                                        123456)))));
         FRAMES.put(
                 "feeder_hello",
                 new Message.FeederHello(
@@ -163,6 +174,8 @@ class ProtocolVectorsTest {
         FRAMES.put("feeder_epoch_end", new Message.FeederEpochEnd(0, 60000));
         FRAMES.put("order", new Message.EpochOrder(3, 16000, 16005, new int[] {7, 0, 60000, 2, 1 << 20}));
         FRAMES.put("order_request", new Message.OrderRequest(3));
+        FRAMES.put("move", new Message.Move("/dev/shm/tensorsocket-u/n/lane-1", 12, 2L << 48));
+        FRAMES.put("moved", new Message.Moved(151040));
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -228,9 +241,9 @@ class ProtocolVectorsTest {
 
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
-        // every message type: the consumer's (1..12) and the feeder socket's (14..21)
+        // every message type: the consumer's (1..12), the feeder socket's (14..21) and the lanes' (22, 23)
         assertEquals(
-                WireFormat.LAST_TYPE + WireFormat.ORDER_REQUEST - WireFormat.FEEDER_HELLO + 1,
+                WireFormat.LAST_TYPE + WireFormat.MOVED - WireFormat.FEEDER_HELLO + 1,
                 FRAMES.size(),
                 "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
