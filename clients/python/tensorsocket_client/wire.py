@@ -239,8 +239,8 @@ class FeederHello:
 
 @dataclass(frozen=True)
 class Move:
-    """Producer to a consumer whose HELLO said lanes: its later batches come from a lane's arena."""
-    arena_path: str
+    """Producer to a consumer whose HELLO said lanes: its later batches come from lane ``lane`` (arena lane-<lane>)."""
+    lane: int
     slot_count: int
     seq_base: int
 
@@ -382,7 +382,7 @@ def encode(m) -> bytes:
     elif t == ORDER_REQUEST:
         p = struct.pack("<q", m.epoch)
     elif t == MOVE:
-        p = _string(m.arena_path) + struct.pack("<iq", m.slot_count, m.seq_base)
+        p = struct.pack("<iiq", m.lane, m.slot_count, m.seq_base)
     elif t == MOVED:
         p = struct.pack("<q", m.position)
     elif t == ORDER:
@@ -503,8 +503,8 @@ def decode_payload(mtype: int, payload: bytes):
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == MOVE:
-        path = r.string()
-        m = Move(path, _positive(r.take("<i")), _non_negative(r.take("<q")))
+        lane, slots = (_positive(v) for v in r.take("<ii"))
+        m = Move(lane, slots, _non_negative(r.take("<q")))
     elif mtype == MOVED:
         m = Moved(_non_negative(r.take("<q")))
     elif mtype == ORDER:

@@ -47,7 +47,7 @@ EXPECTED = {
     "feeder_epoch_end": wire.FeederEpochEnd(0, 60000),
     "order": wire.EpochOrder(3, 16000, 16005, (7, 0, 60000, 2, 1 << 20)),
     "order_request": wire.OrderRequest(3),
-    "move": wire.Move("/dev/shm/tensorsocket-u/n/lane-1", 12, 2 << 48),
+    "move": wire.Move(2, 12, 2 << 48),
     "moved": wire.Moved(151040),
 }
 

@@ -30,6 +30,15 @@ public interface IndexedSource extends BatchSource {
      */
     void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception;
 
+    /**
+     * Whether {@link #emitEpoch(long, int[], BatchSink)} may run on two threads at once, each with its own sink: then a
+     * producer can serve a consumer that fell behind from a lane of its own (see
+     * {@link io.tensorsocket.TensorProducer.Builder#lanes(int)}). False unless the source says so.
+     */
+    default boolean loadsConcurrently() {
+        return false;
+    }
+
     /** This source itself: it loads samples by index. */
     @Override
     default IndexedSource byIndex() {

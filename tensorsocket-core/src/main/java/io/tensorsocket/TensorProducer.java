@@ -161,6 +161,7 @@ public final class TensorProducer implements AutoCloseable {
         private int rubberBand = 2;
         private int claimsAhead = 2;
         private int rings = DescriptorRings.DEFAULT_RINGS;
+        private int lanes = 2;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link ProducerSpec#effectiveIdleTimeout(long)}. */
@@ -267,6 +268,23 @@ public final class TensorProducer implements AutoCloseable {
                 throw new IllegalArgumentException("rings must be 0 to 4096, got " + rings);
             }
             this.rings = rings;
+            return this;
+        }
+
+        /**
+         * How many lanes the producer may run at once (default 2; 0: none). A consumer that falls behind the others (the
+         * producer waited for its releases while another consumer read on) is moved to a lane of its own, so the
+         * others read at their own speed: the lane loads its batches again, by index, from the same epoch orders, so
+         * its epochs stay exact. Each lane costs what a private loader would for that consumer (its CPU, and an arena
+         * of a few slots); with every lane busy, the slowest consumer sets the pace. Only a source that loads by index
+         * and can load on two threads at once ({@link IndexedSource#loadsConcurrently()}) has lanes, and only Java
+         * consumers that are no rank of a job are moved.
+         */
+        public Builder lanes(int lanes) {
+            if (lanes < 0 || lanes > 64) {
+                throw new IllegalArgumentException("lanes must be 0 to 64, got " + lanes);
+            }
+            this.lanes = lanes;
             return this;
         }
 
@@ -384,6 +402,7 @@ public final class TensorProducer implements AutoCloseable {
                     rubberBand,
                     claimsAhead,
                     rings,
+                    lanes,
                     epochs,
                     stallTimeout,
                     idleTimeout,

@@ -51,7 +51,8 @@ public final class Handshake {
                     options.ringHandoff() && Futex.supported(),
                     rank == null ? "" : rank.job(),
                     rank == null ? 0 : rank.rank(),
-                    rank == null ? 1 : rank.worldSize()));
+                    rank == null ? 1 : rank.worldSize(),
+                    rank == null));
             // A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats
             // meanwhile).
             Message first = link.take(

@@ -3,9 +3,9 @@ package io.tensorsocket.consumer;
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.JobRank;
+import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProtocolException;
 import io.tensorsocket.TensorSocketException;
-import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.spi.ConsumerEngine;
 import io.tensorsocket.spi.StreamTerms;
@@ -13,6 +13,7 @@ import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ConsumerStream;
 import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StreamGeometry;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -31,7 +32,7 @@ public final class LocalEngine implements ConsumerEngine {
     private final ConsumerOptions options;
     private final ConsumerLink link;
     private final Message.Welcome welcome;
-    private final SharedArena arena;
+    private final ArenaRegions arenas;
     private final ConsumerStream stream;
     private final BatchAssembly assembly;
     private final StreamTerms terms;
@@ -49,15 +50,15 @@ public final class LocalEngine implements ConsumerEngine {
      * @throws io.tensorsocket.TensorSocketException as {@link Handshake#join} says
      */
     public static LocalEngine join(Path dir, String producer, ConsumerOptions options) {
-        return new LocalEngine(producer, options, Handshake.join(dir, producer, options));
+        return new LocalEngine(dir, producer, options, Handshake.join(dir, producer, options));
     }
 
-    private LocalEngine(String producer, ConsumerOptions options, Handshake.Session session) {
+    private LocalEngine(Path dir, String producer, ConsumerOptions options, Handshake.Session session) {
         this.producer = producer;
         this.options = options;
         this.link = session.link();
         this.welcome = session.welcome();
-        this.arena = session.arena();
+        this.arenas = new ArenaRegions(dir, producer, welcome.sessionId(), session.arena());
         this.stream = new ConsumerStream(
                 new StreamGeometry(welcome.samplesPerEpoch(), welcome.producerBatchSize()),
                 welcome.slotCount(),
@@ -66,8 +67,8 @@ public final class LocalEngine implements ConsumerEngine {
                 welcome.startEpoch(),
                 welcome.startSample(),
                 shareOf(options.jobRank()));
-        this.assembly = new BatchAssembly(
-                welcome.tensors(), options.batchSize(), arena::region, options.threadConfinedBatches());
+        this.assembly =
+                new BatchAssembly(welcome.tensors(), options.batchSize(), arenas, options.threadConfinedBatches());
         this.terms = new StreamTerms(
                 stream.batchesPerEpoch(),
                 stream.samplesPerEpoch(),
@@ -242,10 +243,34 @@ public final class LocalEngine implements ConsumerEngine {
                 }
             }
             case Message.EndOfStream e -> stream.endOfStream();
+            case Message.Move mv -> move(mv);
             default ->
                 throw new ProtocolException(
                         "unexpected " + m.getClass().getSimpleName() + " from producer '" + producer + "'");
         }
+    }
+
+    /**
+     * The producer moved this consumer to a lane (it fell behind the others): maps the lane's arena, gives back the
+     * batches it has not begun and tells the producer where its lane starts.
+     */
+    private void move(Message.Move mv) {
+        int base;
+        try {
+            base = arenas.mapLane(mv.lane(), mv.slotCount());
+        } catch (IOException e) {
+            throw new ProducerGoneException(
+                    "producer '" + producer + "' moved this consumer to lane " + mv.lane()
+                            + ", whose arena could not be mapped: " + e.getMessage(),
+                    e);
+        }
+        long position;
+        try {
+            position = stream.moveTo(mv.seqBase(), base, mv.slotCount());
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
+        }
+        link.send(List.of(new Message.Moved(position)));
     }
 
     /** Consumes samples up to {@code target} without handing them out, releasing what they occupied. */
@@ -315,7 +340,7 @@ public final class LocalEngine implements ConsumerEngine {
             schedule.closeAll();
             link.close();
             if (!keepMapped) {
-                arena.close();
+                arenas.close();
                 assembly.close();
             }
         } finally {

@@ -125,7 +125,10 @@ final class RingInbox implements Inbox {
                     + " payload bytes is not a frame this consumer reads");
         }
         Message m = WireFormat.decodePayload(h.type(), f.slice(f.position(), h.payloadBytes()));
-        if (!(m instanceof Message.BatchReady || m instanceof Message.EpochEnd || m instanceof Message.EndOfStream)) {
+        if (!(m instanceof Message.BatchReady
+                || m instanceof Message.EpochEnd
+                || m instanceof Message.EndOfStream
+                || m instanceof Message.Move)) {
             throw new ProtocolException(
                     "descriptor ring entry holds " + m.getClass().getSimpleName() + ", which only the socket carries");
         }

@@ -60,6 +60,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String LOCK_FILE = "producer.lock";
     public static final String SOCKET_FILE = "control.sock";
     public static final String ARENA_FILE = "arena";
+    /** Lane {@code k}'s arena is {@code lane-k} ({@code io.tensorsocket.producer.Lane}), while the lane runs. */
+    public static final String LANE_FILE_PREFIX = "lane-";
     /** Where consumers find their descriptor rings (see {@link io.tensorsocket.rings.DescriptorRings}). */
     public static final String RINGS_FILE = "rings";
     /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
@@ -253,6 +255,7 @@ public final class ProducerDirectory implements AutoCloseable {
         Files.deleteIfExists(dir.resolve(RINGS_FILE));
         Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
         Files.deleteIfExists(dir.resolve(SHARE_FILE));
+        deleteLanes(dir);
         if (stale) {
             log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
         }
@@ -351,6 +354,16 @@ public final class ProducerDirectory implements AutoCloseable {
         }
     }
 
+    /** Removes the arenas of lanes in {@code dir}. */
+    private static void deleteLanes(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            for (Path p : s.filter(f -> f.getFileName().toString().startsWith(LANE_FILE_PREFIX))
+                    .toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
     /** Removes the producer's files and the directory, then drops the lock. */
     @Override
     public void close() {
@@ -360,6 +373,7 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.deleteIfExists(ringsPath());
             Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
             Files.deleteIfExists(dir.resolve(SHARE_FILE));
+            deleteLanes(dir);
             Files.deleteIfExists(dir.resolve(FAILED_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));
             lock.release();

@@ -52,6 +52,17 @@ final class Attached {
         return sessions.size();
     }
 
+    /** Consumers that read the main stream: all but those a lane serves (or that are being moved to one). */
+    int onMainStream() {
+        int n = 0;
+        for (ConsumerSession s : sessions.values()) {
+            if (s.lane == null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Gives {@code s} its outlet (a ring, if it asked and one is free), before its WELCOME says which. */
     void prepare(ConsumerSession s) {
         rings.give(s);
@@ -118,7 +129,7 @@ final class Attached {
      * nothing more, and after {@link #UNREACHABLE_NANOS} the heartbeat detaches it whatever it said. A full
      * descriptor ring is dropped at once.
      */
-    private void unreachable(ConsumerSession s) {
+    void unreachable(ConsumerSession s) {
         if (!(s.events instanceof Outlet.Socket)) {
             detach(s, "descriptor ring full");
         } else if (s.unreachableSince == 0) {
@@ -132,16 +143,18 @@ final class Attached {
     /** Hands the batch just published at {@code p} to every consumer whose stream includes it. */
     void published(BatchPosition p, Message.BatchReady ready) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            if (s.start.sends(p, geometry) && s.unreachableSince == 0) {
+            if (s.start.sends(p, geometry) && s.unreachableSince == 0 && s.lane == null) {
                 hand(s, ready);
             }
         }
     }
 
-    /** Sends a stream event that holds no batch (an epoch's end, the end) to every consumer. */
+    /** Sends a stream event that holds no batch (an epoch's end, the end) to every consumer of the main stream. */
     void broadcast(Message event) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            s.sendEvent(event);
+            if (s.lane == null) {
+                s.sendEvent(event);
+            }
         }
     }
 
@@ -190,8 +203,10 @@ final class Attached {
             if (!s.held.remove(seqs[i])) {
                 return seqs[i];
             }
-            freed |= slots.release(seqs[i]);
-            s.position = Math.max(s.position, slots.batch(seqs[i]).end(geometry));
+            Lane lane = s.lane != null && s.lane.owns(seqs[i]) ? s.lane : null;
+            freed |= lane != null ? lane.release(seqs[i]) : slots.release(seqs[i]);
+            BatchPosition p = lane != null ? lane.batch(seqs[i]) : slots.batch(seqs[i]);
+            s.position = Math.max(s.position, p.end(geometry));
         }
         return freed ? -1 : -2;
     }
@@ -249,7 +264,11 @@ final class Attached {
         s.leftAfterEpochs = s.epochsReadWhole(geometry);
         int n = s.held.size();
         for (long seq : s.held) {
-            slots.release(seq);
+            if (s.lane != null && s.lane.owns(seq)) {
+                s.lane.release(seq);
+            } else {
+                slots.release(seq);
+            }
         }
         s.held.clear();
         s.channel.close();

@@ -108,6 +108,14 @@ final class ConsumerReader implements AutoCloseable {
                     case Message.Progress p -> core.progress(s, p);
                     case Message.Heartbeat h -> s.heartbeatAnswered();
                     case Message.Bye b -> leave = GOODBYE;
+                    case Message.Moved mv -> {
+                        String wrong = core.moved(s, mv.position());
+                        if (wrong != null) {
+                            log.warn("{} {}; disconnecting it", s.describe(), wrong);
+                            s.send(new Message.Error(Message.ErrorCode.BAD_FRAME, "you " + wrong));
+                            leave = "protocol violation";
+                        }
+                    }
                     default -> {
                         s.send(new Message.Error(
                                 Message.ErrorCode.BAD_FRAME,

@@ -76,6 +76,9 @@ final class ConsumerSession {
     /** The whole epochs it had read when it left, or -1 if it left inside one ({@link #epochsReadWhole}). */
     long leftAfterEpochs = -1;
 
+    /** The lane that serves it since it fell behind ({@link Lanes}), or null while it reads the main stream. */
+    Lane lane;
+
     /** Where its stream events go: its socket, or its descriptor ring (see {@link RingPool#give}). */
     Outlet events;
 
@@ -173,7 +176,9 @@ final class ConsumerSession {
                 hello.job(),
                 hello.rank(),
                 hello.worldSize(),
-                paceShare);
+                paceShare,
+                lane != null ? lane.number : 0,
+                lane != null ? lane.samplesLoaded : 0);
     }
 
     /**

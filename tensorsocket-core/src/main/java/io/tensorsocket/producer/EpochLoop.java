@@ -69,7 +69,9 @@ final class EpochLoop {
                 long publishedBefore = core.batchesPublished();
                 try {
                     if (indexed != null) {
-                        indexed.emitEpoch(epoch, orders.draw(epoch, core.lateJoinBoundaries(epoch)), core);
+                        int[] order = orders.draw(epoch, core.lateJoinBoundaries(epoch));
+                        core.drew(epoch, order);
+                        indexed.emitEpoch(epoch, order, core);
                     } else {
                         source.emitEpoch(epoch, core);
                     }

@@ -103,6 +103,9 @@ final class ProducerAssembly {
                 core.keepBoundariesUpstream(upstream);
             }
             core.reportsCache(source::cacheFigures);
+            if (source.byIndex() != null && source.byIndex().loadsConcurrently()) {
+                core.serveLanes(new Lanes.Supply(source.byIndex(), spec.lanes(), made.directory(), sessionId, pid));
+            }
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(
                     core,

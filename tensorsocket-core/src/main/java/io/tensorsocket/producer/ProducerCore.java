@@ -65,6 +65,7 @@ public final class ProducerCore implements BatchSink {
     private final RelayJoins relays;
     private final StartWaits waits;
     private final SlotWait slotWait;
+    private final Lanes lanes;
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile Supplier<ProducerStatus.Cache> cacheFigures = () -> ProducerStatus.Cache.NONE;
@@ -89,7 +90,8 @@ public final class ProducerCore implements BatchSink {
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName, layout.slotCount(), layout.slotBytes());
-        this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, this::checkOpen);
+        this.lanes = new Lanes(lock, changed, rules, geometry, layout, slots, consumers);
+        this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, lanes, this::checkOpen);
     }
 
     /** Where {@link #status} reads the source's decoded-sample cache figures. Call before serving. */
@@ -100,6 +102,11 @@ public final class ProducerCore implements BatchSink {
     /** Hands stream events to consumers that ask for it through {@code rings}. Call before serving. */
     public void handOffThrough(DescriptorRings rings) {
         locked(() -> consumers.ringsFrom(new RingPool(rings)));
+    }
+
+    /** Serves consumers that fall behind from lanes of their own ({@link Lanes}). Call before serving. */
+    public void serveLanes(Lanes.Supply supply) {
+        locked(() -> lanes.serve(supply));
     }
 
     /**
@@ -231,6 +238,11 @@ public final class ProducerCore implements BatchSink {
         });
     }
 
+    /** The producer loop drew {@code order} for epoch {@code epoch}, which it emits next: lanes may load it again. */
+    public void drew(long epoch, int[] order) {
+        locked(() -> lanes.drew(epoch, order));
+    }
+
     /** For consumer {@code consumerId}, which relays this stream: see {@link RelayJoins#keepFor}. */
     public UpstreamBoundaries.Answer keepBoundaryForRelay(int consumerId, long epoch, long sample) {
         return locked(() -> relays.keepFor(consumers.get(consumerId), epoch, sample));
@@ -245,22 +257,26 @@ public final class ProducerCore implements BatchSink {
     public void endStream(long epochsRun) {
         locked(() -> {
             state.streamEnded = true;
+            lanes.mainEnded(epochsRun);
             consumers.broadcast(new Message.EndOfStream(epochsRun));
             changed.signalAll();
         });
     }
 
-    /** Waits until every consumer has left, at most {@code timeout}. */
+    /** Waits until every consumer has left, at most {@code timeout} after the last lane ended. */
     public void awaitConsumersGone(Duration timeout) {
         lock.lock();
         try {
             long deadline = System.nanoTime() + timeout.toNanos();
             while (consumers.count() > 0 && state.closedReason == null) {
+                if (lanes.serving()) { // a consumer in a lane still reads its epochs: the drain starts after
+                    deadline = System.nanoTime() + timeout.toNanos();
+                }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return;
                 }
-                changed.awaitNanos(left);
+                changed.awaitNanos(Math.min(left, 1_000_000_000L));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -328,6 +344,7 @@ public final class ProducerCore implements BatchSink {
     /** A consumer left: if it was a rank of a running job that died, the job's other ranks fail too. */
     private void left(ConsumerSession s, String why) {
         pace.left(s);
+        lanes.left(s);
         relays.releaseUpstream(s.start);
         if (state.closedReason != null) {
             return; // every consumer is being told why already
@@ -364,6 +381,11 @@ public final class ProducerCore implements BatchSink {
      */
     void heartbeat(long idleNanos) {
         locked(() -> consumers.heartbeat(System.nanoTime(), idleNanos));
+    }
+
+    /** {@code s} answered its MOVE: see {@link Lanes#moved}; what is wrong with the answer, or null. */
+    String moved(ConsumerSession s, long position) {
+        return locked(() -> lanes.moved(s, position));
     }
 
     /** Records a consumer's report about itself (for {@link #status}). */

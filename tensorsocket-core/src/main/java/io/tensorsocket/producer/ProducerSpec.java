@@ -29,6 +29,7 @@ public record ProducerSpec(
         int rubberBand,
         int claimsAhead,
         int rings,
+        int lanes,
         long epochs,
         Duration stallTimeout,
         Duration idleTimeout,

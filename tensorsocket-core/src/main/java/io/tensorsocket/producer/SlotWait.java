@@ -19,6 +19,7 @@ final class SlotWait {
     private final Attached consumers;
     private final StartWaits waits;
     private final PaceWatch pace;
+    private final Lanes lanes;
     private final Runnable checkOpen;
 
     private volatile boolean awaitingRelease;
@@ -31,6 +32,7 @@ final class SlotWait {
             Attached consumers,
             StartWaits waits,
             PaceWatch pace,
+            Lanes lanes,
             Runnable checkOpen) {
         this.rules = rules;
         this.state = state;
@@ -38,6 +40,7 @@ final class SlotWait {
         this.consumers = consumers;
         this.waits = waits;
         this.pace = pace;
+        this.lanes = lanes;
         this.checkOpen = checkOpen;
     }
 
@@ -56,6 +59,12 @@ final class SlotWait {
                 waits.noteAttached(consumers.count());
             } else if (consumers.count() < needed) {
                 waits.awaitConsumers(needed, state.totalPublished > 0);
+                stalledSince = System.nanoTime();
+                continue;
+            }
+            if (!readsOn && state.totalPublished > 0 && consumers.onMainStream() == 0) {
+                waits.awaitNanos(
+                        1_000_000_000L); // every consumer reads from a lane: the main stream waits for a new one
                 stalledSince = System.nanoTime();
                 continue;
             }
@@ -78,6 +87,7 @@ final class SlotWait {
             waits.awaitNanos(left);
             long after = System.nanoTime();
             pace.waited(holders, after - before, consumers.count());
+            lanes.waited(holders, after - before, after);
             pace.tick(after, consumers.count());
         }
     }

@@ -164,12 +164,12 @@ public sealed interface Message {
     }
 
     /**
-     * Producer to consumer, in its stream: from here on its batches come from a lane
-     * ({@link io.tensorsocket.producer.Lane}), in the arena at {@code arenaPath} of {@code slotCount} slots shaped as
-     * the producer's, batch {@code seq} in slot {@code (seq - seqBase) % slotCount}. The consumer answers
-     * {@link Moved}; no batch of the main stream comes after this.
+     * Producer to consumer, in its stream: from here on its batches come from lane {@code lane}
+     * ({@link io.tensorsocket.producer.Lane}), whose arena is {@code lane-<lane>} beside the producer's, of
+     * {@code slotCount} slots shaped as the producer's, batch {@code seq} in slot {@code (seq - seqBase) % slotCount}.
+     * The consumer answers {@link Moved}; no batch of the main stream comes after this.
      */
-    record Move(String arenaPath, int slotCount, long seqBase) implements Message {}
+    record Move(int lane, int slotCount, long seqBase) implements Message {}
 
     /**
      * Consumer to producer, answer to {@link Move}: it keeps the batches it was sent up to stream position

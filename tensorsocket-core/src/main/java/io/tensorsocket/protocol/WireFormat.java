@@ -73,9 +73,9 @@ import java.util.List;
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
- *  22 MOVE         str arenaPath, i32 slotCount, i64 seqBase; producer to a consumer whose HELLO said lanes, in its
- *                  stream (socket or ring): its later batches come from a lane, batch seq in slot
- *                  (seq - seqBase) % slotCount of the lane's arena at arenaPath
+ *  22 MOVE         i32 lane, i32 slotCount, i64 seqBase; producer to a consumer whose HELLO said lanes, in its
+ *                  stream (socket or ring): its later batches come from lane `lane`, batch seq in slot
+ *                  (seq - seqBase) % slotCount of the lane's arena, lane-<lane> beside the producer's arena
  *  23 MOVED        i64 position; the consumer's answer to MOVE: it gave back every batch it had not begun, and its
  *                  lane starts at this stream position
  *
@@ -254,10 +254,7 @@ public final class WireFormat {
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
             case Message.OrderRequest o -> b.putLong(o.epoch());
-            case Message.Move mv -> {
-                putString(b, mv.arenaPath());
-                b.putInt(mv.slotCount()).putLong(mv.seqBase());
-            }
+            case Message.Move mv -> b.putInt(mv.lane()).putInt(mv.slotCount()).putLong(mv.seqBase());
             case Message.Moved mv -> b.putLong(mv.position());
             case Message.EpochOrder o -> {
                 b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
@@ -318,7 +315,7 @@ public final class WireFormat {
                 case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case ORDER -> decodeOrder(p);
                 case ORDER_REQUEST -> new Message.OrderRequest(nonNegative(p.getLong()));
-                case MOVE -> new Message.Move(getString(p), positive(p.getInt()), nonNegative(p.getLong()));
+                case MOVE -> new Message.Move(positive(p.getInt()), positive(p.getInt()), nonNegative(p.getLong()));
                 case MOVED -> new Message.Moved(nonNegative(p.getLong()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };

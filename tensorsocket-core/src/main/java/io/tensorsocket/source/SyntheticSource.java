@@ -140,6 +140,12 @@ public final class SyntheticSource implements IndexedSource {
         return spec.shuffleRandom(epoch);
     }
 
+    /** Yes: a batch is generated (or copied) from its ids alone. */
+    @Override
+    public boolean loadsConcurrently() {
+        return true;
+    }
+
     @Override
     public void emitEpoch(long epoch, int[] order, BatchSink sink) throws InterruptedException {
         int b = layout.batchSize();

@@ -62,7 +62,6 @@ public final class ConsumerStream {
     public static final int NEED_MORE = -1;
 
     private final StreamGeometry geometry;
-    private final int slots;
     private final int batchSize;
     private final boolean dropLast;
     private final RankShare share;
@@ -75,6 +74,14 @@ public final class ConsumerStream {
     private final long startPosition;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     private long expectedSeq = -1;
+    /**
+     * Batch {@code seq} lies in slot {@code (seq - seqBase) % ringSlots} of the ring it comes from (the arena's, or a
+     * lane's), which is slot {@code slotBase} on of those the consumer reads.
+     */
+    private long seqBase;
+
+    private int slotBase;
+    private int ringSlots;
     private long receivedUpTo;
     private boolean streamEnded;
     private long position;
@@ -105,7 +112,7 @@ public final class ConsumerStream {
             throw new IllegalArgumentException("batch size and slot count must be at least 1");
         }
         this.geometry = geometry;
-        this.slots = slots;
+        this.ringSlots = slots;
         this.batchSize = batchSize;
         this.dropLast = dropLast;
         this.share = share;
@@ -128,7 +135,8 @@ public final class ConsumerStream {
     public void accept(BatchPosition p, int slot) {
         long start = p.start(geometry);
         if ((expectedSeq >= 0 && p.seq() != expectedSeq)
-                || slot != (int) (p.seq() % slots)
+                || p.seq() < seqBase
+                || slot != (int) ((p.seq() - seqBase) % ringSlots)
                 || p.samples() < 1
                 || p.samples() > geometry.producerBatchSize()
                 || p.sampleStart() < 0
@@ -139,8 +147,38 @@ public final class ConsumerStream {
                     + " (expected seq " + expectedSeq + " at stream position " + receivedUpTo + ")");
         }
         expectedSeq = p.seq() + 1;
-        held.addLast(new Held(p.seq(), slot, start, p.samples()));
+        held.addLast(new Held(p.seq(), slotBase + slot, start, p.samples()));
         receivedUpTo = start + p.samples();
+    }
+
+    /**
+     * The producer moved this consumer to a lane: the batches it holds and has not begun (nothing of them handed out)
+     * go back, and the next descriptors are the lane's, batch {@code seqBase} first, each in the lane's slot
+     * {@code (seq - seqBase) % slotCount}, which its pieces name as {@code slotBase} on.
+     *
+     * <pre>
+     *  held   |s7 consumed|s8 begun . .|s9 . . .|s10 . . .|     position inside s8
+     *  kept   |s7|s8|                                          s9, s10 go back; the lane starts at s8's end
+     * </pre>
+     *
+     * @return the stream position where the lane's batches start: the end of what it keeps
+     */
+    public long moveTo(long seqBase, int slotBase, int slotCount) {
+        if (slotCount < 1 || seqBase < 0 || streamEnded) {
+            throw new IllegalArgumentException("a move to a lane of " + slotCount + " slots from batch " + seqBase
+                    + (streamEnded ? " after the stream ended" : ""));
+        }
+        while (!held.isEmpty()
+                && held.peekLast().consumed == held.peekLast().start
+                && held.peekLast().start >= position
+                && !held.peekLast().pinned) {
+            receivedUpTo = held.pollLast().start;
+        }
+        this.seqBase = seqBase;
+        this.slotBase = slotBase;
+        this.ringSlots = slotCount;
+        this.expectedSeq = seqBase;
+        return receivedUpTo;
     }
 
     /** The producer ended the stream: no more descriptors come. */

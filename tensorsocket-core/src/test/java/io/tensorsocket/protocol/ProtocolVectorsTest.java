@@ -174,7 +174,7 @@ class ProtocolVectorsTest {
         FRAMES.put("feeder_epoch_end", new Message.FeederEpochEnd(0, 60000));
         FRAMES.put("order", new Message.EpochOrder(3, 16000, 16005, new int[] {7, 0, 60000, 2, 1 << 20}));
         FRAMES.put("order_request", new Message.OrderRequest(3));
-        FRAMES.put("move", new Message.Move("/dev/shm/tensorsocket-u/n/lane-1", 12, 2L << 48));
+        FRAMES.put("move", new Message.Move(2, 12, 2L << 48));
         FRAMES.put("moved", new Message.Moved(151040));
     }
 

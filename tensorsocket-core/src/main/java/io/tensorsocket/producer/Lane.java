@@ -1,0 +1,203 @@
+package io.tensorsocket.producer;
+
+import io.tensorsocket.Batch;
+import io.tensorsocket.BatchSink;
+import io.tensorsocket.SlotWriter;
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.stream.BatchPosition;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * One consumer's stream after it fell behind: the source loads its batches again, by index, over the orders the main
+ * stream drew, from the stream position where the consumer left the main stream, at the consumer's own pace. Its
+ * batches go to an arena of its own ({@code lane-K} beside the producer's arena, shaped as it) and are numbered from
+ * {@link #seqBase}, so that a consumer tells them, and the producer their releases, from the main stream's.
+ *
+ * <pre>
+ *  main stream   …| e3: b0 b1 b2 b3 b4 b5 b6 b7 | e4: b0 b1 …      the fast consumers, at their speed
+ *  lane 1                  | b2 b3 b4 b5 b6 b7 | e4: b0 …          the consumer that had begun e3's b1 and gave
+ *                          ^ MOVED position                        back b2 and later; seqs from 1·2^48
+ * </pre>
+ *
+ * A lane lives as long as its consumer: it ends with the consumer's stream (the producer's last epoch, or where the
+ * main stream ended), or when the consumer leaves, and removes its arena then. It runs on a thread of its own, with
+ * one claim at a time; everything it shares with the producer is guarded by the producer's lock.
+ */
+final class Lane implements BatchSink, Runnable {
+    /** Sequence numbers of lane {@code k} are {@code k × SEQ_SPAN} and up; the main stream's stay below the first. */
+    static final long SEQ_SPAN = 1L << 48;
+
+    final int number;
+    final long seqBase;
+    final ConsumerSession session;
+    final Path file;
+    private final Lanes lanes;
+    private final ArenaLayout layout;
+    private final SlotTable slots;
+
+    // guarded by the producer's lock
+    private SharedArena arena;
+    /** The stream position the consumer said its lane starts at (MOVED), or -1 before. */
+    long movedAt = -1;
+
+    boolean closed;
+    private long nextSeq;
+    long epoch;
+    private long nextIndex;
+    private long nextSample;
+    long samplesLoaded;
+
+    Lane(int number, ConsumerSession session, Lanes lanes, ArenaLayout layout, Path file) {
+        this.number = number;
+        this.seqBase = number * SEQ_SPAN;
+        this.session = session;
+        this.lanes = lanes;
+        this.layout = layout;
+        this.file = file;
+        this.slots = new SlotTable(layout.slotCount());
+    }
+
+    /** Whether batch {@code seq} is one of this lane's. */
+    boolean owns(long seq) {
+        return seq >= seqBase && seq < seqBase + SEQ_SPAN;
+    }
+
+    /** The consumer released lane batch {@code seq}; whether its slot came free. Under the producer's lock. */
+    boolean release(long seq) {
+        return slots.release(seq - seqBase);
+    }
+
+    /** Where lane batch {@code seq} lies in the stream. Under the producer's lock. */
+    BatchPosition batch(long seq) {
+        return slots.batch(seq - seqBase);
+    }
+
+    /** The MOVE that tells the consumer where its lane's batches are. */
+    Message.Move move() {
+        return new Message.Move(number, layout.slotCount(), seqBase);
+    }
+
+    @Override
+    public void run() {
+        try {
+            SharedArena made = SharedArena.create(file, layout, lanes.sessionId(), lanes.pid());
+            lanes.share(file);
+            long from = lanes.awaitMoved(this, made);
+            if (from >= 0) {
+                serve(from);
+            }
+        } catch (LaneClosed | ProducerStopped e) {
+            // its consumer left, or the producer stopped: nothing to tell anyone
+        } catch (Throwable t) {
+            lanes.failed(this, t);
+        } finally {
+            lanes.ended(this);
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException ignored) {
+                // the producer's directory goes with it
+            }
+        }
+    }
+
+    private void serve(long from) throws Exception {
+        long spe = lanes.geometry().samplesPerEpoch();
+        int b = layout.batch().batchSize();
+        long e = from / spe;
+        long s = from % spe;
+        while (true) {
+            int[] order = lanes.orderFor(this, e);
+            if (order == null) {
+                return;
+            }
+            lanes.beginEpoch(this, e, s, s / b);
+            lanes.source().emitEpoch(e, s == 0 ? order : Arrays.copyOfRange(order, (int) s, order.length), this);
+            lanes.endEpoch(this, e);
+            e++;
+            s = 0;
+        }
+    }
+
+    /** Under the producer's lock: starts epoch {@code e} at sample {@code s}, batch {@code index}. */
+    void begin(long e, long s, long index) {
+        epoch = e;
+        nextSample = s;
+        nextIndex = index;
+    }
+
+    /** Under the producer's lock: the epoch's end, as the main stream says it; throws if the source broke its shape. */
+    Message.EpochEnd end(long e) {
+        if (nextSample != lanes.geometry().samplesPerEpoch()) {
+            throw new IllegalStateException("the source emitted " + nextSample + " samples of epoch " + e + " in lane "
+                    + number + ", not " + lanes.geometry().samplesPerEpoch());
+        }
+        return new Message.EpochEnd(e, nextIndex, nextSample);
+    }
+
+    /** Under the producer's lock: the lane's arena, once made. */
+    void arena(SharedArena made) {
+        arena = made;
+    }
+
+    /** Under the producer's lock: unmaps the arena (the lane ended). */
+    void unmap() {
+        if (arena != null) {
+            arena.close();
+            arena = null;
+        }
+    }
+
+    @Override
+    public void put(Batch batch) {
+        layout.batch().check(batch);
+        SlotClaim c = (SlotClaim) claim();
+        c.copy(batch);
+        c.publish(batch.size());
+    }
+
+    @Override
+    public SlotWriter claim() {
+        return lanes.claim(this, nextSeq, slots);
+    }
+
+    /** Under the producer's lock: slot {@code slot} of the lane's arena is claimed for the next batch. */
+    SlotClaim claimed(long seq, int slot) {
+        nextSeq = seq + 1;
+        slots.claim(seq);
+        return new SlotClaim(seq, slot, layout, arena.slot(slot), (c, n) -> lanes.publish(this, c, n));
+    }
+
+    /** Under the producer's lock: the batch of claim {@code c} holds {@code n} samples; its BATCH for the consumer. */
+    Message.BatchReady published(SlotClaim c, int n) {
+        int b = layout.batch().batchSize();
+        long spe = lanes.geometry().samplesPerEpoch();
+        if (n < 1 || n > b || nextSample + n > spe || (n < b && nextSample + n < spe)) {
+            throw new IllegalStateException("the source published a batch of " + n + " samples at sample " + nextSample
+                    + " of epoch " + epoch + " in lane " + number + " (batch size " + b + ", " + spe + " per epoch)");
+        }
+        BatchPosition p = new BatchPosition(c.seq, epoch, nextIndex, nextSample, n);
+        slots.published(p);
+        slots.hold(c.seq);
+        nextIndex++;
+        nextSample += n;
+        samplesLoaded += n;
+        return new Message.BatchReady(seqBase + c.seq, c.slot, p.epoch(), p.index(), p.sampleStart(), n);
+    }
+
+    @Override
+    public int claimsAhead() {
+        return 1;
+    }
+
+    /** The lane's consumer left, or the producer stopped: the lane's thread ends at its next step. */
+    static final class LaneClosed extends RuntimeException {
+        LaneClosed() {
+            super(null, null, false, false);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package io.tensorsocket.producer;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * When a consumer has fallen behind far enough to be moved to a lane: the producer waited, within one window, at
+ * least {@link #AFTER_NANOS} in all for slots it held while another consumer of the main stream did not hold them (so
+ * read ahead of it and waited too). A consumer that merely reads in bursts costs the others less than that; one that
+ * is slower every step crosses it within a second of the arena filling.
+ *
+ * <p>Pure bookkeeping, keyed by whatever identifies a consumer; not thread-safe (the producer's lock guards it).
+ */
+final class LaneRule<K> {
+    /** The wait, within one window, that moves a consumer. */
+    static final long AFTER_NANOS = 250_000_000L;
+    /** The window's length: waits older than this are forgotten. */
+    static final long WINDOW_NANOS = 10_000_000_000L;
+
+    private final Map<K, Long> waited = new HashMap<>();
+    private long windowStart = Long.MIN_VALUE;
+
+    /**
+     * The producer waited {@code nanos} (ending at {@code now}) for a slot {@code holder} held while another consumer
+     * did not: whether {@code holder} has now crossed the line.
+     */
+    boolean waitedFor(K holder, long nanos, long now) {
+        if (windowStart == Long.MIN_VALUE || now - windowStart >= WINDOW_NANOS) {
+            waited.clear();
+            windowStart = now;
+        }
+        return waited.merge(holder, nanos, Long::sum) >= AFTER_NANOS;
+    }
+
+    /** Forgets {@code holder} (it moved, or left). */
+    void forget(K holder) {
+        waited.remove(holder);
+    }
+}

@@ -1,0 +1,400 @@
+package io.tensorsocket.producer;
+
+import io.tensorsocket.IndexedSource;
+import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.SharedArena;
+import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.protocol.Message;
+import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.StreamGeometry;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A producer's lanes: which consumers fell behind far enough ({@link LaneRule}) to be served from a {@link Lane} of
+ * their own rather than waited for, at most {@code bound} at once, and the move itself (MOVE, the consumer's MOVED,
+ * the main batches it gives back). It keeps the orders the main stream drew ({@link DrawnOrders}) for the lanes to
+ * load again. Beyond the bound, and for a consumer that cannot move (a Python consumer, a rank of a job), the slowest
+ * consumer sets the pace as before; {@link PaceWatch} says so.
+ *
+ * <p>Everything here runs under the producer's lock but the lanes' loading and their arenas' making.
+ */
+final class Lanes {
+    private static final Logger log = LoggerFactory.getLogger(Lanes.class);
+
+    /** What a producer needs to run lanes: a source that loads by index on two threads at once, and where to put them. */
+    record Supply(IndexedSource source, int bound, ProducerDirectory directory, long sessionId, long pid) {}
+
+    private final ReentrantLock lock;
+    private final Condition changed;
+    private final ServingRules rules;
+    private final StreamGeometry geometry;
+    private final ArenaLayout mainLayout;
+    private final SlotTable mainSlots;
+    private final Attached consumers;
+    private final LaneRule<ConsumerSession> rule = new LaneRule<>();
+    private final DrawnOrders orders = new DrawnOrders();
+
+    private Supply supply;
+    private Lane[] running = new Lane[0];
+    private boolean toldFull;
+    /** The epoch the main stream ended before, or -1 while it runs. */
+    private long mainEnd = -1;
+
+    Lanes(
+            ReentrantLock lock,
+            Condition changed,
+            ServingRules rules,
+            StreamGeometry geometry,
+            ArenaLayout mainLayout,
+            SlotTable mainSlots,
+            Attached consumers) {
+        this.lock = lock;
+        this.changed = changed;
+        this.rules = rules;
+        this.geometry = geometry;
+        this.mainLayout = mainLayout;
+        this.mainSlots = mainSlots;
+        this.consumers = consumers;
+    }
+
+    /** Runs lanes from {@code s} (none before, or with a bound of 0). */
+    void serve(Supply s) {
+        supply = s.bound() > 0 ? s : null;
+        running = new Lane[Math.max(0, s.bound())];
+    }
+
+    StreamGeometry geometry() {
+        return geometry;
+    }
+
+    IndexedSource source() {
+        return supply.source();
+    }
+
+    long sessionId() {
+        return supply.sessionId();
+    }
+
+    long pid() {
+        return supply.pid();
+    }
+
+    void share(Path file) throws IOException {
+        supply.directory().share(file, false);
+    }
+
+    // ------------------------------------------------------------------------------------ the main stream's side
+
+    /** The main stream drew {@code order} for {@code epoch}: kept while a lane may load that epoch again. */
+    void drew(long epoch, int[] order) {
+        if (supply == null) {
+            return;
+        }
+        orders.drew(epoch, order);
+        // a consumer still to be moved stands inside the arena: as many epochs back as its slots span
+        long span = (mainSlots.count() * (long) geometry.producerBatchSize()) / geometry.samplesPerEpoch() + 2;
+        long oldest = epoch - span;
+        for (Lane l : running) {
+            if (l != null) {
+                oldest = Math.min(oldest, l.movedAt < 0 ? epoch - span : l.epoch);
+            }
+        }
+        orders.forgetBefore(oldest);
+    }
+
+    /** The main stream ended before epoch {@code epoch}: lanes end there too. */
+    void mainEnded(long epoch) {
+        mainEnd = epoch;
+    }
+
+    /** Whether a lane still serves a consumer: the producer drains only after they are done. */
+    boolean serving() {
+        for (Lane l : running) {
+            if (l != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The producer waited {@code nanos} until {@code now} for a slot {@code holders} held: those that held back a
+     * consumer of the main stream which did not hold it cross the {@link LaneRule} and are moved, while lanes are free.
+     */
+    void waited(List<ConsumerSession> holders, long nanos, long now) {
+        if (supply == null || holders.isEmpty() || holders.size() >= consumers.onMainStream()) {
+            return;
+        }
+        for (ConsumerSession h : holders) {
+            if (h.lane == null && h.hello.lanes() && !h.hello.inJob() && rule.waitedFor(h, nanos, now)) {
+                start(h, nanos);
+            }
+        }
+    }
+
+    private void start(ConsumerSession s, long nanos) {
+        int free = -1;
+        for (int i = 0; i < running.length && free < 0; i++) {
+            if (running[i] == null) {
+                free = i;
+            }
+        }
+        if (free < 0) {
+            if (!toldFull) {
+                toldFull = true;
+                log.info(
+                        "producer '{}' would move {} to a lane of its own (it holds the others back), but all {} lanes"
+                                + " run; it sets the pace until one ends (serve --lanes, or lanes() of the producer, runs"
+                                + " more)",
+                        rules.producerName(),
+                        s.describe(),
+                        running.length);
+            }
+            return;
+        }
+        rule.forget(s);
+        int b = s.hello.batchSize();
+        int slots = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(b) + 2, 16));
+        Path file = supply.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + (free + 1));
+        Lane lane = new Lane(free + 1, s, this, ArenaLayout.of(mainLayout.batch(), slots), file);
+        running[free] = lane;
+        s.lane = lane;
+        log.info(
+                "producer '{}' moves {} to lane {}: the others waited for its releases while they read ahead ({} ms"
+                        + " in the last {} s). From its next batch it reads at its own pace from batches the source"
+                        + " loads again for it ({} slots of {} KiB); the others read on at theirs",
+                rules.producerName(),
+                s.describe(),
+                lane.number,
+                Math.max(TimeUnit.NANOSECONDS.toMillis(LaneRule.AFTER_NANOS), TimeUnit.NANOSECONDS.toMillis(nanos)),
+                TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS),
+                slots,
+                mainLayout.slotBytes() >> 10);
+        Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-lane-" + lane.number + "-" + rules.producerName())
+                .start(lane);
+    }
+
+    // ------------------------------------------------------------------------------------ the consumer's side
+
+    /**
+     * {@code s} answered MOVE: it keeps the main batches it was sent up to {@code position}, and gives back the rest.
+     *
+     * @return what is wrong with the answer (a protocol violation), or null
+     */
+    String moved(ConsumerSession s, long position) {
+        Lane lane = s.lane;
+        if (lane == null || lane.movedAt >= 0) {
+            return "sent MOVED without a MOVE to answer";
+        }
+        boolean boundary = false;
+        long end = -1;
+        for (Iterator<Long> it = s.held.iterator(); it.hasNext(); ) {
+            long seq = it.next();
+            if (lane.owns(seq)) {
+                continue;
+            }
+            BatchPosition p = mainSlots.batch(seq);
+            boundary |= p.start(geometry) == position;
+            end = Math.max(end, p.end(geometry));
+            if (p.start(geometry) >= position) {
+                it.remove();
+                mainSlots.release(seq);
+            }
+        }
+        if (!boundary && position != end && position != s.position) {
+            return "moved at stream position " + position + ", which is no boundary of the batches it holds";
+        }
+        lane.movedAt = position;
+        changed.signalAll();
+        return null;
+    }
+
+    /** {@code s} left: its lane, if it had one, ends. */
+    void left(ConsumerSession s) {
+        rule.forget(s);
+        if (s.lane != null) {
+            s.lane.closed = true;
+            changed.signalAll();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ a lane's thread
+
+    /** Sends {@code lane}'s MOVE and waits for its consumer's MOVED: the position to start at, or -1 if it left. */
+    long awaitMoved(Lane lane, SharedArena made) throws InterruptedException {
+        lock.lock();
+        try {
+            lane.arena(made);
+            if (!open(lane)) {
+                return -1;
+            }
+            if (!lane.session.sendEvent(lane.move())) {
+                consumers.unreachable(lane.session);
+                return -1;
+            }
+            long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
+            while (lane.movedAt < 0 && open(lane)) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    evict(
+                            lane,
+                            "did not answer its move to lane " + lane.number + " within "
+                                    + rules.stallTimeout().toMillis() + " ms");
+                    return -1;
+                }
+                changed.awaitNanos(left);
+            }
+            return open(lane) ? lane.movedAt : -1;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The order of {@code epoch} for {@code lane}, once drawn; null where its stream ends before it. */
+    int[] orderFor(Lane lane, long epoch) throws InterruptedException {
+        lock.lock();
+        try {
+            while (true) {
+                check(lane);
+                if ((rules.epochs() > 0 && epoch >= rules.epochs()) || (mainEnd >= 0 && epoch >= mainEnd)) {
+                    lane.session.sendEvent(new Message.EndOfStream(epoch));
+                    return null;
+                }
+                int[] order = orders.order(epoch);
+                if (order != null) {
+                    return order;
+                }
+                changed.awaitNanos(TimeUnit.SECONDS.toNanos(1));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void beginEpoch(Lane lane, long epoch, long sample, long index) {
+        lock.lock();
+        try {
+            check(lane);
+            lane.begin(epoch, sample, index);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void endEpoch(Lane lane, long epoch) {
+        lock.lock();
+        try {
+            check(lane);
+            lane.session.sendEvent(lane.end(epoch));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The next claim of {@code lane}, batch {@code seq} of its own: waits for its slot, evicting a consumer that stalls it. */
+    SlotClaim claim(Lane lane, long seq, SlotTable slots) {
+        lock.lock();
+        try {
+            int slot = slots.slotOf(seq);
+            long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
+            while (true) {
+                check(lane);
+                if (slots.isFree(slot)) {
+                    return lane.claimed(seq, slot);
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    evict(
+                            lane,
+                            "held batch " + (lane.seqBase + slots.seqIn(slot)) + " of lane " + lane.number
+                                    + " for more than " + rules.stallTimeout().toMillis() + " ms");
+                    throw new Lane.LaneClosed();
+                }
+                changed.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new Lane.LaneClosed();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Publishes {@code lane}'s claim {@code c} of {@code n} samples to its consumer. */
+    void publish(Lane lane, SlotClaim c, int n) {
+        lock.lock();
+        try {
+            check(lane);
+            Message.BatchReady ready = lane.published(c, n);
+            lane.session.held.addLast(ready.seq());
+            lane.session.batchesSent++;
+            if (!lane.session.sendEvent(ready)) {
+                consumers.unreachable(lane.session);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */
+    void failed(Lane lane, Throwable t) {
+        lock.lock();
+        try {
+            String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
+                    + " (epoch " + lane.epoch + "): " + t;
+            log.error(msg, t);
+            if (lane.session.attached) {
+                lane.session.send(new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
+                consumers.detach(lane.session, "its lane failed");
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code lane}'s thread ends: its place is free again. */
+    void ended(Lane lane) {
+        lock.lock();
+        try {
+            lane.unmap();
+            for (int i = 0; i < running.length; i++) {
+                if (running[i] == lane) {
+                    running[i] = null;
+                }
+            }
+            toldFull = false;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean open(Lane lane) {
+        return !lane.closed && lane.session.attached && lane.session.lane == lane;
+    }
+
+    private void check(Lane lane) {
+        if (!open(lane)) {
+            throw new Lane.LaneClosed();
+        }
+    }
+
+    private void evict(Lane lane, String what) {
+        ConsumerSession s = lane.session;
+        String msg = s.describe() + " " + what + "; it was disconnected. Release batches sooner (close them or ask"
+                + " for the next), or raise the producer's stall timeout";
+        log.warn("evicting {}", msg);
+        s.send(new Message.Error(Message.ErrorCode.EVICTED, msg));
+        consumers.detach(s, "evicted");
+    }
+}

@@ -1,0 +1,212 @@
+package io.tensorsocket;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.tensorsocket.source.SyntheticSource;
+import io.tensorsocket.source.SyntheticSpec;
+import io.tensorsocket.source.SyntheticVerifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Consumers of different speeds on one producer: the one that holds the others back is moved to a lane of its own, the
+ * others read on at their speed, and every epoch of every consumer is still one pass over the data set, with every
+ * consumer seeing the same sample at every stream position. The producer runs at most its bound of lanes; a lane ends
+ * with its consumer and removes its arena.
+ */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class LaneTest {
+    private static final SyntheticSpec SPEC = SyntheticSpec.parse("samples=600,shape=4,dtype=float32,seed=40");
+    private static final int EPOCHS = 4;
+
+    @TempDir
+    Path tmp;
+
+    /** One consumer's reading: its batch size, step, and what it saw. */
+    private record Trial(int batchSize, long stepMicros) {}
+
+    private record Seen(List<SyntheticVerifier.EpochCounts> epochs, long finishedNanos, int lane) {}
+
+    private final Map<Long, Long> stream = new ConcurrentHashMap<>();
+    private final AtomicLong slowSamples = new AtomicLong();
+
+    @Test
+    void aSlowConsumerMovesToALaneTheOthersReadOnAndEveryEpochIsExact() throws Exception {
+        AtomicLong slowWhenFastDone = new AtomicLong();
+        List<Seen> seen = run(2, List.of(new Trial(10, 0), new Trial(7, 0), new Trial(10, 5000)), slowWhenFastDone);
+        assertEquals(0, seen.get(0).lane(), "a fast consumer stays on the main stream");
+        assertEquals(0, seen.get(1).lane(), "a fast consumer stays on the main stream");
+        assertEquals(1, seen.get(2).lane(), "the slow consumer reads from lane 1");
+        long total = EPOCHS * SPEC.samples();
+        assertTrue(
+                slowWhenFastDone.get() < 0.8 * total,
+                "the fast consumers finished when the slow one had read " + slowWhenFastDone.get() + " of " + total
+                        + " samples: they waited for it");
+    }
+
+    @Test
+    void beyondTheBoundTheSlowestSetsThePaceAndStaysExact() throws Exception {
+        AtomicLong ignored = new AtomicLong();
+        List<Seen> seen = run(1, List.of(new Trial(10, 0), new Trial(10, 3000), new Trial(10, 5000)), ignored);
+        assertEquals(0, seen.get(0).lane());
+        int inLanes = 0;
+        for (Seen s : seen) {
+            inLanes += s.lane() > 0 ? 1 : 0;
+        }
+        assertEquals(1, inLanes, "one lane at most: " + seen);
+    }
+
+    @Test
+    void withoutLanesEveryoneReadsAtTheSlowestPace() throws Exception {
+        AtomicLong slowWhenFastDone = new AtomicLong();
+        List<Seen> seen = run(0, List.of(new Trial(10, 0), new Trial(10, 5000)), slowWhenFastDone);
+        assertEquals(0, seen.get(1).lane());
+        assertTrue(slowWhenFastDone.get() > 0.8 * EPOCHS * SPEC.samples(), "the fast one waited: " + slowWhenFastDone);
+    }
+
+    @Test
+    void aConsumerThatLeavesItsLaneFreesItAndItsArenaGoes() throws Exception {
+        Path dir = tmp.resolve("leave");
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (TensorProducer p = producer(dir, 1)) {
+            TensorConsumer fast = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            TensorConsumer slow = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            p.start();
+            Future<?> f = pool.submit(() -> read(fast, EPOCHS, 0, null));
+            // the slow one reads until its lane serves it, then leaves in the middle of an epoch
+            int lane = 0;
+            try (slow) {
+                for (Batch b : slow) {
+                    try (b) {
+                        Thread.sleep(5);
+                    }
+                    lane = laneOf(p, slow);
+                    if (lane > 0) {
+                        break;
+                    }
+                }
+            }
+            assertEquals(1, lane, "the slow consumer was moved to lane 1");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (lanes(dir) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, lanes(dir), "the lane's arena is removed once its consumer left");
+            f.get(60, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static long lanes(Path dir) throws Exception {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(f -> f.getFileName().toString().startsWith("lane-")).count();
+        }
+    }
+
+    private static TensorProducer producer(Path dir, int lanes) {
+        return TensorProducer.builder()
+                .directory(dir)
+                .source(new SyntheticSource(SPEC, 10))
+                .slots(16)
+                .epochs(EPOCHS)
+                .lanes(lanes)
+                .startGrace(Duration.ZERO)
+                .build();
+    }
+
+    /** Runs {@code trials} (the last one the slowest) on one producer with {@code lanes} lanes; what each saw. */
+    private List<Seen> run(int lanes, List<Trial> trials, AtomicLong slowWhenFastDone) throws Exception {
+        Path dir = tmp.resolve("p" + lanes + "-" + trials.size());
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (TensorProducer p = producer(dir, lanes)) {
+            List<TensorConsumer> consumers = new ArrayList<>();
+            for (Trial t : trials) {
+                consumers.add(TensorConsumer.connect(dir, ConsumerOptions.batchSize(t.batchSize())));
+            }
+            p.start();
+            List<Future<Seen>> results = new ArrayList<>();
+            AtomicInteger fastLeft = new AtomicInteger(trials.size() - 1);
+            for (int i = 0; i < trials.size(); i++) {
+                TensorConsumer c = consumers.get(i);
+                long step = trials.get(i).stepMicros();
+                boolean slowest = i == trials.size() - 1;
+                results.add(pool.submit(() -> {
+                    Seen s = read(c, step, slowest ? 0 : 1, p);
+                    if (!slowest && fastLeft.decrementAndGet() == 0) {
+                        slowWhenFastDone.set(slowSamples.get());
+                    }
+                    return s;
+                }));
+            }
+            List<Seen> seen = new ArrayList<>();
+            for (Future<Seen> f : results) {
+                Seen s = f.get(60, TimeUnit.SECONDS);
+                for (SyntheticVerifier.EpochCounts c : s.epochs()) {
+                    assertTrue(c.exact(SPEC.samples()), c.toString());
+                }
+                assertEquals(EPOCHS, s.epochs().size());
+                seen.add(s);
+            }
+            return seen;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private Seen read(TensorConsumer c, long stepMicros, int fast, TensorProducer p) throws InterruptedException {
+        List<SyntheticVerifier.EpochCounts> counts = new ArrayList<>();
+        int lane = 0;
+        try (c;
+                SyntheticVerifier v = new SyntheticVerifier(SPEC, false)) {
+            for (int e = 0; e < EPOCHS; e++) {
+                for (Batch b : c) {
+                    try (b) {
+                        long pos = c.streamPosition(b);
+                        v.accept(b, pos);
+                        Tensor id = b.tensor(SyntheticSource.ID);
+                        for (int i = 0; i < b.size(); i++) {
+                            Long other = stream.putIfAbsent(pos + i, id.getLong(i));
+                            assertTrue(other == null || other == id.getLong(i), "two samples at position " + (pos + i));
+                        }
+                        if (fast == 0) {
+                            slowSamples.addAndGet(b.size());
+                        }
+                    }
+                    if (stepMicros > 0) {
+                        Thread.sleep(Duration.ofNanos(stepMicros * 1000));
+                    }
+                    if (p != null && lane == 0) {
+                        lane = laneOf(p, c);
+                    }
+                }
+                counts.add(v.finishEpoch());
+            }
+            return new Seen(counts, System.nanoTime(), lane);
+        }
+    }
+
+    private static int laneOf(TensorProducer p, TensorConsumer c) {
+        for (ProducerStatus.Consumer s : p.status().consumers()) {
+            if (s.id() == c.consumerId()) {
+                return s.lane();
+            }
+        }
+        return 0;
+    }
+}
