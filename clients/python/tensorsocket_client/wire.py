@@ -503,7 +503,8 @@ def decode_payload(mtype: int, payload: bytes):
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == MOVE:
-        lane, slots = (_positive(v) for v in r.take("<ii"))
+        lane, slots = r.take("<ii")
+        lane, slots = _non_negative(lane), _positive(slots)
         m = Move(lane, slots, _non_negative(r.take("<q")))
     elif mtype == MOVED:
         m = Moved(_non_negative(r.take("<q")))

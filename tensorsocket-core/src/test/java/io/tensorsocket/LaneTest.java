@@ -80,6 +80,55 @@ class LaneTest {
     }
 
     @Test
+    void aLaggardThatCatchesUpRejoinsTheMainStreamAndStaysExact() throws Exception {
+        Path dir = tmp.resolve("rejoin");
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (TensorProducer p = producer(dir, 1)) {
+            TensorConsumer fast = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            TensorConsumer slow = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            p.start();
+            // the fast one reads all but the last epoch and leaves: the main stream then waits, and the lane catches up
+            Future<Seen> f = pool.submit(() -> readEpochs(fast, EPOCHS - 1, 0, null, p));
+            List<Integer> lanes = new ArrayList<>();
+            Seen s = readEpochs(slow, EPOCHS, 5000, lanes, p);
+            assertTrue(lanes.contains(1), "the slow consumer read from lane 1: " + lanes);
+            assertEquals(0, lanes.getLast(), "and back from the main stream at the end: " + lanes);
+            assertEquals(EPOCHS, s.epochs().size());
+            f.get(60, TimeUnit.SECONDS);
+            assertEquals(0, lanes(dir), "the lane ended");
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** Reads {@code epochs} epochs, checking each; records the lane it reads from after each batch into {@code lanes}. */
+    private Seen readEpochs(TensorConsumer c, int epochs, long stepMicros, List<Integer> lanes, TensorProducer p)
+            throws InterruptedException {
+        List<SyntheticVerifier.EpochCounts> counts = new ArrayList<>();
+        try (c;
+                SyntheticVerifier v = new SyntheticVerifier(SPEC, false)) {
+            for (int e = 0; e < epochs; e++) {
+                for (Batch b : c) {
+                    try (b) {
+                        v.accept(b, c.streamPosition(b));
+                    }
+                    Thread.sleep(Duration.ofNanos(stepMicros * 1000));
+                    if (lanes != null) {
+                        int now = laneOf(p, c);
+                        if (lanes.isEmpty() || lanes.getLast() != now) {
+                            lanes.add(now);
+                        }
+                    }
+                }
+                SyntheticVerifier.EpochCounts counted = v.finishEpoch();
+                assertTrue(counted.exact(SPEC.samples()), counted.toString());
+                counts.add(counted);
+            }
+            return new Seen(counts, System.nanoTime(), 0);
+        }
+    }
+
+    @Test
     void aConsumerThatLeavesItsLaneFreesItAndItsArenaGoes() throws Exception {
         Path dir = tmp.resolve("leave");
         ExecutorService pool = Executors.newCachedThreadPool();

@@ -252,9 +252,18 @@ public final class LocalEngine implements ConsumerEngine {
 
     /**
      * The producer moved this consumer to a lane (it fell behind the others): maps the lane's arena, gives back the
-     * batches it has not begun and tells the producer where its lane starts.
+     * batches it has not begun and tells the producer where its lane starts. A move to lane 0 is back to the main
+     * stream (it caught up): it keeps everything and says nothing.
      */
     private void move(Message.Move mv) {
+        if (mv.lane() == 0) {
+            try {
+                stream.moveTo(mv.seqBase(), 0, 0, mv.slotCount(), false);
+            } catch (IllegalArgumentException e) {
+                throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
+            }
+            return;
+        }
         int base;
         try {
             base = arenas.mapLane(mv.lane(), mv.slotCount());
@@ -266,7 +275,7 @@ public final class LocalEngine implements ConsumerEngine {
         }
         long position;
         try {
-            position = stream.moveTo(mv.seqBase(), base, mv.slotCount());
+            position = stream.moveTo(mv.seqBase(), mv.seqBase(), base, mv.slotCount(), true);
         } catch (IllegalArgumentException e) {
             throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
         }

@@ -203,7 +203,7 @@ final class Attached {
             if (!s.held.remove(seqs[i])) {
                 return seqs[i];
             }
-            Lane lane = s.lane != null && s.lane.owns(seqs[i]) ? s.lane : null;
+            Lane lane = s.lanes.isEmpty() ? null : s.laneOf(seqs[i]);
             freed |= lane != null ? lane.release(seqs[i]) : slots.release(seqs[i]);
             BatchPosition p = lane != null ? lane.batch(seqs[i]) : slots.batch(seqs[i]);
             s.position = Math.max(s.position, p.end(geometry));
@@ -264,8 +264,9 @@ final class Attached {
         s.leftAfterEpochs = s.epochsReadWhole(geometry);
         int n = s.held.size();
         for (long seq : s.held) {
-            if (s.lane != null && s.lane.owns(seq)) {
-                s.lane.release(seq);
+            Lane lane = s.laneOf(seq);
+            if (lane != null) {
+                lane.release(seq);
             } else {
                 slots.release(seq);
             }

@@ -79,6 +79,19 @@ final class ConsumerSession {
     /** The lane that serves it since it fell behind ({@link Lanes}), or null while it reads the main stream. */
     Lane lane;
 
+    /** The lanes that served it (the current one too), while it may still hold batches of theirs. */
+    final List<Lane> lanes = new ArrayList<>(1);
+
+    /** The lane whose batch {@code seq} is, or null for a batch of the main stream. */
+    Lane laneOf(long seq) {
+        for (Lane l : lanes) {
+            if (l.owns(seq)) {
+                return l;
+            }
+        }
+        return null;
+    }
+
     /** Where its stream events go: its socket, or its descriptor ring (see {@link RingPool#give}). */
     Outlet events;
 

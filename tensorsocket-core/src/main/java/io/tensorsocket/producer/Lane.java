@@ -21,16 +21,20 @@ import java.util.Arrays;
  * <pre>
  *  main stream   …| e3: b0 b1 b2 b3 b4 b5 b6 b7 | e4: b0 b1 …      the fast consumers, at their speed
  *  lane 1                  | b2 b3 b4 b5 b6 b7 | e4: b0 …          the consumer that had begun e3's b1 and gave
- *                          ^ MOVED position                        back b2 and later; seqs from 1·2^48
+ *                          ^ MOVED position                        back b2 and later; seqs from n·2^40
  * </pre>
  *
- * A lane lives as long as its consumer: it ends with the consumer's stream (the producer's last epoch, or where the
- * main stream ended), or when the consumer leaves, and removes its arena then. It runs on a thread of its own, with
+ * A lane lives until its consumer catches up with the main stream (its next batch is the main stream's next: the
+ * consumer rejoins it there, MOVE to lane 0), its stream ends (the producer's last epoch, or where the main stream
+ * ended), or the consumer leaves; it removes its arena then (a consumer still reading a batch of it keeps the mapping). It runs on a thread of its own, with
  * one claim at a time; everything it shares with the producer is guarded by the producer's lock.
  */
 final class Lane implements BatchSink, Runnable {
-    /** Sequence numbers of lane {@code k} are {@code k × SEQ_SPAN} and up; the main stream's stay below the first. */
-    static final long SEQ_SPAN = 1L << 48;
+    /**
+     * The {@code n}th lane a producer starts numbers its batches from {@code n × SEQ_SPAN} on; the main stream's stay
+     * below the first. 2^40 batches a lane, 2^23 lanes a producer.
+     */
+    static final long SEQ_SPAN = 1L << 40;
 
     final int number;
     final long seqBase;
@@ -51,10 +55,12 @@ final class Lane implements BatchSink, Runnable {
     private long nextIndex;
     private long nextSample;
     long samplesLoaded;
+    /** Stream position just past the last batch it published (from {@link #movedAt} on). */
+    long position;
 
-    Lane(int number, ConsumerSession session, Lanes lanes, ArenaLayout layout, Path file) {
+    Lane(int number, long serial, ConsumerSession session, Lanes lanes, ArenaLayout layout, Path file) {
         this.number = number;
-        this.seqBase = number * SEQ_SPAN;
+        this.seqBase = serial * SEQ_SPAN;
         this.session = session;
         this.lanes = lanes;
         this.layout = layout;
@@ -186,6 +192,7 @@ final class Lane implements BatchSink, Runnable {
         nextIndex++;
         nextSample += n;
         samplesLoaded += n;
+        position += n;
         return new Message.BatchReady(seqBase + c.seq, c.slot, p.epoch(), p.index(), p.sampleStart(), n);
     }
 

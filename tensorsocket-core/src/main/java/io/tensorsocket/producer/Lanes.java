@@ -6,6 +6,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StreamGeometry;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -39,12 +40,14 @@ final class Lanes {
     private final ArenaLayout mainLayout;
     private final SlotTable mainSlots;
     private final Attached consumers;
+    private final ProducerStream stream;
     private final LaneRule<ConsumerSession> rule = new LaneRule<>();
     private final DrawnOrders orders = new DrawnOrders();
 
     private Supply supply;
     private Lane[] running = new Lane[0];
     private boolean toldFull;
+    private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
     private long mainEnd = -1;
 
@@ -55,7 +58,8 @@ final class Lanes {
             StreamGeometry geometry,
             ArenaLayout mainLayout,
             SlotTable mainSlots,
-            Attached consumers) {
+            Attached consumers,
+            ProducerStream stream) {
         this.lock = lock;
         this.changed = changed;
         this.rules = rules;
@@ -63,6 +67,7 @@ final class Lanes {
         this.mainLayout = mainLayout;
         this.mainSlots = mainSlots;
         this.consumers = consumers;
+        this.stream = stream;
     }
 
     /** Runs lanes from {@code s} (none before, or with a bound of 0). */
@@ -164,9 +169,11 @@ final class Lanes {
         int b = s.hello.batchSize();
         int slots = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(b) + 2, 16));
         Path file = supply.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + (free + 1));
-        Lane lane = new Lane(free + 1, s, this, ArenaLayout.of(mainLayout.batch(), slots), file);
+        Lane lane = new Lane(free + 1, ++started, s, this, ArenaLayout.of(mainLayout.batch(), slots), file);
         running[free] = lane;
         s.lane = lane;
+        s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
+        s.lanes.add(lane);
         log.info(
                 "producer '{}' moves {} to lane {}: the others waited for its releases while they read ahead ({} ms"
                         + " in the last {} s). From its next batch it reads at its own pace from batches the source"
@@ -215,6 +222,7 @@ final class Lanes {
             return "moved at stream position " + position + ", which is no boundary of the batches it holds";
         }
         lane.movedAt = position;
+        lane.position = position;
         changed.signalAll();
         return null;
     }
@@ -268,6 +276,9 @@ final class Lanes {
                 check(lane);
                 if ((rules.epochs() > 0 && epoch >= rules.epochs()) || (mainEnd >= 0 && epoch >= mainEnd)) {
                     lane.session.sendEvent(new Message.EndOfStream(epoch));
+                    return null;
+                }
+                if (caughtUp(lane)) {
                     return null;
                 }
                 int[] order = orders.order(epoch);
@@ -341,9 +352,38 @@ final class Lanes {
             if (!lane.session.sendEvent(ready)) {
                 consumers.unreachable(lane.session);
             }
+            caughtUp(lane);
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Whether {@code lane}'s consumer caught up with the main stream: the main stream's next batch is the lane's next
+     * (the fast consumers slowed down or left, and the main stream waits for readers). It then rejoins the main stream
+     * there (MOVE to lane 0, keeping what it holds) and the lane ends.
+     */
+    private boolean caughtUp(Lane lane) {
+        if (lane.position != stream.nextPosition() || mainEnd >= 0) {
+            return false;
+        }
+        ConsumerSession s = lane.session;
+        s.lane = null;
+        lane.closed = true;
+        log.info(
+                "{} caught up with the main stream of producer '{}' at epoch {}, sample {}: it reads it again, and lane"
+                        + " {} ends after loading {} samples for it",
+                s.describe(),
+                rules.producerName(),
+                geometry.epochOf(lane.position),
+                lane.position % geometry.samplesPerEpoch(),
+                lane.number,
+                lane.samplesLoaded);
+        if (!s.sendEvent(new Message.Move(0, mainSlots.count(), stream.publishedSeq() + 1))) {
+            consumers.unreachable(s);
+        }
+        changed.signalAll();
+        return true;
     }
 
     /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */

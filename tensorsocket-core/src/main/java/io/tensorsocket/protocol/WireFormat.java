@@ -75,7 +75,8 @@ import java.util.List;
  *                  each with one of its own
  *  22 MOVE         i32 lane, i32 slotCount, i64 seqBase; producer to a consumer whose HELLO said lanes, in its
  *                  stream (socket or ring): its later batches come from lane `lane`, batch seq in slot
- *                  (seq - seqBase) % slotCount of the lane's arena, lane-<lane> beside the producer's arena
+ *                  (seq - seqBase) % slotCount of the lane's arena, lane-<lane> beside the producer's arena; lane 0:
+ *                  back to the main stream (slotCount the arena's), keeping every batch, with no MOVED
  *  23 MOVED        i64 position; the consumer's answer to MOVE: it gave back every batch it had not begun, and its
  *                  lane starts at this stream position
  *
@@ -315,7 +316,7 @@ public final class WireFormat {
                 case FEEDER_EPOCH_END -> new Message.FeederEpochEnd(nonNegative(p.getLong()), nonNegative(p.getLong()));
                 case ORDER -> decodeOrder(p);
                 case ORDER_REQUEST -> new Message.OrderRequest(nonNegative(p.getLong()));
-                case MOVE -> new Message.Move(positive(p.getInt()), positive(p.getInt()), nonNegative(p.getLong()));
+                case MOVE -> new Message.Move(nonNegative(p.getInt()), positive(p.getInt()), nonNegative(p.getLong()));
                 case MOVED -> new Message.Moved(nonNegative(p.getLong()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };

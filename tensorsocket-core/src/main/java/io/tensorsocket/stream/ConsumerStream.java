@@ -153,7 +153,7 @@ public final class ConsumerStream {
 
     /**
      * The producer moved this consumer to a lane: the batches it holds and has not begun (nothing of them handed out)
-     * go back, and the next descriptors are the lane's, batch {@code seqBase} first, each in the lane's slot
+     * go back, and the next descriptors are the lane's, batch {@code firstSeq} first, each in the lane's slot
      * {@code (seq - seqBase) % slotCount}, which its pieces name as {@code slotBase} on.
      *
      * <pre>
@@ -161,14 +161,18 @@ public final class ConsumerStream {
      *  kept   |s7|s8|                                          s9, s10 go back; the lane starts at s8's end
      * </pre>
      *
+     * A consumer that caught up with the main stream moves back to it keeping everything ({@code giveBack} false), its
+     * seqs counted from 0 again ({@code seqBase} 0) and its next batch {@code firstSeq}.
+     *
      * @return the stream position where the lane's batches start: the end of what it keeps
      */
-    public long moveTo(long seqBase, int slotBase, int slotCount) {
+    public long moveTo(long firstSeq, long seqBase, int slotBase, int slotCount, boolean giveBack) {
         if (slotCount < 1 || seqBase < 0 || streamEnded) {
-            throw new IllegalArgumentException("a move to a lane of " + slotCount + " slots from batch " + seqBase
+            throw new IllegalArgumentException("a move to a ring of " + slotCount + " slots from batch " + seqBase
                     + (streamEnded ? " after the stream ended" : ""));
         }
-        while (!held.isEmpty()
+        while (giveBack
+                && !held.isEmpty()
                 && held.peekLast().consumed == held.peekLast().start
                 && held.peekLast().start >= position
                 && !held.peekLast().pinned) {
@@ -177,7 +181,7 @@ public final class ConsumerStream {
         this.seqBase = seqBase;
         this.slotBase = slotBase;
         this.ringSlots = slotCount;
-        this.expectedSeq = seqBase;
+        this.expectedSeq = firstSeq;
         return receivedUpTo;
     }
 

@@ -41,6 +41,48 @@ class ConsumerStreamTest {
     }
 
     @Test
+    void aMoveToALaneGivesBackTheBatchesNotBegunAndTakesTheLanesNext() {
+        long lane = 1L << 40;
+        ConsumerStream c = new ConsumerStream(G, 8, 6, false, 0, 0);
+        c.beginEpoch();
+        for (int i = 0; i < 3; i++) {
+            c.accept(new BatchPosition(i, 0, i, 4L * i, 4), i);
+        }
+        c.take(c.nextBatch()); // samples 0..5: batch 0 consumed, batch 1 begun, batch 2 not
+        assertEquals(8, c.moveTo(lane, lane, 8, 4, true), "the lane starts where batch 1 ends");
+        assertEquals(8, c.receivedUpTo());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> c.accept(new BatchPosition(lane, 0, 2, 8, 4), 1),
+                "the lane's batch lies in the lane's slot seq - seqBase");
+        c.accept(new BatchPosition(lane, 0, 2, 8, 4), 0);
+        assertEquals(6, c.nextBatch());
+        ConsumerStream.BatchPlan b = c.take(6);
+        assertEquals(
+                List.of(new ConsumerStream.Piece(1, 1, 2, 2, 0), new ConsumerStream.Piece(lane, 8, 0, 4, 2)),
+                b.pieces(),
+                "the lane's slot 0 is slot 8 of those the consumer reads, after the arena's 8");
+        assertEquals(0, c.pollReleasable());
+        assertEquals(1, c.pollReleasable());
+        assertEquals(lane, c.pollReleasable());
+    }
+
+    @Test
+    void aConsumerThatCaughtUpMovesBackKeepingEverything() {
+        long lane = 2L << 40;
+        ConsumerStream c = new ConsumerStream(G, 8, 4, false, 0, 0);
+        c.beginEpoch();
+        c.moveTo(lane, lane, 8, 4, true);
+        c.accept(new BatchPosition(lane, 0, 0, 0, 4), 0);
+        c.accept(new BatchPosition(lane + 1, 0, 1, 4, 4), 1);
+        assertEquals(8, c.moveTo(9, 0, 0, 8, false), "nothing given back");
+        c.accept(new BatchPosition(9, 0, 2, 8, 4), 1); // the main stream's batch 9 in its slot 9 % 8
+        assertEquals(4, c.nextBatch());
+        assertEquals(
+                List.of(new ConsumerStream.Piece(lane, 8, 0, 4, 0)), c.take(4).pieces());
+    }
+
+    @Test
     void dropLastSkipsTheShortTailAndStillReleasesIt() {
         ConsumerStream c = new ConsumerStream(G, 8, 6, true, 0, 0);
         c.beginEpoch();
