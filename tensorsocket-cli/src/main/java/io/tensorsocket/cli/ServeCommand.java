@@ -136,6 +136,15 @@ final class ServeCommand implements Callable<Integer> {
     int rings;
 
     @Option(
+            names = "--lanes",
+            defaultValue = "2",
+            paramLabel = "N",
+            description = "Serve up to N consumers that fall behind from lanes of their own, so the others read at"
+                    + " their speed: a lane loads that consumer's batches again (its CPU, at most a private"
+                    + " loader's); 0: the slowest sets the pace (default ${DEFAULT-VALUE}).")
+    int lanes;
+
+    @Option(
             names = "--group",
             paramLabel = "GROUP",
             description = "Also let members of this group connect (default: only this user).")
@@ -264,7 +273,8 @@ final class ServeCommand implements Callable<Integer> {
                 .jobTimeout(seconds(jobTimeoutS))
                 .shareKey(shareKey)
                 .helloTimeout(seconds(helloTimeoutS))
-                .rings(rings);
+                .rings(rings)
+                .lanes(lanes);
         if (startGraceMs != null) {
             b.startGrace(Duration.ofMillis(startGraceMs));
         }

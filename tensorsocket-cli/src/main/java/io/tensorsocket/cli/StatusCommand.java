@@ -227,6 +227,13 @@ final class StatusCommand implements Callable<Integer> {
                         c.handoff(),
                         rank,
                         client(c.client())
+                                + (c.inLane()
+                                        ? String.format(
+                                                Locale.ROOT,
+                                                "  in lane %d (%d samples loaded again)",
+                                                c.lane(),
+                                                c.laneSamples())
+                                        : "")
                                 + (c.setsPace()
                                         ? String.format(Locale.ROOT, "  << sets the pace (%.0f%%)", 100 * c.paceShare())
                                         : "")));
@@ -235,6 +242,10 @@ final class StatusCommand implements Callable<Integer> {
                     "  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
             if (jobs) {
                 b.append("  job/rank: a data-parallel job's ranks share each epoch (rank/world size)\n");
+            }
+            if (s.consumers().stream().anyMatch(ProducerStatus.Consumer::inLane)) {
+                b.append("  in lane: it fell behind the others, so the producer loads its batches again at its pace"
+                        + " rather than hold the others back\n");
             }
             if (s.consumers().stream().anyMatch(ProducerStatus.Consumer::setsPace)) {
                 b.append("  sets the pace: the producer spent that share of its last 10 s waiting for this consumer to"
@@ -284,7 +295,9 @@ final class StatusCommand implements Callable<Integer> {
                     .put("rank", c.rank())
                     .put("world_size", c.worldSize())
                     .put("pace_share", c.paceShare())
-                    .put("sets_pace", c.setsPace()));
+                    .put("sets_pace", c.setsPace())
+                    .put("lane", c.lane())
+                    .put("lane_samples", c.laneSamples()));
         }
         consumers.append(']');
         return Json.object()

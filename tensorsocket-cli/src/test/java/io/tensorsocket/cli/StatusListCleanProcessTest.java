@@ -182,7 +182,8 @@ class StatusListCleanProcessTest extends ProcessTestBase {
 
     @Test
     void aConsumerThatHoldsTheOthersBackIsSaidOnceAndMarkedInStatus() throws Exception {
-        Proc producer = serve("pace", "samples=100000,shape=8,dtype=float32,seed=5", 10, 0, "--min-consumers", "2");
+        Proc producer = serve(
+                "pace", "samples=100000,shape=8,dtype=float32,seed=5", 10, 0, "--min-consumers", "2", "--lanes", "0");
         Proc fast = consume("pace", 10);
         Proc slow = consume("pace", 10, "--step-ms", "25"); // 5x a fast trial's step and more
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();

@@ -1,0 +1,107 @@
+package io.tensorsocket.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Trials of different speeds as users launch them, each a `consume` process: the slow one is served from a lane of
+ * its own while the fast ones read at their speed, every epoch of every trial exact; status shows who is in which lane
+ * and what it costs; a trial SIGKILLed in its lane frees it for the next.
+ */
+class LaneProcessTest extends ProcessTestBase {
+
+    @Test
+    void aSlowTrialReadsFromALaneWhileTheFastOnesReadAtTheirSpeed() throws Exception {
+        Proc producer = serve(
+                "lanes", "samples=2000,shape=8,dtype=float32,seed=6", 20, 3, "--min-consumers", "3", "--slots", "16");
+        Proc a = consume("lanes", 20, "--step-ms", "1");
+        Proc b = consume("lanes", 50, "--step-ms", "2");
+        Proc slow = consume("lanes", 20, "--step-ms", "25");
+        Map<String, String> line = awaitLane(producer, "lanes", slow, 1);
+        assertTrue(Long.parseLong(line.get("lane_samples")) >= 0, line.toString());
+        Proc text = start("status", "lanes", "--once");
+        assertEquals(0, text.exitCode(Duration.ofSeconds(30)), text.stderr());
+        String view = String.join("\n", text.lines());
+        assertTrue(view.contains("in lane 1 ("), view);
+        assertTrue(view.contains("in lane: it fell behind the others"), view);
+        for (Proc fast : List.of(a, b)) {
+            assertEquals(0, fast.exitCode(Duration.ofSeconds(60)), fast.stderr());
+        }
+        assertTrue(slow.isAlive(), "the fast trials finished first: they did not wait for the slow one");
+        assertEquals(0, slow.exitCode(Duration.ofSeconds(60)), slow.stderr());
+        for (Proc c : List.of(a, b, slow)) {
+            assertEquals(3, c.json().size(), c.json().toString());
+            for (Map<String, String> e : c.json()) {
+                assertExactEpoch(e, 2000, "epoch_start");
+            }
+        }
+        assertTrue(
+                producer.stderr().contains("moves consumer ")
+                        && producer.stderr().contains("(pid " + slow.pid() + ", batch size 20) to lane 1"),
+                producer.stderr());
+    }
+
+    @Test
+    void aTrialKilledInItsLaneFreesItForTheNextAndTheOthersStayExact() throws Exception {
+        Proc producer = serve(
+                "lanekill",
+                "samples=2000,shape=8,dtype=float32,seed=7",
+                20,
+                4,
+                "--min-consumers",
+                "2",
+                "--slots",
+                "16",
+                "--lanes",
+                "1");
+        Proc fast = consume("lanekill", 20, "--step-ms", "3");
+        Proc victim = consume("lanekill", 20, "--step-ms", "30");
+        awaitLane(producer, "lanekill", victim, 1);
+        Path laneFile = base.resolve("lanekill/lane-1");
+        assertTrue(Files.exists(laneFile), "the lane's arena");
+        victim.kill();
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (Files.exists(laneFile) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertFalse(Files.exists(laneFile), "the killed trial's lane ended and removed its arena");
+        Proc next = consume("lanekill", 20, "--step-ms", "30", "--epochs", "1");
+        awaitLane(producer, "lanekill", next, 1);
+        assertEquals(0, fast.exitCode(Duration.ofSeconds(90)), fast.stderr());
+        assertEquals(0, next.exitCode(Duration.ofSeconds(90)), next.stderr());
+        assertEquals(4, fast.json().size(), fast.json().toString());
+        for (Map<String, String> e : fast.json()) {
+            assertExactEpoch(e, 2000, "epoch_start");
+        }
+        for (Map<String, String> e : next.json()) {
+            assertExactEpoch(e, 2000);
+        }
+    }
+
+    /** Waits until status shows {@code c} read from lane {@code lane}; its status line. */
+    private Map<String, String> awaitLane(Proc producer, String name, Proc c, int lane) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            Proc status = start("status", name, "--once", "--json");
+            if (status.exitCode(Duration.ofSeconds(30)) == 0 && !status.lines().isEmpty()) {
+                for (Map<String, String> s : StatusListCleanProcessTest.consumerObjects(
+                        status.lines().getFirst())) {
+                    if (s.get("pid").equals(Long.toString(c.pid()))
+                            && s.get("lane").equals(Integer.toString(lane))) {
+                        return s;
+                    }
+                }
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("consumer " + c.pid() + " never showed in lane " + lane + ": " + producer.stderr());
+    }
+}
