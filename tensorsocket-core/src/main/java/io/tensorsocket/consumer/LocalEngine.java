@@ -196,6 +196,7 @@ public final class LocalEngine implements ConsumerEngine {
     /** Samples in this epoch's next batch, waiting for them; 0 at the end of the epoch (or of the stream). */
     private int nextBatchSize() {
         link.check();
+        handleArrived();
         while (true) {
             int n = stream.nextBatch();
             if (n == 0) {
@@ -205,6 +206,24 @@ public final class LocalEngine implements ConsumerEngine {
                 return n;
             }
             receiveOne();
+        }
+    }
+
+    /**
+     * Applies the messages that arrived already, without waiting: a MOVE among them is answered at the consumer's next
+     * batch, not once it used up the batches it holds, which the others would wait for.
+     */
+    private void handleArrived() {
+        if (violation != null) {
+            throw violation;
+        }
+        try {
+            for (Message m = link.poll(); m != null; m = link.poll()) {
+                handle(m);
+            }
+        } catch (ProtocolException e) {
+            violation = e;
+            throw e;
         }
     }
 

@@ -52,6 +52,22 @@ final class Attached {
         return sessions.size();
     }
 
+    /**
+     * Whether a consumer of the main stream other than {@code holders} has read up to the newest batch ({@code end}):
+     * it released all but the batches its current batch spans, so it waits for the producer, which waits for them.
+     */
+    boolean anyStarving(List<ConsumerSession> holders, long end) {
+        for (ConsumerSession s : sessions.values()) {
+            if (s.lane == null
+                    && !holders.contains(s)
+                    && end - s.position
+                            <= (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Consumers that read the main stream: all but those a lane serves (or that are being moved to one). */
     int onMainStream() {
         int n = 0;

@@ -76,6 +76,12 @@ final class ConsumerReader implements AutoCloseable {
                 log.error("reading consumers failed; they will be disconnected", e);
                 core.shutdown("reading consumers failed: " + e, null);
             }
+        } catch (RuntimeException | Error e) { // a defect: say so and stop, rather than leave everyone waiting
+            log.error("reading consumers failed; they will be disconnected", e);
+            core.shutdown(
+                    "reading consumers failed: " + e,
+                    new Message.Error(Message.ErrorCode.INTERNAL, "the producer failed reading its consumers: " + e));
+            throw e;
         }
     }
 

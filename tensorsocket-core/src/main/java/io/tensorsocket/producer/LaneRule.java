@@ -5,8 +5,8 @@ import java.util.Map;
 
 /**
  * When a consumer has fallen behind far enough to be moved to a lane: the producer waited, within one window, at
- * least {@link #AFTER_NANOS} in all for slots it held while another consumer of the main stream did not hold them (so
- * read ahead of it and waited too). A consumer that merely reads in bursts costs the others less than that; one that
+ * least {@link #AFTER_NANOS} in all for slots it held while another consumer of the main stream had read everything
+ * published (so waited for the producer, which waited for it). A consumer that merely reads in bursts costs the others less than that; one that
  * is slower every step crosses it within a second of the arena filling.
  *
  * <p>Pure bookkeeping, keyed by whatever identifies a consumer; not thread-safe (the producer's lock guards it).

@@ -131,11 +131,12 @@ final class Lanes {
     }
 
     /**
-     * The producer waited {@code nanos} until {@code now} for a slot {@code holders} held: those that held back a
-     * consumer of the main stream which did not hold it cross the {@link LaneRule} and are moved, while lanes are free.
+     * The producer waited {@code nanos} until {@code now} for a slot {@code holders} held: while another consumer of the
+     * main stream had read everything published and waited too, the wait counts against them ({@link LaneRule}); one
+     * that crosses the line is moved, while lanes are free.
      */
     void waited(List<ConsumerSession> holders, long nanos, long now) {
-        if (supply == null || holders.isEmpty() || holders.size() >= consumers.onMainStream()) {
+        if (supply == null || holders.isEmpty() || !consumers.anyStarving(holders, stream.nextPosition())) {
             return;
         }
         for (ConsumerSession h : holders) {
@@ -203,28 +204,36 @@ final class Lanes {
         if (lane == null || lane.movedAt >= 0) {
             return "sent MOVED without a MOVE to answer";
         }
-        boolean boundary = false;
-        long end = -1;
-        for (Iterator<Long> it = s.held.iterator(); it.hasNext(); ) {
-            long seq = it.next();
-            if (lane.owns(seq)) {
-                continue;
-            }
-            BatchPosition p = mainSlots.batch(seq);
-            boundary |= p.start(geometry) == position;
-            end = Math.max(end, p.end(geometry));
-            if (p.start(geometry) >= position) {
-                it.remove();
-                mainSlots.release(seq);
-            }
+        boolean boundary = position == s.position;
+        for (long seq : s.held) {
+            BatchPosition p = batch(s, seq);
+            boundary |= p.start(geometry) == position || p.end(geometry) == position;
         }
-        if (!boundary && position != end && position != s.position) {
+        if (!boundary) {
             return "moved at stream position " + position + ", which is no boundary of the batches it holds";
+        }
+        for (Iterator<Long> it = s.held.iterator();
+                it.hasNext(); ) { // what it gave back: the main stream's or a lane's
+            long seq = it.next();
+            if (batch(s, seq).start(geometry) >= position) {
+                it.remove();
+                Lane had = s.laneOf(seq);
+                if (had != null) {
+                    had.release(seq);
+                } else {
+                    mainSlots.release(seq);
+                }
+            }
         }
         lane.movedAt = position;
         lane.position = position;
         changed.signalAll();
         return null;
+    }
+
+    private BatchPosition batch(ConsumerSession s, long seq) {
+        Lane had = s.laneOf(seq);
+        return had != null ? had.batch(seq) : mainSlots.batch(seq);
     }
 
     /** {@code s} left: its lane, if it had one, ends. */
@@ -278,8 +287,12 @@ final class Lanes {
                     lane.session.sendEvent(new Message.EndOfStream(epoch));
                     return null;
                 }
-                if (caughtUp(lane)) {
-                    return null;
+                if (atMainStream(lane)) {
+                    if (rejoins(lane)) {
+                        return null;
+                    }
+                    changed.awaitNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                    continue;
                 }
                 int[] order = orders.order(epoch);
                 if (order != null) {
@@ -320,6 +333,14 @@ final class Lanes {
             long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
             while (true) {
                 check(lane);
+                if (atMainStream(lane)) {
+                    if (rejoins(lane)) {
+                        throw new Lane.LaneClosed();
+                    }
+                    changed.awaitNanos(TimeUnit.MILLISECONDS.toNanos(100)); // until it publishes more
+                    deadline = System.nanoTime() + rules.stallTimeout().toNanos();
+                    continue;
+                }
                 if (slots.isFree(slot)) {
                     return lane.claimed(seq, slot);
                 }
@@ -352,22 +373,27 @@ final class Lanes {
             if (!lane.session.sendEvent(ready)) {
                 consumers.unreachable(lane.session);
             }
-            caughtUp(lane);
         } finally {
             lock.unlock();
         }
     }
 
+    /** Whether {@code lane} loaded all the main stream published: it never runs ahead of it. */
+    private boolean atMainStream(Lane lane) {
+        return lane.position >= stream.nextPosition() && mainEnd < 0;
+    }
+
     /**
-     * Whether {@code lane}'s consumer caught up with the main stream: the main stream's next batch is the lane's next
-     * (the fast consumers slowed down or left, and the main stream waits for readers). It then rejoins the main stream
-     * there (MOVE to lane 0, keeping what it holds) and the lane ends.
+     * Whether {@code lane}'s consumer, its lane level with the main stream, caught up with it: it read all the lane gave
+     * it but the batches its current batch spans (the faster consumers slowed down or left). It then rejoins the main
+     * stream there (MOVE to lane 0, keeping what it holds) and the lane ends.
      */
-    private boolean caughtUp(Lane lane) {
-        if (lane.position != stream.nextPosition() || mainEnd >= 0) {
+    private boolean rejoins(Lane lane) {
+        ConsumerSession s = lane.session;
+        if (lane.position - s.position
+                > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
             return false;
         }
-        ConsumerSession s = lane.session;
         s.lane = null;
         lane.closed = true;
         log.info(
