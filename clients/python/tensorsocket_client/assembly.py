@@ -26,6 +26,22 @@ class BatchAssembly:
         self._gather = GatherPool(end)
         self._bf16 = frozenset(t.name for t in layout.tensors if t.dtype == BFLOAT16)
         self._slotmaps = {}
+        # The arenas it reads as one range of slots: the producer's, then each lane's it was moved to.
+        self._arenas = [(0, layout, arena_fd, arena_bytes)]
+        self._next_slot = layout.slot_count
+
+    def add_arena(self, layout, fd, arena_bytes):
+        """A lane's arena (``layout``, open as ``fd``, mapped as ``arena_bytes``): the number its first slot gets."""
+        base = self._next_slot
+        self._arenas.append((base, layout, fd, arena_bytes))
+        self._next_slot += layout.slot_count
+        return base
+
+    def _locate(self, slot):
+        for base, layout, fd, arena_bytes in reversed(self._arenas):
+            if slot >= base:
+                return layout, fd, arena_bytes, slot - base
+        raise ValueError("slot %d lies in no arena" % slot)
 
     def assemble(self, plan, on_release, views):
         """The batch of ``plan``; ``on_release(pinned seq or -1)`` runs once when it is released. A zero-copy batch
@@ -46,9 +62,10 @@ class BatchAssembly:
                 sb = self._sample_bytes[t]
                 g = self._gather_offsets[t]
                 for p in plan.pieces:
-                    src = layout.slot_offset(p.slot) + layout.region_offsets[t] + p.offset * sb
+                    lay, _fd, arena_bytes, local = self._locate(p.slot)
+                    src = lay.slot_offset(local) + layout.region_offsets[t] + p.offset * sb
                     dst = g + p.dest_offset * sb
-                    buf[dst:dst + p.samples * sb] = self._arena_bytes[src:src + p.samples * sb]
+                    buf[dst:dst + p.samples * sb] = arena_bytes[src:src + p.samples * sb]
                 arr = buf[g:g + n * sb].view(self._np_dtypes[t]).reshape((n,) + spec.shape)
                 arr.flags.writeable = False
                 arrays[spec.name] = arr
@@ -58,14 +75,16 @@ class BatchAssembly:
     def _slotmap(self, slot):
         sm = self._slotmaps.get(slot)
         if sm is None:
-            sm = SlotMap(self._fd, self._layout.slot_offset(slot), self._layout.slot_bytes)
+            lay, fd, _bytes, local = self._locate(slot)
+            sm = SlotMap(fd, lay.slot_offset(local), lay.slot_bytes)
             self._slotmaps[slot] = sm
         return sm
 
-    def forget(self, slot, sm):
-        """``sm`` was detached (its pages copied for the arrays still held): the next batch of ``slot`` maps anew."""
-        if self._slotmaps.get(slot) is sm:
-            del self._slotmaps[slot]
+    def forget(self, sm):
+        """``sm`` was detached (its pages copied for the arrays still held): the next batch of its slot maps anew."""
+        for slot, mapped in list(self._slotmaps.items()):
+            if mapped is sm:
+                del self._slotmaps[slot]
 
     def close(self):
         for sm in self._slotmaps.values():
@@ -74,3 +93,4 @@ class BatchAssembly:
             sm.close()
         self._slotmaps.clear()
         self._arena_bytes = None
+        self._arenas = []

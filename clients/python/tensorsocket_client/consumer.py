@@ -22,6 +22,7 @@ import os
 import time
 from typing import Optional, Union
 
+from . import arena as _arena
 from . import directory as _directory
 from . import handshake as _handshake
 from . import rings as _rings
@@ -32,7 +33,8 @@ from ._reference import check_consumer_call
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .assembly import BatchAssembly
 from .dtypes import DTYPES
-from .errors import ProtocolError, TensorSocketError, TensorSocketTimeout
+from ._memory import FileMapping
+from .errors import ProducerGone, ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _SLICE = 0.05          # seconds between looks at held memory while waiting
 _DETACH_AFTER = 0.25   # waiting longer than this lets go of slots pinned only by user arrays
@@ -108,6 +110,8 @@ class TensorConsumer(ConsumerBase):
         self._last_progress_ns = 0
         self._fd = -1
         self._arena_mm = None
+        self._lanes = []  # (fd, mapping) of each lane arena it was moved to
+        self._violation = None  # a protocol violation read ahead, raised once the consumer needs that message
         self._connect()
 
     # -------------------------------------------------------------------------------------- connecting
@@ -259,6 +263,17 @@ class TensorConsumer(ConsumerBase):
 
     def _next_batch_size(self):
         self._link.check()
+        # What arrived already is applied first: a MOVE among it is answered at this batch, not once the batches
+        # held are used up (the other consumers would wait for them). A violation among it is raised where the
+        # consumer needs what it spoiled: the valid batches before it are handed out first.
+        while self._violation is None:
+            m = self._link.poll(0)
+            if m is None:
+                break
+            try:
+                self._handle(m)
+            except ProtocolError as e:
+                self._violation = e
         waited_from = time.monotonic()
         while True:
             n = self._stream.next_batch()
@@ -269,6 +284,8 @@ class TensorConsumer(ConsumerBase):
 
     def _receive_one(self, waited_from):
         """Waits one slice for a message from the producer and applies it, letting go of held slots meanwhile."""
+        if self._violation is not None:
+            raise self._violation
         m = self._link.poll(_SLICE)
         if m is not None:
             self._handle(m)
@@ -295,8 +312,42 @@ class TensorConsumer(ConsumerBase):
                                     % (self.producer, m.epoch, m.samples, self._welcome.samples_per_epoch))
         elif isinstance(m, wire.EndOfStream):
             self._stream.end_of_stream()
+        elif isinstance(m, wire.Move):
+            self._move(m)
         else:
             raise ProtocolError("unexpected %s from producer '%s'" % (type(m).__name__, self.producer))
+
+    def _move(self, m):
+        """The producer moved this consumer to lane ``m.lane`` (it fell behind the others): maps the lane's arena,
+        gives back the batches it has not begun and says where its lane starts. Lane 0 is back to the main stream (it
+        caught up): it keeps everything and says nothing."""
+        try:
+            if m.lane == 0:
+                self._stream.move_to(m.seq_base, 0, 0, m.slot_count, False)
+                return
+            base = self._assembly.add_arena(*self._map_lane(m.lane, m.slot_count))
+            position = self._stream.move_to(m.seq_base, m.seq_base, base, m.slot_count, True)
+        except ValueError as e:
+            raise ProtocolError("producer '%s' sent %s" % (self.producer, e)) from None
+        self._link.send(wire.Moved(position))
+
+    def _map_lane(self, lane, slot_count):
+        """The layout, descriptor and mapping of lane ``lane``'s arena, beside the producer's."""
+        layout = _arena.Layout(self._welcome.tensors, self._welcome.producer_batch_size, slot_count)
+        path = os.path.join(self.directory, _directory.LANE_FILE_PREFIX + str(lane))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise ProducerGone("producer '%s' moved this consumer to lane %d, whose arena %s is gone"
+                               % (self.producer, lane, path)) from None
+        try:
+            _arena.header_problem(layout, os.pread(fd, _arena.HEADER_BYTES, 0), self._welcome.session_id, path)
+            mapping = FileMapping(fd, layout.file_bytes, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._lanes.append((fd, mapping))
+        return layout, fd, mapping.bytes()
 
     def _skip_to(self, target):
         # Skips what has arrived and releases it before waiting for more: a range longer than the arena could
@@ -343,7 +394,7 @@ class TensorConsumer(ConsumerBase):
 
     def _detach(self, seq, sm):
         sm.detach()
-        self._assembly.forget(seq % self._layout.slot_count, sm)
+        self._assembly.forget(sm)
 
     def _label(self):
         return "producer '%s'" % self.producer
@@ -371,4 +422,8 @@ class TensorConsumer(ConsumerBase):
             self._assembly.close()
             self._arena_mm.close()
             os.close(self._fd)
+            for fd, mapping in self._lanes:
+                mapping.close()
+                os.close(fd)
+            self._lanes.clear()
 

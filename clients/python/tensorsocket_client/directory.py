@@ -14,6 +14,7 @@ from .errors import PermissionDenied, ProducerNotFound
 
 # The files of a producer's directory.
 SOCKET_FILE = "control.sock"
+LANE_FILE_PREFIX = "lane-"  # lane k's arena, beside the producer's, while the lane runs
 ARENA_FILE = "arena"
 LOCK_FILE = "producer.lock"
 FEEDER_SOCKET_FILE = "feeder.sock"

@@ -246,6 +246,6 @@ def _decode_entry(entry):
         raise ProtocolError("descriptor ring entry of version %d with %d payload bytes is not a frame this consumer "
                             "reads" % (version, length))
     m = wire.decode_payload(mtype, entry[wire.HEADER_BYTES:wire.HEADER_BYTES + length])
-    if not isinstance(m, (wire.BatchReady, wire.EpochEnd, wire.EndOfStream)):
+    if not isinstance(m, (wire.BatchReady, wire.EpochEnd, wire.EndOfStream, wire.Move)):
         raise ProtocolError("descriptor ring entry holds %s, which only the socket carries" % type(m).__name__)
     return m

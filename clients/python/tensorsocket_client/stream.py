@@ -206,6 +206,11 @@ class ConsumerStream:
         self.start_position = geometry.position(start_epoch, start_sample)
         self.held = collections.deque()
         self.expected_seq = -1
+        # Batch seq lies in slot (seq - seq_base) % ring_slots of the ring it comes from (the arena's, or a lane's),
+        # which is slot slot_base on of those this consumer reads.
+        self.seq_base = 0
+        self.slot_base = 0
+        self.ring_slots = slots
         self.received_up_to = self.start_position
         self.stream_ended = False
         self.position = self.start_position
@@ -220,15 +225,31 @@ class ConsumerStream:
         """Takes the descriptor of the next producer batch; ValueError if it does not continue the stream."""
         g = self.geometry
         start = p.start(g)
-        if ((self.expected_seq >= 0 and p.seq != self.expected_seq) or p.seq < 0 or slot != p.seq % self.slots
+        if ((self.expected_seq >= 0 and p.seq != self.expected_seq) or p.seq < self.seq_base
+                or slot != (p.seq - self.seq_base) % self.ring_slots
                 or p.samples < 1 or p.samples > g.producer_batch_size or p.sample_start < 0
                 or p.sample_start + p.samples > g.samples_per_epoch or start != self.received_up_to
                 or self.stream_ended):
             raise ValueError("an inconsistent batch descriptor %s in slot %d (expected seq %d at stream position %d)"
                              % (tuple(p), slot, self.expected_seq, self.received_up_to))
         self.expected_seq = p.seq + 1
-        self.held.append(_Held(p.seq, slot, start, p.samples))
+        self.held.append(_Held(p.seq, self.slot_base + slot, start, p.samples))
         self.received_up_to = start + p.samples
+
+    def move_to(self, first_seq, seq_base, slot_base, slot_count, give_back):
+        """The producer moved this consumer to a lane (or, caught up, back to the main stream: ``give_back`` False):
+        gives back the held batches it has not begun, and takes the next descriptors from ``first_seq`` on, each in
+        slot ``slot_base + (seq - seq_base) % slot_count`` of those it reads. Returns where its lane starts. See the
+        Java ConsumerStream.moveTo."""
+        if slot_count < 1 or seq_base < 0 or self.stream_ended:
+            raise ValueError("a move to a ring of %d slots from batch %d%s"
+                             % (slot_count, seq_base, " after the stream ended" if self.stream_ended else ""))
+        while (give_back and self.held and self.held[-1].consumed == self.held[-1].start
+               and self.held[-1].start >= self.position and not self.held[-1].pinned):
+            self.received_up_to = self.held.pop().start
+        self.seq_base, self.slot_base, self.ring_slots = seq_base, slot_base, slot_count
+        self.expected_seq = first_seq
+        return self.received_up_to
 
     def end_of_stream(self):
         self.stream_ended = True

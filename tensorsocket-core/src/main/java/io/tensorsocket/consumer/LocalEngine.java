@@ -211,11 +211,12 @@ public final class LocalEngine implements ConsumerEngine {
 
     /**
      * Applies the messages that arrived already, without waiting: a MOVE among them is answered at the consumer's next
-     * batch, not once it used up the batches it holds, which the others would wait for.
+     * batch, not once it used up the batches it holds, which the others would wait for. A violation among them is
+     * reported where the consumer needs the message it spoiled: the valid batches before it are handed out first.
      */
     private void handleArrived() {
         if (violation != null) {
-            throw violation;
+            return; // reported once the batches before it are used up and the consumer needs the next
         }
         try {
             for (Message m = link.poll(); m != null; m = link.poll()) {
@@ -223,7 +224,6 @@ public final class LocalEngine implements ConsumerEngine {
             }
         } catch (ProtocolException e) {
             violation = e;
-            throw e;
         }
     }
 
