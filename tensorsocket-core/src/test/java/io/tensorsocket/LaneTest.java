@@ -129,6 +129,29 @@ class LaneTest {
     }
 
     @Test
+    void aLateJoinerMovedToALaneStillReadsExactEpochsFromWhereItJoined() throws Exception {
+        Path dir = tmp.resolve("late");
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (TensorProducer p = producer(dir, 1)) {
+            TensorConsumer fast = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            p.start();
+            Future<Seen> f = pool.submit(() -> readEpochs(fast, EPOCHS, 0, null, p));
+            while (p.status().sample() < 200 && p.status().epoch() == 0) {
+                Thread.sleep(1);
+            }
+            TensorConsumer late = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            assertEquals(StartMode.EXACT, late.startMode(), "it joined mid-epoch");
+            List<Integer> lanes = new ArrayList<>();
+            Seen s = readEpochs(late, 2, 5000, lanes, p); // each of its epochs one pass from where it joined
+            assertTrue(lanes.contains(1), "the late joiner read from lane 1: " + lanes);
+            assertEquals(2, s.epochs().size());
+            f.get(60, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void aConsumerThatLeavesItsLaneFreesItAndItsArenaGoes() throws Exception {
         Path dir = tmp.resolve("leave");
         ExecutorService pool = Executors.newCachedThreadPool();

@@ -55,14 +55,14 @@ class LaneProcessTest extends ProcessTestBase {
                 "lanekill",
                 "samples=2000,shape=8,dtype=float32,seed=7",
                 20,
-                4,
+                0, // without end: the next trial's epoch, begun wherever it joins, ends before the stream does
                 "--min-consumers",
                 "2",
                 "--slots",
                 "16",
                 "--lanes",
                 "1");
-        Proc fast = consume("lanekill", 20, "--step-ms", "3");
+        Proc fast = consume("lanekill", 20, "--step-ms", "3", "--epochs", "4");
         Proc victim = consume("lanekill", 20, "--step-ms", "30");
         awaitLane(producer, "lanekill", victim, 1);
         Path laneFile = base.resolve("lanekill/lane-1");

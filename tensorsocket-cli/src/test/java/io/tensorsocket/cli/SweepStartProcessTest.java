@@ -46,9 +46,12 @@ class SweepStartProcessTest extends ProcessTestBase {
                 4,
                 "--start-grace-ms",
                 "0",
+                "--lanes",
+                "0",
                 "--flight",
                 "127.0.0.1:" + port);
-        // 6 s for its epoch, which keeps the producer in epoch 0 (or 1) while the late ones start
+        // 6 s for its epoch, which keeps the producer in epoch 0 (or 1) while the late ones start (without lanes: the
+        // fast ones read at its pace rather than race through the epochs)
         Proc first = consume("late", 10, "--step-ms", "20", "--epochs", "1");
         awaitJoined(producer, 1);
         Thread.sleep(1000);

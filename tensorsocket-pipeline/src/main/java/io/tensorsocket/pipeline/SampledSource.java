@@ -53,6 +53,15 @@ abstract class SampledSource<C> implements IndexedSource {
         return Seeds.forEpoch(sampler.seed(), epoch);
     }
 
+    /**
+     * Yes: each call keeps its own batches in flight on the shared workers, whose decoders and buffers are their own,
+     * so a producer's lanes load beside its main stream (on the same workers, and from the same cache).
+     */
+    @Override
+    public final boolean loadsConcurrently() {
+        return true;
+    }
+
     @Override
     public final void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
         filler.emit(epoch, order, layout.batchSize(), sink);
