@@ -24,7 +24,7 @@ HELLO, WELCOME, BATCH, RELEASE, EPOCH_END, END, ERROR, BYE, STATUS_REQUEST, STAT
 # The feeder socket of an external producer.
 FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER, ORDER_REQUEST = range(14, 22)
 MAX_ORDER_IDS = 16000  # ids in one ORDER frame
-# A consumer's move to a lane of its own (a Java consumer's; this client does not ask for lanes yet).
+# A consumer's move to a lane of its own when it falls behind, and its answer.
 MOVE, MOVED = 22, 23
 
 # ERROR codes: wire values that never change.
@@ -63,7 +63,7 @@ class Hello:
     job: str = ""
     rank: int = 0
     world_size: int = 1
-    # It can be moved to a lane of its own when it falls behind (MOVE); this client does not ask yet.
+    # It can be moved to a lane of its own when it falls behind (MOVE).
     lanes: bool = False
 
 

@@ -62,7 +62,8 @@ class LaneProcessTest extends ProcessTestBase {
                 "16",
                 "--lanes",
                 "1");
-        Proc fast = consume("lanekill", 20, "--step-ms", "3", "--epochs", "4");
+        // reads until this test stops it, after the next trial: every epoch it finished must be exact
+        Proc fast = consume("lanekill", 20, "--step-ms", "3");
         Proc victim = consume("lanekill", 20, "--step-ms", "30");
         awaitLane(producer, "lanekill", victim, 1);
         Path laneFile = base.resolve("lanekill/lane-1");
@@ -75,9 +76,10 @@ class LaneProcessTest extends ProcessTestBase {
         assertFalse(Files.exists(laneFile), "the killed trial's lane ended and removed its arena");
         Proc next = consume("lanekill", 20, "--step-ms", "30", "--epochs", "1");
         awaitLane(producer, "lanekill", next, 1);
-        assertEquals(0, fast.exitCode(Duration.ofSeconds(90)), fast.stderr());
         assertEquals(0, next.exitCode(Duration.ofSeconds(90)), next.stderr());
-        assertEquals(4, fast.json().size(), fast.json().toString());
+        assertTrue(fast.isAlive(), fast.stderr());
+        fast.kill();
+        assertTrue(fast.json().size() >= 2, fast.json().toString());
         for (Map<String, String> e : fast.json()) {
             assertExactEpoch(e, 2000, "epoch_start");
         }
