@@ -3,6 +3,9 @@ package io.tensorsocket.pipeline;
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.IndexedSource;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -16,7 +19,16 @@ import java.util.SplittableRandom;
 abstract class SampledSource<C> implements IndexedSource {
     private final EpochSampler sampler;
     private final BatchLayout layout;
+    private ParallelSlotFiller.SampleWriter<C> writer;
+    private int workers;
+    private int prefetch;
+    /** The main stream's workers, started with the source. */
     private ParallelSlotFiller<C> filler;
+    /** Workers of lanes that ended, kept for the next: a lane gets a pipeline of its own, as a private loader would. */
+    private final ArrayDeque<ParallelSlotFiller<C>> idle = new ArrayDeque<>();
+
+    private final List<ParallelSlotFiller<C>> started = new ArrayList<>();
+    private boolean mainBusy;
 
     SampledSource(EpochSampler sampler, BatchLayout layout) {
         this.sampler = sampler;
@@ -25,7 +37,11 @@ abstract class SampledSource<C> implements IndexedSource {
 
     /** Starts {@code workers} threads writing samples with {@code writer}, up to {@code prefetch} batches ahead. */
     final void startWorkers(ParallelSlotFiller.SampleWriter<C> writer, int workers, int prefetch) {
+        this.writer = writer;
+        this.workers = workers;
+        this.prefetch = prefetch;
         this.filler = new ParallelSlotFiller<>(writer, workers, prefetch);
+        started.add(filler);
     }
 
     @Override
@@ -54,8 +70,9 @@ abstract class SampledSource<C> implements IndexedSource {
     }
 
     /**
-     * Yes: each call keeps its own batches in flight on the shared workers, whose decoders and buffers are their own,
-     * so a producer's lanes load beside its main stream (on the same workers, and from the same cache).
+     * Yes: a call made while another runs (a producer's lane beside its main stream) gets workers of its own, as many as
+     * the main stream's, so a lane costs what a private loader would and takes nothing from the others; both read the
+     * same cache. Workers of a lane that ended wait for the next.
      */
     @Override
     public final boolean loadsConcurrently() {
@@ -64,8 +81,36 @@ abstract class SampledSource<C> implements IndexedSource {
 
     @Override
     public final void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
-        filler.emit(epoch, order, layout.batchSize(), sink);
-        epochEmitted(epoch);
+        ParallelSlotFiller<C> f = take();
+        try {
+            f.emit(epoch, order, layout.batchSize(), sink);
+        } finally {
+            giveBack(f);
+        }
+        if (f == filler) {
+            epochEmitted(epoch);
+        }
+    }
+
+    private synchronized ParallelSlotFiller<C> take() {
+        if (!mainBusy) {
+            mainBusy = true;
+            return filler;
+        }
+        ParallelSlotFiller<C> f = idle.pollFirst();
+        if (f == null) {
+            f = new ParallelSlotFiller<>(writer, workers, prefetch);
+            started.add(f);
+        }
+        return f;
+    }
+
+    private synchronized void giveBack(ParallelSlotFiller<C> f) {
+        if (f == filler) {
+            mainBusy = false;
+        } else {
+            idle.addFirst(f);
+        }
     }
 
     /** Called once an epoch's last batch was handed over; a subclass says here what the epoch cost. */
@@ -79,6 +124,10 @@ abstract class SampledSource<C> implements IndexedSource {
     /** Stops the worker threads and frees what they hold. */
     @Override
     public void close() {
-        filler.close();
+        List<ParallelSlotFiller<C>> all;
+        synchronized (this) {
+            all = List.copyOf(started);
+        }
+        all.forEach(ParallelSlotFiller::close);
     }
 }
