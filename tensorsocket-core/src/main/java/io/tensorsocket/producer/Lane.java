@@ -93,14 +93,14 @@ final class Lane implements BatchSink, Runnable {
         try {
             SharedArena made = SharedArena.create(file, layout, lanes.sessionId(), lanes.pid());
             lanes.share(file);
-            long from = lanes.awaitMoved(this, made);
+            long from = lanes.steps().awaitMoved(this, made);
             if (from >= 0) {
                 serve(from);
             }
         } catch (LaneClosed | ProducerStopped e) {
             // its consumer left, or the producer stopped: nothing to tell anyone
         } catch (Throwable t) {
-            lanes.failed(this, t);
+            lanes.steps().failed(this, t);
         } finally {
             lanes.ended(this);
             try {
@@ -117,13 +117,13 @@ final class Lane implements BatchSink, Runnable {
         long e = from / spe;
         long s = from % spe;
         while (true) {
-            int[] order = lanes.orderFor(this, e);
+            int[] order = lanes.steps().orderFor(this, e);
             if (order == null) {
                 return;
             }
-            lanes.beginEpoch(this, e, s, s / b);
+            lanes.steps().beginEpoch(this, e, s, s / b);
             lanes.source().emitEpoch(e, s == 0 ? order : Arrays.copyOfRange(order, (int) s, order.length), this);
-            lanes.endEpoch(this, e);
+            lanes.steps().endEpoch(this, e);
             e++;
             s = 0;
         }
@@ -160,22 +160,20 @@ final class Lane implements BatchSink, Runnable {
 
     @Override
     public void put(Batch batch) {
-        layout.batch().check(batch);
-        SlotClaim c = (SlotClaim) claim();
-        c.copy(batch);
-        c.publish(batch.size());
+        SlotClaim.put(this, layout, batch);
     }
 
     @Override
     public SlotWriter claim() {
-        return lanes.claim(this, nextSeq, slots);
+        return lanes.steps().claim(this, nextSeq, slots);
     }
 
     /** Under the producer's lock: slot {@code slot} of the lane's arena is claimed for the next batch. */
     SlotClaim claimed(long seq, int slot) {
         nextSeq = seq + 1;
         slots.claim(seq);
-        return new SlotClaim(seq, slot, layout, arena.slot(slot), (c, n) -> lanes.publish(this, c, n));
+        return new SlotClaim(
+                seq, slot, layout, arena.slot(slot), (c, n) -> lanes.steps().publish(this, c, n));
     }
 
     /** Under the producer's lock: the batch of claim {@code c} holds {@code n} samples; its BATCH for the consumer. */

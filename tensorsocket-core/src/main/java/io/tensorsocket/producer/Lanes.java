@@ -2,9 +2,7 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.arena.ArenaLayout;
-import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.directory.ProducerDirectory;
-import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StreamGeometry;
@@ -22,10 +20,10 @@ import org.slf4j.LoggerFactory;
  * A producer's lanes: which consumers fell behind far enough ({@link LaneRule}) to be served from a {@link Lane} of
  * their own rather than waited for, at most {@code bound} at once, and the move itself (MOVE, the consumer's MOVED,
  * the main batches it gives back). It keeps the orders the main stream drew ({@link DrawnOrders}) for the lanes to
- * load again. Beyond the bound, and for a consumer that cannot move (a Python consumer, a rank of a job), the slowest
- * consumer sets the pace as before; {@link PaceWatch} says so.
+ * load again; what a lane's thread does under the producer's lock is {@link LaneSteps}'. Beyond the bound, and for a
+ * consumer that cannot move (a rank of a job), the slowest consumer sets the pace as before; {@link PaceWatch} says so.
  *
- * <p>Everything here runs under the producer's lock but the lanes' loading and their arenas' making.
+ * <p>Everything here runs under the producer's lock.
  */
 final class Lanes {
     private static final Logger log = LoggerFactory.getLogger(Lanes.class);
@@ -43,6 +41,7 @@ final class Lanes {
     private final ProducerStream stream;
     private final LaneRule<ConsumerSession> rule = new LaneRule<>();
     private final DrawnOrders orders = new DrawnOrders();
+    private final LaneSteps steps;
 
     private Supply supply;
     private Lane[] running = new Lane[0];
@@ -68,6 +67,7 @@ final class Lanes {
         this.mainSlots = mainSlots;
         this.consumers = consumers;
         this.stream = stream;
+        this.steps = new LaneSteps(this, lock, changed, rules, geometry, mainSlots, consumers, stream);
     }
 
     /** Runs lanes from {@code s} (none before, or with a bound of 0). */
@@ -94,6 +94,21 @@ final class Lanes {
 
     void share(Path file) throws IOException {
         supply.directory().share(file, false);
+    }
+
+    /** The order the main stream drew for {@code epoch}, or null. */
+    int[] order(long epoch) {
+        return orders.order(epoch);
+    }
+
+    /** The epoch the main stream ended before, or -1 while it runs. */
+    long mainEnd() {
+        return mainEnd;
+    }
+
+    /** The steps of a lane's thread. */
+    LaneSteps steps() {
+        return steps;
     }
 
     // ------------------------------------------------------------------------------------ the main stream's side
@@ -245,189 +260,6 @@ final class Lanes {
         }
     }
 
-    // ------------------------------------------------------------------------------------ a lane's thread
-
-    /** Sends {@code lane}'s MOVE and waits for its consumer's MOVED: the position to start at, or -1 if it left. */
-    long awaitMoved(Lane lane, SharedArena made) throws InterruptedException {
-        lock.lock();
-        try {
-            lane.arena(made);
-            if (!open(lane)) {
-                return -1;
-            }
-            if (!lane.session.sendEvent(lane.move())) {
-                consumers.unreachable(lane.session);
-                return -1;
-            }
-            long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
-            while (lane.movedAt < 0 && open(lane)) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    evict(
-                            lane,
-                            "did not answer its move to lane " + lane.number + " within "
-                                    + rules.stallTimeout().toMillis() + " ms");
-                    return -1;
-                }
-                changed.awaitNanos(left);
-            }
-            return open(lane) ? lane.movedAt : -1;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** The order of {@code epoch} for {@code lane}, once drawn; null where its stream ends before it. */
-    int[] orderFor(Lane lane, long epoch) throws InterruptedException {
-        lock.lock();
-        try {
-            while (true) {
-                check(lane);
-                if ((rules.epochs() > 0 && epoch >= rules.epochs()) || (mainEnd >= 0 && epoch >= mainEnd)) {
-                    lane.session.sendEvent(new Message.EndOfStream(epoch));
-                    return null;
-                }
-                if (atMainStream(lane)) {
-                    if (rejoins(lane)) {
-                        return null;
-                    }
-                    changed.awaitNanos(TimeUnit.MILLISECONDS.toNanos(100));
-                    continue;
-                }
-                int[] order = orders.order(epoch);
-                if (order != null) {
-                    return order;
-                }
-                changed.awaitNanos(TimeUnit.SECONDS.toNanos(1));
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    void beginEpoch(Lane lane, long epoch, long sample, long index) {
-        lock.lock();
-        try {
-            check(lane);
-            lane.begin(epoch, sample, index);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    void endEpoch(Lane lane, long epoch) {
-        lock.lock();
-        try {
-            check(lane);
-            lane.session.sendEvent(lane.end(epoch));
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** The next claim of {@code lane}, batch {@code seq} of its own: waits for its slot, evicting a consumer that stalls it. */
-    SlotClaim claim(Lane lane, long seq, SlotTable slots) {
-        lock.lock();
-        try {
-            int slot = slots.slotOf(seq);
-            long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
-            while (true) {
-                check(lane);
-                if (atMainStream(lane)) {
-                    if (rejoins(lane)) {
-                        throw new Lane.LaneClosed();
-                    }
-                    changed.awaitNanos(TimeUnit.MILLISECONDS.toNanos(100)); // until it publishes more
-                    deadline = System.nanoTime() + rules.stallTimeout().toNanos();
-                    continue;
-                }
-                if (slots.isFree(slot)) {
-                    return lane.claimed(seq, slot);
-                }
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    evict(
-                            lane,
-                            "held batch " + (lane.seqBase + slots.seqIn(slot)) + " of lane " + lane.number
-                                    + " for more than " + rules.stallTimeout().toMillis() + " ms");
-                    throw new Lane.LaneClosed();
-                }
-                changed.awaitNanos(left);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new Lane.LaneClosed();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Publishes {@code lane}'s claim {@code c} of {@code n} samples to its consumer. */
-    void publish(Lane lane, SlotClaim c, int n) {
-        lock.lock();
-        try {
-            check(lane);
-            Message.BatchReady ready = lane.published(c, n);
-            lane.session.held.addLast(ready.seq());
-            lane.session.batchesSent++;
-            if (!lane.session.sendEvent(ready)) {
-                consumers.unreachable(lane.session);
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Whether {@code lane} loaded all the main stream published: it never runs ahead of it. */
-    private boolean atMainStream(Lane lane) {
-        return lane.position >= stream.nextPosition() && mainEnd < 0;
-    }
-
-    /**
-     * Whether {@code lane}'s consumer, its lane level with the main stream, caught up with it: it read all the lane gave
-     * it but the batches its current batch spans (the faster consumers slowed down or left). It then rejoins the main
-     * stream there (MOVE to lane 0, keeping what it holds) and the lane ends.
-     */
-    private boolean rejoins(Lane lane) {
-        ConsumerSession s = lane.session;
-        if (lane.position - s.position
-                > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
-            return false;
-        }
-        s.lane = null;
-        lane.closed = true;
-        log.info(
-                "{} caught up with the main stream of producer '{}' at epoch {}, sample {}: it reads it again, and lane"
-                        + " {} ends after loading {} samples for it",
-                s.describe(),
-                rules.producerName(),
-                geometry.epochOf(lane.position),
-                lane.position % geometry.samplesPerEpoch(),
-                lane.number,
-                lane.samplesLoaded);
-        if (!s.sendEvent(new Message.Move(0, mainSlots.count(), stream.publishedSeq() + 1))) {
-            consumers.unreachable(s);
-        }
-        changed.signalAll();
-        return true;
-    }
-
-    /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */
-    void failed(Lane lane, Throwable t) {
-        lock.lock();
-        try {
-            String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
-                    + " (epoch " + lane.epoch + "): " + t;
-            log.error(msg, t);
-            if (lane.session.attached) {
-                lane.session.send(new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
-                consumers.detach(lane.session, "its lane failed");
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** {@code lane}'s thread ends: its place is free again. */
     void ended(Lane lane) {
         lock.lock();
@@ -443,24 +275,5 @@ final class Lanes {
         } finally {
             lock.unlock();
         }
-    }
-
-    private boolean open(Lane lane) {
-        return !lane.closed && lane.session.attached && lane.session.lane == lane;
-    }
-
-    private void check(Lane lane) {
-        if (!open(lane)) {
-            throw new Lane.LaneClosed();
-        }
-    }
-
-    private void evict(Lane lane, String what) {
-        ConsumerSession s = lane.session;
-        String msg = s.describe() + " " + what + "; it was disconnected. Release batches sooner (close them or ask"
-                + " for the next), or raise the producer's stall timeout";
-        log.warn("evicting {}", msg);
-        s.send(new Message.Error(Message.ErrorCode.EVICTED, msg));
-        consumers.detach(s, "evicted");
     }
 }

@@ -131,10 +131,7 @@ public final class ProducerCore implements BatchSink {
 
     @Override
     public void put(Batch batch) {
-        layout.batch().check(batch);
-        SlotClaim c = (SlotClaim) claim();
-        c.copy(batch);
-        c.publish(batch.size());
+        SlotClaim.put(this, layout, batch);
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.tensorsocket.producer;
 
 import io.tensorsocket.Batch;
+import io.tensorsocket.BatchSink;
 import io.tensorsocket.SlotWriter;
 import io.tensorsocket.Tensor;
 import io.tensorsocket.TensorSpec;
@@ -32,6 +33,14 @@ final class SlotClaim implements SlotWriter {
     @Override
     public int capacity() {
         return layout.batch().batchSize();
+    }
+
+    /** Puts {@code batch} (checked against {@code layout}) into the next slot {@code sink} claims, and publishes it. */
+    static void put(BatchSink sink, ArenaLayout layout, Batch batch) {
+        layout.batch().check(batch);
+        SlotClaim c = (SlotClaim) sink.claim();
+        c.copy(batch);
+        c.publish(batch.size());
     }
 
     /** Copies every tensor of {@code batch}, which fits the layout, into this slot. */
