@@ -29,11 +29,11 @@ from . import rings as _rings
 from . import stream as _stream
 from . import wire
 from ._lifecycle import ConsumerBase, checked_batch_size, job_rank
+from ._memory import FileMapping
 from ._reference import check_consumer_call
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .assembly import BatchAssembly
 from .dtypes import DTYPES
-from ._memory import FileMapping
 from .errors import ProducerGone, ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _SLICE = 0.05          # seconds between looks at held memory while waiting

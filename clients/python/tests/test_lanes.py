@@ -8,6 +8,7 @@ import time
 import unittest
 
 from bench_launcher import launcher_or_skip
+
 from tensorsocket_client import stream as _stream
 
 LANE = 1 << 40
