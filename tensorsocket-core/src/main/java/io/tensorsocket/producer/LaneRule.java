@@ -7,7 +7,8 @@ import java.util.Map;
  * When a consumer has fallen behind far enough to be moved to a lane: the producer waited, within one window, at
  * least {@link #AFTER_NANOS} in all for slots it held while another consumer of the main stream had read everything
  * published (so waited for the producer, which waited for it). A consumer that merely reads in bursts costs the others less than that; one that
- * is slower every step crosses it within a second of the arena filling.
+ * is slower every step crosses it within a second of the arena filling. A consumer that just caught up and rejoined the
+ * main stream is left alone for a window: two consumers of one speed that trade places do not trade lanes too.
  *
  * <p>Pure bookkeeping, keyed by whatever identifies a consumer; not thread-safe (the producer's lock guards it).
  */
@@ -18,6 +19,7 @@ final class LaneRule<K> {
     static final long WINDOW_NANOS = 10_000_000_000L;
 
     private final Map<K, Long> waited = new HashMap<>();
+    private final Map<K, Long> quietUntil = new HashMap<>();
     private long windowStart = Long.MIN_VALUE;
 
     /**
@@ -25,6 +27,13 @@ final class LaneRule<K> {
      * did not: whether {@code holder} has now crossed the line.
      */
     boolean waitedFor(K holder, long nanos, long now) {
+        Long quiet = quietUntil.get(holder);
+        if (quiet != null) {
+            if (now - quiet < 0) {
+                return false;
+            }
+            quietUntil.remove(holder);
+        }
         if (windowStart == Long.MIN_VALUE || now - windowStart >= WINDOW_NANOS) {
             waited.clear();
             windowStart = now;
@@ -35,5 +44,12 @@ final class LaneRule<K> {
     /** Forgets {@code holder} (it moved, or left). */
     void forget(K holder) {
         waited.remove(holder);
+        quietUntil.remove(holder);
+    }
+
+    /** {@code holder} caught up and rejoined the main stream at {@code now}: its waits count again a window later. */
+    void rejoined(K holder, long now) {
+        waited.remove(holder);
+        quietUntil.put(holder, now + WINDOW_NANOS);
     }
 }

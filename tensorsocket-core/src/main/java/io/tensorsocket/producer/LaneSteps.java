@@ -196,6 +196,7 @@ final class LaneSteps {
             return false;
         }
         s.lane = null;
+        lanes.rejoined(s);
         lane.closed = true;
         log.info(
                 "{} caught up with the main stream of producer '{}' at epoch {}, sample {}: it reads it again, and lane"

@@ -106,6 +106,11 @@ final class Lanes {
         return mainEnd;
     }
 
+    /** {@code s} caught up and reads the main stream again. */
+    void rejoined(ConsumerSession s) {
+        rule.rejoined(s, System.nanoTime());
+    }
+
     /** The steps of a lane's thread. */
     LaneSteps steps() {
         return steps;

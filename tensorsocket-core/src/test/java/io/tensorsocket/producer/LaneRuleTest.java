@@ -19,6 +19,15 @@ class LaneRuleTest {
     }
 
     @Test
+    void oneThatJustRejoinedIsLeftAloneForAWindow() {
+        LaneRule<String> r = new LaneRule<>();
+        r.rejoined("equal", 0);
+        assertFalse(r.waitedFor("equal", 300 * MS, MS), "it just caught up: its waits do not count");
+        assertFalse(r.waitedFor("equal", 300 * MS, LaneRule.WINDOW_NANOS - MS));
+        assertTrue(r.waitedFor("equal", 300 * MS, LaneRule.WINDOW_NANOS + MS), "a window later they do");
+    }
+
+    @Test
     void aNewWindowForgetsOldWaitsAndSoDoesAMove() {
         LaneRule<String> r = new LaneRule<>();
         assertFalse(r.waitedFor("bursty", 200 * MS, 0));
