@@ -83,6 +83,29 @@ class LiveLaneTest(unittest.TestCase):
                     if p.poll() is None:
                         p.kill()
 
+    def test_a_move_to_a_lane_whose_arena_is_gone_says_so(self):
+        launcher = launcher_or_skip(self)
+        from tensorsocket_client import TensorConsumer, wire
+        from tensorsocket_client.errors import ProducerGone
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as base:
+            env = dict(os.environ, TENSORSOCKET_BASE=base)
+            os.environ["TENSORSOCKET_BASE"] = base
+            producer = subprocess.Popen(
+                [launcher, "serve", "--name", "gone", "--synthetic", "samples=60,shape=4,dtype=float32,seed=9",
+                 "--batch-size", "10", "--epochs", "1", "--start-grace-ms", "0"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                with TensorConsumer("gone", batch_size=10, connect_timeout=60) as c:
+                    # as a producer would move it, to a lane whose arena someone removed (a `clean`, say)
+                    with self.assertRaises(ProducerGone) as raised:
+                        c._handle(wire.Move(9, 16, 9 << 40))
+                lane = os.path.join(base, "gone", "lane-9")
+                self.assertEqual("producer 'gone' moved this consumer to lane 9, whose arena %s is gone" % lane,
+                                 str(raised.exception))
+            finally:
+                del os.environ["TENSORSOCKET_BASE"]
+                producer.kill()
+                producer.wait()
 
 if __name__ == "__main__":
     unittest.main()

@@ -19,6 +19,7 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -181,6 +182,19 @@ class ArenaSafetyTest {
         ProtocolException e = consumeExpectingRejection(seen);
         assertTrue(e.getMessage().contains("inconsistent batch descriptor"), e.getMessage());
         assertEquals(List.of(Float.intBitsToFloat(0x01010101)), seen, "the valid batch before it was delivered intact");
+    }
+
+    @Test
+    void aMoveToALaneWhoseArenaIsMissingSaysSo() {
+        serve(welcome(), new Message.Move(1, 4, 1L << 40));
+        try (TensorConsumer c = connect()) {
+            ProducerGoneException e =
+                    assertThrows(ProducerGoneException.class, () -> c.iterator().next());
+            assertTrue(
+                    e.getMessage().contains("moved this consumer to lane 1, whose arena could not be mapped"),
+                    e.getMessage());
+            assertInstanceOf(NoSuchFileException.class, e.getCause(), "the original cause");
+        }
     }
 
     // ------------------------------------------------------------------------------------------ descriptor rings

@@ -186,12 +186,12 @@ final class Attached {
 
     /**
      * Evicts every consumer that holds batch {@code seq}, which the producer waited more than {@code stall}
-     * to reuse the slot of.
+     * to reuse the slot of; but one being moved to a lane, which its move's deadline judges ({@code LaneSteps}).
      */
     void evictHoldersOf(long seq, String producer, Duration stall) {
         BatchPosition batch = slots.batch(seq);
         for (ConsumerSession c : List.copyOf(sessions.values())) {
-            if (c.held.contains(seq)) {
+            if (c.held.contains(seq) && !(c.lane != null && c.lane.movedAt < 0)) { // a move's own deadline judges it
                 String msg = c.describe() + " held batch " + seq + " (epoch " + batch.epoch() + ", batch "
                         + batch.index() + ") for more than " + stall.toMillis() + " ms while producer '"
                         + producer + "' waited for its slot; it was disconnected. Release batches sooner (close"
@@ -219,12 +219,25 @@ final class Attached {
             if (!s.held.remove(seqs[i])) {
                 return seqs[i];
             }
-            Lane lane = s.lanes.isEmpty() ? null : s.laneOf(seqs[i]);
-            freed |= lane != null ? lane.release(seqs[i]) : slots.release(seqs[i]);
-            BatchPosition p = lane != null ? lane.batch(seqs[i]) : slots.batch(seqs[i]);
-            s.position = Math.max(s.position, p.end(geometry));
+            s.position = Math.max(s.position, batchOf(s, seqs[i]).end(geometry));
+            freed |= releaseSlot(s, seqs[i]);
         }
         return freed ? -1 : -2;
+    }
+
+    /** Where batch {@code seq}, which {@code s} holds, lies: a batch of the main stream or of one of its lanes. */
+    BatchPosition batchOf(ConsumerSession s, long seq) {
+        Lane lane = s.laneOf(seq);
+        return lane != null ? lane.batch(seq) : slots.batch(seq);
+    }
+
+    /**
+     * {@code s} no longer holds batch {@code seq} (the caller took it from {@code s.held}): one holder fewer of its
+     * slot, in the main arena or its lane's; whether the slot came free.
+     */
+    boolean releaseSlot(ConsumerSession s, long seq) {
+        Lane lane = s.laneOf(seq);
+        return lane != null ? lane.release(seq) : slots.release(seq);
     }
 
     /** Sends a HEARTBEAT to every consumer sent nothing for {@code idleNanos} that has few enough unanswered. */
@@ -280,12 +293,7 @@ final class Attached {
         s.leftAfterEpochs = s.epochsReadWhole(geometry);
         int n = s.held.size();
         for (long seq : s.held) {
-            Lane lane = s.laneOf(seq);
-            if (lane != null) {
-                lane.release(seq);
-            } else {
-                slots.release(seq);
-            }
+            releaseSlot(s, seq);
         }
         s.held.clear();
         s.channel.close();

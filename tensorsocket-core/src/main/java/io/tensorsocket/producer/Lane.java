@@ -7,6 +7,7 @@ import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
+import io.tensorsocket.stream.ProducerStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,12 +52,10 @@ final class Lane implements BatchSink, Runnable {
 
     boolean closed;
     private long nextSeq;
-    long epoch;
-    private long nextIndex;
-    private long nextSample;
+    /** Its batches' places in the stream, from where its consumer left the main stream ({@link #movedAt}) on. */
+    final ProducerStream stream;
+
     long samplesLoaded;
-    /** Stream position just past the last batch it published (from {@link #movedAt} on). */
-    long position;
 
     Lane(int number, long serial, ConsumerSession session, Lanes lanes, ArenaLayout layout, Path file) {
         this.number = number;
@@ -66,6 +65,7 @@ final class Lane implements BatchSink, Runnable {
         this.layout = layout;
         this.file = file;
         this.slots = new SlotTable(layout.slotCount());
+        this.stream = new ProducerStream(lanes.geometry());
     }
 
     /** Whether batch {@code seq} is one of this lane's. */
@@ -95,7 +95,7 @@ final class Lane implements BatchSink, Runnable {
             lanes.share(file);
             long from = lanes.steps().awaitMoved(this, made);
             if (from >= 0) {
-                serve(from);
+                serve();
             }
         } catch (LaneClosed | ProducerStopped e) {
             // its consumer left, or the producer stopped: nothing to tell anyone
@@ -111,38 +111,25 @@ final class Lane implements BatchSink, Runnable {
         }
     }
 
-    private void serve(long from) throws Exception {
-        long spe = lanes.geometry().samplesPerEpoch();
-        int b = layout.batch().batchSize();
-        long e = from / spe;
-        long s = from % spe;
+    /** Loads epoch after epoch from where the consumer moved (its {@link #stream} resumed there) to its stream's end. */
+    private void serve() throws Exception {
         while (true) {
+            long e = stream.nextEpoch(); // this thread alone moves the stream on
+            int s = (int) stream.nextSample();
             int[] order = lanes.steps().orderFor(this, e);
             if (order == null) {
                 return;
             }
-            lanes.steps().beginEpoch(this, e, s, s / b);
-            lanes.source().emitEpoch(e, s == 0 ? order : Arrays.copyOfRange(order, (int) s, order.length), this);
+            lanes.source().emitEpoch(e, s == 0 ? order : Arrays.copyOfRange(order, s, order.length), this);
             lanes.steps().endEpoch(this, e);
-            e++;
-            s = 0;
         }
-    }
-
-    /** Under the producer's lock: starts epoch {@code e} at sample {@code s}, batch {@code index}. */
-    void begin(long e, long s, long index) {
-        epoch = e;
-        nextSample = s;
-        nextIndex = index;
     }
 
     /** Under the producer's lock: the epoch's end, as the main stream says it; throws if the source broke its shape. */
     Message.EpochEnd end(long e) {
-        if (nextSample != lanes.geometry().samplesPerEpoch()) {
-            throw new IllegalStateException("the source emitted " + nextSample + " samples of epoch " + e + " in lane "
-                    + number + ", not " + lanes.geometry().samplesPerEpoch());
-        }
-        return new Message.EpochEnd(e, nextIndex, nextSample);
+        Message.EpochEnd end = new Message.EpochEnd(e, stream.nextIndex(), stream.nextSample());
+        stream.endEpoch(e);
+        return end;
     }
 
     /** Under the producer's lock: the lane's arena, once made. */
@@ -178,19 +165,10 @@ final class Lane implements BatchSink, Runnable {
 
     /** Under the producer's lock: the batch of claim {@code c} holds {@code n} samples; its BATCH for the consumer. */
     Message.BatchReady published(SlotClaim c, int n) {
-        int b = layout.batch().batchSize();
-        long spe = lanes.geometry().samplesPerEpoch();
-        if (n < 1 || n > b || nextSample + n > spe || (n < b && nextSample + n < spe)) {
-            throw new IllegalStateException("the source published a batch of " + n + " samples at sample " + nextSample
-                    + " of epoch " + epoch + " in lane " + number + " (batch size " + b + ", " + spe + " per epoch)");
-        }
-        BatchPosition p = new BatchPosition(c.seq, epoch, nextIndex, nextSample, n);
+        BatchPosition p = stream.publish(c.seq, n); // the shape rules of the main stream
         slots.published(p);
         slots.hold(c.seq);
-        nextIndex++;
-        nextSample += n;
         samplesLoaded += n;
-        position += n;
         return new Message.BatchReady(seqBase + c.seq, c.slot, p.epoch(), p.index(), p.sampleStart(), n);
     }
 

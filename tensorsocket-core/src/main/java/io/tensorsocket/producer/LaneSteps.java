@@ -106,16 +106,6 @@ final class LaneSteps {
         }
     }
 
-    void beginEpoch(Lane lane, long epoch, long sample, long index) {
-        lock.lock();
-        try {
-            check(lane);
-            lane.begin(epoch, sample, index);
-        } finally {
-            lock.unlock();
-        }
-    }
-
     void endEpoch(Lane lane, long epoch) {
         lock.lock();
         try {
@@ -181,7 +171,7 @@ final class LaneSteps {
 
     /** Whether {@code lane} loaded all the main stream published: it never runs ahead of it. */
     private boolean atMainStream(Lane lane) {
-        return lane.position >= stream.nextPosition() && lanes.mainEnd() < 0;
+        return lane.stream.nextPosition() >= stream.nextPosition() && lanes.mainEnd() < 0;
     }
 
     /**
@@ -191,7 +181,7 @@ final class LaneSteps {
      */
     private boolean rejoins(Lane lane) {
         ConsumerSession s = lane.session;
-        if (lane.position - s.position
+        if (lane.stream.nextPosition() - s.position
                 > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
             return false;
         }
@@ -203,8 +193,8 @@ final class LaneSteps {
                         + " {} ends after loading {} samples for it",
                 s.describe(),
                 rules.producerName(),
-                geometry.epochOf(lane.position),
-                lane.position % geometry.samplesPerEpoch(),
+                lane.stream.nextEpoch(),
+                lane.stream.nextSample(),
                 lane.number,
                 lane.samplesLoaded);
         if (!s.sendEvent(new Message.Move(0, mainSlots.count(), stream.publishedSeq() + 1))) {
@@ -219,7 +209,7 @@ final class LaneSteps {
         lock.lock();
         try {
             String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
-                    + " (epoch " + lane.epoch + "): " + t;
+                    + " (epoch " + lane.stream.nextEpoch() + "): " + t;
             log.error(msg, t);
             if (lane.session.attached) {
                 lane.session.send(new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));

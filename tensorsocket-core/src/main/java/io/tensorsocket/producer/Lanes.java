@@ -111,6 +111,14 @@ final class Lanes {
         rule.rejoined(s, System.nanoTime());
     }
 
+    /**
+     * How long the producer may wait for a slot before it judges the holders again ({@link #waited}): a holder that
+     * stalls altogether would otherwise be judged only when the stall timeout evicts it.
+     */
+    long judgeEvery() {
+        return supply == null ? Long.MAX_VALUE : LaneRule.AFTER_NANOS;
+    }
+
     /** The steps of a lane's thread. */
     LaneSteps steps() {
         return steps;
@@ -129,7 +137,7 @@ final class Lanes {
         long oldest = epoch - span;
         for (Lane l : running) {
             if (l != null) {
-                oldest = Math.min(oldest, l.movedAt < 0 ? epoch - span : l.epoch);
+                oldest = Math.min(oldest, l.movedAt < 0 ? epoch - span : l.stream.nextEpoch());
             }
         }
         orders.forgetBefore(oldest);
@@ -226,34 +234,29 @@ final class Lanes {
         }
         boolean boundary = position == s.position;
         for (long seq : s.held) {
-            BatchPosition p = batch(s, seq);
+            BatchPosition p = consumers.batchOf(s, seq);
             boundary |= p.start(geometry) == position || p.end(geometry) == position;
         }
         if (!boundary) {
             return "moved at stream position " + position + ", which is no boundary of the batches it holds";
         }
+        long epoch = geometry.epochOf(position);
+        try {
+            lane.stream.resumeAt(epoch, position - geometry.position(epoch, 0));
+        } catch (IllegalArgumentException e) {
+            return "moved at stream position " + position + ": " + e.getMessage();
+        }
         for (Iterator<Long> it = s.held.iterator();
                 it.hasNext(); ) { // what it gave back: the main stream's or a lane's
             long seq = it.next();
-            if (batch(s, seq).start(geometry) >= position) {
+            if (consumers.batchOf(s, seq).start(geometry) >= position) {
                 it.remove();
-                Lane had = s.laneOf(seq);
-                if (had != null) {
-                    had.release(seq);
-                } else {
-                    mainSlots.release(seq);
-                }
+                consumers.releaseSlot(s, seq);
             }
         }
         lane.movedAt = position;
-        lane.position = position;
         changed.signalAll();
         return null;
-    }
-
-    private BatchPosition batch(ConsumerSession s, long seq) {
-        Lane had = s.laneOf(seq);
-        return had != null ? had.batch(seq) : mainSlots.batch(seq);
     }
 
     /** {@code s} left: its lane, if it had one, ends. */

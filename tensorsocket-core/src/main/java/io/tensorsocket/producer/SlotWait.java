@@ -84,7 +84,7 @@ final class SlotWait {
             List<ConsumerSession> holders =
                     pace.watches(consumers.count()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
             long before = System.nanoTime();
-            waits.awaitNanos(left);
+            waits.awaitNanos(Math.min(left, lanes.judgeEvery())); // a stalled holder is judged too, not only a slow one
             long after = System.nanoTime();
             pace.waited(holders, after - before, consumers.count());
             lanes.waited(holders, after - before, after);

@@ -31,6 +31,26 @@ public final class ProducerStream {
         this.nextEpoch = firstEpoch;
     }
 
+    /**
+     * Places a stream that published nothing yet at {@code sample} of epoch {@code epoch}, a batch boundary: a lane's
+     * stream begins where its consumer left the main stream.
+     *
+     * @throws IllegalArgumentException if that is no batch boundary inside an epoch, or batches were published
+     */
+    public void resumeAt(long epoch, long sample) {
+        if (publishedSeq >= 0
+                || epoch < 0
+                || sample < 0
+                || sample >= geometry.samplesPerEpoch()
+                || sample % geometry.producerBatchSize() != 0) {
+            throw new IllegalArgumentException("a stream resumes at a batch boundary of an epoch before it published"
+                    + " anything, not at sample " + sample + " of epoch " + epoch);
+        }
+        nextEpoch = epoch;
+        nextSample = sample;
+        nextIndex = sample / geometry.producerBatchSize();
+    }
+
     public StreamGeometry geometry() {
         return geometry;
     }
