@@ -338,6 +338,7 @@ class TensorConsumer(ConsumerBase):
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
+            self._link.await_error()  # an eviction said after the MOVE explains a lane that is gone best
             raise ProducerGone("producer '%s' moved this consumer to lane %d, whose arena %s is gone"
                                % (self.producer, lane, path)) from None
         try:

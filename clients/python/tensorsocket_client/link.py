@@ -204,6 +204,12 @@ class ProducerLink:
             self.stream_ended = True
         return m
 
+    def await_error(self):
+        """Lets the receiving thread read what the producer said last (an ERROR, say), briefly, and raises it."""
+        if threading.current_thread() is not self.thread:
+            self.thread.join(_ERROR_READ_S)
+        self.check()
+
     def send(self, m):
         data = wire.encode(m)
         try:

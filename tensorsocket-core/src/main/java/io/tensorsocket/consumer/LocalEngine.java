@@ -287,6 +287,10 @@ public final class LocalEngine implements ConsumerEngine {
         try {
             base = arenas.mapLane(mv.lane(), mv.slotCount());
         } catch (IOException e) {
+            // What the producer said after the MOVE (an eviction: it waited for the answer too long) explains a
+            // lane that is gone best.
+            link.awaitReceiverEnd(500);
+            link.check();
             throw new ProducerGoneException(
                     "producer '" + producer + "' moved this consumer to lane " + mv.lane()
                             + ", whose arena could not be mapped: " + e.getMessage(),
