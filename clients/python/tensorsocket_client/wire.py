@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 9
+VERSION = 10
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -26,6 +26,8 @@ FEEDER_HELLO, FEEDER_WELCOME, CLAIM, SLOT, PUBLISH, FEEDER_EPOCH_END, ORDER, ORD
 MAX_ORDER_IDS = 16000  # ids in one ORDER frame
 # A consumer's move to a lane of its own when it falls behind, and its answer.
 MOVE, MOVED = 22, 23
+# A feeder's lane connections: where it loads the batches of the producer's lanes.
+FEEDER_LANE, LANE_START, LANE_STOP = 24, 25, 26
 
 # ERROR codes: wire values that never change.
 (VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED,
@@ -235,6 +237,28 @@ class FeederHello:
     dataset_size: int = 0
     shuffle: bool = False
     seed: int = 0
+    # Lane connections it opens once welcomed (only with a data set loaded by index).
+    lanes: int = 0
+
+
+@dataclass(frozen=True)
+class FeederLaneHello:
+    """Feeder to producer, the first frame of a lane connection: the attached feeder of pid ``pid``."""
+    pid: int
+
+
+@dataclass(frozen=True)
+class LaneStart:
+    """Producer to feeder on a lane connection: load lane ``lane``'s samples (an EpochOrder follows) into
+    ``arena_path``."""
+    lane: int
+    arena_path: str
+
+
+@dataclass(frozen=True)
+class LaneStop:
+    """Producer to feeder on a lane connection: drop lane ``lane``'s work; the feeder echoes it once it has."""
+    lane: int
 
 
 @dataclass(frozen=True)
@@ -303,7 +327,8 @@ _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, E
           EndOfStream: END, Error: ERROR, Bye: BYE, StatusRequest: STATUS_REQUEST, Status: STATUS, Progress: PROGRESS,
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
           Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER,
-          OrderRequest: ORDER_REQUEST, Move: MOVE, Moved: MOVED}
+          OrderRequest: ORDER_REQUEST, Move: MOVE, Moved: MOVED,
+          FeederLaneHello: FEEDER_LANE, LaneStart: LANE_START, LaneStop: LANE_STOP}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -378,7 +403,13 @@ def encode(m) -> bytes:
         p = struct.pack("<q", m.pid) + _string(m.client) + struct.pack("<iqq", m.batch_size, m.samples_per_epoch,
                                                                         m.epochs)
         p += _string(m.description) + _tensors(m.tensors)
-        p += struct.pack("<qBq", m.dataset_size, 1 if m.shuffle else 0, m.seed)
+        p += struct.pack("<qBqi", m.dataset_size, 1 if m.shuffle else 0, m.seed, m.lanes)
+    elif t == FEEDER_LANE:
+        p = struct.pack("<q", m.pid)
+    elif t == LANE_START:
+        p = struct.pack("<i", m.lane) + _string(m.arena_path)
+    elif t == LANE_STOP:
+        p = struct.pack("<i", m.lane)
     elif t == ORDER_REQUEST:
         p = struct.pack("<q", m.epoch)
     elif t == MOVE:
@@ -413,7 +444,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= MOVED
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= LANE_STOP
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -499,7 +530,15 @@ def decode_payload(mtype: int, payload: bytes):
         tensors = _decode_tensors(r, "FEEDER_HELLO", False)
         dataset_size = r.take("<q")
         shuffle = r.bool()
-        m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, r.take("<q"))
+        seed = r.take("<q")
+        m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, seed,
+                        _non_negative(r.take("<i")))
+    elif mtype == FEEDER_LANE:
+        m = FeederLaneHello(_non_negative(r.take("<q")))
+    elif mtype == LANE_START:
+        m = LaneStart(_positive(r.take("<i")), r.string())
+    elif mtype == LANE_STOP:
+        m = LaneStop(_positive(r.take("<i")))
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == MOVE:

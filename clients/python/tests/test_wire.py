@@ -39,7 +39,7 @@ EXPECTED = {
                                                   True, "ddp", 3, 4, 0.75, 2, 123456))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
-                                     60001, True, -5),
+                                     60001, True, -5, 2),
     "feeder_welcome": wire.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2),
     "claim": wire.Claim(),
     "slot": wire.SlotGrant(17, 4096 + 17 * 65536),
@@ -49,6 +49,9 @@ EXPECTED = {
     "order_request": wire.OrderRequest(3),
     "move": wire.Move(2, 12, 2 << 48),
     "moved": wire.Moved(151040),
+    "feeder_lane": wire.FeederLaneHello(4243),
+    "lane_start": wire.LaneStart(2, "/dev/shm/tensorsocket-u/mnist/lane-2"),
+    "lane_stop": wire.LaneStop(2),
 }
 
 

@@ -25,4 +25,12 @@ public interface BatchSink {
 
     /** The most claims a source may hold unpublished at once (the producer's {@code claimsAhead}). */
     int claimsAhead();
+
+    /**
+     * Which of the producer's streams this sink fills: 0 its main stream, {@code k} its lane {@code k}, whose arena is
+     * the file {@code lane-k} beside the producer's (see {@link IndexedSource#loadsConcurrently()}).
+     */
+    default int lane() {
+        return 0;
+    }
 }

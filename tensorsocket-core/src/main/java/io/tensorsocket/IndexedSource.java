@@ -39,6 +39,14 @@ public interface IndexedSource extends BatchSource {
         return false;
     }
 
+    /**
+     * How many lanes it can load for at once beside the main stream, where it {@link #loadsConcurrently() loads
+     * concurrently}: the producer runs no more (its own bound may be lower). Unbounded unless the source says so.
+     */
+    default int lanesAtMost() {
+        return loadsConcurrently() ? Integer.MAX_VALUE : 0;
+    }
+
     /** This source itself: it loads samples by index. */
     @Override
     default IndexedSource byIndex() {

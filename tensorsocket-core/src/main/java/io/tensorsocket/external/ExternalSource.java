@@ -47,10 +47,11 @@ import org.slf4j.LoggerFactory;
  * seed; the producer then chooses each epoch's order ({@link IndexedSource}: consumers joining mid-epoch get exact
  * epochs) and sends it when the feeder asks (ORDER_REQUEST, before the epoch's first CLAIM), as ORDER frames of up
  * to 16000 ids; the feeder loads and publishes the samples in that order. Sent only on request, the order never
- * fills the socket of a feeder that is busy elsewhere between epochs.
+ * fills the socket of a feeder that is busy elsewhere between epochs. Such a feeder may also open lane connections
+ * (FEEDER_HELLO's {@code lanes}), on which it loads the batches of the producer's lanes beside the main stream's,
+ * with loader workers of their own: then a consumer that falls behind moves to a lane ({@link LaneFeeders}).
  *
- *
- * One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
+ * <p>One feeder per producer: a second one is refused with an ERROR naming the first. A feeder that breaks
  * its declaration (more samples than declared, a short batch before the epoch's end, a publish of a slot
  * it does not hold, an epoch of the wrong length), reports an error itself, goes silent for longer than the
  * feeder timeout or disconnects before its last epoch ends, fails the producer: every consumer gets an
@@ -87,6 +88,7 @@ public final class ExternalSource implements IndexedSource {
     private boolean welcomed;
     private long nextSeq;
     private volatile boolean closed;
+    private final LaneFeeders lanes;
 
     /**
      * @param producer      the producer's name, for messages
@@ -106,6 +108,7 @@ public final class ExternalSource implements IndexedSource {
         this.attachTimeout = attachTimeout;
         this.feederTimeout = feederTimeout;
         this.owner = owner;
+        this.lanes = new LaneFeeders(producer, HELLO_TIMEOUT, feederTimeout);
     }
 
     @Override
@@ -165,6 +168,7 @@ public final class ExternalSource implements IndexedSource {
                 hello = h;
                 layout = new BatchLayout(h.tensors(), h.batchSize());
                 link.named("the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")");
+                lanes.attached(h, link.who(), socketPath.getParent());
                 log.info(
                         "producer '{}': {} declared {} samples per epoch in batches of {}: {}",
                         producer,
@@ -203,6 +207,10 @@ public final class ExternalSource implements IndexedSource {
             }
             if (hello == null && feeder == null) {
                 arrivals.add(ch);
+                continue;
+            }
+            if (hello != null) {
+                lanes.offer(ch); // one of its lane connections, or refused
                 continue;
             }
             // One feeder fills the slots; a second would interleave batches of two loaders.
@@ -270,7 +278,23 @@ public final class ExternalSource implements IndexedSource {
 
     @Override
     public void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
-        feed(epoch, order, sink);
+        if (sink.lane() > 0) {
+            lanes.feed(epoch, order, sink);
+        } else {
+            feed(epoch, order, sink);
+        }
+    }
+
+    /** Whether the feeder loads by index and opens lane connections: a lane's epochs are loaded on one of them. */
+    @Override
+    public boolean loadsConcurrently() {
+        return hello != null && hello.datasetSize() > 0 && hello.lanes() > 0;
+    }
+
+    /** As many lanes as the feeder opens lane connections. */
+    @Override
+    public int lanesAtMost() {
+        return loadsConcurrently() ? hello.lanes() : 0;
     }
 
     private void feed(long epoch, int[] order, BatchSink sink) throws Exception {
@@ -282,7 +306,16 @@ public final class ExternalSource implements IndexedSource {
                     " before epoch 0");
             welcomed = true;
         }
-        FeederEpoch frames = new FeederEpoch(epoch, order, hello, link.who(), sink.claimsAhead(), nextSeq, link);
+        FeederEpoch frames = new FeederEpoch(
+                epoch,
+                order,
+                hello.samplesPerEpoch(),
+                "per epoch it declared",
+                hello,
+                link.who(),
+                sink.claimsAhead(),
+                nextSeq,
+                link);
         while (true) {
             Object o = link.next(feederTimeout);
             if (o == null) {
@@ -314,6 +347,7 @@ public final class ExternalSource implements IndexedSource {
     @Override
     public void close() {
         closed = true;
+        lanes.close();
         FeederLink link = feeder;
         if (link != null) {
             link.close();

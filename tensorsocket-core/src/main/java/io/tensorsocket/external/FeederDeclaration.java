@@ -11,6 +11,9 @@ import java.util.Set;
 /** What a feeder may declare in its FEEDER_HELLO: the checks, each failure said in words for its refusal. */
 final class FeederDeclaration {
 
+    /** The most lane connections a feeder may open. */
+    static final int MAX_LANES = 64;
+
     private FeederDeclaration() {}
 
     /** What is wrong with declaration {@code h}, or null if nothing is. */
@@ -32,6 +35,13 @@ final class FeederDeclaration {
         if (n > 0 && h.samplesPerEpoch() != n && h.samplesPerEpoch() != n / h.batchSize() * h.batchSize()) {
             return h.samplesPerEpoch() + " samples per epoch of a data set of " + n + " loaded by index (an epoch holds"
                     + " all of them, or with drop-last " + n / h.batchSize() * h.batchSize() + ")";
+        }
+        if (h.lanes() > MAX_LANES || (h.lanes() > 0 && n == 0)) {
+            return h.lanes() + " lane connections"
+                    + (n == 0
+                            ? " from a feeder that keeps its own order (a lane loads"
+                                    + " samples by index: declare the data set's size)"
+                            : " (at most " + MAX_LANES + ")");
         }
         if (h.tensors().isEmpty()) {
             return "no tensors (a batch needs at least one)";

@@ -39,6 +39,7 @@ final class FeederEpoch {
     private final int[] order;
     private final String who;
     private final long declared;
+    private final String promise;
     private final int batchSize;
     private final int claimsAhead;
     private final Link link;
@@ -48,16 +49,28 @@ final class FeederEpoch {
     private int shortBatch;
 
     /**
-     * @param order     the epoch's order, for a feeder that loads by index; null for one that keeps its own
+     * @param order     the epoch's order, for a feeder that loads by index and asks for it; null for one that keeps
+     *                  its own, or that was sent it unasked (a lane's)
+     * @param declared  the samples the epoch holds: the declared samples per epoch, or the part of an epoch a lane loads
+     * @param promise   why those, for messages after "the N": "per epoch it declared", "of its order lane K sent"
      * @param who       the feeder, as messages name it
      * @param firstSeq  the number of the epoch's first claim
      */
     FeederEpoch(
-            long epoch, int[] order, Message.FeederHello hello, String who, int claimsAhead, long firstSeq, Link link) {
+            long epoch,
+            int[] order,
+            long declared,
+            String promise,
+            Message.FeederHello hello,
+            String who,
+            int claimsAhead,
+            long firstSeq,
+            Link link) {
         this.epoch = epoch;
         this.order = order;
         this.who = who;
-        this.declared = hello.samplesPerEpoch();
+        this.declared = declared;
+        this.promise = promise;
         this.batchSize = hello.batchSize();
         this.claimsAhead = claimsAhead;
         this.nextSeq = firstSeq;
@@ -139,8 +152,8 @@ final class FeederEpoch {
                     + "; only an epoch's last batch may hold fewer than " + batchSize);
         }
         if (samples + p.samples() > declared) {
-            throw link.fail(who + " published " + (samples + p.samples()) + " samples in epoch " + epoch
-                    + ", more than the " + declared + " per epoch it declared");
+            throw link.fail(who + " published " + (samples + p.samples()) + " samples in epoch " + epoch + ", more than"
+                    + " the " + declared + " " + promise);
         }
         samples += p.samples();
         if (p.samples() < batchSize) {
@@ -156,7 +169,7 @@ final class FeederEpoch {
         // a feeder claims ahead for the samples it declared: one whose loader ran short holds claims
         if (samples != declared || e.samples() != samples) {
             throw link.fail(who + " ended epoch " + epoch + " after " + Math.max(samples, e.samples())
-                    + " samples; it declared " + declared + " per epoch");
+                    + " samples, not the " + declared + " " + promise);
         }
         if (!held.isEmpty()) {
             throw link.fail(who + " ended epoch " + epoch + " holding unpublished slots " + held.keySet());

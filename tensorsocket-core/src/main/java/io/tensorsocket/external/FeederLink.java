@@ -27,6 +27,7 @@ final class FeederLink implements FeederEpoch.Link {
     private static final long REASON_WAIT_NANOS = 500_000_000L;
 
     private final MessageChannel channel;
+    private final boolean wakesClaims;
     private final BlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
     private volatile String who = "the feeder";
     private volatile BatchSink sink;
@@ -38,11 +39,25 @@ final class FeederLink implements FeederEpoch.Link {
 
     /** Starts reading {@code channel}, a feeder's connection to the producer called {@code producer}. */
     FeederLink(MessageChannel channel, String producer) {
+        this(channel, producer, true);
+    }
+
+    /**
+     * @param wakesClaims whether the connection's end wakes a claim waiting on it: the main connection's (whose claim
+     *                    may wait for consumers without bound); a lane's claim waits at most the stall timeout
+     */
+    FeederLink(MessageChannel channel, String producer, boolean wakesClaims) {
         this.channel = channel;
+        this.wakesClaims = wakesClaims;
         Thread.ofPlatform()
                 .daemon()
                 .name("tensorsocket-feeder-read-" + producer)
                 .start(this::readLoop);
+    }
+
+    /** Whether the feeder's connection ended. */
+    boolean gone() {
+        return gone;
     }
 
     /** How messages name this feeder from now on. */
@@ -81,7 +96,7 @@ final class FeederLink implements FeederEpoch.Link {
         // A producer that waits for a slot or for its first consumers learns now that its feeder is gone.
         gone = true;
         Thread t = emitter;
-        if (claiming && t != null) {
+        if (wakesClaims && claiming && t != null) {
             t.interrupt();
         }
     }

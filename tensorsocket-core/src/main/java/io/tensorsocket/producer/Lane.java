@@ -177,6 +177,11 @@ final class Lane implements BatchSink, Runnable {
         return 1;
     }
 
+    @Override
+    public int lane() {
+        return number;
+    }
+
     /** The lane's consumer left, or the producer stopped: the lane's thread ends at its next step. */
     static final class LaneClosed extends RuntimeException {
         LaneClosed() {

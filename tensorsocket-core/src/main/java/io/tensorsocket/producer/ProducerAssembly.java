@@ -104,7 +104,8 @@ final class ProducerAssembly {
             }
             core.reportsCache(source::cacheFigures);
             if (source.byIndex() != null && source.byIndex().loadsConcurrently()) {
-                core.serveLanes(new Lanes.Supply(source.byIndex(), spec.lanes(), made.directory(), sessionId, pid));
+                int bound = Math.min(spec.lanes(), source.byIndex().lanesAtMost());
+                core.serveLanes(new Lanes.Supply(source.byIndex(), bound, made.directory(), sessionId, pid));
             }
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(

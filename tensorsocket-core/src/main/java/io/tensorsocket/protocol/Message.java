@@ -235,10 +235,26 @@ public sealed interface Message {
             List<TensorSpec> tensors,
             long datasetSize,
             boolean shuffle,
-            long seed)
+            long seed,
+            int lanes)
             implements Message {
         public FeederHello {
             tensors = List.copyOf(tensors);
+        }
+
+        /** The declaration of a feeder that loads by index and opens no lane connections. */
+        public FeederHello(
+                long pid,
+                String client,
+                int batchSize,
+                long samplesPerEpoch,
+                long epochs,
+                String description,
+                List<TensorSpec> tensors,
+                long datasetSize,
+                boolean shuffle,
+                long seed) {
+            this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, datasetSize, shuffle, seed, 0);
         }
 
         /** The declaration of a feeder that keeps its own order. */
@@ -253,6 +269,25 @@ public sealed interface Message {
             this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, 0, false, 0);
         }
     }
+
+    /**
+     * Feeder to producer, the first frame of a lane connection: the feeder of pid {@code pid}, attached, offers to load
+     * the batches of a lane ({@link LaneStart}) on this connection beside its main one.
+     */
+    record FeederLaneHello(long pid) implements Message {}
+
+    /**
+     * Producer to feeder, on a lane connection: load batches for lane {@code lane}, whose arena is the file
+     * {@code arenaPath}, shaped as the producer's; an {@link EpochOrder} of the samples follows, then the frames of an
+     * epoch as on the main connection (claims into the lane's arena, publishes, the epoch's end).
+     */
+    record LaneStart(int lane, String arenaPath) implements Message {}
+
+    /**
+     * Producer to feeder on a lane connection (stop the lane's work now: drop what you hold and claim no more), and
+     * the feeder's answer once it has; the connection is then free for the next lane.
+     */
+    record LaneStop(int lane) implements Message {}
 
     /** Feeder that loads by index to producer, before each epoch: send epoch {@code epoch}'s order. */
     record OrderRequest(long epoch) implements Message {}

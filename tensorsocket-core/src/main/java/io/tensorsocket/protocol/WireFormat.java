@@ -84,7 +84,7 @@ import java.util.List;
  *  14 FEEDER_HELLO   i64 pid, str client, i32 batchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                    str description, u16 tensorCount, then per tensor as in WELCOME, i64 datasetSize (0: the
  *                    feeder keeps its own order; above 0: it loads by index, in the order the producer sends),
- *                    bool shuffle, i64 seed
+ *                    bool shuffle, i64 seed, i32 lanes (lane connections it opens; 0 without datasetSize)
  *  15 FEEDER_WELCOME i64 producerPid, str arenaPath, i32 claimsAhead
  *  16 CLAIM          (empty)
  *  17 SLOT           i64 seq, i64 offset (of the slot in the arena file)
@@ -94,6 +94,11 @@ import java.util.List;
  *                    first + count - 1 of the epoch's order of total ids (producer to a feeder that loads by
  *                    index, in answer to ORDER_REQUEST, in as many frames as it takes)
  *  21 ORDER_REQUEST  i64 epoch (a feeder that loads by index, before each epoch)
+ *  24 FEEDER_LANE    i64 pid; the first frame of one of the feeder's lane connections (after FEEDER_WELCOME)
+ *  25 LANE_START     i32 lane, str arenaPath; producer to feeder on a lane connection: an ORDER of the lane's
+ *                    samples follows (epoch, first 0, total), then that epoch's frames, 16 to 19, in the lane's arena
+ *  26 LANE_STOP      i32 lane; producer to feeder on a lane connection: drop the lane's work; the feeder echoes it
+ *                    once it holds nothing of it, and the connection waits for the next LANE_START
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
@@ -104,7 +109,7 @@ import java.util.List;
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
- * laneSamples per consumer. A peer of another
+ * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP. A peer of another
  * version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
@@ -114,7 +119,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 9;
+    public static final int VERSION = 10;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -143,6 +148,9 @@ public final class WireFormat {
     static final int ORDER_REQUEST = 21;
     static final int MOVE = 22;
     static final int MOVED = 23;
+    static final int FEEDER_LANE = 24;
+    static final int LANE_START = 25;
+    static final int LANE_STOP = 26;
 
     private WireFormat() {}
 
@@ -178,7 +186,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= MOVED);
+        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= LANE_STOP);
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -243,7 +251,10 @@ public final class WireFormat {
                 b.putInt(h.batchSize()).putLong(h.samplesPerEpoch()).putLong(h.epochs());
                 putString(b, h.description());
                 putTensors(b, h.tensors());
-                b.putLong(h.datasetSize()).put(bool(h.shuffle())).putLong(h.seed());
+                b.putLong(h.datasetSize())
+                        .put(bool(h.shuffle()))
+                        .putLong(h.seed())
+                        .putInt(h.lanes());
             }
             case Message.FeederWelcome w -> {
                 b.putLong(w.producerPid());
@@ -257,6 +268,12 @@ public final class WireFormat {
             case Message.OrderRequest o -> b.putLong(o.epoch());
             case Message.Move mv -> b.putInt(mv.lane()).putInt(mv.slotCount()).putLong(mv.seqBase());
             case Message.Moved mv -> b.putLong(mv.position());
+            case Message.FeederLaneHello l -> b.putLong(l.pid());
+            case Message.LaneStart l -> {
+                b.putInt(l.lane());
+                putString(b, l.arenaPath());
+            }
+            case Message.LaneStop l -> b.putInt(l.lane());
             case Message.EpochOrder o -> {
                 b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
                 for (int id : o.ids()) {
@@ -318,6 +335,9 @@ public final class WireFormat {
                 case ORDER_REQUEST -> new Message.OrderRequest(nonNegative(p.getLong()));
                 case MOVE -> new Message.Move(nonNegative(p.getInt()), positive(p.getInt()), nonNegative(p.getLong()));
                 case MOVED -> new Message.Moved(nonNegative(p.getLong()));
+                case FEEDER_LANE -> new Message.FeederLaneHello(nonNegative(p.getLong()));
+                case LANE_START -> new Message.LaneStart(positive(p.getInt()), getString(p));
+                case LANE_STOP -> new Message.LaneStop(positive(p.getInt()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -409,7 +429,17 @@ public final class WireFormat {
         // Sizes are the feeder's declaration: the producer judges them and says what is wrong with them.
         List<TensorSpec> tensors = getTensors(p, count, "FEEDER_HELLO");
         return new Message.FeederHello(
-                pid, client, batchSize, samples, epochs, description, tensors, p.getLong(), getBool(p), p.getLong());
+                pid,
+                client,
+                batchSize,
+                samples,
+                epochs,
+                description,
+                tensors,
+                p.getLong(),
+                getBool(p),
+                p.getLong(),
+                nonNegative(p.getInt()));
     }
 
     private static Message.EpochOrder decodeOrder(ByteBuffer p) {
@@ -459,6 +489,9 @@ public final class WireFormat {
             case Message.OrderRequest o -> ORDER_REQUEST;
             case Message.Move mv -> MOVE;
             case Message.Moved mv -> MOVED;
+            case Message.FeederLaneHello l -> FEEDER_LANE;
+            case Message.LaneStart l -> LANE_START;
+            case Message.LaneStop l -> LANE_STOP;
         };
     }
 }

@@ -166,7 +166,8 @@ class ProtocolVectorsTest {
                         List.of(TensorSpec.of("image", DType.UINT8, 1, 28, 28), TensorSpec.of("label", DType.INT64)),
                         60001,
                         true,
-                        -5));
+                        -5,
+                        2));
         FRAMES.put("feeder_welcome", new Message.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2));
         FRAMES.put("claim", new Message.Claim());
         FRAMES.put("slot", new Message.SlotGrant(17, 4096 + 17 * 65536L));
@@ -176,6 +177,9 @@ class ProtocolVectorsTest {
         FRAMES.put("order_request", new Message.OrderRequest(3));
         FRAMES.put("move", new Message.Move(2, 12, 2L << 48));
         FRAMES.put("moved", new Message.Moved(151040));
+        FRAMES.put("feeder_lane", new Message.FeederLaneHello(4243));
+        FRAMES.put("lane_start", new Message.LaneStart(2, "/dev/shm/tensorsocket-u/mnist/lane-2"));
+        FRAMES.put("lane_stop", new Message.LaneStop(2));
     }
 
     static final String SYNTHETIC_SPEC = "samples=50,shape=3x5,dtype=%s,seed=-7,classes=7";
@@ -241,9 +245,10 @@ class ProtocolVectorsTest {
 
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
-        // every message type: the consumer's (1..12), the feeder socket's (14..21) and the lanes' (22, 23)
+        // every message type: the consumer's (1..12), the feeder socket's (14..21), the lanes' (22, 23) and the
+        // feeder's lane connections' (24..26)
         assertEquals(
-                WireFormat.LAST_TYPE + WireFormat.MOVED - WireFormat.FEEDER_HELLO + 1,
+                WireFormat.LAST_TYPE + WireFormat.LANE_STOP - WireFormat.FEEDER_HELLO + 1,
                 FRAMES.size(),
                 "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
