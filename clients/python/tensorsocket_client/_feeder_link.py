@@ -50,14 +50,18 @@ class FeederLink:
                 pass
             raise ProducerFailed("the producer closed the feeder connection (%s)" % e) from None
 
-    def read(self, expected, answering: str):
-        """The producer's answer, of type ``expected``; its ERROR is raised as a FeederError."""
+    def read_any(self):
+        """The producer's next frame, whatever it is (an ERROR too)."""
         try:
-            m = self._frames.read()
+            return self._frames.read()
         except ConnectionResetError:
             raise ProducerFailed("the producer reset the feeder connection (is another feeder feeding it?)") from None
         except EOFError:
             raise ProducerFailed("the producer closed the feeder connection") from None
+
+    def read(self, expected, answering: str):
+        """The producer's answer, of type ``expected``; its ERROR is raised as a FeederError."""
+        m = self.read_any()
         if isinstance(m, wire.Error):
             raise (ProducerEnded if m.code == wire.PRODUCER_CLOSED else FeederError)(m.message)
         if not isinstance(m, expected):

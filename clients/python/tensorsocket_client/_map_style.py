@@ -144,6 +144,19 @@ class MapStyle:
         collate = self._options.get("collate_fn") or self._default_collate()
         return collate([self.dataset[i] for i in range(min(samples or self.batch_size, self.size))])
 
+    def lane_loader(self):
+        """A function of the ids to load that gives a DataLoader of this loader's settings over them: one of its own,
+        with worker processes of its own, for a lane's batches beside the main ones (``_lane_feeder``)."""
+        import torch.utils.data as tud
+        order = _Order()
+        loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=order, drop_last=False,
+                                **self._options)
+
+        def over(ids: Sequence[int]):
+            order.ids = ids
+            return loader
+        return over
+
     def loader(self, order: Sequence[int]):
         """The DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size: one
         for the whole feed, whose sampler is given each epoch's order, so persistent workers stay."""

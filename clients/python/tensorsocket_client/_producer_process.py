@@ -19,6 +19,7 @@ _PRODUCER_OPTIONS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "idle_timeout": ("--idle-timeout-s", float),
     "arena_mb": ("--arena-mb", int),
     "slots": ("--slots", int),
+    "lanes": ("--lanes", int),
 }
 # Options that are text: where the producer also serves remote consumers over Arrow Flight, and their token.
 _TEXT_OPTIONS = {"flight": "--flight", "flight_token_file": "--flight-token-file"}
@@ -45,9 +46,9 @@ def serve_args(producer_options: Dict[str, Any]) -> List[str]:
             v = conv(value)
         except (TypeError, ValueError):
             raise ValueError("%s=%r is not a number" % (key, value)) from None
-        if v < 0 or (v == 0 and key not in ("start_grace", "rubber_band")):
-            raise ValueError("%s=%r must be %s" % (key, value, "0 or more" if key in ("start_grace", "rubber_band")
-                                                   else "positive"))
+        zero_ok = key in ("start_grace", "rubber_band", "lanes")
+        if v < 0 or (v == 0 and not zero_ok):
+            raise ValueError("%s=%r must be %s" % (key, value, "0 or more" if zero_ok else "positive"))
         args += [flag, str(v)]
     if "arena_mb" in producer_options and "slots" in producer_options and None not in (
             producer_options["arena_mb"], producer_options["slots"]):

@@ -30,6 +30,7 @@ from . import wire
 from ._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
 from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._interrupts import InterruptWatch
+from ._lane_feeder import LaneFeeders
 from ._map_style import MapStyle
 from ._memory import FileMapping
 from ._producer_process import serve_args, start_producer, stop_unserved
@@ -72,6 +73,9 @@ def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
 
 
 _CLAIM = wire.encode(wire.Claim())
+
+DEFAULT_LANES = 2
+"""Lane connections a feeder that loads by index opens, as many as a producer runs lanes by default (``lanes=``)."""
 
 
 def command_line(argv: List[str], limit: int) -> str:
@@ -133,6 +137,9 @@ class TensorProducer:
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
         self._serve_args = serve_args(producer_options)
+        lanes = producer_options.get("lanes")
+        self._lane_count = DEFAULT_LANES if lanes is None else int(lanes)
+        self._lane_feeders: Optional[LaneFeeders] = None
         self.name = name
         directory_for(name)  # checks the name now, not after the first batch
         self.loader = loader
@@ -230,7 +237,8 @@ class TensorProducer:
         ix = self._by_index
         self._conn.send(wire.FeederHello(os.getpid(), command_line(sys.argv, 200), batch_size, samples,
                                          self._declared_epochs, self.description, tensors,
-                                         ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0))
+                                         ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0,
+                                         self._lane_count if ix else 0))
         if meanwhile is not None:
             meanwhile()
         welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
@@ -254,6 +262,10 @@ class TensorProducer:
         hint = _copy_hint(max(r[2] for r in self._regions))
         if hint is not None:
             _log.warning(hint)
+        if ix is not None and self._lane_count > 0:
+            self._lane_feeders = LaneFeeders(self.name, self._feeder_socket(), self._lane_count, ix.lane_loader,
+                                             self.names, self._spec, self._regions, batch_size, _loader_failure)
+            self._lane_feeders.start()
 
     # -------------------------------------------------------------------------------- feeding
 
@@ -288,7 +300,7 @@ class TensorProducer:
             raise
         self._epoch += 1
         if self._declared_epochs and self._epoch >= self._declared_epochs:
-            self._end()
+            self._end(finished=True)
 
     def run(self) -> int:
         """Feeds the declared epochs (default 1) and ends the stream; returns the number of batches published."""
@@ -298,6 +310,7 @@ class TensorProducer:
             for _ in self:
                 pass
         self.close()
+        self.finish_lanes()
         return self.batches_published
 
     def _batches(self, loader: Iterable[Any]) -> Iterator[Any]:
@@ -502,12 +515,12 @@ class TensorProducer:
                 self._send_error(wire.LOADER_FAILED, "its feeder (pid %d) failed: %s: %s" % (os.getpid(), type(e).__name__, e))
         self._end()
 
-    def _stop(self, reason: str, now: bool = False) -> None:
-        """Ends the stream on purpose: at an epoch boundary it ends there, mid-epoch (or ``now``, for an
-        interrupted feeder, whose stream is not what was asked for) the producer stops."""
+    def _stop(self, reason: str, now: bool = False, finished: bool = False) -> None:
+        """Ends the stream on purpose: at an epoch boundary it ends there (``finished``), mid-epoch (or ``now``, for
+        an interrupted feeder, whose stream is not what was asked for) the producer stops."""
         if not self._ended:
             self._send_error(wire.STOPPED if now else wire.PRODUCER_CLOSED, reason)
-        self._end()
+        self._end(finished=finished and not now)
         p = self._process
         if now and p is not None:
             # Interrupted: the producer this feeder started is gone too when the prompt comes back.
@@ -516,9 +529,14 @@ class TensorProducer:
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGTERM)
 
-    def _end(self) -> None:
+    def _end(self, finished: bool = False) -> None:
+        """The stream ended; ``finished``: as declared (or between epochs, on purpose), where the producer's lanes may
+        still need samples loaded (see :meth:`finish_lanes`)."""
         self._ended = True
         self._in_epoch = False
+        if self._lane_feeders is not None and not finished:
+            self._lane_feeders.close()
+            self._lane_feeders = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -546,9 +564,19 @@ class TensorProducer:
         elif self._in_epoch:
             self._stop("its feeder (pid %d) closed in the middle of epoch %d" % (os.getpid(), self._epoch))
         elif self._declared_epochs and self._epoch >= self._declared_epochs:
-            self._end()
+            self._end(finished=True)
         else:
-            self._stop("its feeder (pid %d) finished after %d epochs" % (os.getpid(), self._epoch))
+            self._stop("its feeder (pid %d) finished after %d epochs" % (os.getpid(), self._epoch), finished=True)
+
+    def finish_lanes(self, timeout: Optional[float] = None) -> None:
+        """Once the stream ended as declared: waits until the producer needs no more of this feeder's lane connections
+        (it closes them once its main stream ended and no lane runs: at once where no trial fell behind, else when
+        the last lane's trial caught up, finished or left). ``run()``, ``join()`` and the end of the script wait so."""
+        lanes = self._lane_feeders
+        if lanes is None or not self._ended:
+            return
+        if lanes.wait(timeout):
+            self._lane_feeders = None
 
     def join(self, timeout: Optional[float] = None) -> Optional[int]:
         """Ends the stream after the epochs fed so far, then waits until the producer has served them and exited
@@ -557,6 +585,7 @@ class TensorProducer:
         ``timeout`` bounds the wait (TensorSocketTimeout); without it, the producer's own rules bound it (it
         exits once its consumers finished the stream, or its drain timeout passed)."""
         self.close()
+        self.finish_lanes(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._process is not None:
             try:
@@ -591,7 +620,13 @@ class TensorProducer:
     def _register_exit(self) -> None:
         # A script that ends without join() or close() still ends the stream cleanly at an epoch boundary.
         ref = weakref.ref(self)
-        atexit.register(lambda: ref() is not None and ref().close())
+
+        def at_exit():
+            p = ref()
+            if p is not None:
+                p.close()
+                p.finish_lanes()
+        atexit.register(at_exit)
 
 
 def feed(name: str, loader: Iterable[Any], epochs: int = 1, **options) -> int:

@@ -47,6 +47,12 @@ public interface IndexedSource extends BatchSource {
         return loadsConcurrently() ? Integer.MAX_VALUE : 0;
     }
 
+    /**
+     * No lane will load again: the producer's main stream ended, and so did its last lane. A source that keeps
+     * something for its lanes' loads (connections, workers) lets it go; the producer may still serve what is loaded.
+     */
+    default void lanesDone() {}
+
     /** This source itself: it loads samples by index. */
     @Override
     default IndexedSource byIndex() {

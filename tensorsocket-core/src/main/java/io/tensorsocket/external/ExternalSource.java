@@ -291,6 +291,12 @@ public final class ExternalSource implements IndexedSource {
         return hello != null && hello.datasetSize() > 0 && hello.lanes() > 0;
     }
 
+    /** Closes the feeder's lane connections: its lane threads end, and a feeder that waits for them goes. */
+    @Override
+    public void lanesDone() {
+        lanes.close();
+    }
+
     /** As many lanes as the feeder opens lane connections. */
     @Override
     public int lanesAtMost() {

@@ -146,6 +146,9 @@ final class Lanes {
     /** The main stream ended before epoch {@code epoch}: lanes end there too. */
     void mainEnded(long epoch) {
         mainEnd = epoch;
+        if (supply != null && !serving()) {
+            supply.source().lanesDone();
+        }
     }
 
     /** Whether a lane still serves a consumer: the producer drains only after they are done. */
@@ -279,6 +282,9 @@ final class Lanes {
                 }
             }
             toldFull = false;
+            if (mainEnd >= 0 && !serving()) {
+                supply.source().lanesDone(); // no lane starts once the main stream ended
+            }
             changed.signalAll();
         } finally {
             lock.unlock();

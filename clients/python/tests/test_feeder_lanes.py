@@ -1,0 +1,135 @@
+"""Lanes of a producer that a PyTorch DataLoader feeds: a slow trial is moved to a lane whose batches the feeder loads
+on a lane connection of its own (its own DataLoader and worker process), while a fast trial reads on; every epoch of
+both is one pass over the data set, each sample's bytes its own; the feeder ends once its lanes are done. A loader
+that raises while loading a lane fails that trial alone, with the loader's exception."""
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from bench_launcher import launcher_or_skip
+
+try:
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - the CI installs torch
+    torch = None
+
+FEEDER = r"""
+import os, threading, torch
+from torch.utils.data import DataLoader, Dataset
+from tensorsocket_client import TensorProducer
+
+FAIL_IN_LANE = os.environ.get("FAIL_IN_LANE") == "1"
+
+
+class Ids(Dataset):
+    def __len__(self):
+        return 600
+
+    def __getitem__(self, index):
+        # a lane's loader forks its worker from the lane connection's thread, whose name the worker keeps
+        if FAIL_IN_LANE and threading.current_thread().name.startswith("tensorsocket-lane-feeder") and index % 7 == 3:
+            raise ValueError("sample %d is broken" % index)
+        return torch.full((4,), float(index)), index
+
+
+loader = DataLoader(Ids(), batch_size=10, shuffle=True, num_workers=1)
+p = TensorProducer("fedlane", loader, epochs=3, min_consumers=2, start_grace=0, slots=16, seed=3, stall_timeout=30)
+p.run()
+print("fed", p.batches_published, flush=True)
+"""
+
+
+def _epochs(consumer, step_s, lanes, status_of):
+    """Every epoch's (ids, whether each sample's data is its id) as ``consumer`` reads them, ``step_s`` a batch."""
+    epochs = []
+    for _ in range(3):
+        ids, right = [], True
+        for batch in consumer:
+            got = [int(i) for i in batch["label"]]
+            ids.extend(got)
+            right &= all(float(row[0]) == i and float(row[3]) == i for row, i in zip(batch["data"], got))
+            if step_s:
+                time.sleep(step_s)
+                if status_of is not None:
+                    lanes.add(status_of())
+        epochs.append((ids, right))
+    return epochs
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class FeederLaneTest(unittest.TestCase):
+    def _run(self, fail_in_lane):
+        launcher_or_skip(self)
+        from tensorsocket_client import TensorConsumer
+        from tensorsocket_client._status import query
+        base = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        env = dict(os.environ, TENSORSOCKET_BASE=base, FAIL_IN_LANE="1" if fail_in_lane else "0",
+                   PYTHONPATH=os.pathsep.join(sys.path))
+        old = os.environ.get("TENSORSOCKET_BASE")
+        os.environ["TENSORSOCKET_BASE"] = base
+        feeder = subprocess.Popen([sys.executable, "-c", FEEDER], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            results = {}
+
+            def fast():
+                with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
+                    results["fast"] = _epochs(c, 0, set(), None)
+            t = threading.Thread(target=fast)
+            t.start()
+            lanes = set()
+            slow_error = None
+            try:
+                with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
+                    def lane():
+                        s = query("fedlane")
+                        return max((x.lane for x in s.consumers if x.pid == os.getpid()), default=0) if s else 0
+                    results["slow"] = _epochs(c, 0.02, lanes, lane)
+            except Exception as e:  # the lane's failure, where the test asks for one
+                slow_error = e
+            t.join(120)
+            self.assertFalse(t.is_alive(), "the fast consumer finished")
+            out, err = feeder.communicate(timeout=120)
+            return results, lanes, slow_error, feeder.returncode, out, err
+        finally:
+            if feeder.poll() is None:
+                feeder.kill()
+                feeder.wait()
+            if old is None:
+                os.environ.pop("TENSORSOCKET_BASE", None)
+            else:
+                os.environ["TENSORSOCKET_BASE"] = old
+
+    def test_a_slow_trial_reads_from_a_lane_the_feeder_loads_and_every_epoch_is_exact(self):
+        results, lanes, slow_error, rc, out, err = self._run(False)
+        self.assertIsNone(slow_error, err)
+        self.assertEqual(0, rc, err)
+        self.assertIn("fed 180", out)
+        for who in ("fast", "slow"):
+            self.assertEqual(3, len(results[who]), who)
+            for e, (ids, right) in enumerate(results[who]):
+                self.assertEqual(list(range(600)), sorted(ids), "%s's epoch %d is one pass" % (who, e))
+                self.assertTrue(right, "%s's epoch %d: every sample's data is its own" % (who, e))
+        self.assertTrue(any(lane > 0 for lane in lanes), "the slow trial read from a lane: %s\n%s" % (lanes, err))
+        self.assertIn("to lane 1", err)
+
+    def test_a_loader_failing_in_a_lane_fails_that_trial_alone_with_the_exception(self):
+        results, lanes, slow_error, rc, out, err = self._run(True)
+        self.assertIsNotNone(slow_error, "the trial in the lane was told its loader failed")
+        message = str(slow_error)
+        self.assertIn("ValueError: sample", message)
+        self.assertIn("is broken", message)
+        self.assertIn("lane 1", message)
+        for e, (ids, right) in enumerate(results["fast"]):
+            self.assertEqual(list(range(600)), sorted(ids), "the fast trial's epoch %d is one pass" % e)
+            self.assertTrue(right, "the fast trial's epoch %d: every sample's data is its own" % e)
+        self.assertEqual(0, rc, err)  # the feeder's main stream was whole: it ends as declared
+        self.assertIn("fed 180", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
