@@ -1,13 +1,16 @@
 """Trials of different speeds on one producer: each trial's samples/s shared against alone.
 
     python3 pace_bench.py [--steps 5,5,25] [--epochs 4] [--samples 2000] [--batch-size 20] [--serve-options "..."]
-                          [--jpegs N | --images DIR]
+                          [--jpegs N | --images DIR | --feeder]
 
 Starts a producer (`serve --synthetic`, or with --jpegs/--images the JPEG pipeline: `serve --images`, each image
-decoded, RandomResizedCrop(224) and flipped every epoch) and one `consume --step-ms S` per step (a trial whose
+decoded, RandomResizedCrop(224) and flipped every epoch; with --feeder a PyTorch DataLoader of one worker over a
+map-style data set of synthetic samples, fed by this file's own --feed through TensorProducer, which starts its
+producer and loads its lanes) and one `consume --step-ms S` per step (a trial whose
 training step takes S ms), first each trial alone on a producer of its own, then all together on one producer, and
 prints one JSON line per trial (alone, shared, and shared / alone) and a summary with the producers' CPU seconds:
-the alone runs' together (what private pipelines would cost) and the shared run's. A fast trial held by a slow one
+the alone runs' together (what private pipelines would cost) and the shared run's, each producer's process tree
+(a feeder's workers and its Java producer included). A fast trial held by a slow one
 shows as a ratio well below 1. The trials read --epochs epochs each; the producer serves until the last has.
 """
 import argparse
@@ -31,13 +34,52 @@ def launcher(arg):
 
 
 def cpu_seconds(pid):
-    """User and system CPU seconds process PID has spent so far (Linux), or 0 where /proc does not say."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    """User and system CPU seconds process PID and its descendants have spent so far (Linux): those alive, and those
+    that ended and were waited for; 0 where /proc does not say."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, ticks = {pid}, 0
+    grew = True
+    while grew:
+        grew = False
+        for p, (ppid, _) in stats.items():
+            if ppid in tree and p not in tree:
+                tree.add(p)
+                grew = True
+    for p in tree:
+        ticks += stats.get(p, (0, 0))[1]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def feed(name, args, consumers):
+    """This file's --feed: a PyTorch DataLoader (one worker) over a map-style data set of synthetic samples, fed into
+    a producer it starts, for --epochs epochs; returns once its lanes are done."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    shape = tuple(int(d) for d in args.shape.split("x"))
+
+    class Samples(Dataset):
+        def __len__(self):
+            return args.samples
+
+        def __getitem__(self, index):
+            return torch.full(shape, float(index)), index
+
+    from tensorsocket_client import TensorProducer
+    loader = DataLoader(Samples(), batch_size=args.batch_size, shuffle=True, num_workers=1, persistent_workers=True)
+    options = dict(a.split("=", 1) for a in shlex.split(args.serve_options))
+    TensorProducer(name, loader, epochs=args.epochs, min_consumers=consumers, start_grace=0, **options).run()
+    # its workers, its lanes' workers and its Java producer, still serving the last batches, are its descendants
+    print(json.dumps({"feeder_cpu_s": cpu_seconds(os.getpid())}), flush=True)
+    return 0
 
 
 def source(args):
@@ -48,9 +90,9 @@ def source(args):
 
 
 def trial_command(cmd, name, args, step_ms):
-    """A trial of step STEP_MS: `consume --step-ms`, which checks every synthetic sample, or for images (which it
-    cannot check) this file's own --trial, a Python consumer that counts each epoch's samples."""
-    if not args.images:
+    """A trial of step STEP_MS: `consume --step-ms`, which checks every synthetic sample, or for images and a feeder's
+    samples (which it cannot check) this file's own --trial, a Python consumer that counts each epoch's samples."""
+    if not args.images and not args.feeder:
         return cmd + ["consume", "--name", name, "--batch-size", str(args.batch_size), "--epochs", str(args.epochs),
                       "--step-ms", str(step_ms)]
     return [sys.executable, __file__, "--trial", name, "--batch-size", str(args.batch_size), "--epochs",
@@ -81,10 +123,16 @@ def run(cmd, steps, args, base, name):
     """Serves NAME and runs one consumer per step on it, all at once; returns each one's mean samples/s per epoch
     and the producer's CPU seconds."""
     env = dict(os.environ, TENSORSOCKET_BASE=str(base))
-    producer = subprocess.Popen(cmd + ["serve", "--name", name] + source(args) + ["--batch-size",
-                                       str(args.batch_size), "--epochs", "0", "--min-consumers", str(len(steps)),
-                                       "--idle-timeout-s", "2"] + shlex.split(args.serve_options),
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if args.feeder:
+        serve = [sys.executable, __file__, "--feed", name, "--consumers", str(len(steps))] + [
+            "--%s=%s" % (k, getattr(args, k.replace("-", "_"))) for k in ("epochs", "samples", "shape", "batch-size")
+        ] + ["--serve-options=" + args.serve_options]
+    else:
+        serve = cmd + ["serve", "--name", name] + source(args) + [
+            "--batch-size", str(args.batch_size), "--epochs", "0", "--min-consumers", str(len(steps)),
+            "--idle-timeout-s", "2"] + shlex.split(args.serve_options)
+    producer = subprocess.Popen(serve, env=env, stdout=subprocess.PIPE if args.feeder else subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
     try:
         trials = [subprocess.Popen(trial_command(cmd, name, args, s), env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
@@ -98,6 +146,12 @@ def run(cmd, steps, args, base, name):
             # the first epoch holds the start (and the wait for the others): the later ones are the pace
             later = epochs[1:] or epochs
             rates.append(sum(e["samples_per_s"] for e in later) / len(later))
+        if args.feeder:
+            out, err = producer.communicate(timeout=120)  # it ends once its lanes are done, and says what it spent
+            said = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            if producer.returncode != 0 or not said:
+                raise SystemExit("the feeder failed: %s" % err.strip().splitlines()[-3:])
+            return rates, said[-1]["feeder_cpu_s"]
         return rates, cpu_seconds(producer.pid)  # the launcher execs the JVM: this is the producer's process
     finally:
         producer.terminate()
@@ -116,13 +170,19 @@ def main():
                    help="more options for every producer, as one string (say '--rubber-band 400 --slots 512')")
     p.add_argument("--trial", help=argparse.SUPPRESS)  # the images' trial process: reads this producer
     p.add_argument("--step-ms", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--feed", help=argparse.SUPPRESS)  # the feeder's process: feeds this producer
+    p.add_argument("--consumers", type=int, help=argparse.SUPPRESS)
     images = p.add_mutually_exclusive_group()
     images.add_argument("--jpegs", type=int, help="serve N photo-like 500x375 JPEGs through the JPEG pipeline (made once,"
                         " cached in ~/.cache/tensorsocket/sweep-jpegs-N)")
     images.add_argument("--images", help="serve this ImageFolder through the JPEG pipeline")
+    images.add_argument("--feeder", action="store_true", help="a PyTorch DataLoader feeds the producer "
+                        "(TensorProducer); --serve-options are its producer options, as 'slots=440 lanes=0'")
     args = p.parse_args()
     if args.trial:
         return trial(args.trial, args.batch_size, args.epochs, args.step_ms)
+    if args.feed:
+        return feed(args.feed, args, args.consumers)
     if args.jpegs:
         from sweep_bench import make_images  # beside this file; needs PIL
         args.images = str(make_images(Path.home() / ".cache" / "tensorsocket" / ("sweep-jpegs-%d" % args.jpegs),
@@ -139,7 +199,8 @@ def main():
             print(json.dumps({"step_ms": s, "alone_samples_per_s": round(a, 1), "shared_samples_per_s": round(sh, 1),
                               "shared_of_alone": round(sh / a, 3)}), flush=True)
         print(json.dumps({"summary": True, "steps": steps, "epochs": args.epochs,
-                          "source": "images:" + args.images if args.images else "synthetic:%d" % args.samples,
+                          "source": "images:" + args.images if args.images else
+                          ("feeder:" if args.feeder else "synthetic:") + str(args.samples),
                           "slowest_shared_of_alone": round(min(sh / a for a, sh in zip(alone, shared)), 3),
                           "producer_cpu_s_alone": round(sum(cpu for _, cpu in alone_runs), 2),
                           "producer_cpu_s_shared": round(shared_cpu, 2),

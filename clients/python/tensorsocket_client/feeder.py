@@ -111,6 +111,12 @@ class TensorProducer:
     ``ImageFolder``) or defines ``load(i)`` and ``augment(sample)``; see ``_decoded_cache``. What does not fit is
     loaded every epoch; the log says per epoch what the cache holds and its hits.
 
+    Trials at their own pace: where such a loader is fed by index, a trial that falls behind the others is moved by
+    the producer to a lane of its own, whose batches this feeder loads on a lane connection with a DataLoader of the
+    loader's settings and worker processes of its own (``_lane_feeder``); ``lanes`` (default 2) bounds them, 0 turns
+    them off. A stream that ended as declared keeps the lanes loading until the producer closes them: ``run()``,
+    ``join()`` and the script's end wait for that (at once where no trial is in a lane).
+
     Two ways to drive it:
 
     * ``run()`` feeds ``epochs`` epochs (default 1) and ends the stream.
@@ -122,7 +128,7 @@ class TensorProducer:
     When no producer of that name waits for a feeder, one is started (``start_producer=True``) as a process
     of its own that stops with this feeder's process, with the producer options given here:
     ``min_consumers``, ``rubber_band`` (batches), ``start_grace``, ``stall_timeout``, ``idle_timeout``
-    (seconds), ``arena_mb`` or ``slots``; ``flight="HOST:PORT"`` serves it to other hosts over Arrow Flight too
+    (seconds), ``arena_mb`` or ``slots``, ``lanes``; ``flight="HOST:PORT"`` serves it to other hosts over Arrow Flight too
     (``flight_token_file``: their shared token, needed unless HOST is loopback). A failing loader reaches every
     consumer as an error carrying the
     exception's type, message and where it was raised; Ctrl-C stops the producer, consumers told it stopped.

@@ -50,6 +50,24 @@ class PaceBenchTest(unittest.TestCase):
         self.assertGreater(summary["producer_cpu_s_alone"], 0)
         self.assertGreater(summary["producer_cpu_s_shared"], 0)
 
+    def test_with_a_pytorch_feeder_it_says_what_the_feeder_spent(self):
+        try:
+            import torch  # noqa: F401  (the feeder's DataLoader)
+        except ImportError:
+            self.skipTest("needs torch for the feeder")
+        launcher_or_skip(self)
+        out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--samples", "200",
+                              "--shape", "4", "--feeder", "--serve-options", "slots=8"],
+                             capture_output=True, text=True, timeout=300, env=dict(os.environ))
+        self.assertEqual(0, out.returncode, out.stderr)
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        trials, summary = lines[:-1], lines[-1]
+        self.assertEqual([1.0, 4.0], [t["step_ms"] for t in trials])
+        self.assertTrue(all(t["shared_samples_per_s"] > 0 for t in trials), trials)
+        self.assertEqual("feeder:200", summary["source"])
+        self.assertGreater(summary["producer_cpu_s_alone"], 0)
+        self.assertGreater(summary["producer_cpu_s_shared"], 0)
+
 
 if __name__ == "__main__":
     unittest.main()
