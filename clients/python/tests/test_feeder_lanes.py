@@ -131,5 +131,77 @@ class FeederLaneTest(unittest.TestCase):
         self.assertIn("fed 180", out)
 
 
+class LaneConnectionRefusalTest(unittest.TestCase):
+    """What the producer says to lane connections it cannot take, and to a declaration of lanes it cannot serve."""
+
+    def _serve(self, launcher, base, name):
+        from pathlib import Path
+        env = dict(os.environ, TENSORSOCKET_BASE=base)
+        producer = subprocess.Popen([launcher, "serve", "--name", name, "--external"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sock = Path(base) / name / "feeder.sock"
+        deadline = time.monotonic() + 60
+        while not sock.exists() and time.monotonic() < deadline and producer.poll() is None:
+            time.sleep(0.02)
+        time.sleep(0.2)  # bound before it listens: a connection made in between is refused
+        return producer, sock
+
+    def test_a_stranger_and_one_connection_too_many_are_refused_saying_why(self):
+        launcher = launcher_or_skip(self)
+        from tensorsocket_client import wire
+        from tensorsocket_client._feeder_link import FeederError, FeederLink
+        tensors = (wire.TensorSpec("data", 7, (4,)),)
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as base:
+            producer, sock = self._serve(launcher, base, "lanes-declared")
+            links = []
+            try:
+                # lanes without a data set loaded by index: the declaration is refused
+                bad = FeederLink(sock, 30)
+                links.append(bad)
+                bad.send(wire.FeederHello(os.getpid(), "test", 10, 100, 1, "", tensors, 0, False, 0, 2))
+                with self.assertRaises(FeederError) as refused:
+                    bad.read(wire.FeederWelcome, "FEEDER_HELLO")
+                self.assertIn("2 lane connections from a feeder that keeps its own order", str(refused.exception))
+            finally:
+                producer.kill()
+                producer.communicate(timeout=30)
+            producer, sock = self._serve(launcher, base, "refuse")
+            try:
+                feeder = FeederLink(sock, 30)
+                links.append(feeder)
+                feeder.send(wire.FeederHello(os.getpid(), "test", 10, 100, 1, "", tensors, 100, True, 1, 1))
+                control = sock.parent / "control.sock"
+                deadline = time.monotonic() + 60
+                while not control.exists() and time.monotonic() < deadline:
+                    time.sleep(0.02)  # the declaration is taken: the producer made its arena
+                self.assertTrue(control.exists())
+
+                def refusal(link, expected):
+                    links.append(link)
+                    with self.assertRaises(FeederError) as refused:
+                        link.read(expected, "its first frame")
+                    return str(refused.exception)
+                stranger = FeederLink(sock, 30)
+                stranger.send(wire.FeederLaneHello(os.getpid() + 1))
+                said = refusal(stranger, wire.LaneStart)
+                self.assertIn("a lane connection of pid %d" % (os.getpid() + 1), said)
+                self.assertIn("only its feeder opens lane connections", said)
+                mine = FeederLink(sock, 30)
+                links.append(mine)
+                mine.send(wire.FeederLaneHello(os.getpid()))
+                extra = FeederLink(sock, 30)
+                extra.send(wire.FeederLaneHello(os.getpid()))
+                said = refusal(extra, wire.LaneStart)
+                self.assertIn("opened more lane connections than the 1 it declared", said)
+                second = FeederLink(sock, 30)
+                second.send(wire.FeederHello(os.getpid() + 2, "other", 10, 100, 1, "", tensors))
+                said = refusal(second, wire.FeederWelcome)
+                self.assertIn("already has a feeder (pid %d, test)" % os.getpid(), said)
+            finally:
+                for link in links:
+                    link.close()
+                producer.kill()
+                producer.communicate(timeout=30)
+
 if __name__ == "__main__":
     unittest.main()

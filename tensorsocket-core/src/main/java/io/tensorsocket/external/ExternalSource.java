@@ -186,6 +186,7 @@ public final class ExternalSource implements IndexedSource {
         } else {
             problem = "a feeder's first message was " + describe(first) + ", not FEEDER_HELLO";
         }
+        feeder = null; // before the refusal: a feeder that connects again once it read it is taken, not refused
         link.sendQuietly(new Message.Error(Message.ErrorCode.BAD_REQUEST, problem));
         link.close();
         if (owner != null) {
@@ -193,7 +194,6 @@ public final class ExternalSource implements IndexedSource {
                     + ") and stops with it: " + problem);
         }
         log.warn("producer '{}': {}; waiting for another feeder", producer, problem);
-        feeder = null;
         return false;
     }
 
