@@ -130,6 +130,56 @@ class FeederLaneTest(unittest.TestCase):
         self.assertEqual(0, rc, err)  # the feeder's main stream was whole: it ends as declared
         self.assertIn("fed 180", out)
 
+    def test_a_feeder_killed_while_a_trial_is_in_its_lane_fails_both_trials_saying_so(self):
+        launcher_or_skip(self)
+        import signal
+
+        from tensorsocket_client import TensorConsumer
+        from tensorsocket_client._status import query
+        base = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        env = dict(os.environ, TENSORSOCKET_BASE=base, PYTHONPATH=os.pathsep.join(sys.path))
+        old = os.environ.get("TENSORSOCKET_BASE")
+        os.environ["TENSORSOCKET_BASE"] = base
+        feeder = subprocess.Popen([sys.executable, "-c", FEEDER.replace("epochs=3", "epochs=50")], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        errors = {}
+
+        def read(who, step_s):
+            try:
+                with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
+                    for _ in range(50):
+                        for _batch in c:
+                            time.sleep(step_s)
+            except Exception as e:
+                errors[who] = e
+        threads = [threading.Thread(target=read, args=("fast", 0.001)), threading.Thread(target=read, args=("slow", 0.02))]
+        try:
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                s = query("fedlane")
+                if s is not None and any(x.lane > 0 for x in s.consumers):
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("no trial moved to a lane")
+            os.kill(feeder.pid, signal.SIGKILL)
+            for t in threads:
+                t.join(60)
+                self.assertFalse(t.is_alive(), "a trial still waits after its feeder was killed")
+            for who in ("fast", "slow"):
+                self.assertIn(who, errors, "the %s trial was told" % who)
+                self.assertIn("pid %d" % feeder.pid, str(errors[who]), who)
+                self.assertIn("did its process die?", str(errors[who]), who)
+        finally:
+            feeder.kill()
+            feeder.communicate(timeout=30)
+            if old is None:
+                os.environ.pop("TENSORSOCKET_BASE", None)
+            else:
+                os.environ["TENSORSOCKET_BASE"] = old
+
 
 class LaneConnectionRefusalTest(unittest.TestCase):
     """What the producer says to lane connections it cannot take, and to a declaration of lanes it cannot serve."""
