@@ -85,3 +85,15 @@ def _check_carriable(tensors: List[Tuple[str, np.ndarray]]) -> None:
         if a.ndim < 1:
             raise TypeError("tensor '%s' of the loader's batch is a single %s, not a batch of samples (no batch "
                             "dimension); leave it out with names=(...) or give it one value per sample" % (name, a.dtype))
+
+
+def _batch_problem(tensors: List[Tuple[str, np.ndarray]], spec, n: int, epoch: int) -> Optional[str]:
+    """What is wrong with a batch of ``n`` samples against the declared ``spec`` (name, dtype, sample shape per
+    tensor), or None."""
+    if len(tensors) != len(spec):
+        return "a batch of epoch %d holds %d tensors, the first held %d" % (epoch, len(tensors), len(spec))
+    for (name, a), (sname, sdt, sshape) in zip(tensors, spec):
+        if name != sname or a.dtype != sdt or a.shape[1:] != sshape or len(a) != n:
+            return ("tensor '%s' changed in epoch %d: %s %s where the declaration says '%s' %s %s"
+                    % (name, epoch, a.dtype, tuple(a.shape[1:]), sname, sdt, tuple(sshape)))
+    return None

@@ -21,19 +21,17 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from . import wire
-from ._batch_tensors import _named
+from ._batch_tensors import _batch_problem, _named
+from ._feeder_arena import FeederArena, Region
 from ._feeder_link import FeederLink
-from ._memory import FileMapping
 from .errors import TensorSocketError
 
 _log = logging.getLogger("tensorsocket_client")
-
-Region = Tuple[str, int, int, np.dtype, Tuple[int, ...]]  # name, offset in a slot, bytes, dtype, sample shape
 
 
 class _LaneStopped(Exception):
@@ -93,10 +91,7 @@ class _LaneConnection(threading.Thread):
         self._describe_failure = describe_failure
         self._link: Optional[FeederLink] = None
         self._closed = False
-        self._mapped: Optional[Tuple[str, int]] = None  # the lane arena mapped: (path, inode)
-        self._map: Optional[FileMapping] = None
-        self._arena = None
-        self._views: Dict[int, list] = {}
+        self._arena: Optional[FeederArena] = None
         self._loader: Optional[Callable[[Sequence[int]], Any]] = None
 
     @property
@@ -171,7 +166,9 @@ class _LaneConnection(threading.Thread):
                     if batch is None:
                         break
                     tensors = _named(batch, self._names)
-                    self._check(tensors, epoch)
+                    problem = _batch_problem(tensors, self._spec, len(tensors[0][1]), epoch)
+                    if problem is not None:
+                        raise ValueError(problem)
                 except (KeyboardInterrupt, GeneratorExit):
                     raise
                 except Exception as e:
@@ -182,7 +179,8 @@ class _LaneConnection(threading.Thread):
                 n = len(tensors[0][1])
                 self._conn.send(wire.Claim())
                 grant = self._answer(wire.SlotGrant, lane)
-                for view, (_, a) in zip(self._slot(grant.offset), tensors):
+                assert self._arena is not None
+                for view, (_, a) in zip(self._arena.views(grant.offset), tensors):
                     np.copyto(view[:n], a, casting="no")
                 self._conn.send(wire.Publish(grant.seq, n))
                 samples += n
@@ -215,47 +213,17 @@ class _LaneConnection(threading.Thread):
                 self._conn.send(m)
                 return
 
-    def _check(self, tensors, epoch: int) -> None:
-        if len(tensors) != len(self._spec):
-            raise ValueError("a batch of epoch %d holds %d tensors, the first held %d"
-                             % (epoch, len(tensors), len(self._spec)))
-        for (name, a), (sname, sdt, sshape) in zip(tensors, self._spec):
-            if name != sname or a.dtype != sdt or a.shape[1:] != sshape or len(a) != len(tensors[0][1]):
-                raise ValueError("tensor '%s' changed in epoch %d: %s %s where the declaration says '%s' %s %s"
-                                 % (name, epoch, a.dtype, tuple(a.shape[1:]), sname, sdt, tuple(sshape)))
-
     # ------------------------------------------------------------------------------------------ the lane's arena
 
     def _map_arena(self, path: str) -> None:
         """Maps the lane's arena file, once per file: a later lane of the same number has a new one."""
-        fd = os.open(path, os.O_RDWR)
-        try:
-            key = (path, os.fstat(fd).st_ino)
-            if key == self._mapped:
-                return
-            self._unmap()
-            self._map = FileMapping(fd, os.fstat(fd).st_size, 0, writable=True)
-        finally:
-            os.close(fd)
-        self._arena = self._map.bytes()
-        self._mapped = key
+        a = self._arena
+        if a is not None and a.path == path and a.inode == os.stat(path).st_ino:
+            return
+        self._unmap()
+        self._arena = FeederArena(path, self._regions, self._batch_size)
 
     def _unmap(self) -> None:
-        self._views = {}
-        self._arena = None
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:
-                pass
-            self._map = None
-        self._mapped = None
-
-    def _slot(self, offset: int):
-        views = self._views.get(offset)
-        if views is None:
-            assert self._arena is not None
-            views = [self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
-                     for _, roff, nbytes, dt, shape in self._regions]
-            self._views[offset] = views
-        return views
+        if self._arena is not None:
+            self._arena.close()
+            self._arena = None

@@ -27,16 +27,15 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, 
 import numpy as np
 
 from . import wire
-from ._batch_tensors import _check_carriable, _copy_hint, _dtype_code, _named
+from ._batch_tensors import _batch_problem, _check_carriable, _copy_hint, _dtype_code, _named
+from ._feeder_arena import FeederArena, regions_of
 from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._interrupts import InterruptWatch
 from ._lane_feeder import LaneFeeders
 from ._map_style import MapStyle
-from ._memory import FileMapping
 from ._producer_process import serve_args, start_producer, stop_unserved
 from ._reference import check_producer_call
 from ._waiting import Waiting
-from .arena import MAGIC, Layout
 from .directory import FEEDER_SOCKET_FILE, directory_for, is_locked, launcher, not_found
 from .errors import ProtocolError, TensorSocketError, TensorSocketTimeout
 
@@ -166,9 +165,7 @@ class TensorProducer:
         self._adopted = False
         self._not_started = "start one: %s serve --name %s --external" % (launcher(), name)  # why none was started
         self._conn: Optional[FeederLink] = None
-        self._map = None
-        self._arena = None
-        self._slot_views = {}  # arena offset of a slot -> its tensors' arrays
+        self._arena: Optional[FeederArena] = None
         self._spec = None
         self._declared_epochs = None
         self._epoch = 0            # the next epoch to feed
@@ -251,20 +248,8 @@ class TensorProducer:
         self.producer_pid = welcome.producer_pid
         arena_path = welcome.arena_path
         self.claims_ahead = welcome.claims_ahead
-        fd = os.open(arena_path, os.O_RDWR)
-        try:
-            # Mapped once and populated now: first touch of a page is what costs, never per batch.
-            self._map = FileMapping(fd, os.fstat(fd).st_size, 0, writable=True)
-        finally:
-            os.close(fd)
-        self._arena = self._map.bytes()
-        if self._arena[:8].view("<u8")[0] != MAGIC:
-            raise ProtocolError("%s is not a TensorSocket arena" % arena_path)
-        layout = Layout(tensors, batch_size, 1)
-        self._regions = []
-        for (n, a), off, sb in zip(first, layout.region_offsets, layout.sample_bytes):
-            dt = np.dtype(a.dtype).newbyteorder("<") if np.dtype(a.dtype).byteorder == ">" else np.dtype(a.dtype)
-            self._regions.append((n, off, sb * batch_size, dt, a.shape[1:]))
+        self._regions = regions_of(tensors, first, batch_size)
+        self._arena = FeederArena(arena_path, self._regions, batch_size)
         hint = _copy_hint(max(r[2] for r in self._regions))
         if hint is not None:
             _log.warning(hint)
@@ -417,7 +402,7 @@ class TensorProducer:
                 grants.append(self._conn.read(wire.SlotGrant, "CLAIM"))
                 in_flight -= 1
             grant = grants.popleft()
-            for view, (_, a) in zip(self._views(grant.offset), tensors):
+            for view, (_, a) in zip(self._arena.views(grant.offset), tensors):
                 np.copyto(view[:n], a, casting="no")
             # the publish and the claims that refill: one write
             self._conn.send_frames(wire.encode(wire.Publish(grant.seq, n)) + refill())
@@ -464,22 +449,10 @@ class TensorProducer:
         self._check(tensors, self._spec, n, epoch)
         return tensors, n
 
-    def _views(self, offset: int):
-        """The tensors' arrays in the slot at ``offset`` of the arena, made once per slot."""
-        views = self._slot_views.get(offset)
-        if views is None:
-            views = [self._arena[offset + roff: offset + roff + nbytes].view(dt).reshape((self._batch_size,) + shape)
-                     for name, roff, nbytes, dt, shape in self._regions]
-            self._slot_views[offset] = views
-        return views
-
     def _check(self, tensors, spec, n, epoch):
-        if len(tensors) != len(spec):
-            self._refuse("a batch of epoch %d holds %d tensors, the first held %d" % (epoch, len(tensors), len(spec)))
-        for (name, a), (sname, sdt, sshape) in zip(tensors, spec):
-            if name != sname or a.dtype != sdt or a.shape[1:] != sshape or len(a) != n:
-                self._refuse("tensor '%s' changed in epoch %d: %s %s where the declaration says '%s' %s %s"
-                             % (name, epoch, a.dtype, tuple(a.shape[1:]), sname, sdt, tuple(sshape)))
+        problem = _batch_problem(tensors, spec, n, epoch)
+        if problem is not None:
+            self._refuse(problem)
 
     def _refuse(self, problem: str):
         msg = "feeder pid %d: %s" % (os.getpid(), problem)
@@ -546,14 +519,9 @@ class TensorProducer:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._arena = None
-        self._slot_views = {}
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:
-                pass
-            self._map = None
+        if self._arena is not None:
+            self._arena.close()
+            self._arena = None
         self._stop_unserved_producer()
 
     def _stop_unserved_producer(self) -> None:

@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  *
  * A connection whose feeder breaks an epoch's rules ({@link FeederEpoch}) or fails its loader fails that lane: its
  * consumer gets the error (LOADER_FAILED), the other consumers read on, and the connection, stopped, serves the next
- * lane. One that does not answer LANE_STOP within the hello timeout, or ends, is closed and not used again; the
+ * lane. One that does not answer LANE_STOP within the feeder timeout, or ends, is closed and not used again; the
  * feeder's main connection says what became of the feeder.
  */
 final class LaneFeeders {
@@ -188,7 +188,8 @@ final class LaneFeeders {
     private void release(FeederLink link, int lane) {
         if (!link.gone()) {
             link.sendQuietly(new Message.LaneStop(lane));
-            long deadline = System.nanoTime() + helloTimeout.toNanos();
+            // it answers once its loader hands it the batch it is loading: as long as the feeder timeout allows
+            long deadline = System.nanoTime() + feederTimeout.toNanos();
             try {
                 for (long left; (left = deadline - System.nanoTime()) > 0; ) {
                     Object o = link.next(Duration.ofNanos(left));
