@@ -2,6 +2,7 @@
 on a lane connection of its own (its own DataLoader and worker process), while a fast trial reads on; every epoch of
 both is one pass over the data set, each sample's bytes its own; the feeder ends once its lanes are done. A loader
 that raises while loading a lane fails that trial alone, with the loader's exception."""
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +44,20 @@ print("fed", p.batches_published, flush=True)
 """
 
 
+FAST_TRIAL = r"""
+import json
+from tensorsocket_client import TensorConsumer
+with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
+    for _ in range(3):
+        ids, right = [], True
+        for batch in c:
+            got = [int(i) for i in batch["label"]]
+            ids.extend(got)
+            right &= all(float(row[0]) == i and float(row[3]) == i for row, i in zip(batch["data"], got))
+        print(json.dumps({"ids": ids, "right": bool(right)}), flush=True)
+"""
+
+
 def _epochs(consumer, step_s, lanes, status_of):
     """Every epoch's (ids, whether each sample's data is its id) as ``consumer`` reads them, ``step_s`` a batch."""
     epochs = []
@@ -75,12 +90,9 @@ class FeederLaneTest(unittest.TestCase):
                                   stderr=subprocess.PIPE, text=True)
         try:
             results = {}
-
-            def fast():
-                with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
-                    results["fast"] = _epochs(c, 0, set(), None)
-            t = threading.Thread(target=fast)
-            t.start()
+            # the fast trial in a process of its own: beside the slow one's thread, the GIL would slow it down
+            fast = subprocess.Popen([sys.executable, "-c", FAST_TRIAL], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
             lanes = set()
             slow_error = None
             try:
@@ -91,8 +103,9 @@ class FeederLaneTest(unittest.TestCase):
                     results["slow"] = _epochs(c, 0.02, lanes, lane)
             except Exception as e:  # the lane's failure, where the test asks for one
                 slow_error = e
-            t.join(120)
-            self.assertFalse(t.is_alive(), "the fast consumer finished")
+            fast_out, fast_err = fast.communicate(timeout=120)
+            self.assertEqual(0, fast.returncode, fast_err)
+            results["fast"] = [(e["ids"], e["right"]) for e in map(json.loads, fast_out.splitlines())]
             out, err = feeder.communicate(timeout=120)
             return results, lanes, slow_error, feeder.returncode, out, err
         finally:
@@ -143,12 +156,14 @@ class FeederLaneTest(unittest.TestCase):
         feeder = subprocess.Popen([sys.executable, "-c", FEEDER.replace("epochs=3", "epochs=50")], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         errors = {}
+        reading = {"fast": threading.Event(), "slow": threading.Event()}
 
         def read(who, step_s):
             try:
                 with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
                     for _ in range(50):
                         for _batch in c:
+                            reading[who].set()
                             time.sleep(step_s)
             except Exception as e:
                 errors[who] = e
@@ -159,11 +174,11 @@ class FeederLaneTest(unittest.TestCase):
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 s = query("fedlane")
-                if s is not None and any(x.lane > 0 for x in s.consumers):
+                if s is not None and any(x.lane > 0 for x in s.consumers) and all(e.is_set() for e in reading.values()):
                     break
                 time.sleep(0.05)
             else:
-                self.fail("no trial moved to a lane")
+                self.fail("no trial moved to a lane while both read")
             os.kill(feeder.pid, signal.SIGKILL)
             for t in threads:
                 t.join(60)
@@ -236,12 +251,23 @@ class LaneConnectionRefusalTest(unittest.TestCase):
                 said = refusal(stranger, wire.LaneStart)
                 self.assertIn("a lane connection of pid %d" % (os.getpid() + 1), said)
                 self.assertIn("only its feeder opens lane connections", said)
-                mine = FeederLink(sock, 30)
-                links.append(mine)
-                mine.send(wire.FeederLaneHello(os.getpid()))
-                extra = FeederLink(sock, 30)
-                extra.send(wire.FeederLaneHello(os.getpid()))
-                said = refusal(extra, wire.LaneStart)
+                # two lane connections where one was declared: whichever the producer reads second is refused
+                pair = [FeederLink(sock, 30), FeederLink(sock, 30)]
+                links.extend(pair)
+                for link in pair:
+                    link.send(wire.FeederLaneHello(os.getpid()))
+                said = None
+                deadline = time.monotonic() + 30
+                while said is None and time.monotonic() < deadline:
+                    for link in pair:
+                        link.sock.settimeout(0.1)
+                        try:
+                            link.read(wire.LaneStart, "FEEDER_LANE")
+                        except FeederError as e:
+                            said = str(e)
+                        except OSError:
+                            pass  # nothing yet: the one admitted hears nothing until a lane comes
+                self.assertIsNotNone(said, "one of the two was refused")
                 self.assertIn("opened more lane connections than the 1 it declared", said)
                 second = FeederLink(sock, 30)
                 second.send(wire.FeederHello(os.getpid() + 2, "other", 10, 100, 1, "", tensors))

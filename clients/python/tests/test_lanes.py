@@ -60,16 +60,21 @@ class LiveLaneTest(unittest.TestCase):
                 fast = subprocess.Popen([launcher, "consume", "--name", "pylane", "--batch-size", "10"], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 lanes = set()
-                with TensorConsumer("pylane", batch_size=10, connect_timeout=60) as c:
-                    for epoch in range(3):
-                        ids = []
-                        for batch in c:
-                            ids.extend(int(i) for i in batch["id"])
-                            time.sleep(0.004)
-                            status = query("pylane")
-                            if status is not None:
-                                lanes.update(s.lane for s in status.consumers if s.pid == os.getpid())
-                        self.assertEqual(list(range(600)), sorted(ids), "epoch %d is one pass" % epoch)
+                try:
+                    with TensorConsumer("pylane", batch_size=10, connect_timeout=60) as c:
+                        for epoch in range(3):
+                            ids = []
+                            for batch in c:
+                                ids.extend(int(i) for i in batch["id"])
+                                time.sleep(0.004)
+                                status = query("pylane")
+                                if status is not None:
+                                    lanes.update(s.lane for s in status.consumers if s.pid == os.getpid())
+                            self.assertEqual(list(range(600)), sorted(ids), "epoch %d is one pass" % epoch)
+                except Exception as e:  # what the producer said, beside what went wrong here
+                    producer.kill()
+                    raise AssertionError("%s\nlanes seen %s; the producer's log:\n%s"
+                                         % (e, lanes, producer.communicate(timeout=30)[1])) from e
                 out, err = fast.communicate(timeout=60)
                 self.assertEqual(0, fast.returncode, err)
                 self.assertEqual(3, out.count('"complete": true'), out)
