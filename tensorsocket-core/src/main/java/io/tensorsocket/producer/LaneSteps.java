@@ -49,10 +49,7 @@ final class LaneSteps {
         this.stream = stream;
     }
 
-    /**
-     * Sends {@code lane}'s MOVE to its founding members (a consumer, or a job's ranks) and waits for their MOVED: the
-     * lane starts at the least of their positions, returned; -1 if they left. Each takes its batches from its own.
-     */
+    /** Sends {@code lane}'s MOVE and waits for its consumer's MOVED: the position to start at, or -1 if it left. */
     long awaitMoved(Lane lane, SharedArena made) throws InterruptedException {
         lock.lock();
         try {
@@ -60,24 +57,21 @@ final class LaneSteps {
             if (!open(lane)) {
                 return -1;
             }
-            for (ConsumerSession m : List.copyOf(lane.members)) {
-                m.moveSentAt = System.nanoTime();
-                if (!m.sendEvent(lane.move())) {
-                    consumers.unreachable(m);
-                }
-            }
-            awaitJoins(lane);
-            if (!open(lane)) {
+            ConsumerSession founder = lane.founder();
+            founder.moveSentAt = System.nanoTime();
+            if (!founder.sendEvent(lane.move())) {
+                consumers.unreachable(founder);
                 return -1;
             }
-            long from = Long.MAX_VALUE;
-            for (ConsumerSession m : lane.members) {
-                from = Math.min(from, m.laneFrom);
+            while (lane.movedAt < 0 && open(lane)) {
+                long left = moveDeadline(founder) - System.nanoTime();
+                if (left <= 0) {
+                    evict(founder, unanswered(lane));
+                    return -1;
+                }
+                changed.awaitNanos(left);
             }
-            long epoch = geometry.epochOf(from);
-            lane.stream.resumeAt(epoch, from - geometry.position(epoch, 0)); // a boundary: Lanes.moved checked it
-            lane.movedAt = from;
-            return from;
+            return open(lane) ? lane.movedAt : -1;
         } finally {
             lock.unlock();
         }
@@ -246,7 +240,7 @@ final class LaneSteps {
     private boolean rejoins(Lane lane) {
         for (ConsumerSession s : List.copyOf(lane.members)) {
             if (lane.stream.nextPosition() - s.position
-                    > (long) geometry.slotsNeeded(Lanes.spanOf(s)) * geometry.producerBatchSize()) {
+                    > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
                 continue;
             }
             s.lane = null;
