@@ -326,7 +326,8 @@ class TensorConsumer(ConsumerBase):
                 self._stream.move_to(m.seq_base, 0, 0, m.slot_count, False)
                 return
             base = self._assembly.add_arena(*self._map_lane(m.lane, m.slot_count))
-            position = self._stream.move_to(m.seq_base, m.seq_base, base, m.slot_count, True)
+            # a lane shared with others may be past its first batch: its batches come in order from any of its seqs
+            position = self._stream.move_to(-1, m.seq_base, base, m.slot_count, True)
         except ValueError as e:
             raise ProtocolError("producer '%s' sent %s" % (self.producer, e)) from None
         self._link.send(wire.Moved(position))

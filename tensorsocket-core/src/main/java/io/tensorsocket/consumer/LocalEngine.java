@@ -298,7 +298,8 @@ public final class LocalEngine implements ConsumerEngine {
         }
         long position;
         try {
-            position = stream.moveTo(mv.seqBase(), mv.seqBase(), base, mv.slotCount(), true);
+            // a lane shared with others may be past its first batch: its batches come in order from any of its seqs
+            position = stream.moveTo(-1, mv.seqBase(), base, mv.slotCount(), true);
         } catch (IllegalArgumentException e) {
             throw new ProtocolException("producer '" + producer + "' sent " + e.getMessage());
         }

@@ -191,7 +191,7 @@ final class Attached {
     void evictHoldersOf(long seq, String producer, Duration stall) {
         BatchPosition batch = slots.batch(seq);
         for (ConsumerSession c : List.copyOf(sessions.values())) {
-            if (c.held.contains(seq) && !(c.lane != null && c.lane.movedAt < 0)) { // a move's own deadline judges it
+            if (c.held.contains(seq) && !(c.lane != null && c.laneFrom < 0)) { // a move's own deadline judges it
                 String msg = c.describe() + " held batch " + seq + " (epoch " + batch.epoch() + ", batch "
                         + batch.index() + ") for more than " + stall.toMillis() + " ms while producer '"
                         + producer + "' waited for its slot; it was disconnected. Release batches sooner (close"

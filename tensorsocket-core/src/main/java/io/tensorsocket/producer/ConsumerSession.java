@@ -79,6 +79,12 @@ final class ConsumerSession {
     /** The lane that serves it since it fell behind ({@link Lanes}), or null while it reads the main stream. */
     Lane lane;
 
+    /** Where its lane's batches become its own (the position its MOVED said), or -1 while its move waits. */
+    long laneFrom = -1;
+
+    /** When its MOVE was sent (System.nanoTime), for the deadline of its answer. */
+    long moveSentAt;
+
     /** The lanes that served it (the current one too), while it may still hold batches of theirs. */
     final List<Lane> lanes = new ArrayList<>(1);
 

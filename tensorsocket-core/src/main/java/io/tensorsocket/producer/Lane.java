@@ -11,7 +11,9 @@ import io.tensorsocket.stream.ProducerStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One consumer's stream after it fell behind: the source loads its batches again, by index, over the orders the main
@@ -25,10 +27,13 @@ import java.util.Arrays;
  *                          ^ MOVED position                        back b2 and later; seqs from n·2^40
  * </pre>
  *
- * A lane lives until its consumer catches up with the main stream (its next batch is the main stream's next: the
- * consumer rejoins it there, MOVE to lane 0), its stream ends (the producer's last epoch, or where the main stream
- * ended), or the consumer leaves; it removes its arena then (a consumer still reading a batch of it keeps the mapping). It runs on a thread of its own, with
- * one claim at a time; everything it shares with the producer is guarded by the producer's lock.
+ * A lane serves the consumer it was started for and any other that falls behind while every lane runs and whose
+ * place lies ahead of the lane's ({@link #members}): each takes the lane's batches from where it moved on, and the
+ * lane reads at the pace of its slowest member, as the main stream does. A member that catches up with the main stream
+ * (its next batch is the main stream's next) rejoins it there (MOVE to lane 0). A lane lives until its last member
+ * rejoined or left, or its stream ends (the producer's last epoch, or where the main stream ended); it removes its
+ * arena then (a consumer still reading a batch of it keeps the mapping). It runs on a thread of its own, with one claim
+ * at a time; everything it shares with the producer is guarded by the producer's lock.
  */
 final class Lane implements BatchSink, Runnable {
     /**
@@ -39,7 +44,12 @@ final class Lane implements BatchSink, Runnable {
 
     final int number;
     final long seqBase;
-    final ConsumerSession session;
+    /**
+     * The consumers it serves, the one it was started for first; each takes its batches from its {@code laneFrom} on
+     * (-1 while its MOVE waits: the lane publishes nothing meanwhile). Under the producer's lock.
+     */
+    final List<ConsumerSession> members = new ArrayList<>(2);
+
     final Path file;
     private final Lanes lanes;
     private final ArenaLayout layout;
@@ -57,10 +67,10 @@ final class Lane implements BatchSink, Runnable {
 
     long samplesLoaded;
 
-    Lane(int number, long serial, ConsumerSession session, Lanes lanes, ArenaLayout layout, Path file) {
+    Lane(int number, long serial, ConsumerSession founder, Lanes lanes, ArenaLayout layout, Path file) {
         this.number = number;
         this.seqBase = serial * SEQ_SPAN;
-        this.session = session;
+        this.members.add(founder);
         this.lanes = lanes;
         this.layout = layout;
         this.file = file;
@@ -86,6 +96,31 @@ final class Lane implements BatchSink, Runnable {
     /** The MOVE that tells the consumer where its lane's batches are. */
     Message.Move move() {
         return new Message.Move(number, layout.slotCount(), seqBase);
+    }
+
+    /** The consumer it was started for, whose MOVED says where it starts. Under the producer's lock. */
+    ConsumerSession founder() {
+        return members.getFirst();
+    }
+
+    /** A member whose MOVE still waits for its answer, or null. Under the producer's lock. */
+    ConsumerSession joining() {
+        for (ConsumerSession m : members) {
+            if (m.laneFrom < 0) {
+                return m;
+            }
+        }
+        return null;
+    }
+
+    /** Whether a consumer of batch size {@code batchSize} can read from it: it needs its slots and two more. */
+    boolean fits(int batchSize) {
+        return lanes.geometry().slotsNeeded(batchSize) + 2 <= layout.slotCount();
+    }
+
+    /** Member {@code m} holds lane batch {@code seq} (its slot is not reused until every holder released it). */
+    void hold(long seq) {
+        slots.hold(seq - seqBase);
     }
 
     @Override
@@ -167,7 +202,6 @@ final class Lane implements BatchSink, Runnable {
     Message.BatchReady published(SlotClaim c, int n) {
         BatchPosition p = stream.publish(c.seq, n); // the shape rules of the main stream
         slots.published(p);
-        slots.hold(c.seq);
         samplesLoaded += n;
         return new Message.BatchReady(seqBase + c.seq, c.slot, p.epoch(), p.index(), p.sampleStart(), n);
     }

@@ -4,6 +4,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StreamGeometry;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -12,9 +13,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The steps of a {@link Lane}'s thread that touch the producer's state, each under the producer's lock: the move
- * (MOVE sent, MOVED awaited), the orders it loads, its claims and publishes, never past the main stream, and the
- * consumer's return to the main stream once it caught up; a consumer that stalls its lane is evicted, a source that
- * fails in it fails that consumer. Which consumers move, and when, is {@link Lanes}'.
+ * (MOVE sent, MOVED awaited), the orders it loads, its claims and publishes (to each member from where it moved on,
+ * none while a member's move waits), never past the main stream, and a member's return to the main stream once it
+ * caught up; a member that stalls its lane, or does not answer its move, is evicted, a source that fails in it fails
+ * its members. Which consumers move, and when, is {@link Lanes}'.
  */
 final class LaneSteps {
     private static final Logger log = LoggerFactory.getLogger(Lanes.class);
@@ -55,18 +57,16 @@ final class LaneSteps {
             if (!open(lane)) {
                 return -1;
             }
-            if (!lane.session.sendEvent(lane.move())) {
-                consumers.unreachable(lane.session);
+            ConsumerSession founder = lane.founder();
+            founder.moveSentAt = System.nanoTime();
+            if (!founder.sendEvent(lane.move())) {
+                consumers.unreachable(founder);
                 return -1;
             }
-            long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
             while (lane.movedAt < 0 && open(lane)) {
-                long left = deadline - System.nanoTime();
+                long left = moveDeadline(founder) - System.nanoTime();
                 if (left <= 0) {
-                    evict(
-                            lane,
-                            "did not answer its move to lane " + lane.number + " within "
-                                    + rules.stallTimeout().toMillis() + " ms");
+                    evict(founder, unanswered(lane));
                     return -1;
                 }
                 changed.awaitNanos(left);
@@ -85,7 +85,9 @@ final class LaneSteps {
                 check(lane);
                 if ((rules.epochs() > 0 && epoch >= rules.epochs())
                         || (lanes.mainEnd() >= 0 && epoch >= lanes.mainEnd())) {
-                    lane.session.sendEvent(new Message.EndOfStream(epoch));
+                    for (ConsumerSession m : lane.members) {
+                        m.sendEvent(new Message.EndOfStream(epoch));
+                    }
                     return null;
                 }
                 if (atMainStream(lane)) {
@@ -110,7 +112,13 @@ final class LaneSteps {
         lock.lock();
         try {
             check(lane);
-            lane.session.sendEvent(lane.end(epoch));
+            Message.EpochEnd end = lane.end(epoch);
+            long next = geometry.position(epoch + 1, 0);
+            for (ConsumerSession m : lane.members) {
+                if (m.laneFrom < next) { // one that joined at a later epoch had this end from the main stream
+                    m.sendEvent(end);
+                }
+            }
         } finally {
             lock.unlock();
         }
@@ -124,6 +132,10 @@ final class LaneSteps {
             long deadline = System.nanoTime() + rules.stallTimeout().toNanos();
             while (true) {
                 check(lane);
+                if (awaitJoins(lane)) {
+                    deadline = System.nanoTime() + rules.stallTimeout().toNanos();
+                    continue;
+                }
                 if (atMainStream(lane)) {
                     if (rejoins(lane)) {
                         throw new Lane.LaneClosed();
@@ -137,11 +149,17 @@ final class LaneSteps {
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    evict(
-                            lane,
-                            "held batch " + (lane.seqBase + slots.seqIn(slot)) + " of lane " + lane.number
-                                    + " for more than " + rules.stallTimeout().toMillis() + " ms");
-                    throw new Lane.LaneClosed();
+                    long held = lane.seqBase + slots.seqIn(slot);
+                    for (ConsumerSession m : List.copyOf(lane.members)) {
+                        if (m.held.contains(held)) {
+                            evict(
+                                    m,
+                                    "held batch " + held + " of lane " + lane.number + " for more than "
+                                            + rules.stallTimeout().toMillis() + " ms");
+                        }
+                    }
+                    deadline = System.nanoTime() + rules.stallTimeout().toNanos();
+                    continue;
                 }
                 changed.awaitNanos(left);
             }
@@ -153,20 +171,60 @@ final class LaneSteps {
         }
     }
 
-    /** Publishes {@code lane}'s claim {@code c} of {@code n} samples to its consumer. */
+    /**
+     * Publishes {@code lane}'s claim {@code c} of {@code n} samples to each member from whose place on it lies, once no
+     * member's move waits (a joining member takes the lane's batches from where it answers).
+     */
     void publish(Lane lane, SlotClaim c, int n) {
         lock.lock();
         try {
+            awaitJoins(lane);
             check(lane);
             Message.BatchReady ready = lane.published(c, n);
-            lane.session.held.addLast(ready.seq());
-            lane.session.batchesSent++;
-            if (!lane.session.sendEvent(ready)) {
-                consumers.unreachable(lane.session);
+            long start = lane.batch(ready.seq()).start(geometry);
+            for (ConsumerSession m : List.copyOf(lane.members)) {
+                if (start >= m.laneFrom) {
+                    lane.hold(ready.seq());
+                    m.held.addLast(ready.seq());
+                    m.batchesSent++;
+                    if (!m.sendEvent(ready)) {
+                        consumers.unreachable(m);
+                    }
+                }
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new Lane.LaneClosed();
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * While a member's move waits for its answer: waits for it (evicting one past its deadline) and returns true, the
+     * caller to look again at what may have changed meanwhile; false when no move waited.
+     */
+    private boolean awaitJoins(Lane lane) throws InterruptedException {
+        boolean waited = false;
+        for (ConsumerSession joining; (joining = lane.joining()) != null && open(lane); ) {
+            waited = true;
+            long left = moveDeadline(joining) - System.nanoTime();
+            if (left <= 0) {
+                evict(joining, unanswered(lane)); // its departure takes it from the lane's members
+            } else {
+                changed.awaitNanos(left);
+            }
+        }
+        return waited;
+    }
+
+    private long moveDeadline(ConsumerSession s) {
+        return s.moveSentAt + rules.stallTimeout().toNanos();
+    }
+
+    private String unanswered(Lane lane) {
+        return "did not answer its move to lane " + lane.number + " within "
+                + rules.stallTimeout().toMillis() + " ms";
     }
 
     /** Whether {@code lane} loaded all the main stream published: it never runs ahead of it. */
@@ -175,33 +233,38 @@ final class LaneSteps {
     }
 
     /**
-     * Whether {@code lane}'s consumer, its lane level with the main stream, caught up with it: it read all the lane gave
-     * it but the batches its current batch spans (the faster consumers slowed down or left). It then rejoins the main
-     * stream there (MOVE to lane 0, keeping what it holds) and the lane ends.
+     * Whether {@code lane}'s members, its lane level with the main stream, caught up with it: each that read all the lane
+     * gave it but the batches its current batch spans (the faster consumers slowed down or left) rejoins the main
+     * stream there (MOVE to lane 0, keeping what it holds); the lane ends with its last member.
      */
     private boolean rejoins(Lane lane) {
-        ConsumerSession s = lane.session;
-        if (lane.stream.nextPosition() - s.position
-                > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
-            return false;
+        for (ConsumerSession s : List.copyOf(lane.members)) {
+            if (lane.stream.nextPosition() - s.position
+                    > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
+                continue;
+            }
+            s.lane = null;
+            lane.members.remove(s);
+            lanes.rejoined(s);
+            log.info(
+                    "{} caught up with the main stream of producer '{}' at epoch {}, sample {}: it reads it again{}",
+                    s.describe(),
+                    rules.producerName(),
+                    lane.stream.nextEpoch(),
+                    lane.stream.nextSample(),
+                    lane.members.isEmpty()
+                            ? ", and lane " + lane.number + " ends after loading " + lane.samplesLoaded + " samples"
+                            : "");
+            if (!s.sendEvent(new Message.Move(0, mainSlots.count(), stream.publishedSeq() + 1))) {
+                consumers.unreachable(s);
+            }
+            changed.signalAll();
         }
-        s.lane = null;
-        lanes.rejoined(s);
-        lane.closed = true;
-        log.info(
-                "{} caught up with the main stream of producer '{}' at epoch {}, sample {}: it reads it again, and lane"
-                        + " {} ends after loading {} samples for it",
-                s.describe(),
-                rules.producerName(),
-                lane.stream.nextEpoch(),
-                lane.stream.nextSample(),
-                lane.number,
-                lane.samplesLoaded);
-        if (!s.sendEvent(new Message.Move(0, mainSlots.count(), stream.publishedSeq() + 1))) {
-            consumers.unreachable(s);
+        if (lane.members.isEmpty()) {
+            lane.closed = true;
+            return true;
         }
-        changed.signalAll();
-        return true;
+        return false;
     }
 
     /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */
@@ -211,9 +274,11 @@ final class LaneSteps {
             String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
                     + " (epoch " + lane.stream.nextEpoch() + "): " + t;
             log.error(msg, t);
-            if (lane.session.attached) {
-                lane.session.send(new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
-                consumers.detach(lane.session, "its lane failed");
+            for (ConsumerSession m : List.copyOf(lane.members)) {
+                if (m.attached && m.lane == lane) {
+                    m.send(new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
+                    consumers.detach(m, "its lane failed");
+                }
             }
         } finally {
             lock.unlock();
@@ -221,7 +286,15 @@ final class LaneSteps {
     }
 
     private boolean open(Lane lane) {
-        return !lane.closed && lane.session.attached && lane.session.lane == lane;
+        if (lane.closed) {
+            return false;
+        }
+        for (ConsumerSession m : lane.members) {
+            if (m.attached && m.lane == lane) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void check(Lane lane) {
@@ -230,8 +303,7 @@ final class LaneSteps {
         }
     }
 
-    private void evict(Lane lane, String what) {
-        ConsumerSession s = lane.session;
+    private void evict(ConsumerSession s, String what) {
         String msg = s.describe() + " " + what + "; it was disconnected. Release batches sooner (close them or ask"
                 + " for the next), or raise the producer's stall timeout";
         log.warn("evicting {}", msg);

@@ -184,6 +184,11 @@ final class Lanes {
                 free = i;
             }
         }
+        Lane behind = free < 0 ? laneBehind(s) : null;
+        if (behind != null) {
+            join(s, behind, nanos);
+            return;
+        }
         if (free < 0) {
             if (!toldFull) {
                 toldFull = true;
@@ -204,6 +209,7 @@ final class Lanes {
         Lane lane = new Lane(free + 1, ++started, s, this, ArenaLayout.of(mainLayout.batch(), slots), file);
         running[free] = lane;
         s.lane = lane;
+        s.laneFrom = -1;
         s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
         s.lanes.add(lane);
         log.info(
@@ -223,6 +229,55 @@ final class Lanes {
                 .start(lane);
     }
 
+    /**
+     * The running lane {@code s} can join, every lane being taken: one that has started, waits for no other move, lies
+     * behind {@code s}'s place (so that it will load every batch {@code s} has yet to read) and has the slots its batch
+     * size needs; of those, the nearest behind it. Null if none.
+     */
+    private Lane laneBehind(ConsumerSession s) {
+        Lane best = null;
+        for (Lane l : running) {
+            if (l != null
+                    && !l.closed
+                    && l.movedAt >= 0
+                    && l.joining() == null
+                    && l.stream.nextPosition() <= s.position
+                    && l.fits(s.hello.batchSize())
+                    && (best == null || l.stream.nextPosition() > best.stream.nextPosition())) {
+                best = l;
+            }
+        }
+        return best;
+    }
+
+    /**
+     * Moves {@code s} into running lane {@code lane}: it takes the lane's batches from where it answers on, and the lane
+     * publishes nothing until it answered (within the stall timeout, {@link LaneSteps}).
+     */
+    private void join(ConsumerSession s, Lane lane, long nanos) {
+        rule.forget(s);
+        s.lane = lane;
+        s.laneFrom = -1;
+        s.moveSentAt = System.nanoTime();
+        lane.members.add(s);
+        s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
+        s.lanes.add(lane);
+        log.info(
+                "producer '{}' moves {} to lane {}, beside {} (every lane runs): the others waited for its releases"
+                        + " while they read ahead ({} ms in the last {} s). From its next batch it reads the lane's"
+                        + " batches, at the pace of the lane's slowest; the others read on at theirs",
+                rules.producerName(),
+                s.describe(),
+                lane.number,
+                lane.founder().describe(),
+                Math.max(TimeUnit.NANOSECONDS.toMillis(LaneRule.AFTER_NANOS), TimeUnit.NANOSECONDS.toMillis(nanos)),
+                TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
+        if (!s.sendEvent(lane.move())) {
+            consumers.unreachable(s);
+        }
+        changed.signalAll();
+    }
+
     // ------------------------------------------------------------------------------------ the consumer's side
 
     /**
@@ -232,8 +287,13 @@ final class Lanes {
      */
     String moved(ConsumerSession s, long position) {
         Lane lane = s.lane;
-        if (lane == null || lane.movedAt >= 0) {
+        if (lane == null || s.laneFrom >= 0) {
             return "sent MOVED without a MOVE to answer";
+        }
+        boolean founding = lane.movedAt < 0;
+        if (!founding && position < lane.stream.nextPosition()) {
+            return "moved at stream position " + position + ", behind lane " + lane.number + "'s next batch (at "
+                    + lane.stream.nextPosition() + ")";
         }
         boolean boundary = position == s.position;
         for (long seq : s.held) {
@@ -244,10 +304,12 @@ final class Lanes {
             return "moved at stream position " + position + ", which is no boundary of the batches it holds";
         }
         long epoch = geometry.epochOf(position);
-        try {
-            lane.stream.resumeAt(epoch, position - geometry.position(epoch, 0));
-        } catch (IllegalArgumentException e) {
-            return "moved at stream position " + position + ": " + e.getMessage();
+        if (founding) {
+            try {
+                lane.stream.resumeAt(epoch, position - geometry.position(epoch, 0));
+            } catch (IllegalArgumentException e) {
+                return "moved at stream position " + position + ": " + e.getMessage();
+            }
         }
         for (Iterator<Long> it = s.held.iterator();
                 it.hasNext(); ) { // what it gave back: the main stream's or a lane's
@@ -257,7 +319,10 @@ final class Lanes {
                 consumers.releaseSlot(s, seq);
             }
         }
-        lane.movedAt = position;
+        if (founding) {
+            lane.movedAt = position;
+        }
+        s.laneFrom = position;
         changed.signalAll();
         return null;
     }
@@ -266,7 +331,10 @@ final class Lanes {
     void left(ConsumerSession s) {
         rule.forget(s);
         if (s.lane != null) {
-            s.lane.closed = true;
+            s.lane.members.remove(s);
+            if (s.lane.members.isEmpty()) {
+                s.lane.closed = true;
+            }
             changed.signalAll();
         }
     }

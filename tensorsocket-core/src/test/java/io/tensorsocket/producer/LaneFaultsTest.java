@@ -7,6 +7,7 @@ import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ConsumerOptions;
 import io.tensorsocket.IndexedSource;
+import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.StartPolicy;
 import io.tensorsocket.TensorConsumer;
 import io.tensorsocket.TensorProducer;
@@ -115,6 +116,55 @@ class LaneFaultsTest {
             });
             assertTrue(e.getMessage().contains("failed in lane 1"), e.getMessage());
             assertTrue(e.getMessage().contains("IllegalStateException: the disk went away"), e.getMessage());
+            fast.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void aConsumerThatNeverAnswersItsMoveIntoARunningLaneIsEvictedAndTheLaneReadsOn() throws Exception {
+        Path dir = tmp.resolve("joiner");
+        try (TensorProducer p = producer(dir, new SyntheticSource(SPEC, 10), 3);
+                MessageChannel raw = rawConsumer(dir);
+                TensorConsumer slowest = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10))) {
+            Future<?> fast = readFast(dir);
+            p.start();
+            // the slowest founds the one lane; the raw one, faster than it, then holds the fast one back and is moved
+            // into that lane, which it never answers: the lane waits for it, then goes on without it
+            Future<Integer> founder = pool.submit(() -> {
+                int epochs = 0;
+                for (; epochs < 3; epochs++) {
+                    long samples = 0;
+                    for (Batch b : slowest) {
+                        samples += b.size();
+                        b.close();
+                        Thread.sleep(8);
+                    }
+                    assertEquals(SPEC.samples(), samples, "epoch " + epochs + " of the lane's founder is whole");
+                }
+                return epochs;
+            });
+            int laneOfFounderAtMove = -1;
+            for (Message m = raw.read(); ; m = raw.read()) {
+                assertFalse(m == null || m instanceof Message.Error, "no MOVE came, but " + m);
+                answerHeartbeat(raw, m);
+                if (m instanceof Message.BatchReady r) {
+                    Thread.sleep(3);
+                    raw.send(new Message.Release(r.seq()));
+                }
+                if (m instanceof Message.Move) {
+                    for (ProducerStatus.Consumer c : p.status().consumers()) {
+                        if (c.id() == slowest.consumerId()) {
+                            laneOfFounderAtMove = c.lane();
+                        }
+                    }
+                    break;
+                }
+            }
+            assertEquals(1, laneOfFounderAtMove, "the raw consumer was moved into the lane the slowest founded");
+            Message.Error e = errorFrom(raw);
+            assertEquals(Message.ErrorCode.EVICTED, e.code(), e.message());
+            assertTrue(e.message().contains("did not answer its move to lane 1 within 2000 ms"), e.message());
+            assertEquals(3, founder.get(40, TimeUnit.SECONDS), "the lane's founder read on");
             fast.get(30, TimeUnit.SECONDS);
         }
     }
