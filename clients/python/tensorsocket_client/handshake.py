@@ -51,9 +51,8 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
         client = ("python3 " + " ".join(sys.argv))[:1000]
         policy = wire.NEXT_EPOCH_START if wait_for_epoch_start else wire.JOIN_NOW
         job, rank, world = job_rank if job_rank is not None else ("", 0, 1)
-        # Any consumer but a rank of a job may be moved to a lane of its own when it falls behind (MOVE).
-        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, ring, job, rank, world,
-                             job_rank is None))
+        # It may be moved to a lane of its own when it falls behind (MOVE); a rank with the rest of its job.
+        link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, ring, job, rank, world, True))
         # A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
         w = take(link, connect_timeout, "the answer to HELLO" if job_rank is None else
                  "the answer to HELLO (the producer admits rank %d of %d of job '%s' once all its ranks have joined)"

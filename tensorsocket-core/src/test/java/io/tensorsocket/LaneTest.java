@@ -9,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -88,6 +90,68 @@ class LaneTest {
         List<Seen> seen = run(0, List.of(new Trial(10, 0), new Trial(10, 5000)), slowWhenFastDone);
         assertEquals(0, seen.get(1).lane());
         assertTrue(slowWhenFastDone.get() > 0.8 * EPOCHS * SPEC.samples(), "the fast one waited: " + slowWhenFastDone);
+    }
+
+    @Test
+    void aSlowJobsRanksMoveToALaneTogetherAndTheirEpochsStayOnePass() throws Exception {
+        Path dir = tmp.resolve("job");
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (TensorProducer p = TensorProducer.builder()
+                .directory(dir)
+                .source(new SyntheticSource(SPEC, 10))
+                .slots(16)
+                .epochs(EPOCHS)
+                .lanes(1)
+                .minConsumers(3) // the job's ranks join at the start, as the fast consumer does: whole epochs for all
+                .startGrace(Duration.ZERO)
+                .build()) {
+            TensorConsumer fast = TensorConsumer.connect(dir, ConsumerOptions.batchSize(10));
+            List<Future<List<List<Long>>>> ranks = new ArrayList<>();
+            List<Integer> lanesSeen = Collections.synchronizedList(new ArrayList<>());
+            for (int r = 0; r < 2; r++) {
+                int rank = r;
+                ranks.add(pool.submit(() -> {
+                    try (TensorConsumer c = TensorConsumer.connect(
+                            dir, ConsumerOptions.batchSize(10).withRank("slow-job", rank, 2))) {
+                        List<List<Long>> epochs = new ArrayList<>();
+                        for (int e = 0; e < EPOCHS; e++) {
+                            List<Long> ids = new ArrayList<>();
+                            for (Batch b : c) {
+                                try (b) {
+                                    Tensor id = b.tensor(SyntheticSource.ID);
+                                    for (int i = 0; i < b.size(); i++) {
+                                        ids.add(id.getLong(i));
+                                    }
+                                }
+                                Thread.sleep(5);
+                                lanesSeen.add(laneOf(p, c));
+                            }
+                            epochs.add(ids);
+                        }
+                        return epochs;
+                    }
+                }));
+            }
+            p.start();
+            Future<Seen> f = pool.submit(() -> readEpochs(fast, EPOCHS, 0, null, p));
+            Seen fastSeen = f.get(60, TimeUnit.SECONDS);
+            List<List<Long>> rank0 = ranks.get(0).get(60, TimeUnit.SECONDS);
+            List<List<Long>> rank1 = ranks.get(1).get(60, TimeUnit.SECONDS);
+            assertTrue(lanesSeen.contains(1), "the job's ranks read from lane 1: " + lanesSeen);
+            assertTrue(fastSeen.finishedNanos() > 0);
+            for (int e = 0; e < EPOCHS; e++) {
+                List<Long> all = new ArrayList<>(rank0.get(e));
+                all.addAll(rank1.get(e));
+                assertEquals(
+                        SPEC.samples(),
+                        all.size(),
+                        "epoch " + e + ": the ranks' shares hold every sample once: "
+                                + rank0.get(e).size() + " + " + rank1.get(e).size() + "; lanes " + lanesSeen);
+                assertEquals(SPEC.samples(), new HashSet<>(all).size(), "epoch " + e + ": disjoint shares");
+            }
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     @Test

@@ -52,7 +52,7 @@ public final class Handshake {
                     rank == null ? "" : rank.job(),
                     rank == null ? 0 : rank.rank(),
                     rank == null ? 1 : rank.worldSize(),
-                    rank == null));
+                    true)); // it can be moved to a lane (a rank with the rest of its job)
             // A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats
             // meanwhile).
             Message first = link.take(

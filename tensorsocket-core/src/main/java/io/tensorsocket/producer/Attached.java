@@ -94,6 +94,20 @@ final class Attached {
         boundaries.add(boundaryOf(s));
     }
 
+    /** The attached ranks of {@code s}'s job (itself among them), or {@code s} alone when it is no rank. */
+    List<ConsumerSession> jobOf(ConsumerSession s) {
+        if (!s.hello.inJob()) {
+            return List.of(s);
+        }
+        List<ConsumerSession> ranks = new ArrayList<>();
+        for (ConsumerSession c : sessions.values()) {
+            if (c.hello.inJob() && c.hello.job().equals(s.hello.job())) {
+                ranks.add(c);
+            }
+        }
+        return ranks;
+    }
+
     /** The consumer of id {@code id}, or null if none such is attached. */
     ConsumerSession get(int id) {
         return sessions.get(id);

@@ -27,7 +27,8 @@ import java.util.List;
  *                          ^ MOVED position                        back b2 and later; seqs from n·2^40
  * </pre>
  *
- * A lane serves the consumer it was started for and any other that falls behind while every lane runs and whose
+ * A lane serves the consumer it was started for (or all the ranks of a job, which move together) and any other that
+ * falls behind while every lane runs and whose
  * place lies ahead of the lane's ({@link #members}): each takes the lane's batches from where it moved on, and the
  * lane reads at the pace of its slowest member, as the main stream does. A member that catches up with the main stream
  * (its next batch is the main stream's next) rejoins it there (MOVE to lane 0). A lane lives until its last member
@@ -67,10 +68,10 @@ final class Lane implements BatchSink, Runnable {
 
     long samplesLoaded;
 
-    Lane(int number, long serial, ConsumerSession founder, Lanes lanes, ArenaLayout layout, Path file) {
+    Lane(int number, long serial, List<ConsumerSession> founders, Lanes lanes, ArenaLayout layout, Path file) {
         this.number = number;
         this.seqBase = serial * SEQ_SPAN;
-        this.members.add(founder);
+        this.members.addAll(founders);
         this.lanes = lanes;
         this.layout = layout;
         this.file = file;
@@ -98,7 +99,7 @@ final class Lane implements BatchSink, Runnable {
         return new Message.Move(number, layout.slotCount(), seqBase);
     }
 
-    /** The consumer it was started for, whose MOVED says where it starts. Under the producer's lock. */
+    /** The consumer it was started for (the first, for a job's ranks). Under the producer's lock. */
     ConsumerSession founder() {
         return members.getFirst();
     }
@@ -113,9 +114,9 @@ final class Lane implements BatchSink, Runnable {
         return null;
     }
 
-    /** Whether a consumer of batch size {@code batchSize} can read from it: it needs its slots and two more. */
-    boolean fits(int batchSize) {
-        return lanes.geometry().slotsNeeded(batchSize) + 2 <= layout.slotCount();
+    /** Whether a consumer whose batch spans {@code span} positions can read from it: it needs its slots and two more. */
+    boolean fits(int span) {
+        return lanes.geometry().slotsNeeded(span) + 2 <= layout.slotCount();
     }
 
     /** Member {@code m} holds lane batch {@code seq} (its slot is not reused until every holder released it). */

@@ -49,7 +49,10 @@ final class LaneSteps {
         this.stream = stream;
     }
 
-    /** Sends {@code lane}'s MOVE and waits for its consumer's MOVED: the position to start at, or -1 if it left. */
+    /**
+     * Sends {@code lane}'s MOVE to its founding members (a consumer, or a job's ranks) and waits for their MOVED: the
+     * lane starts at the least of their positions, returned; -1 if they left. Each takes its batches from its own.
+     */
     long awaitMoved(Lane lane, SharedArena made) throws InterruptedException {
         lock.lock();
         try {
@@ -57,21 +60,24 @@ final class LaneSteps {
             if (!open(lane)) {
                 return -1;
             }
-            ConsumerSession founder = lane.founder();
-            founder.moveSentAt = System.nanoTime();
-            if (!founder.sendEvent(lane.move())) {
-                consumers.unreachable(founder);
+            for (ConsumerSession m : List.copyOf(lane.members)) {
+                m.moveSentAt = System.nanoTime();
+                if (!m.sendEvent(lane.move())) {
+                    consumers.unreachable(m);
+                }
+            }
+            awaitJoins(lane);
+            if (!open(lane)) {
                 return -1;
             }
-            while (lane.movedAt < 0 && open(lane)) {
-                long left = moveDeadline(founder) - System.nanoTime();
-                if (left <= 0) {
-                    evict(founder, unanswered(lane));
-                    return -1;
-                }
-                changed.awaitNanos(left);
+            long from = Long.MAX_VALUE;
+            for (ConsumerSession m : lane.members) {
+                from = Math.min(from, m.laneFrom);
             }
-            return open(lane) ? lane.movedAt : -1;
+            long epoch = geometry.epochOf(from);
+            lane.stream.resumeAt(epoch, from - geometry.position(epoch, 0)); // a boundary: Lanes.moved checked it
+            lane.movedAt = from;
+            return from;
         } finally {
             lock.unlock();
         }
@@ -240,7 +246,7 @@ final class LaneSteps {
     private boolean rejoins(Lane lane) {
         for (ConsumerSession s : List.copyOf(lane.members)) {
             if (lane.stream.nextPosition() - s.position
-                    > (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
+                    > (long) geometry.slotsNeeded(Lanes.spanOf(s)) * geometry.producerBatchSize()) {
                 continue;
             }
             s.lane = null;

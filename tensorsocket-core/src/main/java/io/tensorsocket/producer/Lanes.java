@@ -5,6 +5,7 @@ import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ProducerStream;
+import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StreamGeometry;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -171,20 +172,31 @@ final class Lanes {
             return;
         }
         for (ConsumerSession h : holders) {
-            if (h.lane == null && h.hello.lanes() && !h.hello.inJob() && rule.waitedFor(h, nanos, now)) {
+            if (h.lane == null && h.hello.lanes() && rule.waitedFor(h, nanos, now)) {
                 start(h, nanos);
             }
         }
     }
 
+    /**
+     * Moves {@code s} to a lane: to a free one, with every rank of its job if it is a rank (a job's ranks move
+     * together, as they read together); to a running lane behind it when none is free and it is no rank; else it sets
+     * the pace, said once.
+     */
     private void start(ConsumerSession s, long nanos) {
+        List<ConsumerSession> group = consumers.jobOf(s);
+        for (ConsumerSession r : group) {
+            if (r.lane != null || !r.hello.lanes()) {
+                return; // a rank already moving, or one that cannot: the job keeps the main stream
+            }
+        }
         int free = -1;
         for (int i = 0; i < running.length && free < 0; i++) {
             if (running[i] == null) {
                 free = i;
             }
         }
-        Lane behind = free < 0 ? laneBehind(s) : null;
+        Lane behind = free < 0 && !s.hello.inJob() ? laneBehind(s) : null;
         if (behind != null) {
             join(s, behind, nanos);
             return;
@@ -202,22 +214,27 @@ final class Lanes {
             }
             return;
         }
-        rule.forget(s);
-        int b = s.hello.batchSize();
-        int slots = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(b) + 2, 16));
+        int span = 1;
+        for (ConsumerSession r : group) {
+            rule.forget(r);
+            span = Math.max(span, spanOf(r));
+        }
+        int slots = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(span) + 2, 16));
         Path file = supply.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + (free + 1));
-        Lane lane = new Lane(free + 1, ++started, s, this, ArenaLayout.of(mainLayout.batch(), slots), file);
+        Lane lane = new Lane(free + 1, ++started, group, this, ArenaLayout.of(mainLayout.batch(), slots), file);
         running[free] = lane;
-        s.lane = lane;
-        s.laneFrom = -1;
-        s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
-        s.lanes.add(lane);
+        for (ConsumerSession r : group) {
+            r.lane = lane;
+            r.laneFrom = -1;
+            r.lanes.removeIf(l -> r.held.stream().noneMatch(l::owns));
+            r.lanes.add(lane);
+        }
         log.info(
                 "producer '{}' moves {} to lane {}: the others waited for its releases while they read ahead ({} ms"
                         + " in the last {} s). From its next batch it reads at its own pace from batches the source"
                         + " loads again for it ({} slots of {} KiB); the others read on at theirs",
                 rules.producerName(),
-                s.describe(),
+                s.hello.inJob() ? "job '" + s.hello.job() + "' (its " + group.size() + " ranks)" : s.describe(),
                 lane.number,
                 Math.max(TimeUnit.NANOSECONDS.toMillis(LaneRule.AFTER_NANOS), TimeUnit.NANOSECONDS.toMillis(nanos)),
                 TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS),
@@ -242,12 +259,21 @@ final class Lanes {
                     && l.movedAt >= 0
                     && l.joining() == null
                     && l.stream.nextPosition() <= s.position
-                    && l.fits(s.hello.batchSize())
+                    && l.fits(spanOf(s))
                     && (best == null || l.stream.nextPosition() > best.stream.nextPosition())) {
                 best = l;
             }
         }
         return best;
+    }
+
+    /** The stream positions a batch of {@code s} spans: its batch size, or a rank's share of worldSize times it. */
+    static int spanOf(ConsumerSession s) {
+        if (!s.hello.inJob()) {
+            return s.hello.batchSize();
+        }
+        long span = new RankShare(s.hello.rank(), s.hello.worldSize()).span(s.hello.batchSize());
+        return (int) Math.min(Integer.MAX_VALUE, span);
     }
 
     /**
@@ -295,6 +321,10 @@ final class Lanes {
             return "moved at stream position " + position + ", behind lane " + lane.number + "'s next batch (at "
                     + lane.stream.nextPosition() + ")";
         }
+        long epoch = geometry.epochOf(position);
+        if ((position - geometry.position(epoch, 0)) % geometry.producerBatchSize() != 0) {
+            return "moved at stream position " + position + ", which is no batch boundary of the stream";
+        }
         boolean boundary = position == s.position;
         for (long seq : s.held) {
             BatchPosition p = consumers.batchOf(s, seq);
@@ -302,14 +332,6 @@ final class Lanes {
         }
         if (!boundary) {
             return "moved at stream position " + position + ", which is no boundary of the batches it holds";
-        }
-        long epoch = geometry.epochOf(position);
-        if (founding) {
-            try {
-                lane.stream.resumeAt(epoch, position - geometry.position(epoch, 0));
-            } catch (IllegalArgumentException e) {
-                return "moved at stream position " + position + ": " + e.getMessage();
-            }
         }
         for (Iterator<Long> it = s.held.iterator();
                 it.hasNext(); ) { // what it gave back: the main stream's or a lane's
@@ -319,10 +341,7 @@ final class Lanes {
                 consumers.releaseSlot(s, seq);
             }
         }
-        if (founding) {
-            lane.movedAt = position;
-        }
-        s.laneFrom = position;
+        s.laneFrom = position; // a founding member's: the lane starts at the least of them (LaneSteps.awaitMoved)
         changed.signalAll();
         return null;
     }
