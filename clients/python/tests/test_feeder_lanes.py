@@ -4,6 +4,7 @@ both is one pass over the data set, each sample's bytes its own; the feeder ends
 that raises while loading a lane fails that trial alone, with the loader's exception."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,6 +117,7 @@ class FeederLaneTest(unittest.TestCase):
                 os.environ.pop("TENSORSOCKET_BASE", None)
             else:
                 os.environ["TENSORSOCKET_BASE"] = old
+            shutil.rmtree(base, ignore_errors=True)
 
     def test_a_slow_trial_reads_from_a_lane_the_feeder_loads_and_every_epoch_is_exact(self):
         results, lanes, slow_error, rc, out, err = self._run(False)
@@ -194,6 +196,7 @@ class FeederLaneTest(unittest.TestCase):
                 os.environ.pop("TENSORSOCKET_BASE", None)
             else:
                 os.environ["TENSORSOCKET_BASE"] = old
+            shutil.rmtree(base, ignore_errors=True)
 
 
 class LaneConnectionRefusalTest(unittest.TestCase):
