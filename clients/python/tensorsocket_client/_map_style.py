@@ -13,6 +13,7 @@ import os
 from typing import Any, List, Optional, Sequence
 
 from ._decoded_cache import CachedDataset, DecodedCache
+from ._loader_workers import ending_with_this_process
 
 FORESEEN_AT_MOST = 1 << 18
 """The largest data set whose epoch 0 the feeder draws itself, ahead of its producer: a larger one would take Python
@@ -146,11 +147,12 @@ class MapStyle:
 
     def lane_loader(self):
         """A function of the ids to load that gives a DataLoader of this loader's settings over them: one of its own,
-        with worker processes of its own, for a lane's batches beside the main ones (``_lane_feeder``)."""
+        with worker processes of its own, for a lane's batches beside the main ones (``_lane_feeder``). The workers of
+        both end with the feeder (``_loader_workers``)."""
         import torch.utils.data as tud
         order = _Order()
         loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=order, drop_last=False,
-                                **self._options)
+                                **ending_with_this_process(self._options))
 
         def over(ids: Sequence[int]):
             order.ids = ids
@@ -164,5 +166,5 @@ class MapStyle:
         self._order.ids = order
         if self._loader is None:
             self._loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._order,
-                                          drop_last=False, **self._options)
+                                          drop_last=False, **ending_with_this_process(self._options))
         return self._loader

@@ -59,6 +59,42 @@ with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
 """
 
 
+def descendants(pid):
+    """The pids of every process below ``pid`` now (Linux: /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def still_running(pids, within_s):
+    """Those of ``pids`` still running (not ended, not a zombie) after waiting up to ``within_s`` for them."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = []
+        for pid in pids:
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        left.append(pid)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def _epochs(consumer, step_s, lanes, status_of):
     """Every epoch's (ids, whether each sample's data is its id) as ``consumer`` reads them, ``step_s`` a batch."""
     epochs = []
@@ -181,10 +217,13 @@ class FeederLaneTest(unittest.TestCase):
                 time.sleep(0.05)
             else:
                 self.fail("no trial moved to a lane while both read")
+            family = descendants(feeder.pid)  # its producer and its loaders' workers, the lane's among them
             os.kill(feeder.pid, signal.SIGKILL)
             for t in threads:
                 t.join(60)
                 self.assertFalse(t.is_alive(), "a trial still waits after its feeder was killed")
+            left = still_running(family, 30)
+            self.assertEqual([], left, "every process the killed feeder started ends with it")
             for who in ("fast", "slow"):
                 self.assertIn(who, errors, "the %s trial was told" % who)
                 self.assertIn("pid %d" % feeder.pid, str(errors[who]), who)

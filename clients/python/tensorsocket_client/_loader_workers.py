@@ -1,0 +1,48 @@
+"""The feeder's DataLoader workers end with the feeder, however it ends.
+
+A feeder killed (SIGKILL, the OOM killer) cannot stop its loaders' worker processes. PyTorch's workers notice a dead
+parent by their parent pid changing, but each reads it once it is running: one forked just before the kill (a lane's
+loader forks its workers each epoch) reads the parent pid of the orphan it already is, and waits for indices forever.
+It also holds what it inherited by fork: the feeder's connections to its producer (whose end would tell the producer
+and its trials that the feeder is gone) and the pipes of the feeder's output (whose end its launcher may wait for).
+
+:class:`ExitWithFeeder` is the ``worker_init_fn`` of every DataLoader the feeder makes: it knows the feeder's pid
+from when the loader was made, exits the worker at once if its parent is already another process, and leaves a
+thread that exits it as soon as that happens later; then it runs the loader's own ``worker_init_fn``.
+"""
+
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, Optional
+
+CHECK_INTERVAL_S = 0.25
+"""How often a worker looks for its feeder: a killed feeder's workers are gone within about this long."""
+
+
+class ExitWithFeeder:
+    """A DataLoader ``worker_init_fn`` that ends the worker with the feeder of pid ``feeder_pid`` (see the module),
+    then calls ``then`` (the loader's own). Picklable where ``then`` is, so spawned workers take it too."""
+
+    def __init__(self, feeder_pid: int, then: Optional[Callable[[int], Any]] = None):
+        self.feeder_pid = feeder_pid
+        self.then = then
+
+    def __call__(self, worker_id: int) -> None:
+        if os.getppid() != self.feeder_pid:
+            os._exit(0)
+        threading.Thread(target=self._watch, name="tensorsocket-feeder-watch", daemon=True).start()
+        if self.then is not None:
+            self.then(worker_id)
+
+    def _watch(self) -> None:
+        while os.getppid() == self.feeder_pid:
+            time.sleep(CHECK_INTERVAL_S)
+        os._exit(0)
+
+
+def ending_with_this_process(options: Dict[str, Any]) -> Dict[str, Any]:
+    """DataLoader ``options`` whose workers (where it has any) end with this process, the feeder."""
+    if options.get("num_workers", 0) == 0:
+        return options
+    return dict(options, worker_init_fn=ExitWithFeeder(os.getpid(), options.get("worker_init_fn")))

@@ -1,0 +1,109 @@
+"""The feeder's DataLoader workers end with the feeder: one forked just before the feeder is killed, still in its
+``worker_init_fn`` when its parent dies, ends too (PyTorch's own check of the parent starts after that function,
+and sees the orphan it already is as its parent), and so releases what it inherited: the feeder's connections and
+output pipes."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from test_feeder_lanes import still_running
+
+try:
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - the CI installs torch
+    torch = None
+
+FEEDER_STAND_IN = r"""
+import os, sys, time
+from torch.utils.data import DataLoader, Dataset
+from tensorsocket_client._map_style import MapStyle
+
+WHERE, WHICH = sys.argv[1], sys.argv[2]
+
+
+class Ids(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, index):
+        return index
+
+
+def slow_start(worker_id):
+    with open(os.path.join(WHERE, "worker"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(3)
+
+
+ix = MapStyle(DataLoader(Ids(), batch_size=10, num_workers=1, worker_init_fn=slow_start), seed=1)
+loader = ix.lane_loader()(range(100)) if WHICH == "lane" else ix.loader(range(100))
+for batch in loader:
+    print(batch.tolist(), flush=True)
+"""
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class WorkersEndWithTheFeederTest(unittest.TestCase):
+    def test_a_worker_whose_feeder_is_killed_while_it_starts_ends_too(self):
+        for which in ("main", "lane"):
+            with self.subTest(which), tempfile.TemporaryDirectory() as where:
+                feeder = subprocess.Popen([sys.executable, "-c", FEEDER_STAND_IN, where, which],
+                                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                worker = None
+                try:
+                    marker = os.path.join(where, "worker")
+                    deadline = time.monotonic() + 60
+                    while not (os.path.exists(marker) and os.path.getsize(marker)) and time.monotonic() < deadline:
+                        self.assertIsNone(feeder.poll(), feeder.stderr.read() if feeder.poll() is not None else "")
+                        time.sleep(0.02)
+                    with open(marker) as f:
+                        worker = int(f.read())
+                    os.kill(feeder.pid, signal.SIGKILL)
+                    feeder.wait(30)
+                    self.assertEqual([], still_running([worker], 10), "the %s loader's worker ended" % which)
+                    # and so its copy of the feeder's output pipes closed: their reader is not kept waiting
+                    out, _ = feeder.communicate(timeout=10)
+                    self.assertEqual(b"", out)
+                finally:
+                    if feeder.poll() is None:
+                        feeder.kill()
+                        feeder.wait()
+                    if worker is not None and still_running([worker], 0):
+                        os.kill(worker, signal.SIGKILL)  # this test failed: it leaves no process behind either
+
+    def test_the_loaders_own_worker_init_fn_still_runs_in_each_worker(self):
+        script = r"""
+import os
+from torch.utils.data import DataLoader
+from tensorsocket_client._map_style import MapStyle
+
+def mark(worker_id):
+    os.environ["MARK"] = "worker %d" % worker_id
+
+def marked(samples):
+    return [os.environ.get("MARK")] * len(samples)
+
+ix = MapStyle(DataLoader(list(range(8)), batch_size=4, num_workers=2, worker_init_fn=mark, collate_fn=marked), seed=1)
+print(sorted({m for batch in ix.loader(range(8)) for m in batch}))
+print(sorted({m for batch in ix.lane_loader()(range(8)) for m in batch}))
+"""
+        out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, out.returncode, out.stderr)
+        self.assertEqual(["['worker 0', 'worker 1']"] * 2, out.stdout.splitlines())
+
+    def test_a_worker_whose_parent_is_not_the_feeder_exits_at_once(self):
+        out = subprocess.run([sys.executable, "-c", "import os\nfrom tensorsocket_client._loader_workers import "
+                              "ExitWithFeeder\nExitWithFeeder(os.getppid() + 1)(0)\nprint('still here')"],
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(("", 0), (out.stdout, out.returncode), out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
