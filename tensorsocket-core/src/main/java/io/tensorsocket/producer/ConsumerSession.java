@@ -82,6 +82,12 @@ final class ConsumerSession {
     /** Where its lane's batches become its own (the position its MOVED said), or -1 while its move waits. */
     long laneFrom = -1;
 
+    /**
+     * The last epoch whose EPOCH_END it was sent (the main stream's or a lane's), or -1: a move at an epoch's start
+     * must not leave it without the end of the epoch before, nor send it twice ({@link LaneSteps}).
+     */
+    long lastEpochEnd = -1;
+
     /** When its MOVE was sent (System.nanoTime), for the deadline of its answer. */
     long moveSentAt;
 
@@ -110,6 +116,9 @@ final class ConsumerSession {
 
     /** Sends a stream event (a batch, an epoch's end, the end), reporting failure instead of throwing. */
     boolean sendEvent(Message m) {
+        if (m instanceof Message.EpochEnd e) {
+            lastEpochEnd = Math.max(lastEpochEnd, e.epoch());
+        }
         if (!events.send(m)) {
             if (events instanceof Outlet.Ring r) {
                 log.warn(

@@ -77,6 +77,9 @@ final class LaneSteps {
             long epoch = geometry.epochOf(from);
             lane.stream.resumeAt(epoch, from - geometry.position(epoch, 0)); // a boundary: Lanes.moved checked it
             lane.movedAt = from;
+            for (ConsumerSession m : lane.members) {
+                endsEpochBefore(m);
+            }
             return from;
         } finally {
             lock.unlock();
@@ -121,7 +124,7 @@ final class LaneSteps {
             Message.EpochEnd end = lane.end(epoch);
             long next = geometry.position(epoch + 1, 0);
             for (ConsumerSession m : lane.members) {
-                if (m.laneFrom < next) { // one that joined at a later epoch had this end from the main stream
+                if (m.laneFrom < next && m.lastEpochEnd < epoch) { // one that joined later had it from the main stream
                     m.sendEvent(end);
                 }
             }
@@ -231,6 +234,19 @@ final class LaneSteps {
     private String unanswered(Lane lane) {
         return "did not answer its move to lane " + lane.number + " within "
                 + rules.stallTimeout().toMillis() + " ms";
+    }
+
+    /**
+     * {@code m} moved at the start of an epoch: it read every batch of the epoch before, whose EPOCH_END the main stream
+     * may have sent to the lanes' consumers only (it had been chosen to move already) and no lane will send. It is sent
+     * that end now, before any batch of its lane, unless it had it.
+     */
+    void endsEpochBefore(ConsumerSession m) {
+        long epoch = geometry.epochOf(m.laneFrom);
+        if (epoch < 1 || m.laneFrom != geometry.position(epoch, 0) || m.lastEpochEnd >= epoch - 1) {
+            return;
+        }
+        m.sendEvent(new Message.EpochEnd(epoch - 1, geometry.batchesPerEpoch(), geometry.samplesPerEpoch()));
     }
 
     /** Whether {@code lane} loaded all the main stream published: it never runs ahead of it. */

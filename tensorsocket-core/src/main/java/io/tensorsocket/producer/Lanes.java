@@ -342,6 +342,9 @@ final class Lanes {
             }
         }
         s.laneFrom = position; // a founding member's: the lane starts at the least of them (LaneSteps.awaitMoved)
+        if (!founding) {
+            steps.endsEpochBefore(s);
+        }
         changed.signalAll();
         return null;
     }

@@ -23,6 +23,10 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -32,6 +36,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * What goes wrong around a move to a lane, and what each party is told: a MOVED nobody asked for, a consumer that
@@ -165,6 +171,63 @@ class LaneFaultsTest {
             assertEquals(Message.ErrorCode.EVICTED, e.code(), e.message());
             assertTrue(e.message().contains("did not answer its move to lane 1 within 2000 ms"), e.message());
             assertEquals(3, founder.get(40, TimeUnit.SECONDS), "the lane's founder read on");
+            fast.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * A consumer moved after the main stream ended an epoch, whose batches it gives back (all of them, or those after
+     * the epoch's end), is sent each epoch's end exactly once in all (the lane's after that epoch's last batch), and
+     * its lane's batches make each epoch from its MOVED on one whole pass.
+     */
+    @ParameterizedTest
+    @ValueSource(longs = {0, 100})
+    void aConsumerMovedAfterAnEpochEndedHasEachEpochsEndOnce(long movedAt) throws Exception {
+        SyntheticSpec tenBatches = SyntheticSpec.parse("samples=100,shape=4,dtype=float32,seed=42");
+        Path dir = tmp.resolve("ends-" + movedAt);
+        try (TensorProducer p = producer(dir, new SyntheticSource(tenBatches, 10), 2);
+                MessageChannel raw = rawConsumer(dir)) {
+            Future<?> fast = readFast(dir);
+            p.start();
+            Map<Long, Integer> ends = new HashMap<>();
+            // epoch 0 (10 batches), its end, then epoch 1 until the 16 slots are full: then it holds the others back
+            List<Message.BatchReady> fromMain = new ArrayList<>();
+            for (Message m = raw.read(); !(m instanceof Message.Move); m = raw.read()) {
+                assertFalse(m == null || m instanceof Message.Error, "no MOVE came, but " + m);
+                answerHeartbeat(raw, m);
+                if (m instanceof Message.BatchReady r) {
+                    fromMain.add(r);
+                }
+                if (m instanceof Message.EpochEnd e) {
+                    ends.merge(e.epoch(), 1, Integer::sum);
+                }
+            }
+            assertEquals(Map.of(0L, 1), ends, "the main stream ended epoch 0 before the move");
+            raw.send(new Message.Moved(movedAt)); // what it keeps it reads and releases; the rest it gives back
+            for (Message.BatchReady r : fromMain) {
+                if (r.epoch() * 100 + r.sampleStart() < movedAt) {
+                    raw.send(new Message.Release(r.seq()));
+                }
+            }
+            Map<Long, Long> samples = new HashMap<>();
+            for (Message m = raw.read(); !(m instanceof Message.EndOfStream); m = raw.read()) {
+                assertFalse(m == null || m instanceof Message.Error, "the lane ended with " + m);
+                answerHeartbeat(raw, m);
+                if (m instanceof Message.BatchReady r) {
+                    assertTrue(r.epoch() == 0 || !ends.containsKey(r.epoch()), "a batch after its epoch's end: " + r);
+                    samples.merge(r.epoch(), (long) r.samples(), Long::sum);
+                    raw.send(new Message.Release(r.seq()));
+                }
+                if (m instanceof Message.EpochEnd e) {
+                    ends.merge(e.epoch(), 1, Integer::sum);
+                }
+            }
+            assertEquals(Map.of(0L, 1, 1L, 1, 2L, 1), ends, "each epoch's end once");
+            Map<Long, Long> whole = new HashMap<>(Map.of(1L, 100L, 2L, 100L));
+            if (movedAt == 0) {
+                whole.put(0L, 100L);
+            }
+            assertEquals(whole, samples, "the lane's batches: each epoch from the move on once");
             fast.get(30, TimeUnit.SECONDS);
         }
     }
