@@ -44,6 +44,18 @@ class MoveTest(unittest.TestCase):
         self.assertEqual([_stream.Piece(2 * LANE, 8, 0, 4, 0)], list(c.take(4).pieces))
 
 
+def _state(consumer):
+    """What a consumer that failed had received and held: where a lane's batches stopped."""
+    if consumer is None:
+        return "not connected"
+    s = consumer._stream
+    held = [(h.seq, h.start, h.consumed, h.end, h.pinned) for h in s.held]
+    return ("epoch %d at %d, received up to %d, next seq %d (seq base %d, slot base %d, %d ring slots), handoff %s, "
+            "held (seq, start, consumed, end, pinned) %s" % (s.epoch, s.position, s.received_up_to, s.expected_seq,
+                                                            s.seq_base, s.slot_base, s.ring_slots, consumer.handoff,
+                                                            held))
+
+
 class LiveLaneTest(unittest.TestCase):
     def test_a_slow_python_consumer_reads_from_a_lane_and_every_epoch_is_exact(self):
         launcher = launcher_or_skip(self)
@@ -60,6 +72,7 @@ class LiveLaneTest(unittest.TestCase):
                 fast = subprocess.Popen([launcher, "consume", "--name", "pylane", "--batch-size", "10"], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 lanes = set()
+                c = None
                 try:
                     with TensorConsumer("pylane", batch_size=10, connect_timeout=60) as c:
                         for epoch in range(3):
@@ -73,8 +86,8 @@ class LiveLaneTest(unittest.TestCase):
                             self.assertEqual(list(range(600)), sorted(ids), "epoch %d is one pass" % epoch)
                 except Exception as e:  # what the producer said, beside what went wrong here
                     producer.kill()
-                    raise AssertionError("%s\nlanes seen %s; the producer's log:\n%s"
-                                         % (e, lanes, producer.communicate(timeout=30)[1])) from e
+                    raise AssertionError("%s\nlanes seen %s; this consumer: %s; the producer's log:\n%s"
+                                         % (e, lanes, _state(c), producer.communicate(timeout=30)[1])) from e
                 out, err = fast.communicate(timeout=60)
                 self.assertEqual(0, fast.returncode, err)
                 self.assertEqual(3, out.count('"complete": true'), out)
