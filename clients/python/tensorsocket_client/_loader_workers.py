@@ -11,6 +11,7 @@ from when the loader was made, exits the worker at once if its parent is already
 thread that exits it as soon as that happens later; then it runs the loader's own ``worker_init_fn``.
 """
 
+import multiprocessing
 import os
 import threading
 import time
@@ -42,7 +43,18 @@ class ExitWithFeeder:
 
 
 def ending_with_this_process(options: Dict[str, Any]) -> Dict[str, Any]:
-    """DataLoader ``options`` whose workers (where it has any) end with this process, the feeder."""
-    if options.get("num_workers", 0) == 0:
+    """DataLoader ``options`` whose workers (where it has any) end with this process, the feeder: workers it forks or
+    spawns itself. A forkserver's workers are its children, not the feeder's; the forkserver ends with the feeder."""
+    if options.get("num_workers", 0) == 0 or _start_method(options.get("multiprocessing_context")) not in (
+            "fork", "spawn"):
         return options
     return dict(options, worker_init_fn=ExitWithFeeder(os.getpid(), options.get("worker_init_fn")))
+
+
+def _start_method(context) -> str:
+    """How a DataLoader given ``multiprocessing_context`` starts its workers."""
+    if isinstance(context, str):
+        return context
+    if context is not None:
+        return context.get_start_method()
+    return multiprocessing.get_start_method()

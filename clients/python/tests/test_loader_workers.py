@@ -22,7 +22,7 @@ import os, sys, time
 from torch.utils.data import DataLoader, Dataset
 from tensorsocket_client._map_style import MapStyle
 
-WHERE, WHICH = sys.argv[1], sys.argv[2]
+WHERE, WHICH, CONTEXT = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 class Ids(Dataset):
@@ -39,19 +39,24 @@ def slow_start(worker_id):
     time.sleep(3)
 
 
-ix = MapStyle(DataLoader(Ids(), batch_size=10, num_workers=1, worker_init_fn=slow_start), seed=1)
-loader = ix.lane_loader()(range(100)) if WHICH == "lane" else ix.loader(range(100))
-for batch in loader:
-    print(batch.tolist(), flush=True)
+if __name__ == "__main__":
+    ix = MapStyle(DataLoader(Ids(), batch_size=10, num_workers=1, worker_init_fn=slow_start,
+                             multiprocessing_context=CONTEXT), seed=1)
+    loader = ix.lane_loader()(range(100)) if WHICH == "lane" else ix.loader(range(100))
+    for batch in loader:
+        print(batch.tolist(), flush=True)
 """
 
 
 @unittest.skipIf(torch is None, "needs torch")
 class WorkersEndWithTheFeederTest(unittest.TestCase):
     def test_a_worker_whose_feeder_is_killed_while_it_starts_ends_too(self):
-        for which in ("main", "lane"):
-            with self.subTest(which), tempfile.TemporaryDirectory() as where:
-                feeder = subprocess.Popen([sys.executable, "-c", FEEDER_STAND_IN, where, which],
+        for which, context in (("main", "fork"), ("lane", "fork"), ("lane", "spawn")):
+            with self.subTest(which=which, context=context), tempfile.TemporaryDirectory() as where:
+                script = os.path.join(where, "feeder.py")  # a file: spawned workers import the data set from it
+                with open(script, "w") as f:
+                    f.write(FEEDER_STAND_IN)
+                feeder = subprocess.Popen([sys.executable, script, where, which, context],
                                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 worker = None
@@ -96,6 +101,25 @@ print(sorted({m for batch in ix.lane_loader()(range(8)) for m in batch}))
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(0, out.returncode, out.stderr)
         self.assertEqual(["['worker 0', 'worker 1']"] * 2, out.stdout.splitlines())
+
+    def test_a_forkservers_workers_are_left_to_it(self):
+        script = r"""
+from torch.utils.data import DataLoader
+from tensorsocket_client._map_style import MapStyle
+
+if __name__ == "__main__":
+    ix = MapStyle(DataLoader(list(range(8)), batch_size=4, num_workers=1, multiprocessing_context="forkserver"),
+                  seed=1)
+    print([b.tolist() for b in ix.lane_loader()(range(8))])
+"""
+        with tempfile.TemporaryDirectory() as where:
+            path = os.path.join(where, "forkserver_feeder.py")
+            with open(path, "w") as f:
+                f.write(script)
+            out = subprocess.run([sys.executable, path], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                                 capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, out.returncode, out.stderr)
+        self.assertEqual("[[0, 1, 2, 3], [4, 5, 6, 7]]", out.stdout.strip())
 
     def test_a_worker_whose_parent_is_not_the_feeder_exits_at_once(self):
         out = subprocess.run([sys.executable, "-c", "import os\nfrom tensorsocket_client._loader_workers import "
