@@ -224,10 +224,7 @@ final class Lanes {
         Lane lane = new Lane(free + 1, ++started, group, this, ArenaLayout.of(mainLayout.batch(), slots), file);
         running[free] = lane;
         for (ConsumerSession r : group) {
-            r.lane = lane;
-            r.laneFrom = -1;
-            r.lanes.removeIf(l -> r.held.stream().noneMatch(l::owns));
-            r.lanes.add(lane);
+            assign(r, lane);
         }
         log.info(
                 "producer '{}' moves {} to lane {}: the others waited for its releases while they read ahead ({} ms"
@@ -267,6 +264,17 @@ final class Lanes {
         return best;
     }
 
+    /**
+     * {@code s} belongs to {@code lane} from now on, its move unanswered; of the lanes it read before, it keeps those
+     * it still holds batches of.
+     */
+    private static void assign(ConsumerSession s, Lane lane) {
+        s.lane = lane;
+        s.laneFrom = -1;
+        s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
+        s.lanes.add(lane);
+    }
+
     /** The stream positions a batch of {@code s} spans: its batch size, or a rank's share of worldSize times it. */
     static int spanOf(ConsumerSession s) {
         if (!s.hello.inJob()) {
@@ -282,12 +290,9 @@ final class Lanes {
      */
     private void join(ConsumerSession s, Lane lane, long nanos) {
         rule.forget(s);
-        s.lane = lane;
-        s.laneFrom = -1;
+        assign(s, lane);
         s.moveSentAt = System.nanoTime();
         lane.members.add(s);
-        s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
-        s.lanes.add(lane);
         log.info(
                 "producer '{}' moves {} to lane {}, beside {} (every lane runs): the others waited for its releases"
                         + " while they read ahead ({} ms in the last {} s). From its next batch it reads the lane's"

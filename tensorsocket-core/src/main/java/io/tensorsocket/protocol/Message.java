@@ -224,6 +224,7 @@ public sealed interface Message {
      * stops) and the description consumers receive. A feeder that loads samples by index declares
      * {@code datasetSize} (above 0), whether epochs are shuffled and the seed: the producer then chooses each
      * epoch's order and sends it ({@link EpochOrder}); with {@code datasetSize} 0 the feeder keeps its own order.
+     * {@code lanes}: how many lane connections ({@link FeederLaneHello}) the feeder opens once welcomed, 0 for none.
      */
     record FeederHello(
             long pid,
@@ -240,33 +241,6 @@ public sealed interface Message {
             implements Message {
         public FeederHello {
             tensors = List.copyOf(tensors);
-        }
-
-        /** The declaration of a feeder that loads by index and opens no lane connections. */
-        public FeederHello(
-                long pid,
-                String client,
-                int batchSize,
-                long samplesPerEpoch,
-                long epochs,
-                String description,
-                List<TensorSpec> tensors,
-                long datasetSize,
-                boolean shuffle,
-                long seed) {
-            this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, datasetSize, shuffle, seed, 0);
-        }
-
-        /** The declaration of a feeder that keeps its own order. */
-        public FeederHello(
-                long pid,
-                String client,
-                int batchSize,
-                long samplesPerEpoch,
-                long epochs,
-                String description,
-                List<TensorSpec> tensors) {
-            this(pid, client, batchSize, samplesPerEpoch, epochs, description, tensors, 0, false, 0);
         }
     }
 

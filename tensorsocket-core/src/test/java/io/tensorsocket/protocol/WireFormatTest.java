@@ -46,7 +46,17 @@ class WireFormatTest {
             new Message.Status(status(2, 1234.5)),
             new Message.Progress(3, 12_800, 5_000_000_000L, 7_000_000_000L),
             new Message.FeederHello(
-                    5, "feed", 32, 990, 0, "map-style", List.of(TensorSpec.of("x", DType.FLOAT32, 3)), 1000, true, 77),
+                    5,
+                    "feed",
+                    32,
+                    990,
+                    0,
+                    "map-style",
+                    List.of(TensorSpec.of("x", DType.FLOAT32, 3)),
+                    1000,
+                    true,
+                    77,
+                    2),
             new Message.EpochOrder(2, 0, 4, new int[] {3, 1, 0, 2}),
             new Message.OrderRequest(2));
 
