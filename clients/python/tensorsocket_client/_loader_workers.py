@@ -6,9 +6,10 @@ loader forks its workers each epoch) reads the parent pid of the orphan it alrea
 It also holds what it inherited by fork: the feeder's connections to its producer (whose end would tell the producer
 and its trials that the feeder is gone) and the pipes of the feeder's output (whose end its launcher may wait for).
 
-:class:`ExitWithFeeder` is the ``worker_init_fn`` of every DataLoader the feeder makes: it knows the feeder's pid
-from when the loader was made, exits the worker at once if its parent is already another process, and leaves a
-thread that exits it as soon as that happens later; then it runs the loader's own ``worker_init_fn``.
+:class:`ExitWithFeeder` is the ``worker_init_fn`` of every DataLoader the feeder makes (a data set fed by index, its
+lanes) and of a DataLoader it feeds in the loader's own order: it knows the feeder's pid from when the loader was made,
+exits the worker at once if its parent is already another process, and leaves a thread that exits it as soon as that
+happens later; then it runs the loader's own ``worker_init_fn``.
 """
 
 import multiprocessing
@@ -49,6 +50,22 @@ def ending_with_this_process(options: Dict[str, Any]) -> Dict[str, Any]:
             "fork", "spawn"):
         return options
     return dict(options, worker_init_fn=ExitWithFeeder(os.getpid(), options.get("worker_init_fn")))
+
+
+def ended_with_this_process(loader: Any) -> Any:
+    """``loader`` itself, whose workers (where it is a torch DataLoader with workers of its own start) end with this
+    process from now on: a loader the feeder iterates as it is given, in its own order. Its ``worker_init_fn`` is
+    wrapped in place, once; a worker it already runs (``persistent_workers``) keeps the one it started with."""
+    try:
+        import torch.utils.data as tud
+    except ImportError:
+        return loader
+    if isinstance(loader, tud.DataLoader) and not isinstance(loader.worker_init_fn, ExitWithFeeder):
+        options = ending_with_this_process({"num_workers": loader.num_workers,
+                                            "multiprocessing_context": loader.multiprocessing_context,
+                                            "worker_init_fn": loader.worker_init_fn})
+        loader.worker_init_fn = options["worker_init_fn"]
+    return loader
 
 
 def _start_method(context) -> str:

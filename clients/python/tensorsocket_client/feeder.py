@@ -32,6 +32,7 @@ from ._feeder_arena import FeederArena, regions_of
 from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._interrupts import InterruptWatch
 from ._lane_feeder import LaneFeeders
+from ._loader_workers import ended_with_this_process
 from ._map_style import MapStyle
 from ._producer_process import serve_args, start_producer, stop_unserved
 from ._reference import check_producer_call
@@ -375,7 +376,8 @@ class TensorProducer:
         if self._conn is None:
             self._start_java_producer()
         samples = 0
-        batches = self._batches(self._indexed_loader(epoch) if self._by_index else self._epoch_loader(epoch))
+        batches = self._batches(self._indexed_loader(epoch) if self._by_index
+                                else ended_with_this_process(self._epoch_loader(epoch)))
         claimed = 0    # samples the slots claimed so far in this epoch hold
         in_flight = 0  # claims sent and not answered yet
         grants = collections.deque()

@@ -40,6 +40,12 @@ def slow_start(worker_id):
 
 
 if __name__ == "__main__":
+    if WHICH == "own order":  # a loader fed as it is, in its own order
+        from tensorsocket_client._loader_workers import ended_with_this_process
+        for batch in ended_with_this_process(DataLoader(Ids(), batch_size=10, num_workers=1, worker_init_fn=slow_start,
+                                                        multiprocessing_context=CONTEXT)):
+            print(batch.tolist(), flush=True)
+        sys.exit(0)
     ix = MapStyle(DataLoader(Ids(), batch_size=10, num_workers=1, worker_init_fn=slow_start,
                              multiprocessing_context=CONTEXT), seed=1)
     loader = ix.lane_loader()(range(100)) if WHICH == "lane" else ix.loader(range(100))
@@ -51,7 +57,7 @@ if __name__ == "__main__":
 @unittest.skipIf(torch is None, "needs torch")
 class WorkersEndWithTheFeederTest(unittest.TestCase):
     def test_a_worker_whose_feeder_is_killed_while_it_starts_ends_too(self):
-        for which, context in (("main", "fork"), ("lane", "fork"), ("lane", "spawn")):
+        for which, context in (("main", "fork"), ("lane", "fork"), ("lane", "spawn"), ("own order", "fork")):
             with self.subTest(which=which, context=context), tempfile.TemporaryDirectory() as where:
                 script = os.path.join(where, "feeder.py")  # a file: spawned workers import the data set from it
                 with open(script, "w") as f:
@@ -80,6 +86,19 @@ class WorkersEndWithTheFeederTest(unittest.TestCase):
                         feeder.wait()
                     if worker is not None and still_running([worker], 0):
                         os.kill(worker, signal.SIGKILL)  # this test failed: it leaves no process behind either
+
+    def test_a_loader_in_its_own_order_is_wrapped_once_and_a_forkservers_not_at_all(self):
+        from torch.utils.data import DataLoader
+
+        from tensorsocket_client._loader_workers import ExitWithFeeder, ended_with_this_process
+        loader = DataLoader(list(range(4)), batch_size=2, num_workers=1)
+        self.assertIs(loader, ended_with_this_process(ended_with_this_process(loader)))
+        self.assertIsInstance(loader.worker_init_fn, ExitWithFeeder)
+        self.assertIsNone(loader.worker_init_fn.then)
+        for kept in (DataLoader(list(range(4)), batch_size=2), DataLoader(list(range(4)), batch_size=2, num_workers=1,
+                                                                         multiprocessing_context="forkserver")):
+            self.assertIsNone(ended_with_this_process(kept).worker_init_fn)
+        self.assertEqual([1, 2], ended_with_this_process([1, 2]))
 
     def test_the_loaders_own_worker_init_fn_still_runs_in_each_worker(self):
         script = r"""
