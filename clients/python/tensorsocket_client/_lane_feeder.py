@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from . import wire
 from ._batch_tensors import _batch_problem, _named
 from ._feeder_arena import FeederArena, Region
 from ._feeder_link import FeederLink
+from ._map_style import LaneLoader
 from .errors import TensorSocketError
 
 _log = logging.getLogger("tensorsocket_client")
@@ -40,10 +41,10 @@ class _LaneStopped(Exception):
 
 class LaneFeeders:
     """The ``count`` lane connections of the feeder of producer ``name`` (feeder socket ``path``): each loads with a
-    loader of its own, ``make_loader()``, a function of the ids to load; ``regions`` and ``batch_size`` say where a
+    loader of its own, ``make_loader()`` (a ``_map_style.LaneLoader``); ``regions`` and ``batch_size`` say where a
     batch's tensors lie in a slot, ``names`` and ``spec`` what the loader yields (as the main connection declared)."""
 
-    def __init__(self, name: str, path: Path, count: int, make_loader: Callable[[], Callable[[Sequence[int]], object]],
+    def __init__(self, name: str, path: Path, count: int, make_loader: Callable[[], LaneLoader],
                  names: Optional[Sequence[str]], spec, regions: List[Region], batch_size: int,
                  describe_failure: Callable[[BaseException, int, int], str]):
         self.name = name
@@ -92,7 +93,7 @@ class _LaneConnection(threading.Thread):
         self._link: Optional[FeederLink] = None
         self._closed = False
         self._arena: Optional[FeederArena] = None
-        self._loader: Optional[Callable[[Sequence[int]], Any]] = None
+        self._loader: Optional[LaneLoader] = None
 
     @property
     def _conn(self) -> FeederLink:
@@ -132,6 +133,8 @@ class _LaneConnection(threading.Thread):
             self._unmap()
             if self._link is not None:
                 self._link.close()
+            if self._loader is not None:
+                self._loader.close()  # its persistent workers, if any
 
     # ------------------------------------------------------------------------------------------ a lane's epoch
 

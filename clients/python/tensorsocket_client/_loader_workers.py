@@ -68,6 +68,19 @@ def ended_with_this_process(loader: Any) -> Any:
     return loader
 
 
+def stop_workers(loader: Any) -> None:
+    """Ends now the worker processes a torch DataLoader of the feeder's keeps between epochs (``persistent_workers``),
+    once the feed needs it no more. Left to the garbage collector, a loader in a reference cycle may have its queues
+    closed before its own shutdown runs, which then waits 5 s for each worker to hear a message never sent."""
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is None:
+        return
+    loader._iterator = None
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
+
+
 def _start_method(context) -> str:
     """How a DataLoader given ``multiprocessing_context`` starts its workers."""
     if isinstance(context, str):

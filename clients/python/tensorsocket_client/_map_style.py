@@ -13,7 +13,7 @@ import os
 from typing import Any, List, Optional, Sequence
 
 from ._decoded_cache import CachedDataset, DecodedCache
-from ._loader_workers import ending_with_this_process
+from ._loader_workers import ending_with_this_process, stop_workers
 
 FORESEEN_AT_MOST = 1 << 18
 """The largest data set whose epoch 0 the feeder draws itself, ahead of its producer: a larger one would take Python
@@ -145,26 +145,43 @@ class MapStyle:
         collate = self._options.get("collate_fn") or self._default_collate()
         return collate([self.dataset[i] for i in range(min(samples or self.batch_size, self.size))])
 
-    def lane_loader(self):
-        """A function of the ids to load that gives a DataLoader of this loader's settings over them: one of its own,
-        with worker processes of its own, for a lane's batches beside the main ones (``_lane_feeder``). The workers of
-        both end with the feeder (``_loader_workers``)."""
-        import torch.utils.data as tud
-        order = _Order()
-        loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=order, drop_last=False,
-                                **ending_with_this_process(self._options))
-
-        def over(ids: Sequence[int]):
-            order.ids = ids
-            return loader
-        return over
+    def lane_loader(self) -> "LaneLoader":
+        """A DataLoader of this loader's settings over the ids it is given: one of its own, with worker processes of
+        its own, for a lane's batches beside the main ones (``_lane_feeder``). The workers of both end with the feeder
+        (``_loader_workers``)."""
+        return LaneLoader(self)
 
     def loader(self, order: Sequence[int]):
         """The DataLoader that yields the samples ``order`` names, in that order, in batches of the batch size: one
-        for the whole feed, whose sampler is given each epoch's order, so persistent workers stay."""
-        import torch.utils.data as tud
+        for the whole feed, whose sampler is given each epoch's order, so persistent workers stay (until
+        :meth:`close`)."""
         self._order.ids = order
         if self._loader is None:
-            self._loader = tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=self._order,
-                                          drop_last=False, **ending_with_this_process(self._options))
+            self._loader = self._new_loader(self._order)
         return self._loader
+
+    def close(self) -> None:
+        """The main stream ended: the workers the loader keeps between epochs end now."""
+        if self._loader is not None:
+            stop_workers(self._loader)
+
+    def _new_loader(self, sampler: "_Order"):
+        import torch.utils.data as tud
+        return tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=sampler, drop_last=False,
+                              **ending_with_this_process(self._options))
+
+
+class LaneLoader:
+    """A lane connection's DataLoader (``MapStyle.lane_loader``): called with a lane epoch's ids, it gives the loader
+    over them; :meth:`close` ends the workers it keeps between epochs when the connection ends."""
+
+    def __init__(self, ix: MapStyle):
+        self._order = _Order()
+        self._loader = ix._new_loader(self._order)
+
+    def __call__(self, ids: Sequence[int]):
+        self._order.ids = ids
+        return self._loader
+
+    def close(self) -> None:
+        stop_workers(self._loader)

@@ -515,6 +515,8 @@ class TensorProducer:
         still need samples loaded (see :meth:`finish_lanes`)."""
         self._ended = True
         self._in_epoch = False
+        if self._by_index is not None:
+            self._by_index.close()
         if self._lane_feeders is not None and not finished:
             self._lane_feeders.close()
             self._lane_feeders = None

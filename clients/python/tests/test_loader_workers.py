@@ -10,6 +10,7 @@ import tempfile
 import time
 import unittest
 
+from bench_launcher import launcher_or_skip
 from test_feeder_lanes import still_running
 
 try:
@@ -139,6 +140,53 @@ if __name__ == "__main__":
                                  capture_output=True, text=True, timeout=120)
         self.assertEqual(0, out.returncode, out.stderr)
         self.assertEqual("[[0, 1, 2, 3], [4, 5, 6, 7]]", out.stdout.strip())
+
+    def test_persistent_workers_end_when_the_feed_ends(self):
+        launcher_or_skip(self)
+        script = r"""
+import os, sys, tempfile, threading
+import torch.utils.data as tud
+from tensorsocket_client import TensorConsumer, TensorProducer
+
+
+def workers():
+    mine = open("/proc/self/cmdline", "rb").read()
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and int(pid) != os.getpid() and open("/proc/%s/cmdline" % pid, "rb").read() == mine:
+                if open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+if __name__ == "__main__":
+    os.environ["TENSORSOCKET_BASE"] = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    loader = tud.DataLoader(list(range(40)), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
+    feeder = TensorProducer("kept", loader, epochs=3, seed=1, start_grace=0, slots=4)
+    fed = threading.Thread(target=feeder.run)
+    fed.start()
+    with TensorConsumer("kept", batch_size=8, connect_timeout=60) as c:
+        for _batch in c:
+            print("while fed", len(workers()), flush=True)  # 4 slots of 15 batches: the feeder waits, its workers stay
+            break
+        for _ in range(3):
+            for _batch in c:
+                pass
+    fed.join(60)
+    print("after", workers(), flush=True)
+"""
+        with tempfile.TemporaryDirectory() as where:
+            path = os.path.join(where, "persistent_feeder.py")
+            with open(path, "w") as f:
+                f.write(script)
+            out = subprocess.run([sys.executable, path], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                                 capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, out.returncode, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertEqual(["while fed 2", "after []"], lines, out.stderr)
 
     def test_a_worker_whose_parent_is_not_the_feeder_exits_at_once(self):
         out = subprocess.run([sys.executable, "-c", "import os\nfrom tensorsocket_client._loader_workers import "
