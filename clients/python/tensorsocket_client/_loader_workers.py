@@ -1,4 +1,4 @@
-"""The feeder's DataLoader workers end with the feeder, however it ends.
+"""The feeder's DataLoader workers end with the feeder, however it ends, and with its feed.
 
 A feeder killed (SIGKILL, the OOM killer) cannot stop its loaders' worker processes. PyTorch's workers notice a dead
 parent by their parent pid changing, but each reads it once it is running: one forked just before the kill (a lane's
@@ -9,7 +9,8 @@ and its trials that the feeder is gone) and the pipes of the feeder's output (wh
 :class:`ExitWithFeeder` is the ``worker_init_fn`` of every DataLoader the feeder makes (a data set fed by index, its
 lanes) and of a DataLoader it feeds in the loader's own order: it knows the feeder's pid from when the loader was made,
 exits the worker at once if its parent is already another process, and leaves a thread that exits it as soon as that
-happens later; then it runs the loader's own ``worker_init_fn``.
+happens later; then it runs the loader's own ``worker_init_fn``. A loader of the feeder's that keeps its workers
+between epochs (``persistent_workers``) has them stopped when the feed no longer needs it (:func:`stop_workers`).
 """
 
 import multiprocessing
