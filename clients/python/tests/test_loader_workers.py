@@ -162,8 +162,7 @@ def workers():
     return found
 
 
-if __name__ == "__main__":
-    os.environ["TENSORSOCKET_BASE"] = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+def feed_and_read():
     loader = tud.DataLoader(list(range(40)), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
     feeder = TensorProducer("kept", loader, epochs=3, seed=1, start_grace=0, slots=4)
     fed = threading.Thread(target=feeder.run)
@@ -177,6 +176,12 @@ if __name__ == "__main__":
                 pass
     fed.join(60)
     print("after", workers(), flush=True)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as base:
+        os.environ["TENSORSOCKET_BASE"] = base
+        feed_and_read()
 """
         with tempfile.TemporaryDirectory() as where:
             path = os.path.join(where, "persistent_feeder.py")
