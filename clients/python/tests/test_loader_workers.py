@@ -55,6 +55,16 @@ if __name__ == "__main__":
 """
 
 
+def _run_file(script):
+    """``script`` run from a file of its own (spawned and forkserver workers import their functions from it)."""
+    with tempfile.TemporaryDirectory() as where:
+        path = os.path.join(where, "feeder.py")
+        with open(path, "w") as f:
+            f.write(script)
+        return subprocess.run([sys.executable, path], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                              capture_output=True, text=True, timeout=120)
+
+
 @unittest.skipIf(torch is None, "needs torch")
 class WorkersEndWithTheFeederTest(unittest.TestCase):
     def test_a_worker_whose_feeder_is_killed_while_it_starts_ends_too(self):
@@ -132,12 +142,7 @@ if __name__ == "__main__":
                   seed=1)
     print([b.tolist() for b in ix.lane_loader()(range(8))])
 """
-        with tempfile.TemporaryDirectory() as where:
-            path = os.path.join(where, "forkserver_feeder.py")
-            with open(path, "w") as f:
-                f.write(script)
-            out = subprocess.run([sys.executable, path], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-                                 capture_output=True, text=True, timeout=120)
+        out = _run_file(script)
         self.assertEqual(0, out.returncode, out.stderr)
         self.assertEqual("[[0, 1, 2, 3], [4, 5, 6, 7]]", out.stdout.strip())
 
@@ -183,12 +188,7 @@ if __name__ == "__main__":
         os.environ["TENSORSOCKET_BASE"] = base
         feed_and_read()
 """
-        with tempfile.TemporaryDirectory() as where:
-            path = os.path.join(where, "persistent_feeder.py")
-            with open(path, "w") as f:
-                f.write(script)
-            out = subprocess.run([sys.executable, path], env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-                                 capture_output=True, text=True, timeout=120)
+        out = _run_file(script)
         self.assertEqual(0, out.returncode, out.stderr)
         lines = out.stdout.splitlines()
         self.assertEqual(["while fed 2", "after []"], lines, out.stderr)
