@@ -45,12 +45,10 @@ class ExitWithFeeder:
 
 
 def ending_with_this_process(options: Dict[str, Any]) -> Dict[str, Any]:
-    """DataLoader ``options`` whose workers (where it has any) end with this process, the feeder: workers it forks or
-    spawns itself. A forkserver's workers are its children, not the feeder's; the forkserver ends with the feeder."""
-    if options.get("num_workers", 0) == 0 or _start_method(options.get("multiprocessing_context")) not in (
-            "fork", "spawn"):
-        return options
-    return dict(options, worker_init_fn=ExitWithFeeder(os.getpid(), options.get("worker_init_fn")))
+    """DataLoader ``options`` whose workers (where it has any) end with this process, the feeder."""
+    init = options.get("worker_init_fn")
+    wrapped = _ending_init(options.get("num_workers", 0), options.get("multiprocessing_context"), init)
+    return options if wrapped is init else dict(options, worker_init_fn=wrapped)
 
 
 def ended_with_this_process(loader: Any) -> Any:
@@ -62,10 +60,7 @@ def ended_with_this_process(loader: Any) -> Any:
     except ImportError:
         return loader
     if isinstance(loader, tud.DataLoader) and not isinstance(loader.worker_init_fn, ExitWithFeeder):
-        options = ending_with_this_process({"num_workers": loader.num_workers,
-                                            "multiprocessing_context": loader.multiprocessing_context,
-                                            "worker_init_fn": loader.worker_init_fn})
-        loader.worker_init_fn = options["worker_init_fn"]
+        loader.worker_init_fn = _ending_init(loader.num_workers, loader.multiprocessing_context, loader.worker_init_fn)
     return loader
 
 
@@ -80,6 +75,15 @@ def stop_workers(loader: Any) -> None:
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
+
+
+def _ending_init(num_workers: int, context, init: Optional[Callable[[int], Any]]):
+    """The ``worker_init_fn`` that ends a loader's workers with this process and then runs ``init``: for workers it
+    forks or spawns itself. A forkserver's workers are its children, not the feeder's (the forkserver ends with the
+    feeder), and a loader without workers has none: for those, ``init`` itself."""
+    if num_workers == 0 or _start_method(context) not in ("fork", "spawn"):
+        return init
+    return ExitWithFeeder(os.getpid(), init)
 
 
 def _start_method(context) -> str:

@@ -48,13 +48,9 @@ print("fed", p.batches_published, flush=True)
 FAST_TRIAL = r"""
 import json
 from tensorsocket_client import TensorConsumer
+from test_feeder_lanes import _epochs
 with TensorConsumer("fedlane", batch_size=10, connect_timeout=60) as c:
-    for _ in range(3):
-        ids, right = [], True
-        for batch in c:
-            got = [int(i) for i in batch["label"]]
-            ids.extend(got)
-            right &= all(float(row[0]) == i and float(row[3]) == i for row, i in zip(batch["data"], got))
+    for ids, right in _epochs(c, 0, set(), None):
         print(json.dumps({"ids": ids, "right": bool(right)}), flush=True)
 """
 
