@@ -23,13 +23,16 @@ final class SoakChild {
 
     final Thread reader;
     volatile boolean stopped;
+    /** Whether the soak ever stalled it: the producer may have evicted it for that (its stall timeout). */
+    volatile boolean stalled;
+
     boolean expectedDeath;
     boolean expectProducerGone;
     int epochs;
     int batchSize;
     private volatile long exitedAt;
 
-    private SoakChild(Process process, Integer id, Path stderr) {
+    SoakChild(Process process, Integer id, Path stderr) {
         this.process = process;
         this.id = id;
         this.stderr = stderr;

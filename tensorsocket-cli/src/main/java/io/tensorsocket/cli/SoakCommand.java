@@ -298,6 +298,7 @@ final class SoakCommand implements Callable<Integer> {
     private void stall(SoakChild c) throws IOException, InterruptedException {
         c.signal("STOP");
         c.stopped = true;
+        c.stalled = true;
         verdict.stalls++;
         long ms = 200L + random.nextInt((int) (stallTimeoutS * 1500));
         Thread.ofPlatform().daemon().start(() -> {

@@ -84,6 +84,8 @@ final class SoakVerdict {
                     && c.lines.isEmpty()
                     && (err.contains("is not running") || err.contains("no producer") || err.contains("went away"))) {
                 refusedWhileDown++;
+            } else if (code != 0 && c.stalled && err.contains("stall timeout")) {
+                evictions++; // its stall was judged before the producer died (its move unanswered, or a batch held)
             } else if (code != 0 || !c.finishedEpochs()) {
                 failures.add("consumer " + c.id + " did not report the producer's death: exit " + code + ", " + err);
             }
