@@ -1,17 +1,18 @@
 """Trials of different speeds on one producer: each trial's samples/s shared against alone.
 
     python3 pace_bench.py [--steps 5,5,25] [--epochs 4] [--samples 2000] [--batch-size 20] [--serve-options "..."]
-                          [--jpegs N | --images DIR | --feeder]
+                          [--jpegs N | --images DIR | --feeder] [--crop 224]
 
 Starts a producer (`serve --synthetic`, or with --jpegs/--images the JPEG pipeline: `serve --images`, each image
-decoded, RandomResizedCrop(224) and flipped every epoch; with --feeder a PyTorch DataLoader of one worker over a
-map-style data set of synthetic samples, fed by this file's own --feed through TensorProducer, which starts its
-producer and loads its lanes) and one `consume --step-ms S` per step (a trial whose
-training step takes S ms), first each trial alone on a producer of its own, then all together on one producer, and
-prints one JSON line per trial (alone, shared, and shared / alone) and a summary with the producers' CPU seconds:
-the alone runs' together (what private pipelines would cost) and the shared run's, each producer's process tree
-(a feeder's workers and its Java producer included). A fast trial held by a slow one
-shows as a ratio well below 1. The trials read --epochs epochs each; the producer serves until the last has.
+decoded, RandomResizedCrop(--crop) and flipped every epoch, decoded once where --serve-options give it a cache; with
+--feeder a PyTorch DataLoader of one worker over a map-style data set of synthetic samples, fed by this file's own
+--feed through TensorProducer, which starts its producer and loads its lanes) and one `consume --step-ms S` per step
+(a trial whose training step takes S ms), first each trial alone on a producer of its own, then all together on one
+producer, and prints one JSON line per trial (alone, shared, and shared / alone, each the mean of its epochs after the
+first; and each shared epoch's samples/s, where a move to a lane shows) and a summary with the producers' CPU
+seconds: the alone runs' together (what private pipelines would cost) and the shared run's, each producer's process
+tree (a feeder's workers and its Java producer included). A fast trial held by a slow one shows as a ratio well below
+1. The trials read --epochs epochs each; the producer serves until the last has.
 """
 import argparse
 import json
@@ -85,7 +86,7 @@ def feed(name, args, consumers):
 def source(args):
     """The producer's source options: the JPEG pipeline over args.images, else synthetic samples."""
     if args.images:
-        return ["--images", args.images, "--transform", "RandomResizedCrop(224), RandomHorizontalFlip(0.5)"]
+        return ["--images", args.images, "--transform", "RandomResizedCrop(%d), RandomHorizontalFlip(0.5)" % args.crop]
     return ["--synthetic", "samples=%d,shape=%s,dtype=float32,seed=1" % (args.samples, args.shape)]
 
 
@@ -120,8 +121,8 @@ def trial(name, batch_size, epochs, step_ms):
 
 
 def run(cmd, steps, args, base, name):
-    """Serves NAME and runs one consumer per step on it, all at once; returns each one's mean samples/s per epoch
-    and the producer's CPU seconds."""
+    """Serves NAME and runs one consumer per step on it, all at once; returns each one's mean samples/s over its epochs
+    after the first with each epoch's samples/s, and the producer's CPU seconds."""
     env = dict(os.environ, TENSORSOCKET_BASE=str(base))
     if args.feeder:
         serve = [sys.executable, __file__, "--feed", name, "--consumers", str(len(steps))] + [
@@ -145,7 +146,7 @@ def run(cmd, steps, args, base, name):
             epochs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
             # the first epoch holds the start (and the wait for the others): the later ones are the pace
             later = epochs[1:] or epochs
-            rates.append(sum(e["samples_per_s"] for e in later) / len(later))
+            rates.append((sum(e["samples_per_s"] for e in later) / len(later), [e["samples_per_s"] for e in epochs]))
         if args.feeder:
             out, err = producer.communicate(timeout=120)  # it ends once its lanes are done, and says what it spent
             said = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -178,6 +179,8 @@ def main():
     images.add_argument("--images", help="serve this ImageFolder through the JPEG pipeline")
     images.add_argument("--feeder", action="store_true", help="a PyTorch DataLoader feeds the producer "
                         "(TensorProducer); --serve-options are its producer options, as 'slots=440 lanes=0'")
+    p.add_argument("--crop", type=int, default=224, help="with --jpegs or --images: the side RandomResizedCrop makes"
+                   " (default 224)")
     args = p.parse_args()
     if args.trial:
         return trial(args.trial, args.batch_size, args.epochs, args.step_ms)
@@ -193,13 +196,14 @@ def main():
     try:
         t0 = time.monotonic()
         alone_runs = [run(cmd, [s], args, base, "alone%d" % i) for i, s in enumerate(steps)]
-        alone = [rates[0] for rates, _ in alone_runs]
-        shared, shared_cpu = run(cmd, steps, args, base, "shared")
-        for s, a, sh in zip(steps, alone, shared):
+        alone = [rates[0][0] for rates, _ in alone_runs]
+        shared_runs, shared_cpu = run(cmd, steps, args, base, "shared")
+        shared = [mean for mean, _ in shared_runs]
+        for s, a, (sh, each) in zip(steps, alone, shared_runs):
             print(json.dumps({"step_ms": s, "alone_samples_per_s": round(a, 1), "shared_samples_per_s": round(sh, 1),
-                              "shared_of_alone": round(sh / a, 3)}), flush=True)
+                              "shared_of_alone": round(sh / a, 3), "shared_epochs_samples_per_s": each}), flush=True)
         print(json.dumps({"summary": True, "steps": steps, "epochs": args.epochs,
-                          "source": "images:" + args.images if args.images else
+                          "source": "images:%s, RandomResizedCrop(%d)" % (args.images, args.crop) if args.images else
                           ("feeder:" if args.feeder else "synthetic:") + str(args.samples),
                           "slowest_shared_of_alone": round(min(sh / a for a, sh in zip(alone, shared)), 3),
                           "producer_cpu_s_alone": round(sum(cpu for _, cpu in alone_runs), 2),

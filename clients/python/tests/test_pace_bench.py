@@ -24,6 +24,7 @@ class PaceBenchTest(unittest.TestCase):
         lines = [json.loads(line) for line in out.stdout.splitlines()]
         trials, summary = lines[:-1], lines[-1]
         self.assertEqual([1.0, 4.0], [t["step_ms"] for t in trials])
+        self.assertTrue(all(len(t["shared_epochs_samples_per_s"]) == 2 for t in trials), trials)
         for t in trials:
             self.assertGreater(t["alone_samples_per_s"], 0)
             self.assertGreater(t["shared_samples_per_s"], 0)
@@ -39,14 +40,17 @@ class PaceBenchTest(unittest.TestCase):
         launcher = launcher_or_skip(self)
         with tempfile.TemporaryDirectory() as home:
             out = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "1,4", "--epochs", "2", "--jpegs", "12",
-                                  "--batch-size", "4", "--launcher", launcher],
+                                  "--batch-size", "4", "--crop", "32", "--launcher", launcher,
+                                  "--serve-options", "--cache-mb 16 --cache-resize 40"],
                                  capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=home))
         self.assertEqual(0, out.returncode, out.stderr)
         lines = [json.loads(line) for line in out.stdout.splitlines()]
         trials, summary = lines[:-1], lines[-1]
         self.assertEqual([1.0, 4.0], [t["step_ms"] for t in trials])
         self.assertTrue(all(t["shared_samples_per_s"] > 0 for t in trials), trials)
-        self.assertTrue(summary["source"].startswith("images:") and summary["source"].endswith("sweep-jpegs-12"))
+        self.assertTrue(all(len(t["shared_epochs_samples_per_s"]) == 2 for t in trials), trials)
+        self.assertTrue(summary["source"].startswith("images:"), summary)
+        self.assertTrue(summary["source"].endswith("sweep-jpegs-12, RandomResizedCrop(32)"), summary)
         self.assertGreater(summary["producer_cpu_s_alone"], 0)
         self.assertGreater(summary["producer_cpu_s_shared"], 0)
 
