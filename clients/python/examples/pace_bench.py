@@ -10,9 +10,9 @@ decoded, RandomResizedCrop(--crop) and flipped every epoch, decoded once where -
 (a trial whose training step takes S ms), first each trial alone on a producer of its own, then all together on one
 producer, and prints one JSON line per trial (alone, shared, and shared / alone, each the mean of its epochs after the
 first; and each shared epoch's samples/s, where a move to a lane shows) and a summary with the producers' CPU
-seconds: the alone runs' together (what private pipelines would cost) and the shared run's, each producer's process
-tree (a feeder's workers and its Java producer included). A fast trial held by a slow one shows as a ratio well below
-1. The trials read --epochs epochs each; the producer serves until the last has.
+seconds: the alone runs' together (what private pipelines would cost) and each, and the shared run's, each producer's
+process tree (a feeder's workers and its Java producer included). A fast trial held by a slow one shows as a ratio
+well below 1. The trials read --epochs epochs each; the producer serves until the last has.
 """
 import argparse
 import json
@@ -207,6 +207,7 @@ def main():
                           ("feeder:" if args.feeder else "synthetic:") + str(args.samples),
                           "slowest_shared_of_alone": round(min(sh / a for a, sh in zip(alone, shared)), 3),
                           "producer_cpu_s_alone": round(sum(cpu for _, cpu in alone_runs), 2),
+                          "producer_cpu_s_each_alone": [round(cpu, 2) for _, cpu in alone_runs],
                           "producer_cpu_s_shared": round(shared_cpu, 2),
                           "wall_s": round(time.monotonic() - t0, 1)}), flush=True)
     finally:

@@ -52,6 +52,8 @@ class PaceBenchTest(unittest.TestCase):
         self.assertTrue(summary["source"].startswith("images:"), summary)
         self.assertTrue(summary["source"].endswith("sweep-jpegs-12, RandomResizedCrop(32)"), summary)
         self.assertGreater(summary["producer_cpu_s_alone"], 0)
+        self.assertEqual(2, len(summary["producer_cpu_s_each_alone"]), summary)
+        self.assertAlmostEqual(summary["producer_cpu_s_alone"], sum(summary["producer_cpu_s_each_alone"]), delta=0.02)
         self.assertGreater(summary["producer_cpu_s_shared"], 0)
 
     def test_with_a_pytorch_feeder_it_says_what_the_feeder_spent(self):
