@@ -142,6 +142,46 @@ class SmallShmProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aSlowTrialWhoseLaneWouldNotFitKeepsTheMainStreamAndEveryEpochStaysExact() throws Exception {
+        assumePython("numpy", "torch");
+        mount("64m");
+        // 9.2 MiB batches: the arena's 4 slots leave 27 MiB free, and a lane needs at least 3 slots in half of it.
+        // The slow trial holds the fast one back, but rather than a lane failing it for want of memory, it sets the
+        // pace: said once, and both trials read every epoch exactly.
+        Proc fast =
+                trial("slow", "--epochs", "3", "--batch-size", "16", "--linger", "30", "--kwargs", imagenetSized(16));
+        Proc slow = trial(
+                "slow",
+                "--epochs",
+                "3",
+                "--batch-size",
+                "16",
+                "--step-ms",
+                "300",
+                "--linger",
+                "30",
+                "--kwargs",
+                imagenetSized(16));
+        for (Proc t : List.of(fast, slow)) {
+            assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
+            List<Map<String, String>> lines = t.json();
+            assertEquals(
+                    4, lines.size(), lines.toString()); // attached, then three exact epochs (the script checks ids)
+            for (Map<String, String> e : lines.subList(1, 4)) {
+                assertEquals("true", e.get("exact"), e.toString());
+            }
+        }
+        String log = Files.readString(shm.resolve(".slow.share.log")); // kept while the producer lingers
+        assertTrue(
+                log.contains("would move consumer")
+                        && log.contains("but a lane's arena (")
+                        && log.contains("the fewest it serves from) would take more than half of the ")
+                        && log.contains("of shared memory free; it sets the pace as without lanes"),
+                log);
+        assertFalse(log.contains("to lane 1"), log);
+    }
+
+    @Test
     void aShareWhoseArenaCannotFitStartsOneProducerAndEveryTrialGetsItsErrorAtOnce() throws Exception {
         assumePython("numpy", "torch");
         mount("64m");

@@ -49,6 +49,15 @@ final class LaneRule<K> {
 
     /** {@code holder} caught up and rejoined the main stream at {@code now}: its waits count again a window later. */
     void rejoined(K holder, long now) {
+        quiet(holder, now);
+    }
+
+    /** {@code holder} crossed the line at {@code now} but no lane could be made for it: it is judged again a window later. */
+    void refused(K holder, long now) {
+        quiet(holder, now);
+    }
+
+    private void quiet(K holder, long now) {
         waited.remove(holder);
         quietUntil.put(holder, now + WINDOW_NANOS);
     }

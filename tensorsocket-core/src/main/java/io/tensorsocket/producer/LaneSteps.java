@@ -1,5 +1,6 @@
 package io.tensorsocket.producer;
 
+import io.tensorsocket.SharedMemoryFullException;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.ProducerStream;
@@ -289,12 +290,18 @@ final class LaneSteps {
         return false;
     }
 
-    /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */
+    /**
+     * The source failed in {@code lane}, or its arena could not be made (shared memory taken by others since {@link
+     * LaneSizing} found room): its consumer is told so, as a main stream's loader failure would be.
+     */
     void failed(Lane lane, Throwable t) {
         lock.lock();
         try {
-            String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
-                    + " (epoch " + lane.stream.nextEpoch() + "): " + t;
+            String msg = t instanceof SharedMemoryFullException
+                    ? "producer '" + rules.producerName() + "' could not make the arena of lane " + lane.number + ": "
+                            + t
+                    : "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number + " (epoch "
+                            + lane.stream.nextEpoch() + "): " + t;
             log.error(msg, t);
             for (ConsumerSession m : List.copyOf(lane.members)) {
                 if (m.attached && m.lane == lane) {

@@ -2,6 +2,7 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.IndexedSource;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.directory.ProducerDirectory;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ProducerStream;
@@ -21,8 +22,9 @@ import org.slf4j.LoggerFactory;
  * A producer's lanes: which consumers fell behind far enough ({@link LaneRule}) to be served from a {@link Lane} of
  * their own rather than waited for, at most {@code bound} at once, and the move itself (MOVE, the consumer's MOVED,
  * the main batches it gives back). It keeps the orders the main stream drew ({@link DrawnOrders}) for the lanes to
- * load again; what a lane's thread does under the producer's lock is {@link LaneSteps}'. Beyond the bound, and for a
- * consumer that cannot move (a rank of a job), the slowest consumer sets the pace as before; {@link PaceWatch} says so.
+ * load again; what a lane's thread does under the producer's lock is {@link LaneSteps}'. Beyond the bound, for a
+ * consumer that cannot move (a rank of a job), and where no lane's arena fits in the shared memory free ({@link
+ * LaneSizing}), the slowest consumer sets the pace as before; {@link PaceWatch} says so.
  *
  * <p>Everything here runs under the producer's lock.
  */
@@ -47,6 +49,7 @@ final class Lanes {
     private Supply supply;
     private Lane[] running = new Lane[0];
     private boolean toldFull;
+    private boolean toldNoRoom;
     private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
     private long mainEnd = -1;
@@ -216,10 +219,19 @@ final class Lanes {
         }
         int span = 1;
         for (ConsumerSession r : group) {
-            rule.forget(r);
             span = Math.max(span, spanOf(r));
         }
-        int slots = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(span) + 2, 16));
+        int wanted = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(span) + 2, 16));
+        int least = Math.min(geometry.slotsNeeded(span) + 2, wanted);
+        long room = freeBytes();
+        int slots = LaneSizing.slots(mainLayout.batch(), least, wanted, room);
+        if (slots == 0) {
+            refuse(s, group, least, room);
+            return;
+        }
+        for (ConsumerSession r : group) {
+            rule.forget(r);
+        }
         Path file = supply.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + (free + 1));
         Lane lane = new Lane(free + 1, ++started, group, this, ArenaLayout.of(mainLayout.batch(), slots), file);
         running[free] = lane;
@@ -241,6 +253,41 @@ final class Lanes {
                 .daemon()
                 .name("tensorsocket-lane-" + lane.number + "-" + rules.producerName())
                 .start(lane);
+    }
+
+    /**
+     * No lane's arena fits in the shared memory free ({@link LaneSizing}): {@code s} (with its job's ranks, {@code
+     * group}) keeps the main stream and sets the pace, judged again a window later; said once.
+     */
+    private void refuse(ConsumerSession s, List<ConsumerSession> group, int least, long free) {
+        long now = System.nanoTime();
+        for (ConsumerSession r : group) {
+            rule.refused(r, now);
+        }
+        if (!toldNoRoom) {
+            toldNoRoom = true;
+            log.info(
+                    "producer '{}' would move {} to a lane of its own (it holds the others back), but a lane's arena"
+                            + " ({} slots of {} KiB, the fewest it serves from) would take more than half of the {} MiB"
+                            + " of shared memory free; it sets the pace as without lanes, and is judged again in {} s."
+                            + " More shared memory (docker run --shm-size, a larger /dev/shm) or smaller batches let it"
+                            + " move",
+                    rules.producerName(),
+                    s.describe(),
+                    least,
+                    mainLayout.slotBytes() >> 10,
+                    free >> 20,
+                    TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
+        }
+    }
+
+    /** What the file system holding the producer's directory has free; unbounded where it cannot say. */
+    private long freeBytes() {
+        try {
+            return SpaceReservation.usableBytes(supply.directory().path());
+        } catch (IOException e) {
+            return Long.MAX_VALUE; // the lane's arena reports a full file system itself
+        }
     }
 
     /**

@@ -28,6 +28,16 @@ class LaneRuleTest {
     }
 
     @Test
+    void oneThatCouldNotBeGivenALaneIsJudgedAgainAWindowLater() {
+        LaneRule<String> r = new LaneRule<>();
+        assertTrue(r.waitedFor("slow", 300 * MS, 0));
+        r.refused("slow", MS);
+        assertFalse(r.waitedFor("slow", 300 * MS, 2 * MS), "not judged again at every wait");
+        assertFalse(r.waitedFor("slow", 300 * MS, LaneRule.WINDOW_NANOS));
+        assertTrue(r.waitedFor("slow", 300 * MS, LaneRule.WINDOW_NANOS + 2 * MS), "a window later it is");
+    }
+
+    @Test
     void aNewWindowForgetsOldWaitsAndSoDoesAMove() {
         LaneRule<String> r = new LaneRule<>();
         assertFalse(r.waitedFor("bursty", 200 * MS, 0));
