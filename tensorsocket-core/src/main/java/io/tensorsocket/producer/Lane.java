@@ -127,9 +127,8 @@ final class Lane implements BatchSink, Runnable {
     @Override
     public void run() {
         try {
-            SharedArena made = SharedArena.create(file, layout, lanes.sessionId(), lanes.pid());
-            lanes.share(file);
-            long from = lanes.steps().awaitMoved(this, made);
+            SharedArena made = makeArena();
+            long from = made == null ? -1 : lanes.steps().awaitMoved(this, made);
             if (from >= 0) {
                 serve();
             }
@@ -144,6 +143,25 @@ final class Lane implements BatchSink, Runnable {
             } catch (IOException ignored) {
                 // the producer's directory goes with it
             }
+        }
+    }
+
+    /**
+     * The lane's arena, or null where it could not be made: its founders, not yet moved, then keep the main stream
+     * ({@link Lanes#notMade}).
+     */
+    private SharedArena makeArena() {
+        SharedArena made = null;
+        try {
+            made = SharedArena.create(file, layout, lanes.sessionId(), lanes.pid());
+            lanes.share(file);
+            return made;
+        } catch (IOException | RuntimeException e) {
+            if (made != null) {
+                made.close();
+            }
+            lanes.notMade(this, e);
+            return null;
         }
     }
 

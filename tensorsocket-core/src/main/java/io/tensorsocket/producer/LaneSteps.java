@@ -1,6 +1,5 @@
 package io.tensorsocket.producer;
 
-import io.tensorsocket.SharedMemoryFullException;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.ProducerStream;
@@ -51,13 +50,19 @@ final class LaneSteps {
     }
 
     /**
-     * Sends {@code lane}'s MOVE to its founding members (a consumer, or a job's ranks) and waits for their MOVED: the
-     * lane starts at the least of their positions, returned; -1 if they left. Each takes its batches from its own.
+     * Moves {@code lane}'s founding members (a consumer, or a job's ranks), now that its arena exists: assigns them,
+     * sends its MOVE and waits for their MOVED: the lane starts at the least of their positions, returned; -1 if they
+     * left. Each takes its batches from its own.
      */
     long awaitMoved(Lane lane, SharedArena made) throws InterruptedException {
         lock.lock();
         try {
             lane.arena(made);
+            for (ConsumerSession m : lane.members) {
+                if (m.attached && m.lane == null) {
+                    Lanes.assign(m, lane);
+                }
+            }
             if (!open(lane)) {
                 return -1;
             }
@@ -290,18 +295,12 @@ final class LaneSteps {
         return false;
     }
 
-    /**
-     * The source failed in {@code lane}, or its arena could not be made (shared memory taken by others since {@link
-     * LaneSizing} found room): its consumer is told so, as a main stream's loader failure would be.
-     */
+    /** The source failed in {@code lane}: its consumer is told so, as a main stream's loader failure would be. */
     void failed(Lane lane, Throwable t) {
         lock.lock();
         try {
-            String msg = t instanceof SharedMemoryFullException
-                    ? "producer '" + rules.producerName() + "' could not make the arena of lane " + lane.number + ": "
-                            + t
-                    : "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number + " (epoch "
-                            + lane.stream.nextEpoch() + "): " + t;
+            String msg = "the loader of producer '" + rules.producerName() + "' failed in lane " + lane.number
+                    + " (epoch " + lane.stream.nextEpoch() + "): " + t;
             log.error(msg, t);
             for (ConsumerSession m : List.copyOf(lane.members)) {
                 if (m.attached && m.lane == lane) {

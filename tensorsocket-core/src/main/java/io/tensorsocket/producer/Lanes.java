@@ -50,6 +50,7 @@ final class Lanes {
     private Lane[] running = new Lane[0];
     private boolean toldFull;
     private boolean toldNoRoom;
+    private boolean toldNotMade;
     private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
     private long mainEnd = -1;
@@ -189,7 +190,7 @@ final class Lanes {
     private void start(ConsumerSession s, long nanos) {
         List<ConsumerSession> group = consumers.jobOf(s);
         for (ConsumerSession r : group) {
-            if (r.lane != null || !r.hello.lanes()) {
+            if (r.lane != null || !r.hello.lanes() || founding(r)) {
                 return; // a rank already moving, or one that cannot: the job keeps the main stream
             }
         }
@@ -234,10 +235,7 @@ final class Lanes {
         }
         Path file = supply.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + (free + 1));
         Lane lane = new Lane(free + 1, ++started, group, this, ArenaLayout.of(mainLayout.batch(), slots), file);
-        running[free] = lane;
-        for (ConsumerSession r : group) {
-            assign(r, lane);
-        }
+        running[free] = lane; // its founders are assigned once its arena exists, right before their MOVE
         log.info(
                 "producer '{}' moves {} to lane {}: the others waited for its releases while they read ahead ({} ms"
                         + " in the last {} s). From its next batch it reads at its own pace from batches the source"
@@ -311,11 +309,49 @@ final class Lanes {
         return best;
     }
 
+    /** Whether {@code s} founds a lane that is being made: it reads the main stream until its MOVE. */
+    private boolean founding(ConsumerSession s) {
+        for (Lane l : running) {
+            if (l != null && l.movedAt < 0 && l.members.contains(s)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code lane}'s arena could not be made (no room left after all, or the file system refused it): its founders,
+     * never moved, keep the main stream and set the pace, judged again a window later; said once. The lane's thread
+     * ends after this, freeing its place.
+     */
+    void notMade(Lane lane, Exception e) {
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            for (ConsumerSession m : lane.members) {
+                rule.refused(m, now);
+            }
+            if (!toldNotMade) {
+                toldNotMade = true;
+                log.warn(
+                        "producer '{}' could not make the arena of lane {} ({}): {} keeps the main stream and sets the"
+                                + " pace, as without lanes, and is judged again in {} s",
+                        rules.producerName(),
+                        lane.number,
+                        e.toString(),
+                        lane.founder().describe(),
+                        TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * {@code s} belongs to {@code lane} from now on, its move unanswered; of the lanes it read before, it keeps those
      * it still holds batches of.
      */
-    private static void assign(ConsumerSession s, Lane lane) {
+    static void assign(ConsumerSession s, Lane lane) {
         s.lane = lane;
         s.laneFrom = -1;
         s.lanes.removeIf(l -> s.held.stream().noneMatch(l::owns));
