@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * the main batches it gives back). It keeps the orders the main stream drew ({@link DrawnOrders}) for the lanes to
  * load again; what a lane's thread does under the producer's lock is {@link LaneSteps}'. Beyond the bound, for a
  * consumer that cannot move (a rank of a job), and where no lane's arena fits in the shared memory free ({@link
- * LaneSizing}), the slowest consumer sets the pace as before; {@link PaceWatch} says so.
+ * LaneSizing}) or can be made ({@link LaneRefusals}), the slowest consumer sets the pace as before; {@link PaceWatch}
+ * says so.
  *
  * <p>Everything here runs under the producer's lock.
  */
@@ -43,14 +44,13 @@ final class Lanes {
     private final Attached consumers;
     private final ProducerStream stream;
     private final LaneRule<ConsumerSession> rule = new LaneRule<>();
+    private final LaneRefusals refusals;
     private final DrawnOrders orders = new DrawnOrders();
     private final LaneSteps steps;
 
     private Supply supply;
     private Lane[] running = new Lane[0];
     private boolean toldFull;
-    private boolean toldNoRoom;
-    private boolean toldNotMade;
     private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
     private long mainEnd = -1;
@@ -73,6 +73,7 @@ final class Lanes {
         this.consumers = consumers;
         this.stream = stream;
         this.steps = new LaneSteps(this, lock, changed, rules, geometry, mainSlots, consumers, stream);
+        this.refusals = new LaneRefusals(rule, rules.producerName());
     }
 
     /** Runs lanes from {@code s} (none before, or with a bound of 0). */
@@ -227,7 +228,7 @@ final class Lanes {
         long room = freeBytes();
         int slots = LaneSizing.slots(mainLayout.batch(), least, wanted, room);
         if (slots == 0) {
-            refuse(s, group, least, room);
+            refusals.noRoom(s, group, least, mainLayout.slotBytes(), room);
             return;
         }
         for (ConsumerSession r : group) {
@@ -251,32 +252,6 @@ final class Lanes {
                 .daemon()
                 .name("tensorsocket-lane-" + lane.number + "-" + rules.producerName())
                 .start(lane);
-    }
-
-    /**
-     * No lane's arena fits in the shared memory free ({@link LaneSizing}): {@code s} (with its job's ranks, {@code
-     * group}) keeps the main stream and sets the pace, judged again a window later; said once.
-     */
-    private void refuse(ConsumerSession s, List<ConsumerSession> group, int least, long free) {
-        long now = System.nanoTime();
-        for (ConsumerSession r : group) {
-            rule.refused(r, now);
-        }
-        if (!toldNoRoom) {
-            toldNoRoom = true;
-            log.info(
-                    "producer '{}' would move {} to a lane of its own (it holds the others back), but a lane's arena"
-                            + " ({} slots of {} KiB, the fewest it serves from) would take more than half of the {} MiB"
-                            + " of shared memory free; it sets the pace as without lanes, and is judged again in {} s."
-                            + " More shared memory (docker run --shm-size, a larger /dev/shm) or smaller batches let it"
-                            + " move",
-                    rules.producerName(),
-                    s.describe(),
-                    least,
-                    mainLayout.slotBytes() >> 10,
-                    free >> 20,
-                    TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
-        }
     }
 
     /** What the file system holding the producer's directory has free; unbounded where it cannot say. */
@@ -321,27 +296,12 @@ final class Lanes {
 
     /**
      * {@code lane}'s arena could not be made (no room left after all, or the file system refused it): its founders,
-     * never moved, keep the main stream and set the pace, judged again a window later; said once. The lane's thread
-     * ends after this, freeing its place.
+     * never moved, keep the main stream ({@link LaneRefusals}). The lane's thread ends after this, freeing its place.
      */
     void notMade(Lane lane, Exception e) {
         lock.lock();
         try {
-            long now = System.nanoTime();
-            for (ConsumerSession m : lane.members) {
-                rule.refused(m, now);
-            }
-            if (!toldNotMade) {
-                toldNotMade = true;
-                log.warn(
-                        "producer '{}' could not make the arena of lane {} ({}): {} keeps the main stream and sets the"
-                                + " pace, as without lanes, and is judged again in {} s",
-                        rules.producerName(),
-                        lane.number,
-                        e.toString(),
-                        lane.founder().describe(),
-                        TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
-            }
+            refusals.notMade(lane, e);
         } finally {
             lock.unlock();
         }
