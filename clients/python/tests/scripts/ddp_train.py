@@ -23,7 +23,8 @@ def main():
     p.add_argument("--job", required=True)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--no-close", action="store_true", help="end as a plain DataLoader script does, closing nothing")
+    p.add_argument("--no-close", action="store_true", help="end as a plain DataLoader script does, leaving the loader"
+                   " open (the process group is still destroyed, as torch asks of every script)")
     a = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -52,7 +53,9 @@ def main():
                                   loss=loss_sum / max(steps, 1))), flush=True)
     if not a.no_close:
         loader.dataset.close()
-        dist.destroy_process_group()
+    # torch's own rule, whatever the loader: a gloo process group left to the interpreter's exit may abort it
+    # ("terminate called without an active exception", SIGABRT), its worker threads still running
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -181,7 +181,7 @@ class RanksProcessTest extends ProcessTestBase {
                 "2",
                 "--batch-size",
                 "25",
-                "--no-close"); // as DataLoader scripts end: closing nothing
+                "--no-close"); // as DataLoader scripts end: the loader left open
         assertEquals(0, job.exitCode(Duration.ofMinutes(3)), job.stderr());
         List<Map<String, String>> epochs = job.json();
         assertEquals(2, epochs.size(), job.lines().toString());
