@@ -116,7 +116,7 @@ final class Lane implements BatchSink, Runnable {
 
     /** Whether a consumer whose batch spans {@code span} positions can read from it: it needs its slots and two more. */
     boolean fits(int span) {
-        return lanes.geometry().slotsNeeded(span) + 2 <= layout.slotCount();
+        return LaneSizing.least(lanes.geometry(), span) <= layout.slotCount();
     }
 
     /** Member {@code m} holds lane batch {@code seq} (its slot is not reused until every holder released it). */

@@ -2,6 +2,7 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.arena.ArenaLayout;
+import io.tensorsocket.stream.StreamGeometry;
 
 /**
  * How many slots a new lane's arena gets: as many as the lane wants, fewer down to the least it can serve with where
@@ -14,6 +15,14 @@ import io.tensorsocket.arena.ArenaLayout;
  */
 final class LaneSizing {
     private LaneSizing() {}
+
+    /**
+     * The fewest slots a lane serves a consumer from whose batches span {@code span} stream positions: those one of its
+     * batches takes, and two more.
+     */
+    static int least(StreamGeometry geometry, int span) {
+        return geometry.slotsNeeded(span) + 2;
+    }
 
     /**
      * The slots of a lane's arena for batches shaped like {@code batch}: {@code wanted}, or fewer down to {@code least},

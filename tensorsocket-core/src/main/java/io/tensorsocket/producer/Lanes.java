@@ -223,8 +223,9 @@ final class Lanes {
         for (ConsumerSession r : group) {
             span = Math.max(span, spanOf(r));
         }
-        int wanted = Math.min(mainSlots.count(), Math.max(geometry.slotsNeeded(span) + 2, 16));
-        int least = Math.min(geometry.slotsNeeded(span) + 2, wanted);
+        int needed = LaneSizing.least(geometry, span);
+        int wanted = Math.min(mainSlots.count(), Math.max(needed, 16));
+        int least = Math.min(needed, wanted);
         long room = freeBytes();
         int slots = LaneSizing.slots(mainLayout.batch(), least, wanted, room);
         if (slots == 0) {
