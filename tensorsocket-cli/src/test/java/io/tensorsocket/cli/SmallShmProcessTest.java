@@ -149,7 +149,7 @@ class SmallShmProcessTest extends ProcessTestBase {
         // The slow trial holds the fast one back, but rather than a lane failing it for want of memory, it sets the
         // pace: said once, and both trials read every epoch exactly.
         Proc fast =
-                trial("slow", "--epochs", "3", "--batch-size", "16", "--linger", "30", "--kwargs", imagenetSized(16));
+                trial("slow", "--epochs", "3", "--batch-size", "16", "--linger", "5", "--kwargs", imagenetSized(16));
         Proc slow = trial(
                 "slow",
                 "--epochs",
@@ -159,7 +159,7 @@ class SmallShmProcessTest extends ProcessTestBase {
                 "--step-ms",
                 "300",
                 "--linger",
-                "30",
+                "5",
                 "--kwargs",
                 imagenetSized(16));
         for (Proc t : List.of(fast, slow)) {
@@ -171,7 +171,7 @@ class SmallShmProcessTest extends ProcessTestBase {
                 assertEquals("true", e.get("exact"), e.toString());
             }
         }
-        String log = Files.readString(shm.resolve(".slow.share.log")); // kept while the producer lingers
+        String log = Files.readString(shm.resolve(".slow.share.log")); // kept while the producer lingers (5 s)
         assertTrue(
                 log.contains("would move consumer")
                         && log.contains("but a lane's arena (")
@@ -179,6 +179,12 @@ class SmallShmProcessTest extends ProcessTestBase {
                         && log.contains("of shared memory free; it sets the pace as without lanes"),
                 log);
         assertFalse(log.contains("to lane 1"), log);
+        // after its linger: nothing of it on the tmpfs, lock file and log included
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!leftovers().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertEquals(List.of(), leftovers());
     }
 
     @Test
