@@ -32,7 +32,9 @@ killed. Its layout::
 
 Counters and entries change under one lock shared with the workers (a semaphore inherited by fork); a sample's data
 is written before its entry, and read only after its entry was read under the lock, so a reader never sees a sample
-half written. A kept sample is never written again.
+half written. A kept sample is never written again. A process that misses a sample while room is left claims it (its
+entry's offset all ones, its length 0) and loads it; the others wait for it rather than load it too, so each sample
+is loaded and stored once.
 """
 
 import contextlib
@@ -41,6 +43,7 @@ import mmap
 import multiprocessing
 import pickle
 import struct
+import time
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 _log = logging.getLogger("tensorsocket_client")
@@ -48,6 +51,8 @@ _log = logging.getLogger("tensorsocket_client")
 _COUNTERS = 64
 _ENTRY = 16
 _USED, _HELD, _HITS, _LOADS, _FULL = 0, 8, 16, 24, 32
+_LOADING = (1 << 64) - 1
+"""An entry's offset while a process loads its sample (its length still 0): the others wait for it."""
 
 
 def available_memory() -> int:
@@ -63,17 +68,76 @@ def available_memory() -> int:
 
 
 def split(dataset) -> Tuple[Callable[[int], Any], Callable[[Any], Any]]:
-    """``(load, augment)`` of ``dataset`` (see the module's doc); ValueError saying what is needed where it has
-    neither form."""
+    """``(load, augment)`` of ``dataset`` (see the module's doc), found through the wrappers that keep the data set
+    they wrap as ``dataset`` (``Indexed``, torch's ``Subset``); ValueError saying what is needed where it has neither
+    form."""
     load, augment = getattr(dataset, "load", None), getattr(dataset, "augment", None)
     if callable(load) and callable(augment):
         return load, augment
     if hasattr(dataset, "transform"):
         convention = _Convention(dataset)
         return convention.load, convention.augment
+    wrapper = _wrapper(dataset)
+    if wrapper is not None:
+        return wrapper
     raise ValueError("cache_mb keeps samples of a data set that applies a `transform` attribute in __getitem__ (as "
                      "torchvision's ImageFolder does), or that defines load(i) (what to keep) and augment(sample) "
                      "(what runs every epoch); %s has neither" % type(dataset).__name__)
+
+
+def loads(dataset) -> Callable[[int], Any]:
+    """How to load sample ``i`` of ``dataset`` with its transform off (``split``'s load), or ``dataset[i]`` itself
+    for a data set of neither form: it has no transform to turn off."""
+    try:
+        return split(dataset)[0]
+    except ValueError:
+        return dataset.__getitem__
+
+
+def _wrapper(dataset) -> Optional[Tuple[Callable[[int], Any], Callable[[Any], Any]]]:
+    """``(load, augment)`` of an ``Indexed`` or ``Subset`` over a data set of either form, or None."""
+    inner = getattr(dataset, "dataset", None)
+    if inner is None:
+        return None
+    try:
+        from torch.utils.data import Subset
+
+        from .augment import Indexed
+    except ImportError:
+        return None
+    if isinstance(dataset, Indexed):
+        indexed = _IndexedForm(*split(inner))
+        return indexed.load, indexed.augment
+    if isinstance(dataset, Subset):
+        load, augment = split(inner)
+        return _SubsetLoad(load, dataset.indices), augment
+    return None
+
+
+class _SubsetLoad:
+    """``Subset``'s sample ``i``: the inner data set's sample ``indices[i]``, loaded by the inner form."""
+
+    def __init__(self, load: Callable[[int], Any], indices: Any):
+        self._load, self._indices = load, indices
+
+    def __call__(self, i: int) -> Any:
+        return self._load(self._indices[i])
+
+
+class _IndexedForm:
+    """``Indexed``'s samples, ``(*inner, i)``, loaded and augmented by the inner data set's form."""
+
+    def __init__(self, load: Callable[[int], Any], augment: Callable[[Any], Any]):
+        self._load, self._augment = load, augment
+
+    def load(self, i: int) -> Any:
+        item = self._load(i)
+        return (*item, i) if isinstance(item, (tuple, list)) else (item, i)
+
+    def augment(self, sample: Any) -> Any:
+        rest = tuple(sample[:-1])
+        inner = self._augment(rest if len(rest) > 1 else rest[0])
+        return (*inner, sample[-1]) if isinstance(inner, (tuple, list)) else (inner, sample[-1])
 
 
 class _Convention:
@@ -103,6 +167,10 @@ class _Convention:
 
 class DecodedCache:
     """At most ``capacity`` bytes of kept samples for a data set of ``samples`` samples (see the module's doc)."""
+
+    LOAD_WAIT = 10.0
+    """Seconds a process waits for a sample that another is loading before it loads the sample itself (the other
+    may have died loading it)."""
 
     LOCK_TIMEOUT = 30.0
     """Seconds to wait for the lock, which is held for microseconds: longer means a process died holding it."""
@@ -138,12 +206,24 @@ class DecodedCache:
                         "multiprocessing_context='fork' (or none) to use cache_mb")
 
     def get(self, i: int) -> Optional[Any]:
-        """Sample ``i`` as kept (a copy of it), or None where it is not."""
-        with self._locked():
-            offset, length = struct.unpack_from("<QQ", self._map, _COUNTERS + _ENTRY * i)
-            self._add(_HITS if length else _LOADS, 1)
-        if not length:
-            return None
+        """Sample ``i`` as kept (a copy of it), or None where the caller is to load it (and ``offer`` or ``abandon``
+        it): a sample that another process is loading is waited for (up to :data:`LOAD_WAIT`), so that each sample
+        is loaded once while room is left."""
+        deadline = None
+        while True:
+            with self._locked():
+                offset, length = struct.unpack_from("<QQ", self._map, _COUNTERS + _ENTRY * i)
+                if length:
+                    self._add(_HITS, 1)
+                    break
+                if offset != _LOADING or (deadline is not None and time.monotonic() > deadline):
+                    if offset != _LOADING and not self._counter(_FULL):
+                        struct.pack_into("<Q", self._map, _COUNTERS + _ENTRY * i, _LOADING)  # this caller loads it
+                    self._add(_LOADS, 1)
+                    return None
+            if deadline is None:
+                deadline = time.monotonic() + self.LOAD_WAIT
+            time.sleep(0.001)
         at = self._data + offset
         (count,) = struct.unpack_from("<I", self._map, at)
         lengths = struct.unpack_from("<%dQ" % (count + 1), self._map, at + 4)
@@ -155,6 +235,16 @@ class DecodedCache:
             buffers.append(bytearray(self._map[at:at + n]))
             at += n
         return pickle.loads(data, buffers=buffers)
+
+    def abandon(self, i: int) -> None:
+        """The caller that was to load sample ``i`` could not (its load raised): others load it themselves."""
+        with self._locked():
+            self._unclaim(i)
+
+    def _unclaim(self, i: int) -> None:
+        at = _COUNTERS + _ENTRY * i
+        if struct.unpack_from("<QQ", self._map, at) == (_LOADING, 0):
+            struct.pack_into("<Q", self._map, at, 0)
 
     def offer(self, i: int, sample: Any) -> bool:
         """Keeps sample ``i`` where it is not kept yet and room is left; whether it is kept now."""
@@ -170,8 +260,9 @@ class DecodedCache:
                 return False
             if used + size > self.capacity:
                 self._full()
+                self._unclaim(i)
                 return False
-            struct.pack_into("<Q", self._map, _USED, used + size)
+            struct.pack_into("<Q", self._map, _USED, used + size)  # the entry stays claimed until the data is in
         at = self._data + used
         self._map[at:at + len(head)] = head
         at += len(head)
@@ -213,21 +304,45 @@ class DecodedCache:
         return line
 
 
+class CachedLoad:
+    """``load(i)`` through ``cache``: a kept sample is read from it, any other loaded and offered to it."""
+
+    def __init__(self, load: Callable[[int], Any], cache: DecodedCache):
+        self._load = load
+        self.cache = cache
+
+    def __call__(self, i: int) -> Any:
+        sample = self.cache.get(i)
+        if sample is not None:
+            return sample
+        try:
+            sample = self._load(i)
+        except BaseException:
+            self.cache.abandon(i)
+            raise
+        self.cache.offer(i, sample)
+        return sample
+
+
 class CachedDataset:
     """``dataset`` whose samples are kept, once loaded, in a cache of at most ``capacity`` bytes (see the module's
-    doc); a data set of neither form is refused before the cache's memory is taken."""
+    doc); a data set of neither form is refused before the cache's memory is taken. ``augmented=False`` gives the
+    kept samples as loaded (for trials that augment them themselves, ``_decoded``)."""
 
-    def __init__(self, dataset, capacity: int):
+    def __init__(self, dataset, capacity: int, augmented: bool = True):
         self.dataset = dataset
-        self._load, self._augment = split(dataset)
+        load, self._augment = split(dataset)
+        if not augmented:
+            self._augment = _as_loaded
         self.cache = DecodedCache(capacity, len(dataset))
+        self.load = CachedLoad(load, self.cache)
 
     def __len__(self) -> int:
         return len(self.dataset)
 
     def __getitem__(self, i: int) -> Any:
-        sample = self.cache.get(i)
-        if sample is None:
-            sample = self._load(i)
-            self.cache.offer(i, sample)
-        return self._augment(sample)
+        return self._augment(self.load(i))
+
+
+def _as_loaded(sample: Any) -> Any:
+    return sample

@@ -12,7 +12,8 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 import os
 from typing import Any, List, Optional, Sequence
 
-from ._decoded_cache import CachedDataset, DecodedCache
+from ._decoded import DecodedCollate, DecodedSamples, lists_files, row_width
+from ._decoded_cache import CachedDataset, CachedLoad, DecodedCache, loads
 from ._loader_workers import ending_with_this_process, stop_workers
 
 FORESEEN_AT_MOST = 1 << 18
@@ -39,7 +40,8 @@ class _Order:
 class MapStyle:
     """What the feeder needs to load epochs of ``loader``'s data set by index."""
 
-    def __init__(self, loader, seed: Optional[int], cache_mb: Optional[float] = None):
+    def __init__(self, loader, seed: Optional[int], cache_mb: Optional[float] = None, decoded: bool = False,
+                 decoded_bytes: Optional[int] = None):
         import torch.utils.data as tud
         self.dataset = loader.dataset
         self.cache: Optional[DecodedCache] = None
@@ -65,15 +67,46 @@ class MapStyle:
                 raise ValueError("cache_mb shares the kept samples with the loader's workers by fork; this loader's "
                                  "multiprocessing_context is %r: leave it out (or give 'fork') to use cache_mb"
                                  % (method,))
+        if decoded:
+            self._serve_decoded(cache_mb, decoded_bytes)
+        elif cache_mb is not None:
             self.dataset = CachedDataset(self.dataset, int(float(cache_mb) * (1 << 20)))
             self.cache = self.dataset.cache
 
+    def _serve_decoded(self, cache_mb: Optional[float], decoded_bytes: Optional[int]) -> None:
+        """Loads the samples with the data set's transform off and carries them in rows (``_decoded``), for trials
+        that augment them themselves; the loader's collate function gives way to the rows' (the trials collate)."""
+        if self._options.get("collate_fn") not in (None, self._default_collate()):
+            raise ValueError("augment= has each trial collate its augmented samples (SampleAugment(..., collate=)); "
+                             "the factory's loader has a collate function of its own (%s): leave it out of the loader "
+                             "and give it to SampleAugment" % getattr(self._options["collate_fn"], "__name__", "?"))
+        load = loads(self.dataset)
+        if cache_mb is not None:
+            self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
+            load = CachedLoad(load, self.cache)
+        sized_by = 1 if decoded_bytes is not None or lists_files(self.dataset) else min(self.batch_size, self.size)
+        width = row_width(self.dataset, [self._first_field(load(i)) for i in range(sized_by)], decoded_bytes)
+        self.dataset = DecodedSamples(load, self.size)
+        self._options["collate_fn"] = DecodedCollate(width)
+
     @staticmethod
-    def of(loader, exact_epochs: Optional[bool], seed: Optional[int],
-           cache_mb: Optional[float] = None) -> Optional["MapStyle"]:
+    def _first_field(item: Any) -> Any:
+        return item[0] if isinstance(item, (tuple, list)) else item
+
+    @staticmethod
+    def of(loader, exact_epochs: Optional[bool], seed: Optional[int], cache_mb: Optional[float] = None,
+           decoded: bool = False, decoded_bytes: Optional[int] = None) -> Optional["MapStyle"]:
         """The map-style view of ``loader``, or None where it keeps its own order. ``exact_epochs``: None
         decides by the loader; True requires it (ValueError saying why not); False never. ``cache_mb``: keep
-        decoded samples across epochs (``_decoded_cache``), which needs the loader fed by index."""
+        decoded samples across epochs (``_decoded_cache``), which needs the loader fed by index. ``decoded``: serve the
+        samples with the data set's transform off, in rows (``_decoded``), for trials that augment them themselves;
+        ``decoded_bytes`` the bytes of a row (default: sized from the data set)."""
+        if decoded:
+            why = "is fed in its own order (exact_epochs=False)" if exact_epochs is False else MapStyle._why_not(loader)
+            if why is not None:
+                raise ValueError("augment= serves a torch DataLoader's map-style data set by index, its samples "
+                                 "decoded, for each trial to augment; this loader %s" % why)
+            return MapStyle(loader, seed, cache_mb, decoded, decoded_bytes)
         if exact_epochs is False:
             if cache_mb is not None:
                 raise ValueError("cache_mb keeps samples of a data set fed by index; exact_epochs=False feeds the "
@@ -124,7 +157,9 @@ class MapStyle:
         on it before the producer answers; the producer's order is still asked for, and is the one that counts. None
         where the feeder does not foresee it: over :data:`FORESEEN_AT_MOST` samples, or with a collate function of the
         loader's own, whose batches only a probe of a whole batch shows."""
-        if self.size > FORESEEN_AT_MOST or self._options.get("collate_fn") not in (None, self._default_collate()):
+        collate = self._options.get("collate_fn")
+        if self.size > FORESEEN_AT_MOST or not (collate in (None, self._default_collate())
+                                                or isinstance(collate, DecodedCollate)):
             return None
         if not self.shuffle:
             order = list(range(self.size))

@@ -3,28 +3,39 @@ loading (decoding, resizing) of every sample, and each gets what its own private
 
     from tensorsocket_client import share
     from tensorsocket_client.augment import SampleAugment   # not imported by tensorsocket_client: it imports torch
-    aug = SampleAugment(my_random_transform, seed=7)       # torch.Generator-free transforms, as torchvision's are
-    loader = share("decoded", "loaders:decoded", batch_size=64, augment=aug)
+    aug = SampleAugment(my_transform, seed=7)               # what this trial would give ImageFolder(transform=)
+    loader = share("photos", "loaders:photos", batch_size=64, augment=aug)   # loaders.photos: the private DataLoader
     for epoch in range(epochs):
-        for images, labels, ids in loader:                  # images augmented here, in this trial's process
+        for images, labels in loader:                       # as the private loader yields them
             ...
 
-The shared loader's batches must carry each sample's id (its index in the data set) in one field (``ids``, the last
-by default), as a data set that returns ``(image, label, index)`` does (:class:`Indexed` makes one of any map-style
-data set: ``Indexed(ImageFolder(root, transform=decode_only))``); the transform is applied to field ``field`` (the
-first by default), one sample at a time, the other fields passing through.
+The producer serves the factory's data set's samples with the data set's transform off (torchvision's convention, a
+``transform`` attribute; or its ``load(i)``; see ``_decoded_cache``): ``ImageFolder`` gives each whole decoded image,
+whatever its size, which the trial's transform gets as a PIL image, as its private ``ImageFolder`` would give it. The
+transform runs in worker processes of the trial's own, ahead of the loop (``workers``: by default as many as the
+factory's loader has), one sample at a time, and the samples are collated (``collate``: torch's ``default_collate``
+by default, as a DataLoader's). The batches are the data set's fields with the first one augmented, as the private
+loader yields them.
+
+Over a producer that serves tensors rather than decoded samples (one a share() without ``augment`` did not start),
+the batches must carry each sample's id (its index in the data set) in one field (``ids``, the last by default), as
+a data set that returns ``(image, label, index)`` does (:class:`Indexed` makes one of any map-style data set); the
+transform is applied to field ``field`` (the first by default), the other fields passing through.
 
 **Randomness.** A sample's transform runs with torch's default generator seeded from ``(seed, epoch, id)``
 (:func:`sample_seed`), where ``epoch`` counts this trial's own epochs from 0; the generator's state around it is
 kept and restored. So a sample's augmentation in a trial's epoch does not depend on where in the epoch it came, on
-the batch size, or on who else reads the producer, and the same ``SampleAugment`` over a private data set
-(:meth:`SampleAugment.over`) gives the same tensors, sample for sample: that is the private pipeline a shared trial
-equals. Transforms that draw from Python's ``random`` or numpy's generator are not seeded by it.
+the batch size, on the worker that ran it, or on who else reads the producer, and the same ``SampleAugment`` over a
+private data set (:meth:`SampleAugment.over`) gives the same tensors, sample for sample: that is the private pipeline
+a shared trial equals. Transforms that draw from Python's ``random`` or numpy's generator are not seeded by it.
 """
 
-from typing import Any, Callable, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import torch
+from torch.utils.data import default_collate
+
+from ._decoded_cache import loads
 
 _MASK = (1 << 64) - 1
 
@@ -44,20 +55,33 @@ def sample_seed(seed: int, epoch: int, sample_id: int) -> int:
 
 
 class SampleAugment:
-    """``transform`` applied to each sample of field ``field``, seeded per sample (see the module's doc): over a
-    shared loader's batches (``share(..., augment=this)``) or over a data set (:meth:`over`)."""
+    """``transform`` applied to each sample's first field, seeded per sample (see the module's doc): over a shared
+    loader's batches (``share(..., augment=this)``) or over a data set (:meth:`over`). ``workers``: the processes that
+    run it for a shared loader (None: as many as the factory's loader has; 0: in the training process);
+    ``prefetch_factor``: batches each worker prepares ahead; ``collate``: how a batch's augmented samples are collated
+    (torch's ``default_collate`` by default). ``field`` and ``ids``: over a producer that serves tensors, which field
+    to augment and which holds the sample ids."""
 
-    def __init__(self, transform: Callable[[torch.Tensor], torch.Tensor], seed: int = 0, field: int = 0,
-                 ids: int = -1):
+    def __init__(self, transform: Callable[[Any], Any], seed: int = 0, field: int = 0, ids: int = -1,
+                 workers: Optional[int] = None, prefetch_factor: int = 2,
+                 collate: Optional[Callable[[Any], Any]] = None):
         if not callable(transform):
-            raise TypeError("SampleAugment needs a callable transform (a sample's tensor in, a tensor out), got %r"
+            raise TypeError("SampleAugment needs a callable transform (a sample in, a tensor out), got %r"
                             % (transform,))
+        if workers is not None and int(workers) < 0:
+            raise ValueError("SampleAugment's workers are 0 (in the training process) or more, not %r" % (workers,))
+        if int(prefetch_factor) < 1:
+            raise ValueError("SampleAugment's prefetch_factor is 1 or more batches a worker prepares ahead, not %r"
+                             % (prefetch_factor,))
         self.transform = transform
         self.seed = int(seed)
         self.field = field
         self.ids = ids
+        self.workers = None if workers is None else int(workers)
+        self.prefetch_factor = int(prefetch_factor)
+        self.collate = collate or default_collate
 
-    def sample(self, x: torch.Tensor, epoch: int, sample_id: int) -> torch.Tensor:
+    def sample(self, x: Any, epoch: int, sample_id: int) -> Any:
         """``transform(x)`` as sample ``sample_id`` of epoch ``epoch`` gets it."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(sample_seed(self.seed, epoch, sample_id))
@@ -90,8 +114,10 @@ class SampleAugment:
         return tuple(fields)
 
     def over(self, dataset: Any) -> "AugmentedDataset":
-        """A map-style data set: ``dataset[i]`` with field ``field`` augmented as sample ``i`` (the private pipeline
-        a trial sharing a loader with this augmentation equals); call its ``set_epoch(e)`` before each epoch."""
+        """A map-style data set: sample ``i`` of ``dataset`` as loaded with its transform off (the whole decoded image
+        of an ``ImageFolder``, whatever its ``transform``), field ``field`` augmented as sample ``i``: the private
+        pipeline a trial sharing a loader with this augmentation equals. Call its ``set_epoch(e)`` before each
+        epoch."""
         return AugmentedDataset(dataset, self)
 
 
@@ -119,6 +145,7 @@ class AugmentedDataset(torch.utils.data.Dataset):
         self.dataset = dataset
         self.augment = augment
         self.epoch = 0
+        self._load = loads(dataset)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
@@ -127,7 +154,7 @@ class AugmentedDataset(torch.utils.data.Dataset):
         return len(self.dataset)
 
     def __getitem__(self, index: int) -> Any:
-        item = self.dataset[index]
+        item = self._load(index)
         sample = list(item) if isinstance(item, (tuple, list)) else [item]
         sample[self.augment.field] = self.augment.sample(sample[self.augment.field], self.epoch, int(index))
         return tuple(sample) if isinstance(item, (tuple, list)) else sample[0]

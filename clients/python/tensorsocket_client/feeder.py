@@ -28,6 +28,7 @@ import numpy as np
 
 from . import wire
 from ._batch_tensors import _batch_problem, _check_carriable, _copy_hint, _dtype_code, _named
+from ._decoded import marked
 from ._feeder_arena import FeederArena, regions_of
 from ._feeder_link import FeederError, FeederLink, ProducerEnded
 from ._interrupts import InterruptWatch
@@ -111,6 +112,12 @@ class TensorProducer:
     ``ImageFolder``) or defines ``load(i)`` and ``augment(sample)``; see ``_decoded_cache``. What does not fit is
     loaded every epoch; the log says per epoch what the cache holds and its hits.
 
+    Trials that augment themselves (``share(..., augment=SampleAugment(T))``): ``decoded=True`` serves each sample as
+    the data set loads it with its transform off (torchvision's ``ImageFolder``: the whole decoded image), in rows of
+    ``decoded_bytes`` (default: sized from the data set's files or first samples), with its index; each trial applies
+    its own ``T`` (``_decoded``, ``_augment_workers``). The loader's ``num_workers`` is the trials' default number of
+    augmentation workers.
+
     Trials at their own pace: where such a loader is fed by index, a trial that falls behind the others is moved by
     the producer to a lane of its own, whose batches this feeder loads on a lane connection with a DataLoader of the
     loader's settings and worker processes of its own (``_lane_feeder``); ``lanes`` (default 2) bounds them, 0 turns
@@ -138,7 +145,8 @@ class TensorProducer:
                  names: Optional[Sequence[str]] = None, samples_per_epoch: Optional[int] = None, description: str = "",
                  start_producer: bool = True, connect_timeout: float = 60.0, batch_timeout: float = 600.0,
                  epoch_loader: Optional[Callable[[int], Iterable[Any]]] = None, exact_epochs: Optional[bool] = None,
-                 seed: Optional[int] = None, cache_mb: Optional[float] = None, **producer_options: Any):
+                 seed: Optional[int] = None, cache_mb: Optional[float] = None, decoded: bool = False,
+                 decoded_bytes: Optional[int] = None, **producer_options: Any):
         check_producer_call(name, loader)
         if epochs is not None and (int(epochs) != epochs or epochs < 1):
             raise ValueError("epochs must be a positive integer (or None: one per pass, until join()), got %r" % (epochs,))
@@ -151,13 +159,17 @@ class TensorProducer:
         self.loader = loader
         self.epochs = int(epochs) if epochs is not None else None
         self.names = tuple(names) if names is not None else None
-        self.description = description
+        self.description = marked(description, getattr(loader, "num_workers", 0)) if decoded else description
         self._epoch_loader = epoch_loader or (lambda e: loader)
         if epoch_loader is not None and exact_epochs:
             raise ValueError("exact_epochs=True feeds the loader's data set by index; an epoch_loader keeps its own order")
         if epoch_loader is not None and cache_mb is not None:
             raise ValueError("cache_mb keeps samples of a data set fed by index; an epoch_loader keeps its own order")
-        self._by_index = None if epoch_loader is not None else MapStyle.of(loader, exact_epochs, seed, cache_mb)
+        if epoch_loader is not None and decoded:
+            raise ValueError("decoded (augment=) feeds the loader's data set by index; an epoch_loader keeps its own "
+                             "order")
+        self._by_index = (None if epoch_loader is not None
+                          else MapStyle.of(loader, exact_epochs, seed, cache_mb, decoded, decoded_bytes))
         self._samples_per_epoch = samples_per_epoch
         self._start_producer = start_producer
         self._connect_timeout = connect_timeout

@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Union
 
 from . import _share_log, _share_start
+from ._decoded import unmarked
 from ._feeder_link import ProducerEnded
 from .directory import SOCKET_FILE, base_directory, check_name, directory_for, is_locked
 from .errors import ProducerGone, ProducerNotFound, TensorSocketError
@@ -129,7 +130,7 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
           kwargs: Optional[Dict[str, Any]] = None, names: Optional[Sequence[str]] = None, linger: float = DEFAULT_LINGER,
           start_timeout: float = 120.0, producer_options: Optional[Dict[str, Any]] = None,
           start_method: Optional[str] = None, cache_mb: Optional[float] = None, augment: Optional["SampleAugment"] = None,
-          **consumer_options: Any):
+          seed: Optional[int] = None, **consumer_options: Any):
     """A torch ``DataLoader`` of the shared producer ``name`` at ``batch_size``, starting the producer (running
     ``factory(**kwargs)`` in a process of its own) if none runs on this host. Each iteration is one epoch; batches are
     tuples of tensors in the order the factory's loader yields them (``names`` picks and orders them). ``linger``:
@@ -139,10 +140,14 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     TENSORSOCKET_SHARE_START says otherwise or this process initialised CUDA or Ray (see ``_share_start``).
     ``cache_mb``: the producer this trial starts keeps the factory's decoded samples across epochs in up to that many
     MiB (``TensorProducer``'s ``cache_mb``); it is not part of what the share serves, so trials that give it or not
-    read the same producer. ``augment``: this trial's own augmentation (a :class:`SampleAugment`) of the samples the
-    producer serves, applied here, per sample, seeded by (seed, this trial's epoch, sample id): trials that augment
-    differently share the loading, and each equals its private pipeline ``SampleAugment.over(dataset)``; the factory's
-    batches must carry the sample ids (see :mod:`tensorsocket_client.augment`). Other
+    read the same producer. ``augment``: this trial's own augmentation (a :class:`SampleAugment` of the transform it
+    would give its private data set): the producer serves the factory's data set's samples with its transform off
+    (the decoded images, whatever their sizes), and this trial applies its transform to each, seeded by (seed, this
+    trial's epoch, sample id), in worker processes of its own ahead of the loop (as many as the factory's loader has,
+    by default): trials that augment differently share the decoding, and each equals its private pipeline
+    ``SampleAugment.over(dataset)`` (see :mod:`tensorsocket_client.augment`). Trials with and without ``augment``
+    read different producers (a mismatch names it). ``seed``: the producer this trial starts draws its shuffles from
+    it, so shared runs repeat (default: a new seed per producer). Other
     keyword arguments go to the TensorConsumer (``job=``, ``drop_last=``, ``connect_timeout=``...). Raises
     ShareMismatch if the producer of that name serves another factory or other arguments, ShareFailed if the producer
     started for it could not start (with its output's end)."""
@@ -159,6 +164,10 @@ def share(name: str, factory: Union[str, Callable[..., Any]], batch_size: int, *
     options = dict(producer_options or {})
     if cache_mb is not None:
         options["cache_mb"] = cache_mb
+    if seed is not None:
+        options["seed"] = int(seed)
+    if augment is not None:
+        options["decoded"] = True
 
     def ensure():
         _ensure_started(name, path, kwargs or {}, wanted, float(linger), options, deadline, start_method)
@@ -181,15 +190,24 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
         except (ProducerGone, ProducerNotFound):
             if attempt == 2 or time.monotonic() > deadline:
                 raise  # it stopped (its linger ran out) between the check and the join, three times over
-    why = difference(consumer.source_description, wanted)
+    served, workers = unmarked(consumer.source_description)
+    why = difference(served, wanted)
+    if why is None and (workers is None) != (augment is None):
+        why = ("it serves the factory's samples decoded, for trials that give augment=, and this trial gives none"
+               if augment is None else
+               "it serves the factory's loader's batches as made (started by a trial without augment=), and this "
+               "trial augments the decoded samples itself (augment=)")
     if why is not None:
         consumer.close()
         raise ShareMismatch("producer '%s' on this host serves another loader than this trial asks for (%s): %s. "
                             "Give this trial's share another name, or the same factory and arguments"
                             % (name, path, why))
+    if augment is not None:  # the trial's batches are its augmented samples' fields, as its private loader's
+        dataset = TensorSocketDataset(name, batch_size, consumer=consumer, augment=augment,
+                                      augment_workers=workers, **consumer_options)
+        return DataLoader(dataset, batch_size=None, num_workers=0)
     order = tuple(names) if names is not None else tuple(t[0] for t in consumer.tensors)
-    dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, augment=augment,
-                                  **consumer_options)
+    dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, **consumer_options)
     return DataLoader(dataset, batch_size=None, num_workers=0)
 
 
@@ -385,7 +403,8 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
 
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
-    cache_mb = options.pop("cache_mb", None)  # the feeder's, not one of its producer's options
+    # The feeder's, not its producer's options.
+    feeding = {k: options.pop(k) for k in ("cache_mb", "decoded", "decoded_bytes", "seed") if k in options}
     # The share's log says what the feeder notes (per epoch, what a decoded-sample cache held and did).
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -398,7 +417,7 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
         for part in attr.split("."):
             obj = getattr(obj, part)
         loader = obj(**kwargs)
-        producer = TensorProducer(name, loader, description=description, cache_mb=cache_mb, **options)
+        producer = TensorProducer(name, loader, description=description, **feeding, **options)
     except BaseException:
         stop_now(process)
         raise

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from ._augment_workers import AugmentStage
 from .augment import SampleAugment
 from .consumer import TensorConsumer
 
@@ -25,10 +26,12 @@ class TensorSocketDataset(IterableDataset):
 
     def __init__(self, name: str, batch_size: int, names: Optional[Sequence[str]] = None, drop_last: bool = False,
                  copy: bool = False, consumer: Optional[TensorConsumer] = None, augment: Optional[SampleAugment] = None,
-                 **consumer_options: Any):
+                 augment_workers: Optional[int] = None, **consumer_options: Any):
         """``consumer``: one already connected (what ``share()`` hands over), used until the dataset is copied.
-        ``augment``: this reader's own augmentation of each batch (needs ``names``; see :mod:`.augment`), its
-        epochs counted from this dataset's first iteration."""
+        ``augment``: this reader's own augmentation of each batch (see :mod:`.augment`), run in worker processes of
+        this reader's (``augment.workers``, else ``augment_workers``, else none), its epochs counted from this
+        dataset's first iteration; over a producer that serves tensors rather than decoded samples it needs
+        ``names``."""
         super().__init__()
         self.name = name
         self.batch_size = batch_size
@@ -37,9 +40,9 @@ class TensorSocketDataset(IterableDataset):
         self.copy = copy
         self._options = consumer_options
         self._consumer: Optional[TensorConsumer] = consumer
-        if augment is not None and self.names is None:
-            raise ValueError("augment= needs the batches as tuples: give names= (the fields, in order)")
         self.augment = augment
+        self._augment_workers = augment_workers
+        self._stage: Optional[AugmentStage] = None
         self._epochs = 0
 
     @property
@@ -55,16 +58,26 @@ class TensorSocketDataset(IterableDataset):
     def __iter__(self) -> Iterator[Union[Tuple[torch.Tensor, ...], Dict[str, torch.Tensor]]]:
         epoch = self._epochs
         self._epochs += 1
+        if self.augment is not None:
+            yield from self._augmented().epoch(epoch)
+            return
         for batch in self.consumer:
             t = batch.torch()
             if self.copy:
                 t = {k: v.clone() for k, v in t.items()}
             if self.names is None:
                 yield t
-            elif self.augment is not None:
-                yield self.augment.batch(tuple(t[n] for n in self.names), epoch)
             else:
                 yield tuple(t[n] for n in self.names)
+
+    def _augmented(self) -> AugmentStage:
+        assert self.augment is not None
+        if self._stage is None:
+            workers = self.augment.workers
+            if workers is None:
+                workers = self._augment_workers or 0
+            self._stage = AugmentStage(self.consumer, self.augment, workers, self.names)
+        return self._stage
 
     def set_epoch(self, epoch: int) -> None:
         """Numbers the next iteration's epoch ``epoch`` (and the ones after it from there) for ``augment``, which
@@ -73,6 +86,9 @@ class TensorSocketDataset(IterableDataset):
         self._epochs = int(epoch)
 
     def close(self) -> None:
+        if self._stage is not None:
+            self._stage.close()
+            self._stage = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -81,6 +97,7 @@ class TensorSocketDataset(IterableDataset):
         # A connection does not travel to another process; the copy connects on its own.
         state = self.__dict__.copy()
         state["_consumer"] = None
+        state["_stage"] = None
         return state
 
 

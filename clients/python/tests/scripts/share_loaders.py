@@ -69,3 +69,38 @@ def kept(samples=60, batch_size=8, num_workers=2, count_file="/dev/null"):
     """synthetic()'s samples in the two-function form of a decoded-sample cache."""
     spec = SyntheticSpec.parse("synthetic:samples=%d,shape=3x4x4,dtype=float32,seed=5" % samples)
     return DataLoader(KeptSamples(spec, count_file), batch_size=batch_size, shuffle=True, num_workers=num_workers)
+
+
+def photos(root, batch_size=8, num_workers=2, indexed=True):
+    """A trial's private loader as written: torchvision's ImageFolder over ``root`` with a transform of its own (which a
+    producer started for trials that augment themselves turns off), in ``Indexed`` so that batches carry the ids."""
+    import torchvision.transforms as T
+    from torchvision.datasets import ImageFolder
+
+    from tensorsocket_client.augment import Indexed
+    folder = ImageFolder(root, transform=T.Compose([T.CenterCrop(16), T.ToTensor()]))
+    return DataLoader(Indexed(folder) if indexed else folder, batch_size=batch_size, shuffle=True,
+                      num_workers=num_workers)
+
+
+def photo_transform(size=24, scale=0.3):
+    """A trial's own PIL transform, as it would give its private ImageFolder: crop, flip, colour, to a tensor."""
+    import torchvision.transforms as T
+    return T.Compose([T.RandomResizedCrop(size, scale=(scale, 1.0)), T.RandomHorizontalFlip(),
+                      T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor()])
+
+
+class Failing:
+    """A trial's transform that raises on the images of one size (``broken``: width, height), and sleeps ``ms`` on
+    each, so that a test catches it mid-epoch."""
+
+    def __init__(self, broken=(0, 0), ms=0.0):
+        self.broken, self.ms = tuple(broken), ms
+        self.inner = photo_transform()
+
+    def __call__(self, image):
+        if self.ms:
+            time.sleep(self.ms / 1000.0)
+        if image.size == self.broken:
+            raise ValueError("cannot crop this %dx%d image: it is the broken one" % image.size)
+        return self.inner(image)

@@ -121,8 +121,8 @@ class ShareProcessTest extends ProcessTestBase {
     @Test
     void trialsThatAugmentDifferentlyShareOneLoaderAndEachEqualsItsPrivatePipeline() throws Exception {
         assumePython("numpy", "torch");
-        // Launched together: two trials each with its own augmentation strength (applied in its process, per sample,
-        // seeded by its seed, its epoch and the sample's id), one without; batch sizes differ too.
+        // Launched together: trials each with its own augmentation strength (applied in its workers, per sample,
+        // seeded by its seed, its epoch and the sample's id) over the decoded samples; batch sizes differ too.
         List<Proc> augmenting = List.of(
                 trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", "3"),
                 trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"),
@@ -139,7 +139,6 @@ class ShareProcessTest extends ProcessTestBase {
                         "3",
                         "--resume-epoch",
                         "5"));
-        Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
         // A data-parallel trial: its two ranks augment alike, each its half of every epoch.
         List<Proc> ranks = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
@@ -164,7 +163,7 @@ class ShareProcessTest extends ProcessTestBase {
         List<Map<String, String>> epochs = new ArrayList<>();
         long[] rankSamples = new long[2];
         long[] rankIdSums = new long[2];
-        for (Proc t : concat(concat(augmenting, List.of(plain)), ranks)) {
+        for (Proc t : concat(augmenting, ranks)) {
             assertEquals(0, t.exitCode(Duration.ofMinutes(3)), t.stderr());
             List<Map<String, String>> lines = t.json();
             producers.add(lines.getFirst().get("producer_pid"));
@@ -191,6 +190,13 @@ class ShareProcessTest extends ProcessTestBase {
             assertEquals(1000, rankSamples[e], "epoch " + e);
             assertEquals(999L * 1000 / 2, rankIdSums[e], "epoch " + e);
         }
+        // A trial without augment= wants the factory's own batches, which this producer (lingering) does not serve.
+        Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
+        assertEquals(1, plain.exitCode(Duration.ofMinutes(1)), plain.stderr());
+        assertTrue(
+                plain.stderr().contains("serves the factory's samples decoded, for trials that give augment=, and this"
+                        + " trial gives none"),
+                plain.stderr());
     }
 
     @Test
