@@ -7,15 +7,25 @@ the trial's process and reads the consumer: each consumer batch's augmented fiel
 ring in shared memory (made and touched once, before the workers start), the batch is released, and the task
 ``(slot, samples, epoch, shapes, other fields, ids)`` goes to a worker, which turns each row back into the sample
 (``_decoded.unpack``: the decoded image; or the tensor row), applies the transform seeded per sample
-(``SampleAugment.sample``) and collates. A slot is written again only after its task's batch was handed to the loop:
-the DataLoader keeps at most ``workers x prefetch_factor`` tasks outstanding and hands them out in order, and the
-ring has that many slots::
+(``SampleAugment.sample``). Where the transform gives tensors of one shape and the samples are collated by torch's
+``default_collate``, the worker writes each augmented sample into its row of an output ring in shared memory (made and
+touched once, its shape from the first sample augmented in the trial's process) and only the small fields travel
+back; the loop gets the batch copied out of the ring into memory of its own (which the allocator reuses, warm, step
+after step), so it may keep it as long as it likes, as a private loader's, and no shared memory is allocated, faulted
+in and stacked per step. Otherwise the worker collates and the DataLoader carries the batch back as it would a private
+loader's.
+
+Slot reuse: the DataLoader keeps at most P = ``workers x prefetch_factor`` tasks outstanding and hands the batches
+out in order, so a staging slot (P of them) is written again only after its task was done, and an output slot (P + 1)
+only after its batch was copied out (the DataLoader sends task j + P just before it hands over batch j)::
 
     staging ring (uint8, shared)   slot 0 | slot 1 | ... | slot P-1        P = workers x prefetch_factor (1 without)
-    slot                           row 0 | row 1 | ... | row b-1           b = the consumer's batch size
-    row                            one sample's augmented field, its bytes as the producer serves them
+      slot                         row 0 | row 1 | ... | row b-1           b = the consumer's batch size
+      row                          one sample's field to augment, its bytes as the producer serves them
+    output ring (shared)           slot 0 | slot 1 | ... | slot P          each (b, *the augmented sample's shape)
 """
 
+import itertools
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -75,11 +85,12 @@ class _Tasks:
         self.stage = stage
 
     def __iter__(self) -> Iterator[Tuple[Any, ...]]:
-        return self.stage.tasks()
+        return self.stage.pending()
 
 
 class _Augmenting(Dataset):
-    """What a worker runs for a task: the staged rows back into samples, each augmented, collated."""
+    """What a worker runs for a task: the staged rows back into samples, each augmented; written into the output ring
+    (``out``, once the stage made it) or collated."""
 
     def __init__(self, augment: Any, staging: torch.Tensor, plan: _Plan):
         self.augment = augment
@@ -87,21 +98,37 @@ class _Augmenting(Dataset):
         self.row_bytes = plan.row_bytes
         self.row = plan.row
         self.at = plan.at
+        self.out: Optional[torch.Tensor] = None
+
+    def sample(self, task: Tuple[Any, ...], k: int) -> Any:
+        """Sample ``k`` of ``task``, before its augmentation."""
+        slot, _, n, _, heads, _, _ = task
+        row = self.staging[slot].numpy()[k * self.row_bytes:(k + 1) * self.row_bytes]
+        if self.row is None:
+            return _decoded.unpack(row, heads[k])
+        dtype, shape = self.row
+        return torch.from_numpy(row.view(dtype).reshape(shape).copy())
 
     def __getitem__(self, task: Tuple[Any, ...]) -> Any:
-        slot, n, epoch, heads, others, ids = task
-        rows = self.staging[slot].numpy()[:n * self.row_bytes].reshape(n, self.row_bytes)
+        _, out_slot, n, epoch, _, others, ids = task
+        out = self.out
         samples = []
         for k in range(n):
-            if self.row is None:
-                x = _decoded.unpack(rows[k], heads[k])
-            else:
-                dtype, shape = self.row
-                x = torch.from_numpy(rows[k].view(dtype).reshape(shape).copy())
+            y = self.augment.sample(self.sample(task, k), epoch, int(ids[k]))
             fields = [torch.from_numpy(np.array(o[k])) for o in others]
-            fields.insert(self.at, self.augment.sample(x, epoch, int(ids[k])))
+            if out is None:
+                fields.insert(self.at, y)
+            elif not isinstance(y, torch.Tensor) or y.shape != out.shape[2:] or y.dtype != out.dtype:
+                raise ValueError("the transform gave sample %d %s where the first sample it augmented gave a %s "
+                                 "tensor of shape %s: a batch stacks samples of one shape (as default_collate does)"
+                                 % (int(ids[k]), _what(y), str(out.dtype).replace("torch.", ""),
+                                    tuple(out.shape[2:])))
+            else:
+                out[out_slot, k].copy_(y)
             samples.append(tuple(fields))
-        return self.augment.collate(samples)
+        if out is None:
+            return self.augment.collate(samples)
+        return out_slot, n, self.augment.collate(samples) if samples[0] else ()
 
     def __len__(self) -> int:
         raise TypeError("a sampler of tasks drives it")
@@ -114,24 +141,28 @@ class AugmentStage:
 
     def __init__(self, consumer: Any, augment: Any, workers: int, names: Optional[Sequence[str]] = None):
         self.consumer = consumer
+        self.augment = augment
         self.plan = _Plan(consumer.tensors, augment, names)
         workers = int(workers)
         if workers < 0:
             raise ValueError("augmentation workers are 0 or more, not %d" % workers)
         prefetch = int(augment.prefetch_factor)
-        slots = workers * prefetch if workers > 0 else 1
-        size = max(1, len_or(consumer)) * self.plan.row_bytes
-        self.staging = torch.zeros((slots, size), dtype=torch.uint8)
+        self._slots = workers * prefetch if workers > 0 else 1
+        self._out_slots = self._slots + 1
+        self.staging = torch.zeros((self._slots, max(1, int(consumer.batch_size)) * self.plan.row_bytes),
+                                   dtype=torch.uint8)
         if workers > 0:
             self.staging.share_memory_()  # the workers' input, touched once here
-        self._slots = slots
-        self._next_slot = 0
+        self._tasks_made = 0
         self._epoch = 0
+        self._pending: Optional[Iterator[Tuple[Any, ...]]] = None
+        self._augmenting = _Augmenting(augment, self.staging, self.plan)
+        self._out_decided = False
         options: Dict[str, Any] = dict(num_workers=workers, persistent_workers=workers > 0)
         if workers > 0:
             options["prefetch_factor"] = prefetch
-        self._loader: Optional[DataLoader] = DataLoader(_Augmenting(augment, self.staging, self.plan), batch_size=None,
-                                                        sampler=_Tasks(self), **options)
+        self._loader: Optional[DataLoader] = DataLoader(self._augmenting, batch_size=None, sampler=_Tasks(self),
+                                                        **options)
         self.workers = workers
 
     def epoch(self, epoch: int) -> Iterator[Any]:
@@ -139,8 +170,19 @@ class AugmentStage:
         self._epoch = epoch
         if self._loader is None:
             raise ValueError("this trial's augmentation was closed")
+        self._pending = self.tasks()
+        if not self._out_decided:
+            self._decide_out()
+        out = self._augmenting.out
         try:
-            yield from self._loader
+            for r in self._loader:
+                if out is None:
+                    yield r
+                    continue
+                out_slot, n, rest = r
+                fields = list(rest)
+                fields.insert(self.plan.at, out[out_slot, :n].clone())
+                yield tuple(fields)
         except RuntimeError as e:
             if not str(e).startswith("DataLoader worker (pid"):
                 raise
@@ -148,6 +190,31 @@ class AugmentStage:
                                     "transform crashed it, or it was killed (the OOM killer, a signal); the stream "
                                     "cannot go on in this epoch. Fewer workers (SampleAugment(workers=)) need less "
                                     "memory" % e) from e
+
+    def _decide_out(self) -> None:
+        """Before the workers start: the output ring, shaped by the first sample augmented here (its randomness then
+        put back), where samples are collated by default_collate and the transform gives a tensor."""
+        from torch.utils.data import default_collate
+        assert self._pending is not None
+        first = next(self._pending, None)
+        if first is None:
+            return  # an empty epoch: decided at the next
+        self._out_decided = True
+        self._pending = itertools.chain([first], self._pending)
+        if self.augment.collate is not default_collate:
+            return
+        y = self.augment.sample(self._augmenting.sample(first, 0), self._epoch, int(first[6][0]))
+        if not isinstance(y, torch.Tensor):
+            return
+        out = torch.zeros((self._out_slots, int(self.consumer.batch_size)) + tuple(y.shape), dtype=y.dtype)
+        if self.workers > 0:
+            out.share_memory_()  # touched once, here
+        self._augmenting.out = out
+
+    def pending(self) -> Iterator[Tuple[Any, ...]]:
+        """The tasks of the epoch being read (the sampler's iterator)."""
+        pending, self._pending = self._pending, None
+        return pending if pending is not None else self.tasks()
 
     def tasks(self) -> Iterator[Tuple[Any, ...]]:
         """The sampler's tasks of the epoch being read (this process): each consumer batch staged, then released."""
@@ -157,15 +224,15 @@ class AugmentStage:
         for batch in self.consumer:
             arrays = batch.arrays()
             n = len(batch)
-            slot = self._next_slot
-            self._next_slot = (slot + 1) % self._slots
+            slot, out_slot = self._tasks_made % self._slots, self._tasks_made % self._out_slots
+            self._tasks_made += 1
             row = arrays[field].reshape(n, -1).view(np.uint8)
             staged[slot, :n * plan.row_bytes].reshape(n, plan.row_bytes)[:] = row
             heads = np.array(arrays[_decoded.SHAPE]) if plan.decoded else None
             others = [np.array(arrays[f]) for f in plan.others]
             ids = np.array(arrays[plan.ids]).tolist()
             batch.release()
-            yield slot, n, self._epoch, heads, others, ids
+            yield slot, out_slot, n, self._epoch, heads, others, ids
 
     def close(self) -> None:
         """Ends the workers."""
@@ -175,6 +242,7 @@ class AugmentStage:
         self._loader = None
 
 
-def len_or(consumer: Any) -> int:
-    """The consumer's batch size (the most samples of a batch)."""
-    return int(consumer.batch_size)
+def _what(y: Any) -> str:
+    if isinstance(y, torch.Tensor):
+        return "a %s tensor of shape %s" % (str(y.dtype).replace("torch.", ""), tuple(y.shape))
+    return "a %s" % type(y).__name__

@@ -21,7 +21,7 @@ lists its files (``ImageFolder``'s ``samples``), else from the first samples wit
 """
 
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -96,6 +96,36 @@ def _tensor_array(x: Any) -> np.ndarray:
     return x.detach().cpu().numpy()
 
 
+class Packed(NamedTuple):
+    """A sample's first field as its row will hold it: ``[kind, code, d0, d1, d2]`` and its bytes (what a decoded-sample
+    cache keeps in this mode: read back, it is copied into the row as it is, nothing converted or unpickled)."""
+
+    head: List[int]
+    data: np.ndarray
+
+
+def pack(x: Any) -> Packed:
+    """``x`` (a decoded sample's first field) as a row will hold it."""
+    head, data = _head(x)
+    return Packed(head, np.frombuffer(data, dtype=np.uint8))
+
+
+class PackedLoad:
+    """``load(i)`` with the sample's first field packed (:func:`pack`): what the feeder loads, and caches, in this
+    mode."""
+
+    def __init__(self, load: Callable[[int], Any]):
+        self._load = load
+
+    def __call__(self, i: int) -> Tuple[Any, ...]:
+        item = self._load(i)
+        if isinstance(item, dict):
+            raise ValueError("augment= shares samples that are an image or a tuple with the image first; this data set "
+                             "gives dicts (%s)" % ", ".join(map(str, item)))
+        fields = tuple(item) if isinstance(item, (tuple, list)) else (item,)
+        return (pack(fields[0]),) + fields[1:]
+
+
 def nbytes(x: Any) -> int:
     """The bytes ``x`` (a decoded sample's first field) takes in a row."""
     return _head(x)[1].nbytes
@@ -138,14 +168,15 @@ class DecodedCollate:
         heads = torch.empty((n, 5), dtype=torch.int32)
         out = rows.numpy()
         for k, s in enumerate(samples):
-            head, data = _head(s[0])
+            packed = s[0] if isinstance(s[0], Packed) else pack(s[0])
+            head, data = packed.head, packed.data
             size = data.nbytes
             if size > self.width:
                 raise ValueError("sample %d decodes to %s of %d bytes, more than the %d bytes a decoded sample may take "
                                  "in this producer (sized from its first samples); start it with a larger "
                                  "decoded_bytes (share(..., producer_options={'decoded_bytes': %d}))"
                                  % (s[-1], describe(head), size, self.width, _aligned(size * HEADROOM)))
-            out[k, :size] = np.frombuffer(data, dtype=np.uint8)
+            out[k, :size] = data
             out[k, size:] = 0
             heads[k] = torch.tensor(head, dtype=torch.int32)
         fields = {DECODED: rows, SHAPE: heads}
@@ -165,10 +196,10 @@ def describe(head: Sequence[int]) -> str:
 
 
 class DecodedSamples:
-    """A data set's samples as loaded, its transform off, each as a tuple ending in its index: what the feeder's
-    DataLoader loads in this mode (collated by :class:`DecodedCollate`)."""
+    """A data set's samples as loaded (``PackedLoad``, or a cache of it), each a tuple ending in its index: what the
+    feeder's DataLoader loads in this mode (collated by :class:`DecodedCollate`)."""
 
-    def __init__(self, load: Callable[[int], Any], size: int):
+    def __init__(self, load: Callable[[int], Tuple[Any, ...]], size: int):
         self._load = load
         self._size = size
 
@@ -176,12 +207,7 @@ class DecodedSamples:
         return self._size
 
     def __getitem__(self, i: int) -> Tuple[Any, ...]:
-        item = self._load(i)
-        if isinstance(item, dict):
-            raise ValueError("augment= shares samples that are an image or a tuple with the image first; this data set "
-                             "gives dicts (%s)" % ", ".join(map(str, item)))
-        fields = tuple(item) if isinstance(item, (tuple, list)) else (item,)
-        return fields + (i,)
+        return tuple(self._load(i)) + (i,)
 
 
 def row_width(dataset: Any, first: Sequence[Any], given: Optional[int] = None) -> int:

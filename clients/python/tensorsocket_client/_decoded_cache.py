@@ -289,6 +289,11 @@ class DecodedCache:
     def _add(self, at: int, n: int) -> None:
         struct.pack_into("<Q", self._map, at, self._counter(at) + n)
 
+    def holds_all(self) -> bool:
+        """Whether every sample of the data set is kept."""
+        with self._locked():
+            return self._counter(_HELD) == self.samples
+
     def counts(self) -> Tuple[int, int, int, int]:
         """``(bytes used, samples held, hits, loads)`` so far, across all processes."""
         with self._locked():

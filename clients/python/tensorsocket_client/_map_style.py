@@ -12,7 +12,7 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 import os
 from typing import Any, List, Optional, Sequence
 
-from ._decoded import DecodedCollate, DecodedSamples, lists_files, row_width
+from ._decoded import DecodedCollate, DecodedSamples, PackedLoad, lists_files, row_width
 from ._decoded_cache import CachedDataset, CachedLoad, DecodedCache, loads
 from ._loader_workers import ending_with_this_process, stop_workers
 
@@ -67,6 +67,7 @@ class MapStyle:
                 raise ValueError("cache_mb shares the kept samples with the loader's workers by fork; this loader's "
                                  "multiprocessing_context is %r: leave it out (or give 'fork') to use cache_mb"
                                  % (method,))
+        self._decoded = decoded
         if decoded:
             self._serve_decoded(cache_mb, decoded_bytes)
         elif cache_mb is not None:
@@ -80,12 +81,13 @@ class MapStyle:
             raise ValueError("augment= has each trial collate its augmented samples (SampleAugment(..., collate=)); "
                              "the factory's loader has a collate function of its own (%s): leave it out of the loader "
                              "and give it to SampleAugment" % getattr(self._options["collate_fn"], "__name__", "?"))
-        load = loads(self.dataset)
+        raw = loads(self.dataset)
+        sized_by = 1 if decoded_bytes is not None or lists_files(self.dataset) else min(self.batch_size, self.size)
+        width = row_width(self.dataset, [self._first_field(raw(i)) for i in range(sized_by)], decoded_bytes)
+        load: Any = PackedLoad(raw)
         if cache_mb is not None:
             self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
             load = CachedLoad(load, self.cache)
-        sized_by = 1 if decoded_bytes is not None or lists_files(self.dataset) else min(self.batch_size, self.size)
-        width = row_width(self.dataset, [self._first_field(load(i)) for i in range(sized_by)], decoded_bytes)
         self.dataset = DecodedSamples(load, self.size)
         self._options["collate_fn"] = DecodedCollate(width)
 
@@ -191,9 +193,20 @@ class MapStyle:
         for the whole feed, whose sampler is given each epoch's order, so persistent workers stay (until
         :meth:`close`)."""
         self._order.ids = order
+        if self._loader is not None and self._copies_only() and self._options.get("num_workers", 0) > 0:
+            stop_workers(self._loader)  # a loader in this process from now on: see _copies_only
+            self._loader = None
+            self._options = dict(self._options, num_workers=0)
+            self._options.pop("prefetch_factor", None)
+            self._options.pop("persistent_workers", None)
         if self._loader is None:
             self._loader = self._new_loader(self._order)
         return self._loader
+
+    def _copies_only(self) -> bool:
+        """Whether loading a batch is copying kept rows and nothing more: decoded samples, all of them in the cache.
+        Then worker processes would only add their hand-over (each batch through fresh shared memory) to the copy."""
+        return self._decoded and self.cache is not None and self.cache.holds_all()
 
     def close(self) -> None:
         """The main stream ended: the workers the loader keeps between epochs end now."""

@@ -77,7 +77,7 @@ class RowsTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"PIL mode 'P' cannot be shared .* convert it"):
             _decoded.DecodedCollate(128)([(Image.new("P", (2, 2)), 0)])
         with self.assertRaisesRegex(ValueError, "this data set gives dicts"):
-            _decoded.DecodedSamples(lambda i: {"image": 1}, 3)[0]
+            _decoded.PackedLoad(lambda i: {"image": 1})(0)
         with self.assertRaisesRegex(ValueError, "decoded_bytes is the bytes one decoded sample may take"):
             _decoded.row_width(None, [big], given=0)
 

@@ -194,8 +194,9 @@ class ShareProcessTest extends ProcessTestBase {
         Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
         assertEquals(1, plain.exitCode(Duration.ofMinutes(1)), plain.stderr());
         assertTrue(
-                plain.stderr().contains("serves the factory's samples decoded, for trials that give augment=, and this"
-                        + " trial gives none"),
+                plain.stderr()
+                        .contains("serves the factory's samples decoded, for trials that give augment=, and this"
+                                + " trial gives none"),
                 plain.stderr());
     }
 

@@ -53,20 +53,32 @@ final class Attached {
     }
 
     /**
-     * Whether a consumer of the main stream other than {@code holders} has read up to the newest batch ({@code end}):
-     * it released all but the batches its current batch spans, so it waits for the producer, which waits for them.
+     * Whether a consumer of the main stream other than {@code holders}, within a batch of {@code end}, has read
+     * everything published and would read faster than {@code holder} by its own pace ({@link
+     * ConsumerSession#ownPace}), at least {@link #FASTER} times: one that {@code holder} truly holds back. Where either
+     * has not said its pace yet (in its first second), it does not count: a consumer is judged on what it did.
      */
-    boolean anyStarving(List<ConsumerSession> holders, long end) {
+    boolean heldBackBy(ConsumerSession holder, List<ConsumerSession> holders, long end) {
+        double pace = holder.ownPace();
         for (ConsumerSession s : sessions.values()) {
             if (s.lane == null
                     && !holders.contains(s)
                     && end - s.position
                             <= (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
-                return true;
+                double other = s.ownPace();
+                if (pace > 0 && other >= FASTER * pace) {
+                    return true;
+                }
             }
         }
         return false;
     }
+
+    /**
+     * How much faster by its own pace a waiting consumer must be than a holder for the holder to hold it back: trainers
+     * of one speed, whose pace is their own step, trade the lead by chance and are nobody's laggard.
+     */
+    static final double FASTER = 1.25;
 
     /** Consumers that read the main stream: all but those a lane serves (or that are being moved to one). */
     int onMainStream() {

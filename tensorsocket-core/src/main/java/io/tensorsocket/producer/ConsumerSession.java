@@ -177,6 +177,21 @@ final class ConsumerSession {
         return nanos > 0 ? Math.max(0, samples / (nanos / 1e9)) : 0;
     }
 
+    /**
+     * Samples per second its own work between batches allows (samples over the time it spent outside waiting for data,
+     * across its latest reports), or 0 where it has not said: how fast it would read were it never kept waiting.
+     */
+    double ownPace() {
+        Message.Progress last = reports.peekLast();
+        Message.Progress first = reports.size() > 1 ? reports.peekFirst() : null;
+        if (last == null) {
+            return 0;
+        }
+        long samples = last.samples() - (first != null ? first.samples() : 0);
+        long nanos = last.workNanos() - (first != null ? first.workNanos() : 0);
+        return nanos > 0 && samples > 0 ? samples / (nanos / 1e9) : 0;
+    }
+
     /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */
     ProducerStatus.Consumer status(long now, long producerPosition, StreamGeometry geometry, double paceShare) {
         Message.Progress p = reports.peekLast();

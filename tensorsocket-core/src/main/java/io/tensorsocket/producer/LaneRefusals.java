@@ -1,14 +1,16 @@
 package io.tensorsocket.producer;
 
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A consumer that {@link LaneRule} would move but that gets no lane: no lane's arena fits in the shared memory free
- * ({@link LaneSizing}), or the arena of the lane started for it could not be made. It keeps the main stream and sets the
- * pace, as without lanes, and the rule judges it again a window later; each of the two is said once per producer, with
+ * ({@link LaneSizing}), the host has no idle CPU for it ({@link HostCpu}), or the arena of the lane started for it
+ * could not be made. It keeps the main stream and sets the
+ * pace, as without lanes, and the rule judges it again a window later; each of the three is said once per producer, with
  * what would let it move.
  *
  * <p>Bookkeeping and wording; not thread-safe (the producer's lock guards it).
@@ -20,6 +22,7 @@ final class LaneRefusals {
     private final String producer;
     private boolean toldNoRoom;
     private boolean toldNotMade;
+    private boolean toldNoCpu;
 
     LaneRefusals(LaneRule<ConsumerSession> rule, String producer) {
         this.rule = rule;
@@ -45,6 +48,27 @@ final class LaneRefusals {
                     least,
                     slotBytes >> 10,
                     freeBytes >> 20,
+                    TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
+        }
+    }
+
+    /**
+     * The host has only {@code idleCores} idle: {@code s}, with its job's ranks ({@code group}), stays.
+     */
+    void noCpu(ConsumerSession s, List<ConsumerSession> group, double idleCores) {
+        refused(group);
+        if (!toldNoCpu) {
+            toldNoCpu = true;
+            log.info(
+                    "producer '{}' would move {} to a lane of its own (it holds the others back), but this host left"
+                            + " {} cores idle over the last {} s, fewer than the {} a lane would spend loading its"
+                            + " samples again; it sets the pace as without lanes, which costs no CPU, and is judged again"
+                            + " in {} s",
+                    producer,
+                    s.describe(),
+                    String.format(Locale.ROOT, "%.2f", idleCores),
+                    TimeUnit.NANOSECONDS.toSeconds(HostCpu.SPAN_NANOS),
+                    Lanes.LANE_CORES,
                     TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
         }
     }

@@ -47,6 +47,13 @@ final class Lanes {
     private final LaneRefusals refusals;
     private final DrawnOrders orders = new DrawnOrders();
     private final LaneSteps steps;
+    private final HostCpu cpu;
+
+    /**
+     * The idle cores a lane needs on the host: it loads its consumer's samples again, which is worth it only where the
+     * host has the CPU to spare; else the slowest consumer sets the pace, which costs no CPU.
+     */
+    static final double LANE_CORES = 0.5;
 
     private Supply supply;
     private Lane[] running = new Lane[0];
@@ -63,8 +70,11 @@ final class Lanes {
             ArenaLayout mainLayout,
             SlotTable mainSlots,
             Attached consumers,
-            ProducerStream stream) {
+            ProducerStream stream,
+            HostCpu cpu) {
         this.lock = lock;
+        this.cpu = cpu;
+        cpu.idleCores(System.nanoTime()); // its first reading: the idle cores are known at the first judgement
         this.changed = changed;
         this.rules = rules;
         this.geometry = geometry;
@@ -173,12 +183,15 @@ final class Lanes {
      * that crosses the line is moved, while lanes are free.
      */
     void waited(List<ConsumerSession> holders, long nanos, long now) {
-        if (supply == null || holders.isEmpty() || !consumers.anyStarving(holders, stream.nextPosition())) {
+        if (supply == null || holders.isEmpty()) {
             return;
         }
         for (ConsumerSession h : holders) {
-            if (h.lane == null && h.hello.lanes() && rule.waitedFor(h, nanos, now)) {
-                start(h, nanos);
+            if (h.lane == null
+                    && h.hello.lanes()
+                    && consumers.heldBackBy(h, holders, stream.nextPosition())
+                    && rule.waitedFor(h, nanos, now)) {
+                start(h, nanos, now);
             }
         }
     }
@@ -188,7 +201,7 @@ final class Lanes {
      * together, as they read together); to a running lane behind it when none is free and it is no rank; else it sets
      * the pace, said once.
      */
-    private void start(ConsumerSession s, long nanos) {
+    private void start(ConsumerSession s, long nanos, long now) {
         List<ConsumerSession> group = consumers.jobOf(s);
         for (ConsumerSession r : group) {
             if (r.lane != null || !r.hello.lanes() || founding(r)) {
@@ -217,6 +230,11 @@ final class Lanes {
                         s.describe(),
                         running.length);
             }
+            return;
+        }
+        double idle = cpu.idleCores(now);
+        if (idle < LANE_CORES) { // NaN: this host does not say (not Linux); the lane opens as it did before
+            refusals.noCpu(s, group, idle);
             return;
         }
         int span = 1;

@@ -90,7 +90,7 @@ public final class ProducerCore implements BatchSink {
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName, layout.slotCount(), layout.slotBytes());
-        this.lanes = new Lanes(lock, changed, rules, geometry, layout, slots, consumers, stream);
+        this.lanes = new Lanes(lock, changed, rules, geometry, layout, slots, consumers, stream, HostCpu.ofThisHost());
         this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, lanes, this::checkOpen);
     }
 
