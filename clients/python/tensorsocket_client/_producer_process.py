@@ -20,6 +20,7 @@ _PRODUCER_OPTIONS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "arena_mb": ("--arena-mb", int),
     "slots": ("--slots", int),
     "lanes": ("--lanes", int),
+    "lane_idle_cores": ("--lane-idle-cores", float),
 }
 # Options that are text: where the producer also serves remote consumers over Arrow Flight, and their token.
 _TEXT_OPTIONS = {"flight": "--flight", "flight_token_file": "--flight-token-file"}
@@ -46,7 +47,7 @@ def serve_args(producer_options: Dict[str, Any]) -> List[str]:
             v = conv(value)
         except (TypeError, ValueError):
             raise ValueError("%s=%r is not a number" % (key, value)) from None
-        zero_ok = key in ("start_grace", "rubber_band", "lanes")
+        zero_ok = key in ("start_grace", "rubber_band", "lanes", "lane_idle_cores")
         if v < 0 or (v == 0 and not zero_ok):
             raise ValueError("%s=%r must be %s" % (key, value, "0 or more" if zero_ok else "positive"))
         args += [flag, str(v)]

@@ -39,7 +39,8 @@ class Ids(Dataset):
 
 
 loader = DataLoader(Ids(), batch_size=10, shuffle=True, num_workers=1)
-p = TensorProducer("fedlane", loader, epochs=3, min_consumers=2, start_grace=0, slots=16, seed=3, stall_timeout=30)
+p = TensorProducer("fedlane", loader, epochs=3, min_consumers=2, start_grace=0, slots=16, seed=3, stall_timeout=30,
+                   lane_idle_cores=0)
 p.run()
 print("fed", p.batches_published, flush=True)
 """

@@ -31,6 +31,9 @@ import java.util.Objects;
  * makes.
  */
 public final class TensorProducer implements AutoCloseable {
+    /** The idle cores a lane needs on the host by default ({@link Builder#laneIdleCores}). */
+    public static final double DEFAULT_LANE_IDLE_CORES = 0.5;
+
     static {
         RelayBoundaries.install(new RelayBoundaries.Hooks() {
             @Override
@@ -162,6 +165,7 @@ public final class TensorProducer implements AutoCloseable {
         private int claimsAhead = 2;
         private int rings = DescriptorRings.DEFAULT_RINGS;
         private int lanes = 2;
+        private double laneIdleCores = DEFAULT_LANE_IDLE_CORES;
         private long epochs = 1;
         private Duration stallTimeout = Duration.ofSeconds(30);
         /** Null until set: see {@link ProducerSpec#effectiveIdleTimeout(long)}. */
@@ -288,6 +292,20 @@ public final class TensorProducer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The idle cores the host (or the cgroup it runs in, with a CPU quota) must have left over the last 10 s for a
+         * lane to open (default {@value #DEFAULT_LANE_IDLE_CORES}; 0: whatever the host's load). A lane loads its
+         * consumer's samples again, which is worth it only with CPU to spare: without it the slowest consumer sets the
+         * pace, which costs nothing.
+         */
+        public Builder laneIdleCores(double cores) {
+            if (!(cores >= 0 && cores <= 4096)) {
+                throw new IllegalArgumentException("lane idle cores must be 0 to 4096, got " + cores);
+            }
+            this.laneIdleCores = cores;
+            return this;
+        }
+
         /** Epochs to run; 0 runs until closed. Default 1. */
         public Builder epochs(long epochs) {
             if (epochs < 0) {
@@ -403,6 +421,7 @@ public final class TensorProducer implements AutoCloseable {
                     claimsAhead,
                     rings,
                     lanes,
+                    laneIdleCores,
                     epochs,
                     stallTimeout,
                     idleTimeout,

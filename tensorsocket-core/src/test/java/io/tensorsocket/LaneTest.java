@@ -102,6 +102,7 @@ class LaneTest {
                 .slots(16)
                 .epochs(EPOCHS)
                 .lanes(1)
+                .laneIdleCores(0) // lanes' mechanics, whatever else the machine runs
                 .minConsumers(3) // the job's ranks join at the start, as the fast consumer does: whole epochs for all
                 .startGrace(Duration.ZERO)
                 .build()) {
@@ -301,6 +302,7 @@ class LaneTest {
                 .slots(16)
                 .epochs(EPOCHS)
                 .lanes(lanes)
+                .laneIdleCores(0) // lanes' mechanics, whatever else the machine runs
                 .startGrace(Duration.ZERO)
                 .build();
     }

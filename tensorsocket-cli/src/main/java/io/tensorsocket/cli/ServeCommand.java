@@ -145,6 +145,15 @@ final class ServeCommand implements Callable<Integer> {
     int lanes;
 
     @Option(
+            names = "--lane-idle-cores",
+            defaultValue = "0.5",
+            paramLabel = "CORES",
+            description = "Open a lane only where the host (or its container's CPU quota) left at least this many cores"
+                    + " idle over the last 10 s; else the slowest sets the pace, which costs no CPU; 0: whatever the"
+                    + " load (default ${DEFAULT-VALUE}).")
+    double laneIdleCores;
+
+    @Option(
             names = "--group",
             paramLabel = "GROUP",
             description = "Also let members of this group connect (default: only this user).")
@@ -274,7 +283,8 @@ final class ServeCommand implements Callable<Integer> {
                 .shareKey(shareKey)
                 .helloTimeout(seconds(helloTimeoutS))
                 .rings(rings)
-                .lanes(lanes);
+                .lanes(lanes)
+                .laneIdleCores(laneIdleCores);
         if (startGraceMs != null) {
             b.startGrace(Duration.ofMillis(startGraceMs));
         }

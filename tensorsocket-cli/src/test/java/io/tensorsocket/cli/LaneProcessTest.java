@@ -21,7 +21,16 @@ class LaneProcessTest extends ProcessTestBase {
     @Test
     void aSlowTrialReadsFromALaneWhileTheFastOnesReadAtTheirSpeed() throws Exception {
         Proc producer = serve(
-                "lanes", "samples=2000,shape=8,dtype=float32,seed=6", 20, 3, "--min-consumers", "3", "--slots", "16");
+                "lanes",
+                "samples=2000,shape=8,dtype=float32,seed=6",
+                20,
+                3,
+                "--min-consumers",
+                "3",
+                "--slots",
+                "16",
+                "--lane-idle-cores",
+                "0"); // the lane's mechanics, whatever else the machine runs
         Proc a = consume("lanes", 20, "--step-ms", "1");
         Proc b = consume("lanes", 50, "--step-ms", "2");
         Proc slow = consume("lanes", 20, "--step-ms", "25");
@@ -61,7 +70,9 @@ class LaneProcessTest extends ProcessTestBase {
                 "--slots",
                 "16",
                 "--lanes",
-                "1");
+                "1",
+                "--lane-idle-cores",
+                "0");
         // reads until this test stops it, after the next trial: every epoch it finished must be exact
         Proc fast = consume("lanekill", 20, "--step-ms", "3");
         Proc victim = consume("lanekill", 20, "--step-ms", "30");
@@ -86,6 +97,69 @@ class LaneProcessTest extends ProcessTestBase {
         for (Map<String, String> e : next.json()) {
             assertExactEpoch(e, 2000);
         }
+    }
+
+    @Test
+    void trialsWhosePaceIsTheirOwnStepGetNoLane() throws Exception {
+        // Three trainers of one step speed over a small arena: by chance each is behind now and then, and the producer
+        // waits for it while another has read everything; none reads slower by its own step, so none is anyone's
+        // laggard (any host CPU would do: the rule is the pace's).
+        Proc producer = serve(
+                "evenpace",
+                "samples=2000,shape=8,dtype=float32,seed=8",
+                20,
+                3,
+                "--min-consumers",
+                "3",
+                "--slots",
+                "8",
+                "--lane-idle-cores",
+                "0");
+        List<Proc> trainers = List.of(
+                consume("evenpace", 20, "--step-ms", "15"),
+                consume("evenpace", 20, "--step-ms", "15"),
+                consume("evenpace", 20, "--step-ms", "15"));
+        for (Proc t : trainers) {
+            assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
+            assertEquals(3, t.json().size(), t.json().toString());
+            for (Map<String, String> e : t.json()) {
+                assertExactEpoch(e, 2000, "epoch_start");
+            }
+        }
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
+        assertFalse(producer.stderr().contains("to lane "), producer.stderr());
+    }
+
+    @Test
+    void aSlowTrialOnAHostWithoutTheIdleCpuForALaneSetsThePaceAndSaysWhy() throws Exception {
+        Proc producer = serve(
+                "busyhost",
+                "samples=1000,shape=8,dtype=float32,seed=9",
+                20,
+                2,
+                "--min-consumers",
+                "2",
+                "--slots",
+                "16",
+                "--lane-idle-cores",
+                "64"); // more idle cores than this machine has
+        Proc fast = consume("busyhost", 20, "--step-ms", "1");
+        Proc slow = consume("busyhost", 20, "--step-ms", "25");
+        for (Proc t : List.of(fast, slow)) {
+            assertEquals(0, t.exitCode(Duration.ofMinutes(2)), t.stderr());
+            for (Map<String, String> e : t.json()) {
+                assertExactEpoch(e, 1000, "epoch_start");
+            }
+        }
+        assertEquals(0, producer.exitCode(Duration.ofSeconds(60)), producer.stderr());
+        String log = producer.stderr();
+        assertTrue(
+                log.contains("(pid " + slow.pid() + ", batch size 20) to a lane of its own (it holds the others back),"
+                                + " but this host left ")
+                        && log.contains("cores idle over the last 10 s, fewer than the 64.0 a lane would spend")
+                        && log.contains("serve --lane-idle-cores"),
+                log);
+        assertFalse(log.contains("to lane "), log);
     }
 
     /** Waits until status shows {@code c} read from lane {@code lane} (0: any lane); its status line. */

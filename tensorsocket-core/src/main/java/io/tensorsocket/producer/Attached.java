@@ -55,8 +55,9 @@ final class Attached {
     /**
      * Whether a consumer of the main stream other than {@code holders}, within a batch of {@code end}, has read
      * everything published and would read faster than {@code holder} by its own pace ({@link
-     * ConsumerSession#ownPace}), at least {@link #FASTER} times: one that {@code holder} truly holds back. Where either
-     * has not said its pace yet (in its first second), it does not count: a consumer is judged on what it did.
+     * ConsumerSession#ownPace}), at least {@link #FASTER} times: one that {@code holder} truly holds back. A holder that
+     * has not said its pace (it reports about once a second, after its first batch; one stuck on its first batch never
+     * does) is judged by the waits alone; a waiting consumer that has not said its own is taken to be faster.
      */
     boolean heldBackBy(ConsumerSession holder, List<ConsumerSession> holders, long end) {
         double pace = holder.ownPace();
@@ -66,7 +67,7 @@ final class Attached {
                     && end - s.position
                             <= (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
                 double other = s.ownPace();
-                if (pace > 0 && other >= FASTER * pace) {
+                if (pace <= 0 || other <= 0 || other >= FASTER * pace) {
                     return true;
                 }
             }

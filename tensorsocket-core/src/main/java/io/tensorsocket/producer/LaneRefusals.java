@@ -53,9 +53,9 @@ final class LaneRefusals {
     }
 
     /**
-     * The host has only {@code idleCores} idle: {@code s}, with its job's ranks ({@code group}), stays.
+     * The host has only {@code idleCores} idle, fewer than the {@code needed} a lane takes: {@code s}, with its job's ranks ({@code group}), stays.
      */
-    void noCpu(ConsumerSession s, List<ConsumerSession> group, double idleCores) {
+    void noCpu(ConsumerSession s, List<ConsumerSession> group, double idleCores, double needed) {
         refused(group);
         if (!toldNoCpu) {
             toldNoCpu = true;
@@ -63,12 +63,12 @@ final class LaneRefusals {
                     "producer '{}' would move {} to a lane of its own (it holds the others back), but this host left"
                             + " {} cores idle over the last {} s, fewer than the {} a lane would spend loading its"
                             + " samples again; it sets the pace as without lanes, which costs no CPU, and is judged again"
-                            + " in {} s",
+                            + " in {} s (serve --lane-idle-cores, or lane_idle_cores, sets what a lane needs)",
                     producer,
                     s.describe(),
                     String.format(Locale.ROOT, "%.2f", idleCores),
                     TimeUnit.NANOSECONDS.toSeconds(HostCpu.SPAN_NANOS),
-                    Lanes.LANE_CORES,
+                    needed,
                     TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
         }
     }

@@ -33,7 +33,8 @@ final class Lanes {
     private static final Logger log = LoggerFactory.getLogger(Lanes.class);
 
     /** What a producer needs to run lanes: a source that loads by index on two threads at once, and where to put them. */
-    record Supply(IndexedSource source, int bound, ProducerDirectory directory, long sessionId, long pid) {}
+    record Supply(
+            IndexedSource source, int bound, double idleCores, ProducerDirectory directory, long sessionId, long pid) {}
 
     private final ReentrantLock lock;
     private final Condition changed;
@@ -48,12 +49,6 @@ final class Lanes {
     private final DrawnOrders orders = new DrawnOrders();
     private final LaneSteps steps;
     private final HostCpu cpu;
-
-    /**
-     * The idle cores a lane needs on the host: it loads its consumer's samples again, which is worth it only where the
-     * host has the CPU to spare; else the slowest consumer sets the pace, which costs no CPU.
-     */
-    static final double LANE_CORES = 0.5;
 
     private Supply supply;
     private Lane[] running = new Lane[0];
@@ -232,11 +227,6 @@ final class Lanes {
             }
             return;
         }
-        double idle = cpu.idleCores(now);
-        if (idle < LANE_CORES) { // NaN: this host does not say (not Linux); the lane opens as it did before
-            refusals.noCpu(s, group, idle);
-            return;
-        }
         int span = 1;
         for (ConsumerSession r : group) {
             span = Math.max(span, spanOf(r));
@@ -248,6 +238,11 @@ final class Lanes {
         int slots = LaneSizing.slots(mainLayout.batch(), least, wanted, room);
         if (slots == 0) {
             refusals.noRoom(s, group, least, mainLayout.slotBytes(), room);
+            return;
+        }
+        double idle = cpu.idleCores(now);
+        if (idle < supply.idleCores()) { // NaN: this host does not say (not Linux); the lane opens as it did before
+            refusals.noCpu(s, group, idle, supply.idleCores());
             return;
         }
         for (ConsumerSession r : group) {

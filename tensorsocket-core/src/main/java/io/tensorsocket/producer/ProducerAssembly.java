@@ -105,7 +105,8 @@ final class ProducerAssembly {
             core.reportsCache(source::cacheFigures);
             if (source.byIndex() != null && source.byIndex().loadsConcurrently()) {
                 int bound = Math.min(spec.lanes(), source.byIndex().lanesAtMost());
-                core.serveLanes(new Lanes.Supply(source.byIndex(), bound, made.directory(), sessionId, pid));
+                core.serveLanes(new Lanes.Supply(
+                        source.byIndex(), bound, spec.laneIdleCores(), made.directory(), sessionId, pid));
             }
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(

@@ -17,6 +17,7 @@ import java.util.Objects;
  * @param slots        the arena's slots, or 0 for the default
  * @param idleTimeout  the idle timeout set, or null for the default ({@link #effectiveIdleTimeout})
  * @param startGrace   the start grace set, or null for the default ({@link #effectiveStartGrace})
+ * @param laneIdleCores the idle cores the host must have left for a lane to open
  * @param shareKey     what {@code connectOrServe} compares, or null
  * @param accessGroup  the group that may connect too, or null for this user only
  */
@@ -30,6 +31,7 @@ public record ProducerSpec(
         int claimsAhead,
         int rings,
         int lanes,
+        double laneIdleCores,
         long epochs,
         Duration stallTimeout,
         Duration idleTimeout,

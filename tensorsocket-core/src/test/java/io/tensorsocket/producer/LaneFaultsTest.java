@@ -239,6 +239,7 @@ class LaneFaultsTest {
                 .slots(16)
                 .epochs(3)
                 .lanes(1)
+                .laneIdleCores(0) // lanes' mechanics, whatever else the machine runs
                 .stallTimeout(Duration.ofSeconds(2))
                 .minConsumers(minConsumers)
                 .startGrace(Duration.ZERO)
