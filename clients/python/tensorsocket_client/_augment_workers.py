@@ -10,8 +10,8 @@ ring in shared memory (made and touched once, before the workers start), the bat
 (``SampleAugment.sample``). Where the transform gives tensors of one shape and the samples are collated by torch's
 ``default_collate``, the worker writes each augmented sample into its row of an output ring in shared memory (made and
 touched once, its shape from the first sample augmented in the trial's process) and only the small fields travel
-back; the loop gets the batch copied out of the ring into memory of its own (which the allocator reuses, warm, step
-after step), so it may keep it as long as it likes, as a private loader's, and no shared memory is allocated, faulted
+back; the loop gets the batch copied out of the ring into a buffer of its own, reused warm once nothing references it
+(``_Copies``), so it may keep a batch as long as it likes, as a private loader's, and no memory is allocated, faulted
 in and stacked per step. Otherwise the worker collates and the DataLoader carries the batch back as it would a private
 loader's.
 
@@ -26,6 +26,7 @@ only after its batch was copied out (the DataLoader sends task j + P just before
 """
 
 import itertools
+import sys
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -181,7 +182,7 @@ class AugmentStage:
                     continue
                 out_slot, n, rest = r
                 fields = list(rest)
-                fields.insert(self.plan.at, out[out_slot, :n].clone())
+                fields.insert(self.plan.at, self._copies.copy(out[out_slot, :n]))
                 yield tuple(fields)
         except RuntimeError as e:
             if not str(e).startswith("DataLoader worker (pid"):
@@ -210,6 +211,7 @@ class AugmentStage:
         if self.workers > 0:
             out.share_memory_()  # touched once, here
         self._augmenting.out = out
+        self._copies = _Copies(out.shape[1:], out.dtype)
 
     def pending(self) -> Iterator[Tuple[Any, ...]]:
         """The tasks of the epoch being read (the sampler's iterator)."""
@@ -240,6 +242,38 @@ class AugmentStage:
         if it is not None and hasattr(it, "_shutdown_workers"):
             it._shutdown_workers()
         self._loader = None
+
+
+class _Copies:
+    """The loop's copies of the output ring's batches: buffers of the trial's own memory, each reused, warm, once
+    nothing references it any more (CPython's reference counts tell: a tensor made from a numpy buffer, and every view
+    of that tensor, holds the buffer), a new one where the loop keeps the earlier ones."""
+
+    KEEP = 4
+
+    def __init__(self, shape: Tuple[int, ...], dtype: torch.dtype):
+        self.shape = tuple(shape)
+        self.dtype = torch.empty(0, dtype=dtype).numpy().dtype if dtype != torch.bfloat16 else None
+        self.torch_dtype = dtype
+        self.bufs: list = []
+        probe = np.empty(1)
+        self.bufs.append(probe)
+        self._baseline = sys.getrefcount(self.bufs[0])
+        self.bufs.clear()
+
+    def copy(self, batch: torch.Tensor) -> torch.Tensor:
+        """``batch`` (a view of the ring) copied into a buffer of the loop's own."""
+        if self.dtype is None:
+            return batch.clone()  # no numpy type to hold it (bfloat16)
+        n = len(batch)
+        buf = next((b for b in self.bufs if sys.getrefcount(b) <= self._baseline), None)
+        if buf is None:
+            buf = np.zeros(self.shape, dtype=self.dtype)  # its pages faulted in here, once
+            if len(self.bufs) < self.KEEP:
+                self.bufs.append(buf)
+        out = torch.from_numpy(buf[:n])
+        out.copy_(batch)
+        return out
 
 
 def _what(y: Any) -> str:

@@ -124,6 +124,26 @@ class WrappersTest(unittest.TestCase):
         self.assertEqual((4, -4), loads(Plain())(4))
 
 
+@unittest.skipIf(torch is None, "needs torch")
+class CopiesTest(unittest.TestCase):
+    def test_a_batch_the_loop_keeps_keeps_its_bytes_and_a_released_buffer_is_reused(self):
+        from tensorsocket_client._augment_workers import _Copies
+        copies = _Copies((4, 3), torch.float32)
+        ring = torch.arange(24, dtype=torch.float32).reshape(2, 4, 3)
+        kept = copies.copy(ring[0, :3])[1:]  # a view of the copy, kept across steps
+        first = kept.clone()
+        buf = copies.bufs[0]
+        ring[0] += 100  # the ring's slot written again
+        again = copies.copy(ring[1])
+        self.assertTrue(torch.equal(first, kept), "a kept batch keeps its bytes")
+        self.assertTrue(torch.equal(ring[1], again))
+        self.assertEqual(2, len(copies.bufs), "the kept one's buffer was not reused")
+        del kept, again
+        self.assertIs(buf, copies.bufs[0])
+        copies.copy(ring[0])
+        self.assertEqual(2, len(copies.bufs), "released buffers are reused, no new one")
+
+
 def _load_all(load, n, out):
     for i in range(n):
         out.put((i, int(load(i)[0])))

@@ -68,7 +68,8 @@ class LiveLaneTest(unittest.TestCase):
                 producer = subprocess.Popen(
                     [launcher, "serve", "--name", "pylane", "--synthetic", "samples=600,shape=4,dtype=float32,seed=8",
                      "--batch-size", "10", "--epochs", "3", "--slots", "16", "--min-consumers", "2",
-                     "--start-grace-ms", "0", "--lane-idle-cores", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                     "--start-grace-ms", "0", "--lane-idle-cores", "0"],
+                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 fast = subprocess.Popen([launcher, "consume", "--name", "pylane", "--batch-size", "10"], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 lanes = set()

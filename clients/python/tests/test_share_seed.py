@@ -1,0 +1,67 @@
+"""Reproducible shared runs: two runs of a shared sweep with the same seed give every trial the same samples in the
+same order (as private loaders with a fixed seed do), another seed another order, and the share's log says the seed."""
+
+import itertools
+import os
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+
+try:
+    import torch  # noqa: F401
+except ImportError:  # numpy-only installs
+    torch = None
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class SharedSeedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        from tensorsocket_client.directory import launcher_command
+        if launcher_command() is None:
+            raise unittest.SkipTest("no tensorsocket launcher (build the command line first)")
+        sys.path.insert(0, SCRIPTS)
+
+    def run_sweep(self, name, **seeding):
+        """One shared run: two trials of batch sizes 32 and 50 reading two epochs; their ids in order, the share's log."""
+        from tensorsocket_client import share
+        from tensorsocket_client.share import log_path, stop_if_idle
+        loaders = [share(name, "share_loaders:synthetic", batch_size=b, kwargs={"samples": 300}, linger=30.0,
+                         **seeding) for b in (32, 50)]
+        orders = [[], []]
+        for _ in range(2):  # the trials read side by side, as trials do
+            epoch = [[], []]
+            for batches in itertools.zip_longest(*loaders):
+                for t, batch in enumerate(batches):
+                    if batch is not None:
+                        epoch[t] += batch[2].tolist()
+            for t in range(2):
+                self.assertEqual(list(range(300)), sorted(epoch[t]), "an exact epoch")
+                orders[t].append(epoch[t])
+        with open(log_path(name)) as f:
+            log = f.read()
+        for loader in loaders:
+            loader.dataset.close()
+        deadline = time.monotonic() + 30
+        while not stop_if_idle(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return orders, log
+
+    def test_the_same_seed_repeats_every_trials_samples_and_order(self):
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d, \
+                mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            first, log = self.run_sweep("seeded", seed=7)
+            again, _ = self.run_sweep("seeded", producer_options={"seed": 7})
+            other, _ = self.run_sweep("seeded", seed=8)
+        self.assertEqual(first, again, "the same seed: the same samples in the same order for every trial")
+        self.assertNotEqual(first[0][0], first[0][1], "epochs are shuffled anew")
+        self.assertNotEqual(first, other, "another seed: other orders")
+        self.assertIn("shuffled with seed 7", log)
+
+
+if __name__ == "__main__":
+    unittest.main()
