@@ -8,25 +8,22 @@ ring in shared memory (made and touched once, before the workers start), the bat
 ``(slot, samples, epoch, shapes, other fields, ids)`` goes to a worker, which turns each row back into the sample
 (``_decoded.unpack``: the decoded image; or the tensor row), applies the transform seeded per sample
 (``SampleAugment.sample``). Where the transform gives tensors of one shape and the samples are collated by torch's
-``default_collate``, the worker writes each augmented sample into its row of an output ring in shared memory (made and
-touched once, its shape from the first sample augmented in the trial's process) and only the small fields travel
-back; the loop gets the batch copied out of the ring into a buffer of its own, reused warm once nothing references it
-(``_Copies``), so it may keep a batch as long as it likes, as a private loader's, and no memory is allocated, faulted
-in and stacked per step. Otherwise the worker collates and the DataLoader carries the batch back as it would a private
-loader's.
+``default_collate``, the worker writes each augmented sample into its row of an output ring (``_output_ring``: memory
+files made and touched once, shared with the workers, the shape from the first sample augmented in the trial's
+process) and only the small fields travel back; the loop gets a tensor viewing the ring, which stays valid as long as
+the loop keeps it (a slot still viewed when it is due again is copied aside first), so no batch is allocated, faulted
+in, stacked and handed through fresh shared memory per step as a private DataLoader's is. Otherwise the worker
+collates and the DataLoader carries the batch back as it would a private loader's.
 
 Slot reuse: the DataLoader keeps at most P = ``workers x prefetch_factor`` tasks outstanding and hands the batches
-out in order, so a staging slot (P of them) is written again only after its task was done, and an output slot (P + 1)
-only after its batch was copied out (the DataLoader sends task j + P just before it hands over batch j)::
+out in order, so a staging slot (P of them) is written again only after its task was done::
 
     staging ring (uint8, shared)   slot 0 | slot 1 | ... | slot P-1        P = workers x prefetch_factor (1 without)
       slot                         row 0 | row 1 | ... | row b-1           b = the consumer's batch size
       row                          one sample's field to augment, its bytes as the producer serves them
-    output ring (shared)           slot 0 | slot 1 | ... | slot P          each (b, *the augmented sample's shape)
 """
 
 import itertools
-import sys
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,6 +31,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from . import _decoded
+from ._output_ring import OutputRing
 from .errors import TensorSocketError
 
 
@@ -99,7 +97,7 @@ class _Augmenting(Dataset):
         self.row_bytes = plan.row_bytes
         self.row = plan.row
         self.at = plan.at
-        self.out: Optional[torch.Tensor] = None
+        self.out: Optional[OutputRing] = None
 
     def sample(self, task: Tuple[Any, ...], k: int) -> Any:
         """Sample ``k`` of ``task``, before its augmentation."""
@@ -119,13 +117,12 @@ class _Augmenting(Dataset):
             fields = [torch.from_numpy(np.array(o[k])) for o in others]
             if out is None:
                 fields.insert(self.at, y)
-            elif not isinstance(y, torch.Tensor) or y.shape != out.shape[2:] or y.dtype != out.dtype:
+            elif not isinstance(y, torch.Tensor) or tuple(y.shape) != out.shape[1:] or y.dtype != out.dtype:
                 raise ValueError("the transform gave sample %d %s where the first sample it augmented gave a %s "
                                  "tensor of shape %s: a batch stacks samples of one shape (as default_collate does)"
-                                 % (int(ids[k]), _what(y), str(out.dtype).replace("torch.", ""),
-                                    tuple(out.shape[2:])))
+                                 % (int(ids[k]), _what(y), str(out.dtype).replace("torch.", ""), out.shape[1:]))
             else:
-                out[out_slot, k].copy_(y)
+                out.batch(out_slot)[k].copy_(y)
             samples.append(tuple(fields))
         if out is None:
             return self.augment.collate(samples)
@@ -149,7 +146,7 @@ class AugmentStage:
             raise ValueError("augmentation workers are 0 or more, not %d" % workers)
         prefetch = int(augment.prefetch_factor)
         self._slots = workers * prefetch if workers > 0 else 1
-        self._out_slots = self._slots + 1
+        self._out_slots = self._slots + 2  # see _output_ring
         self.staging = torch.zeros((self._slots, max(1, int(consumer.batch_size)) * self.plan.row_bytes),
                                    dtype=torch.uint8)
         if workers > 0:
@@ -162,6 +159,7 @@ class AugmentStage:
         options: Dict[str, Any] = dict(num_workers=workers, persistent_workers=workers > 0)
         if workers > 0:
             options["prefetch_factor"] = prefetch
+            options["multiprocessing_context"] = "fork"  # the output ring's mappings reach the workers by fork
         self._loader: Optional[DataLoader] = DataLoader(self._augmenting, batch_size=None, sampler=_Tasks(self),
                                                         **options)
         self.workers = workers
@@ -182,7 +180,7 @@ class AugmentStage:
                     continue
                 out_slot, n, rest = r
                 fields = list(rest)
-                fields.insert(self.plan.at, self._copies.copy(out[out_slot, :n]))
+                fields.insert(self.plan.at, out.batch(out_slot, n))
                 yield tuple(fields)
         except RuntimeError as e:
             if not str(e).startswith("DataLoader worker (pid"):
@@ -207,11 +205,7 @@ class AugmentStage:
         y = self.augment.sample(self._augmenting.sample(first, 0), self._epoch, int(first[6][0]))
         if not isinstance(y, torch.Tensor):
             return
-        out = torch.zeros((self._out_slots, int(self.consumer.batch_size)) + tuple(y.shape), dtype=y.dtype)
-        if self.workers > 0:
-            out.share_memory_()  # touched once, here
-        self._augmenting.out = out
-        self._copies = _Copies(out.shape[1:], out.dtype)
+        self._augmenting.out = OutputRing(self._out_slots, (int(self.consumer.batch_size),) + tuple(y.shape), y.dtype)
 
     def pending(self) -> Iterator[Tuple[Any, ...]]:
         """The tasks of the epoch being read (the sampler's iterator)."""
@@ -228,6 +222,8 @@ class AugmentStage:
             n = len(batch)
             slot, out_slot = self._tasks_made % self._slots, self._tasks_made % self._out_slots
             self._tasks_made += 1
+            if self._augmenting.out is not None:
+                self._augmenting.out.reuse(out_slot)
             row = arrays[field].reshape(n, -1).view(np.uint8)
             staged[slot, :n * plan.row_bytes].reshape(n, plan.row_bytes)[:] = row
             heads = np.array(arrays[_decoded.SHAPE]) if plan.decoded else None
@@ -242,38 +238,8 @@ class AugmentStage:
         if it is not None and hasattr(it, "_shutdown_workers"):
             it._shutdown_workers()
         self._loader = None
-
-
-class _Copies:
-    """The loop's copies of the output ring's batches: buffers of the trial's own memory, each reused, warm, once
-    nothing references it any more (CPython's reference counts tell: a tensor made from a numpy buffer, and every view
-    of that tensor, holds the buffer), a new one where the loop keeps the earlier ones."""
-
-    KEEP = 4
-
-    def __init__(self, shape: Tuple[int, ...], dtype: torch.dtype):
-        self.shape = tuple(shape)
-        self.dtype = torch.empty(0, dtype=dtype).numpy().dtype if dtype != torch.bfloat16 else None
-        self.torch_dtype = dtype
-        self.bufs: list = []
-        probe = np.empty(1)
-        self.bufs.append(probe)
-        self._baseline = sys.getrefcount(self.bufs[0])
-        self.bufs.clear()
-
-    def copy(self, batch: torch.Tensor) -> torch.Tensor:
-        """``batch`` (a view of the ring) copied into a buffer of the loop's own."""
-        if self.dtype is None:
-            return batch.clone()  # no numpy type to hold it (bfloat16)
-        n = len(batch)
-        buf = next((b for b in self.bufs if sys.getrefcount(b) <= self._baseline), None)
-        if buf is None:
-            buf = np.zeros(self.shape, dtype=self.dtype)  # its pages faulted in here, once
-            if len(self.bufs) < self.KEEP:
-                self.bufs.append(buf)
-        out = torch.from_numpy(buf[:n])
-        out.copy_(batch)
-        return out
+        if self._augmenting.out is not None:
+            self._augmenting.out.close()
 
 
 def _what(y: Any) -> str:

@@ -55,7 +55,10 @@ class FeederLink:
         try:
             return self._frames.read()
         except ConnectionResetError:
-            raise ProducerFailed("the producer reset the feeder connection (is another feeder feeding it?)") from None
+            # A producer that refuses a feeder says why (ERROR) before it closes; a reset means its process ended, killed
+            # or crashed, with frames of this feeder still unread.
+            raise ProducerFailed("the producer's process ended (killed or crashed: its end of the feeder connection was "
+                                 "reset with frames of this feeder unread)") from None
         except EOFError:
             raise ProducerFailed("the producer closed the feeder connection") from None
 

@@ -34,6 +34,19 @@ def _address(mm, offset=0):
     return probe.ctypes.data
 
 
+def detach(mm, start: int, size: int, writable: bool) -> None:
+    """Replaces ``size`` bytes of mapping ``mm`` from ``start``, in place (at the same addresses), by a private copy of
+    their current bytes, so every array viewing them keeps those bytes whatever the shared memory holds next."""
+    snapshot = mm[start:start + size]  # a copy, taken while the memory is still as the arrays saw it
+    addr = _address(mm, start)
+    got = _libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
+    if got is None or got == _MAP_FAILED or got != addr:
+        raise OSError(ctypes.get_errno(), "could not detach a held batch from shared memory")
+    ctypes.memmove(addr, snapshot, size)
+    if not writable and _libc.mprotect(addr, size, mmap.PROT_READ) != 0:
+        raise OSError(ctypes.get_errno(), "could not protect a detached batch")
+
+
 class FileMapping:
     """A shared mapping of ``length`` bytes of a file from ``offset``, its pages faulted in up front, that
     numpy arrays can view: ``mm[start:start + length]`` are the file's bytes.
@@ -93,15 +106,7 @@ class SlotMap:
     def detach(self):
         """Replaces the mapping's pages, in place, by a private read-only copy of their current bytes."""
         start = self.mapping.start
-        snapshot = self.mm[start:start + self.size]  # a copy, taken while the slot is still held
-        addr = self.mapping.address()
-        got = _libc.mmap(addr, self.size, mmap.PROT_READ | mmap.PROT_WRITE,
-                         mmap.MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
-        if got is None or got == _MAP_FAILED or got != addr:
-            raise OSError(ctypes.get_errno(), "could not detach a held batch from the arena")
-        ctypes.memmove(addr, snapshot, self.size)
-        if _libc.mprotect(addr, self.size, mmap.PROT_READ) != 0:
-            raise OSError(ctypes.get_errno(), "could not protect a detached batch")
+        detach(self.mm, start, self.size, writable=False)
 
     def close(self):
         """Unmaps if nothing uses the mapping; a mapping still in use is left to its arrays."""

@@ -392,6 +392,18 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
         os.close(fd)  # releases the lock
 
 
+def _name_this_process(name: str) -> None:
+    """Names the share's feeder for what it is, not for the trial it was forked from: in the producer's log and errors
+    (the feeder's command line: ``tensorsocket-share-feeder NAME``) and in ``ps``/``top`` (its name, at most 15
+    characters, which its DataLoader workers inherit)."""
+    sys.argv = ["tensorsocket-share-feeder", name]
+    try:
+        with open("/proc/self/comm", "w", encoding="utf-8") as f:
+            f.write(("ts-share-" + name)[:15])
+    except OSError:
+        pass  # not Linux: only the command line the producer is told
+
+
 def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,
           producer_options: Dict[str, Any], started: Optional[Callable[[Any], None]] = None) -> int:
     """The shared producer's process: builds the loader and feeds it, epoch after epoch, until the producer stops
@@ -401,6 +413,7 @@ def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger
     from ._producer_process import serve_args, start_producer, stop_now
     from .feeder import TensorProducer
 
+    _name_this_process(name)
     options = dict(producer_options)
     options.setdefault("idle_timeout", linger)
     # The feeder's, not its producer's options.

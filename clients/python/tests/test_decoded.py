@@ -125,23 +125,27 @@ class WrappersTest(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "needs torch")
-class CopiesTest(unittest.TestCase):
-    def test_a_batch_the_loop_keeps_keeps_its_bytes_and_a_released_buffer_is_reused(self):
-        from tensorsocket_client._augment_workers import _Copies
-        copies = _Copies((4, 3), torch.float32)
-        ring = torch.arange(24, dtype=torch.float32).reshape(2, 4, 3)
-        kept = copies.copy(ring[0, :3])[1:]  # a view of the copy, kept across steps
+class OutputRingTest(unittest.TestCase):
+    def test_a_batch_the_loop_keeps_keeps_its_bytes_and_one_it_let_go_is_written_in_place(self):
+        from tensorsocket_client._output_ring import OutputRing
+        ring = OutputRing(2, (4, 3), torch.float32)
+        self.addCleanup(ring.close)
+        ring.batch(0).copy_(torch.arange(12, dtype=torch.float32).reshape(4, 3))
+        kept = ring.batch(0, 3)[1:]  # a view of what the loop got, kept across steps
         first = kept.clone()
-        buf = copies.bufs[0]
-        ring[0] += 100  # the ring's slot written again
-        again = copies.copy(ring[1])
+        ring.reuse(0)  # slot 0 due again: the kept batch is copied aside, the slot mapped anew
+        ring.batch(0).fill_(-1)
         self.assertTrue(torch.equal(first, kept), "a kept batch keeps its bytes")
-        self.assertTrue(torch.equal(ring[1], again))
-        self.assertEqual(2, len(copies.bufs), "the kept one's buffer was not reused")
-        del kept, again
-        self.assertIs(buf, copies.bufs[0])
-        copies.copy(ring[0])
-        self.assertEqual(2, len(copies.bufs), "released buffers are reused, no new one")
+        self.assertTrue(bool((ring.batch(0) == -1).all()), "the slot itself holds what was written next")
+        self.assertEqual(1, ring.detached)
+        del kept
+        address = ring.batch(1).data_ptr()
+        ring.reuse(1)  # nothing views slot 1: written in place
+        self.assertEqual((0, address), (ring.detached - 1, ring.batch(1).data_ptr()))
+        halves = OutputRing(1, (2, 2), torch.bfloat16)
+        self.addCleanup(halves.close)
+        halves.batch(0).copy_(torch.tensor([[1.5, 2], [3, 4]], dtype=torch.bfloat16))
+        self.assertEqual([[1.5, 2.0], [3.0, 4.0]], halves.batch(0).float().tolist())
 
 
 def _load_all(load, n, out):
@@ -260,7 +264,8 @@ class SharedAugmentTest(unittest.TestCase):
     def test_a_transform_that_raises_reaches_the_loop_with_its_cause(self):
         import share_loaders
         loader = self.share("raising", SampleAugment(share_loaders.Failing(broken=(61, 47)), workers=2), 4)
-        with self.assertRaisesRegex(ValueError, r"(?s)DataLoader worker process.*cannot crop this 61x47 image"):
+        # from a worker (with its traceback), or from the first sample, which the trial's process augments itself
+        with self.assertRaisesRegex(ValueError, r"cannot crop this 61x47 image: it is the broken one"):
             for _ in loader:
                 pass
 

@@ -61,6 +61,8 @@ class SharedSeedTest(unittest.TestCase):
         self.assertNotEqual(first[0][0], first[0][1], "epochs are shuffled anew")
         self.assertNotEqual(first, other, "another seed: other orders")
         self.assertIn("shuffled with seed 7", log)
+        self.assertIn(", tensorsocket-share-feeder seeded) declared 300 samples per epoch", log,
+                      "the feeder is named for what it is, not for the trial it was forked from")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.ProducerAlreadyRunningException;
 import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.directory.ShareFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +54,11 @@ final class CleanCommand implements Callable<Integer> {
             } catch (IOException | RuntimeException e) {
                 System.out.println("could not remove " + d + ": " + e.getMessage());
             }
+        }
+        for (String share : ShareFiles.leftBehind()) {
+            ShareFiles.removeUnused(share);
+            System.out.println("removed the files share '" + share + "' left in " + base + " (.share.lock, .share.log:"
+                    + " a start that failed, or a producer that was killed; no producer of the name runs)");
         }
         System.out.println("removed " + removed + " stale producer director" + (removed == 1 ? "y" : "ies") + "; "
                 + live + " running producer" + (live == 1 ? "" : "s") + " left alone");

@@ -2,6 +2,8 @@ package io.tensorsocket.cli;
 
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.directory.ShareFiles;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -100,6 +102,25 @@ final class ListCommand implements Callable<Integer> {
                         d.dir());
             }
             System.out.println("free them with: " + Hints.launcher() + " clean");
+        }
+        List<String> shares = ShareFiles.leftBehind();
+        for (String share : shares) {
+            Path log = ShareFiles.logFile(share);
+            if (json) {
+                System.out.println(Json.object()
+                        .put("name", share)
+                        .put("state", "share files left")
+                        .put("log", log.toString()));
+            }
+        }
+        if (!json && !shares.isEmpty()) {
+            System.out.println();
+            System.out.println("shares whose last start failed or whose producer was killed left their lock and log"
+                    + " (the log says what happened; the next start of the name or `" + Hints.launcher() + " clean`"
+                    + " removes them):");
+            for (String share : shares) {
+                System.out.printf("  %-24s %s%n", share, ShareFiles.logFile(share));
+            }
         }
         return 0;
     }

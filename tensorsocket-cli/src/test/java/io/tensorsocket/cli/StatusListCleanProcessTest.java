@@ -121,6 +121,42 @@ class StatusListCleanProcessTest extends ProcessTestBase {
     }
 
     @Test
+    void aShareWhoseStartFailedLeavesFilesThatListShowsAndCleanRemoves() throws Exception {
+        // What share() leaves when its producer's factory fails: the start lock and the log that says why.
+        Files.writeString(base.resolve(".broken.share.lock"), "");
+        Files.writeString(base.resolve(".broken.share.log"), "RuntimeError: the data set's root does not exist\n");
+        Files.writeString(base.resolve(".logonly.share.log"), "killed\n");
+        Proc list = start("list");
+        assertEquals(0, list.exitCode(Duration.ofSeconds(30)), list.stderr());
+        String out = String.join("\n", list.lines());
+        assertTrue(
+                out.contains("shares whose last start failed or whose producer was killed left their lock and log"),
+                out);
+        assertTrue(out.contains("  broken                   " + base.resolve(".broken.share.log")), out);
+        assertTrue(out.contains("  logonly                  " + base.resolve(".logonly.share.log")), out);
+        Proc json = start("list", "--json");
+        assertEquals(0, json.exitCode(Duration.ofSeconds(30)), json.stderr());
+        assertEquals(
+                "share files left",
+                json.json().getFirst().get("state"),
+                json.lines().toString());
+
+        Proc clean = start("clean");
+        assertEquals(0, clean.exitCode(Duration.ofSeconds(30)), clean.stderr());
+        assertTrue(
+                String.join("\n", clean.lines()).contains("removed the files share 'broken' left in " + base),
+                clean.lines().toString());
+        for (String f : List.of(".broken.share.lock", ".broken.share.log", ".logonly.share.log")) {
+            assertFalse(Files.exists(base.resolve(f)), f);
+        }
+        Proc after = start("list");
+        assertEquals(0, after.exitCode(Duration.ofSeconds(30)), after.stderr());
+        assertFalse(
+                String.join("\n", after.lines()).contains("shares whose"),
+                after.lines().toString());
+    }
+
+    @Test
     void thePythonClientCountsOnlyProducersHoldingTheirLockAsRunning() throws Exception {
         assumePython("numpy");
         serve("up", "samples=100,shape=4,dtype=float32,seed=1", 10, 0);
@@ -196,7 +232,10 @@ class StatusListCleanProcessTest extends ProcessTestBase {
                 .toList()
                 .toString();
         assertTrue(said.contains("for consumer ") && said.contains("(pid " + slow.pid() + ", batch size 10)"), said);
-        assertTrue(said.contains("the other consumer reads at its speed; without it they could read up to "), said);
+        assertTrue(
+                said.contains(
+                        "the other consumer of the main stream reads at its speed; without it they could read up to "),
+                said);
         assertTrue(said.contains("`tensorsocket status pace` marks it"), said);
         assertTrue(said.contains("A larger arena lets the others read ahead of it: this one holds "), said);
         assertTrue(said.contains("(serve --slots or --arena-mb; slots= or arena_mb= in Python)"), said);

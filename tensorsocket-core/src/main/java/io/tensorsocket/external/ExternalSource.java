@@ -170,12 +170,18 @@ public final class ExternalSource implements IndexedSource {
                 link.named("the feeder of producer '" + producer + "' (pid " + h.pid() + ", " + h.client() + ")");
                 lanes.attached(h, link.who(), socketPath.getParent());
                 log.info(
-                        "producer '{}': {} declared {} samples per epoch in batches of {}: {}",
+                        "producer '{}': {} declared {} samples per epoch in batches of {}: {}{}",
                         producer,
                         link.who(),
                         h.samplesPerEpoch(),
                         h.batchSize(),
-                        h.tensors());
+                        h.tensors(),
+                        h.datasetSize() > 0
+                                ? (h.shuffle()
+                                        ? "; fed by index, shuffled with seed " + h.seed()
+                                                + " (the same seed repeats every epoch's order)"
+                                        : "; fed by index, in order")
+                                : "");
                 return true;
             }
             problem = "the feeder's declaration is refused: " + problem;

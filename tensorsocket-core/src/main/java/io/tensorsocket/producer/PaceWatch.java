@@ -47,7 +47,10 @@ final class PaceWatch {
         this.windowNanos = WINDOW.toNanos();
     }
 
-    /** Whether waits count with {@code attached} consumers: a consumer alone holds nobody back. */
+    /**
+     * Whether waits count with {@code attached} consumers on the main stream (those in lanes read at their own pace): a
+     * consumer alone there holds nobody back.
+     */
     boolean watches(int attached) {
         return attached >= 2;
     }
@@ -91,8 +94,8 @@ final class PaceWatch {
                         Math.round(share * 100),
                         s.describe(),
                         attached - 1 == 1
-                                ? "the other consumer reads"
-                                : "the other " + (attached - 1) + " consumers read",
+                                ? "the other consumer of the main stream reads"
+                                : "the other " + (attached - 1) + " consumers of the main stream read",
                         String.format(Locale.ROOT, "%.1f", 1 / Math.max(0.01, 1 - share)),
                         producer,
                         slotCount,

@@ -70,7 +70,7 @@ final class SlotWait {
             }
             if (slots.isFree(slot)) {
                 awaitingRelease = false;
-                pace.tick(System.nanoTime(), consumers.count());
+                pace.tick(System.nanoTime(), consumers.onMainStream());
                 return;
             }
             long left = rules.stallTimeout().toNanos() - (System.nanoTime() - stalledSince);
@@ -82,13 +82,13 @@ final class SlotWait {
             awaitingRelease = true;
             releaseWanted.run();
             List<ConsumerSession> holders =
-                    pace.watches(consumers.count()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
+                    pace.watches(consumers.onMainStream()) ? consumers.holdersOf(slots.seqIn(slot)) : List.of();
             long before = System.nanoTime();
             waits.awaitNanos(Math.min(left, lanes.judgeEvery())); // a stalled holder is judged too, not only a slow one
             long after = System.nanoTime();
-            pace.waited(holders, after - before, consumers.count());
+            pace.waited(holders, after - before, consumers.onMainStream());
             lanes.waited(holders, after - before, after);
-            pace.tick(after, consumers.count());
+            pace.tick(after, consumers.onMainStream());
         }
     }
 
