@@ -205,10 +205,11 @@ class DecodedCache:
         raise TypeError("the decoded-sample cache reaches the loader's workers by fork only; give the DataLoader "
                         "multiprocessing_context='fork' (or none) to use cache_mb")
 
-    def get(self, i: int) -> Optional[Any]:
-        """Sample ``i`` as kept (a copy of it), or None where the caller is to load it (and ``offer`` or ``abandon``
-        it): a sample that another process is loading is waited for (up to :data:`LOAD_WAIT`), so that each sample
-        is loaded once while room is left."""
+    def get(self, i: int, copy: bool = True) -> Optional[Any]:
+        """Sample ``i`` as kept (a copy of it; ``copy=False``: its arrays read-only views of the cache, for a caller
+        that only reads them), or None where the caller is to load it (and ``offer`` or ``abandon`` it): a sample
+        that another process is loading is waited for (up to :data:`LOAD_WAIT`), so that each sample is loaded once
+        while room is left."""
         deadline = None
         while True:
             with self._locked():
@@ -228,11 +229,12 @@ class DecodedCache:
         (count,) = struct.unpack_from("<I", self._map, at)
         lengths = struct.unpack_from("<%dQ" % (count + 1), self._map, at + 4)
         at += 4 + 8 * (count + 1)
-        data = self._map[at:at + lengths[0]]
+        kept = memoryview(self._map).toreadonly()  # a kept sample is never written again
+        data = kept[at:at + lengths[0]]
         at += lengths[0]
-        buffers = []
+        buffers: List[Any] = []
         for n in lengths[1:]:
-            buffers.append(bytearray(self._map[at:at + n]))
+            buffers.append(bytearray(kept[at:at + n]) if copy else kept[at:at + n])
             at += n
         return pickle.loads(data, buffers=buffers)
 
@@ -310,14 +312,16 @@ class DecodedCache:
 
 
 class CachedLoad:
-    """``load(i)`` through ``cache``: a kept sample is read from it, any other loaded and offered to it."""
+    """``load(i)`` through ``cache``: a kept sample is read from it (``copy=False``: its arrays viewing the cache,
+    read-only), any other loaded and offered to it."""
 
-    def __init__(self, load: Callable[[int], Any], cache: DecodedCache):
+    def __init__(self, load: Callable[[int], Any], cache: DecodedCache, copy: bool = True):
         self._load = load
         self.cache = cache
+        self._copy = copy
 
     def __call__(self, i: int) -> Any:
-        sample = self.cache.get(i)
+        sample = self.cache.get(i, self._copy)
         if sample is not None:
             return sample
         try:

@@ -87,7 +87,7 @@ class MapStyle:
         load: Any = PackedLoad(raw)
         if cache_mb is not None:
             self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
-            load = CachedLoad(load, self.cache)
+            load = CachedLoad(load, self.cache, copy=False)  # the rows' collation only reads what is kept
         self.dataset = DecodedSamples(load, self.size)
         self._options["collate_fn"] = DecodedCollate(width)
 
