@@ -187,7 +187,7 @@ def run(args, mode: str) -> dict:
 
 
 def add_run_arguments(p) -> None:
-    """The options of a run of jobs over the JPEG data set (this benchmark's and augment_bench.py's)."""
+    """The options of a run of jobs over the JPEG data set."""
     p.add_argument("--seconds", type=float, default=20, help="seconds each job trains after its first batch (default 20)")
     p.add_argument("--step-ms", type=float, default=0, help="sleep per step in place of a GPU's work (default 0)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader (default 2)")

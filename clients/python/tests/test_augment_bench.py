@@ -1,5 +1,6 @@
-"""augment_bench.py, three trials that augment differently, private against sharing one decoding, run short: it prints
-every trial's samples/s in both runs and the ratios. What the figures are is the benchmark's business."""
+"""augment_bench.py, a sweep of four trials (two models, two augmentation strengths), private against sharing one
+decoding with each trial augmenting itself, run short: it prints every trial's samples/s in both runs, each sweep's
+wall and CPU time and the ratios. What the figures are is the benchmark's business."""
 import json
 import os
 import subprocess
@@ -24,17 +25,24 @@ class AugmentBenchTest(unittest.TestCase):
         launcher = launcher_or_skip(self)
         with tempfile.TemporaryDirectory() as home:
             env = dict(os.environ, HOME=home, TENSORSOCKET_LAUNCHER=launcher)
-            out = subprocess.run([sys.executable, str(EXAMPLE), "--seconds", "1", "--count", "40", "--workers", "1"],
+            out = subprocess.run([sys.executable, str(EXAMPLE), "--epochs", "1", "--count", "40", "--workers", "1",
+                                  "--step-ms", "1", "--cache-mb", "64"],
                                  capture_output=True, text=True, timeout=300, env=env)
         self.assertEqual(0, out.returncode, out.stderr)
         lines = out.stdout.splitlines()
         for mode in ("private", "shared"):
-            rows = [line.split() for line in lines if line.startswith(mode + " ")]
-            self.assertEqual(["1", "2", "3", "all"], [r[1] for r in rows], out.stdout)
+            rows = [line.split() for line in lines if line.startswith(mode + " ") and "sweep:" not in line]
+            self.assertEqual(["1", "2", "3", "4"], [r[1] for r in rows], out.stdout)
+            self.assertEqual({"cnn", "resnet"}, {r[2] for r in rows}, out.stdout)
             self.assertTrue(all(float(r[-1]) > 0 for r in rows), out.stdout)
+            self.assertEqual(1, sum(1 for line in lines if line.startswith(mode + " ") and "sweep:" in line),
+                             out.stdout)
         summary = json.loads(lines[-1])
-        self.assertAlmostEqual(summary["shared"] / summary["private"], summary["ratio"], delta=0.01)
-        self.assertGreater(summary["cpu_ratio"], 0)
+        self.assertAlmostEqual(summary["shared_wall"][0] / summary["private_wall"][0], summary["wall_ratio"][0],
+                               delta=0.01)
+        self.assertAlmostEqual(summary["shared_cpu"][0] / summary["private_cpu"][0], summary["cpu_ratio"][0],
+                               delta=0.01)
+        self.assertTrue(all(v > 0 for v in summary["private_cpu"] + summary["shared_cpu"]), summary)
 
 
 if __name__ == "__main__":
