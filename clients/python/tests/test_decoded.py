@@ -148,6 +148,35 @@ class OutputRingTest(unittest.TestCase):
         self.assertEqual([[1.5, 2.0], [3.0, 4.0]], halves.batch(0).float().tolist())
 
 
+@unittest.skipIf(torch is None, "needs torch, torchvision and PIL")
+class RefusalsTest(unittest.TestCase):
+    def test_what_cannot_serve_or_run_an_augmentation_is_refused_saying_what_to_do(self):
+        import torch.utils.data as tud
+
+        from tensorsocket_client import TensorProducer
+        with self.assertRaisesRegex(ValueError, "SampleAugment's workers are 0 .* or more, not -1"):
+            SampleAugment(lambda x: x, workers=-1)
+        with self.assertRaisesRegex(ValueError, "prefetch_factor is 1 or more"):
+            SampleAugment(lambda x: x, prefetch_factor=0)
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
+            data = Indexed(torchvision.datasets.ImageFolder(_folder(os.path.join(d, "images"))))
+
+            class Stream(tud.IterableDataset):
+                def __iter__(self):
+                    return iter(range(3))
+
+            with self.assertRaisesRegex(ValueError, "augment= serves a torch DataLoader's map-style data set by "
+                                                    "index, its samples decoded, for each trial to augment; this "
+                                                    "loader reads an IterableDataset"):
+                TensorProducer("refused", tud.DataLoader(Stream(), batch_size=2), decoded=True)
+            with self.assertRaisesRegex(ValueError, r"the factory's loader has a collate function of its own "
+                                                    r"\(mine\): leave it out of the loader and give it to "
+                                                    r"SampleAugment"):
+                def mine(batch):
+                    return batch
+                TensorProducer("refused", tud.DataLoader(data, batch_size=2, collate_fn=mine), decoded=True)
+
+
 def _load_all(load, n, out):
     for i in range(n):
         out.put((i, int(load(i)[0])))
@@ -266,6 +295,15 @@ class SharedAugmentTest(unittest.TestCase):
         loader = self.share("raising", SampleAugment(share_loaders.Failing(broken=(61, 47)), workers=2), 4)
         # from a worker (with its traceback), or from the first sample, which the trial's process augments itself
         with self.assertRaisesRegex(ValueError, r"cannot crop this 61x47 image: it is the broken one"):
+            for _ in loader:
+                pass
+
+    def test_a_transform_whose_samples_differ_in_shape_is_an_error_saying_so(self):
+        import torchvision.transforms as T
+        loader = self.share("shapes", SampleAugment(T.PILToTensor(), workers=1), 8)  # no crop: the files' own sizes
+        with self.assertRaisesRegex(ValueError, r"the transform gave sample \d+ a uint8 tensor of shape \(3, \d+, "
+                                                r"\d+\) where the first sample it augmented gave a uint8 tensor of "
+                                                r"shape \(3, \d+, \d+\): a batch stacks samples of one shape"):
             for _ in loader:
                 pass
 
