@@ -326,10 +326,10 @@ class CachedLoad:
             return sample
         try:
             sample = self._load(i)
+            self.cache.offer(i, sample)
         except BaseException:
-            self.cache.abandon(i)
+            self.cache.abandon(i)  # the others load it themselves rather than wait for it
             raise
-        self.cache.offer(i, sample)
         return sample
 
 
