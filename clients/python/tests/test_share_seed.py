@@ -30,8 +30,12 @@ class SharedSeedTest(unittest.TestCase):
         """One shared run: two trials of batch sizes 32 and 50 reading two epochs; their ids in order, the share's log."""
         from tensorsocket_client import share
         from tensorsocket_client.share import log_path, stop_if_idle
+        # Both start at the epoch's start (the producer waits for the two): a trial that joins later starts where the
+        # producer is, and its epochs straddle the producer's from there, which no seed repeats.
+        options = dict(seeding.pop("producer_options", {}), min_consumers=2)
         loaders = [share(name, "share_loaders:synthetic", batch_size=b, kwargs={"samples": 300}, linger=30.0,
-                         **seeding) for b in (32, 50)]
+                         producer_options=options, **seeding) for b in (32, 50)]
+        self.assertEqual(["epoch_start"] * 2, [ld.dataset.consumer.start_mode for ld in loaders])
         orders = [[], []]
         for _ in range(2):  # the trials read side by side, as trials do
             epoch = [[], []]
