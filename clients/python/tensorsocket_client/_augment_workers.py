@@ -114,19 +114,21 @@ class _Augmenting(Dataset):
         samples = []
         for k in range(n):
             y = self.augment.sample(self.sample(task, k), epoch, int(ids[k]))
-            fields = [torch.from_numpy(np.array(o[k])) for o in others]
             if out is None:
+                fields = [torch.from_numpy(np.array(o[k])) for o in others]
                 fields.insert(self.at, y)
+                samples.append(tuple(fields))
             elif not isinstance(y, torch.Tensor) or tuple(y.shape) != out.shape[1:] or y.dtype != out.dtype:
                 raise ValueError("the transform gave sample %d %s where the first sample it augmented gave a %s "
                                  "tensor of shape %s: a batch stacks samples of one shape (as default_collate does)"
                                  % (int(ids[k]), _what(y), str(out.dtype).replace("torch.", ""), out.shape[1:]))
             else:
                 out.batch(out_slot)[k].copy_(y)
-            samples.append(tuple(fields))
         if out is None:
             return self.augment.collate(samples)
-        return out_slot, n, self.augment.collate(samples) if samples[0] else ()
+        # The other fields as the task brought them (numpy: carried back inline, no shared memory per batch); the
+        # trial's process makes them tensors, as default_collate would have stacked them.
+        return out_slot, n, others
 
     def __len__(self) -> int:
         raise TypeError("a sampler of tasks drives it")
@@ -156,7 +158,9 @@ class AugmentStage:
         self._pending: Optional[Iterator[Tuple[Any, ...]]] = None
         self._augmenting = _Augmenting(augment, self.staging, self.plan)
         self._out_decided = False
-        options: Dict[str, Any] = dict(num_workers=workers, persistent_workers=workers > 0)
+        # collate_fn: a task's result as the worker made it (the default would make its numpy arrays tensors there,
+        # each then handed over through shared memory of its own)
+        options: Dict[str, Any] = dict(num_workers=workers, persistent_workers=workers > 0, collate_fn=_as_made)
         if workers > 0:
             options["prefetch_factor"] = prefetch
             options["multiprocessing_context"] = "fork"  # the output ring's mappings reach the workers by fork
@@ -178,14 +182,16 @@ class AugmentStage:
                 if out is None:
                     yield r
                     continue
-                out_slot, n, rest = r
-                fields = list(rest)
+                out_slot, n, others = r
+                fields = [torch.from_numpy(o) for o in others]
                 fields.insert(self.plan.at, out.batch(out_slot, n))
                 yield tuple(fields)
-        except RuntimeError as e:
-            if not str(e).startswith("DataLoader worker (pid"):
+        except (RuntimeError, EOFError, ConnectionError) as e:
+            # torch's word for a dead worker, or the hand-over of its last result broken off by its death
+            if isinstance(e, RuntimeError) and not str(e).startswith("DataLoader worker (pid"):
                 raise
-            raise AugmentWorkerDied("a worker process of this trial's augmentation ended without its batch (%s): the "
+            self.close()  # the other workers too: torch then stops watching them (no later SIGCHLD raises anywhere)
+            raise AugmentWorkerDied("a worker process of this trial's augmentation ended without its batch (%r): the "
                                     "transform crashed it, or it was killed (the OOM killer, a signal); the stream "
                                     "cannot go on in this epoch. Fewer workers (SampleAugment(workers=)) need less "
                                     "memory" % e) from e
@@ -240,6 +246,10 @@ class AugmentStage:
         self._loader = None
         if self._augmenting.out is not None:
             self._augmenting.out.close()
+
+
+def _as_made(result: Any) -> Any:
+    return result
 
 
 def _what(y: Any) -> str:
