@@ -123,6 +123,29 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual("python3", command_line([], 10))
 
 
+class LinkResetTest(unittest.TestCase):
+    def test_a_producer_whose_process_ended_with_frames_unread_is_said_so(self):
+        import socket
+
+        from tensorsocket_client._feeder_link import FeederLink
+        from tensorsocket_client.errors import ProducerFailed
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "feeder.sock")
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(path)
+            server.listen(1)
+            link = FeederLink(path, 10)
+            peer, _ = server.accept()
+            link.sock.sendall(b"\x00" * 64)  # frames the producer never reads
+            time.sleep(0.05)
+            peer.close()  # as a killed producer's kernel closes it: unread data, so the connection is reset
+            server.close()
+            with self.assertRaisesRegex(ProducerFailed, r"the producer's process ended \(killed or crashed: its end of "
+                                                        r"the feeder connection was reset"):
+                link.read_any()
+            link.close()
+
+
 class CopyHintTest(unittest.TestCase):
     """A feeder whose batches go through the cache because the C library misjudges its size says how to avoid it."""
 
