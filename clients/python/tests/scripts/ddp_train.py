@@ -8,6 +8,7 @@ size taken from torchrun's RANK and WORLD_SIZE. After each epoch the ranks gathe
 JSON line per epoch: how many samples the job saw, how many distinct, and the rank's start.
 """
 import argparse
+import datetime
 import json
 
 import torch
@@ -54,7 +55,9 @@ def main():
     if not a.no_close:
         loader.dataset.close()
     # torch's own rule, whatever the loader: a gloo process group left to the interpreter's exit may abort it
-    # ("terminate called without an active exception", SIGABRT), its worker threads still running
+    # ("terminate called without an active exception", SIGABRT), its worker threads still running; and one torn down
+    # while the other rank still talks to it did the same in a CI run: both ranks meet first (bounded), then tear down
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=60))
     dist.destroy_process_group()
 
 
