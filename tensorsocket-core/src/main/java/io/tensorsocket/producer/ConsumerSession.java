@@ -12,6 +12,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -167,13 +168,18 @@ final class ConsumerSession {
      * job measures, however its reports are spaced.
      */
     private double rate() {
+        return samplesPerSecondOf(p -> p.waitNanos() + p.workNanos());
+    }
+
+    /** Samples handed out across its latest reports (or since it connected) over the time {@code time} counts. */
+    private double samplesPerSecondOf(ToLongFunction<Message.Progress> time) {
         Message.Progress last = reports.peekLast();
         if (last == null) {
             return 0;
         }
         Message.Progress first = reports.size() > 1 ? reports.peekFirst() : null;
         long samples = last.samples() - (first != null ? first.samples() : 0);
-        long nanos = last.waitNanos() + last.workNanos() - (first != null ? first.waitNanos() + first.workNanos() : 0);
+        long nanos = time.applyAsLong(last) - (first != null ? time.applyAsLong(first) : 0);
         return nanos > 0 ? Math.max(0, samples / (nanos / 1e9)) : 0;
     }
 
@@ -182,14 +188,7 @@ final class ConsumerSession {
      * across its latest reports), or 0 where it has not said: how fast it would read were it never kept waiting.
      */
     double ownPace() {
-        Message.Progress last = reports.peekLast();
-        Message.Progress first = reports.size() > 1 ? reports.peekFirst() : null;
-        if (last == null) {
-            return 0;
-        }
-        long samples = last.samples() - (first != null ? first.samples() : 0);
-        long nanos = last.workNanos() - (first != null ? first.workNanos() : 0);
-        return nanos > 0 && samples > 0 ? samples / (nanos / 1e9) : 0;
+        return samplesPerSecondOf(Message.Progress::workNanos);
     }
 
     /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */
