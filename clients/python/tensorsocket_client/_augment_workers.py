@@ -172,7 +172,8 @@ class AugmentStage:
         """One epoch of augmented batches, the transform's randomness of epoch ``epoch``."""
         self._epoch = epoch
         if self._loader is None:
-            raise ValueError("this trial's augmentation was closed")
+            raise ValueError("this trial's augmentation has ended (its loader was closed, or a worker of it died): "
+                             "make the loader again (share(...)) to read on")
         self._pending = self.tasks()
         if not self._out_decided:
             self._decide_out()

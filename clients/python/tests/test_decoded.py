@@ -158,6 +158,17 @@ class RefusalsTest(unittest.TestCase):
             SampleAugment(lambda x: x, workers=-1)
         with self.assertRaisesRegex(ValueError, "prefetch_factor is 1 or more"):
             SampleAugment(lambda x: x, prefetch_factor=0)
+        from tensorsocket_client._augment_workers import _Plan
+        tensors = [("image", "uint8", (3, 8, 8)), ("label", "int64", ()), ("id", "float32", ())]
+        aug = SampleAugment(lambda x: x)
+        with self.assertRaisesRegex(ValueError, r"augment= over a producer that serves tensors \(not decoded samples\) "
+                                                r"needs names="):
+            _Plan(tensors, aug, None)
+        with self.assertRaisesRegex(ValueError, r"needs each sample's id .* in field -1 .*; that field holds float32"):
+            _Plan(tensors, aug, ("image", "label", "id"))
+        with self.assertRaisesRegex(ValueError, r"reads field 0 \(the data\) and field 5 \(the sample ids\) of each "
+                                                r"batch, which has 3 fields"):
+            _Plan(tensors, SampleAugment(lambda x: x, ids=5), ("image", "label", "id"))
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"TENSORSOCKET_BASE": d}):
             data = Indexed(torchvision.datasets.ImageFolder(_folder(os.path.join(d, "images"))))
 
@@ -338,6 +349,9 @@ class SharedAugmentTest(unittest.TestCase):
         while _children(os.getpid()) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertEqual([], _children(os.getpid()), "the other worker ended too")
+        with self.assertRaisesRegex(ValueError, r"this trial's augmentation has ended \(its loader was closed, or a "
+                                                r"worker of it died\): make the loader again"):
+            next(iter(loader))
 
 
 def _children(pid):
