@@ -24,6 +24,7 @@ from .consumer import TensorConsumer
 from .errors import (
                      BatchReleasedError,
                      ConsumerEvicted,
+                     EpochIncomplete,
                      JobFailed,
                      PermissionDenied,
                      ProducerFailed,
@@ -43,4 +44,5 @@ __version__ = "0.1.0"
 __all__ = ["TensorConsumer", "Batch", "TensorProducer", "share", "ShareMismatch", "ShareFailed", "feed", "FeederError",
            "TensorSocketError", "ProducerNotFound",
            "PermissionDenied", "ProducerGone", "ProducerFailed", "ProducerNotResponding", "ConsumerEvicted", "JobFailed",
+           "EpochIncomplete",
            "RequestRejected", "ProtocolError", "ProtocolVersionError", "TensorSocketTimeout", "BatchReleasedError"]

@@ -22,19 +22,19 @@ import os
 import time
 from typing import Optional, Union
 
+from . import _stream_end, wire
 from . import arena as _arena
 from . import directory as _directory
 from . import handshake as _handshake
 from . import rings as _rings
 from . import stream as _stream
-from . import wire
 from ._lifecycle import ConsumerBase, checked_batch_size, job_rank
 from ._memory import FileMapping
 from ._reference import check_consumer_call
 from ._waiting import DEFAULT_CONNECT_TIMEOUT
 from .assembly import BatchAssembly
 from .dtypes import DTYPES
-from .errors import ProducerGone, ProtocolError, TensorSocketError, TensorSocketTimeout
+from .errors import EpochIncomplete, ProducerGone, ProtocolError, TensorSocketError, TensorSocketTimeout
 
 _SLICE = 0.05          # seconds between looks at held memory while waiting
 _DETACH_AFTER = 0.25   # waiting longer than this lets go of slots pinned only by user arrays
@@ -211,8 +211,33 @@ class TensorConsumer(ConsumerBase):
         self._close_current()
         if self._stream.epoch_started:
             self._skip_to(self._stream.epoch_end())
+        self._apply_arrived()
+        if self._stream.is_end_of_stream(self._welcome.epochs):
+            got = self._stream.epoch - self._welcome.start_epoch + 1 if self._stream.epoch_started else 0
+            raise ProducerGone(_stream_end.no_more_epochs(self.producer, self._welcome, got))
         self._stream.begin_epoch()
         return self._epoch(self._stream.epoch_base)
+
+    def _apply_arrived(self):
+        """Applies the messages that arrived already (an end of the stream among them), without waiting."""
+        while self._violation is None:
+            m = self._link.poll(0)
+            if m is None:
+                break
+            try:
+                self._handle(m)
+            except ProtocolError as e:
+                self._violation = e
+
+    def _whole_or_raise(self):
+        """The epoch's batches ran out: returns where it was whole; raises where the stream ended first."""
+        missing = self._stream.missing()
+        if missing and self._stream.position == self._stream.epoch_base:  # nothing of it came
+            raise ProducerGone(_stream_end.no_more_epochs(self.producer, self._welcome,
+                                                          self._stream.epoch - self._welcome.start_epoch))
+        if missing:
+            raise EpochIncomplete(_stream_end.short_epoch(self.producer, self._welcome, self._stream.epoch, missing),
+                                  self._stream.epoch, missing)
 
     def _epoch(self, base):
         while True:
@@ -223,6 +248,7 @@ class TensorConsumer(ConsumerBase):
                 self._close_current()
                 n = self._next_batch_size()
                 if n == 0:
+                    self._whole_or_raise()
                     return
                 self._current = self._assemble(n)
                 self._samples_handed += n
@@ -266,14 +292,7 @@ class TensorConsumer(ConsumerBase):
         # What arrived already is applied first: a MOVE among it is answered at this batch, not once the batches
         # held are used up (the other consumers would wait for them). A violation among it is raised where the
         # consumer needs what it spoiled: the valid batches before it are handed out first.
-        while self._violation is None:
-            m = self._link.poll(0)
-            if m is None:
-                break
-            try:
-                self._handle(m)
-            except ProtocolError as e:
-                self._violation = e
+        self._apply_arrived()
         waited_from = time.monotonic()
         while True:
             n = self._stream.next_batch()

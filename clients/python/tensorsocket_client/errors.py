@@ -26,6 +26,18 @@ class ProducerGone(TensorSocketError):
     """The producer exited, was killed, or has finished and closed the connection."""
 
 
+class EpochIncomplete(TensorSocketError):
+    """The stream ended before this consumer's epoch was whole: it joined a finite stream mid-epoch and the producer
+    could not complete its last epoch (a source that fixes its own order cannot load the missing samples again).
+    Raised where the epoch's batches run out, after every sample that arrived; ``epoch`` and ``missing`` (samples of
+    this consumer's share that never came) say what it lacks. See the Java EpochIncompleteException."""
+
+    def __init__(self, message: str, epoch: int = -1, missing: int = 0):
+        super().__init__(message)
+        self.epoch = epoch
+        self.missing = missing
+
+
 class ProducerFailed(TensorSocketError):
     """The producer's loader raised an error (ERROR code LOADER_FAILED)."""
 

@@ -16,6 +16,9 @@ NEXT_EPOCH_START = "next_epoch_start"
 NEED_MORE = -1
 
 
+_UNBOUNDED = (1 << 63) - 1  # an endless stream's last position (Java's Long.MAX_VALUE)
+
+
 class StreamGeometry:
     """Samples per epoch and the loader's batch size."""
 
@@ -29,6 +32,19 @@ class StreamGeometry:
 
     def position(self, epoch, sample):
         return epoch * self.samples_per_epoch + sample
+
+    def epochs_owed(self, start, epochs):
+        """Epochs of its own a consumer starting at stream position ``start`` gets from a stream of ``epochs`` epochs:
+        each that begins inside it, whole (an endless stream, 0: unbounded). See the Java StreamGeometry.epochsOwed."""
+        if epochs <= 0:
+            return _UNBOUNDED
+        left = epochs * self.samples_per_epoch - start
+        return 0 if left <= 0 else (left + self.samples_per_epoch - 1) // self.samples_per_epoch
+
+    def last_epoch_end(self, start, epochs):
+        """Stream position just past the last epoch such a consumer is owed: the stream's end, or, for one that joined
+        at sample s of an epoch, s samples past it (the tail its producer completes by index)."""
+        return _UNBOUNDED if epochs <= 0 else start + self.epochs_owed(start, epochs) * self.samples_per_epoch
 
 
 class BatchPosition(collections.namedtuple("BatchPosition", "seq epoch index sample_start samples")):
@@ -277,10 +293,28 @@ class ConsumerStream:
         return s // b if self.drop_last else (s + b - 1) // b
 
     def is_end_of_stream(self, producer_epochs):
-        last = producer_epochs * self.geometry.samples_per_epoch
+        last = self.last_epoch_end(producer_epochs)
         past_last = producer_epochs > 0 and (self.position >= last or (
             self.epoch_started and self.share_index >= self.share_count and self.epoch_end() >= last))
         return past_last or (self.stream_ended and self.position >= self.received_up_to)
+
+    def last_epoch_end(self, producer_epochs):
+        return self.geometry.last_epoch_end(self.start_position, producer_epochs)
+
+    def epochs_owed(self, producer_epochs):
+        return self.geometry.epochs_owed(self.start_position, producer_epochs)
+
+    def missing(self):
+        """Samples of the current epoch's share that never arrive: the stream ended before them (0 while it runs)."""
+        if not self.stream_ended or not self.epoch_started:
+            return 0
+        if not self.share.partial:
+            arrived = min(max(self.received_up_to - self.epoch_base, 0), self.share_count)
+        else:
+            arrived = self.share_index
+            while arrived < self.share_count and self.epoch_base + self._offset(arrived) < self.received_up_to:
+                arrived += 1
+        return self.share_count - arrived
 
     def _offset(self, k):
         return self.share.offset(k, self.geometry.samples_per_epoch, self.drop_last) if self.share.partial else k

@@ -250,7 +250,7 @@ class FeederLaneHello:
 @dataclass(frozen=True)
 class LaneStart:
     """Producer to feeder on a lane connection: load lane ``lane``'s samples (an EpochOrder follows) into
-    ``arena_path``."""
+    ``arena_path``; lane 0 is a finite stream's tail, into the producer's own arena."""
     lane: int
     arena_path: str
 
@@ -536,9 +536,9 @@ def decode_payload(mtype: int, payload: bytes):
     elif mtype == FEEDER_LANE:
         m = FeederLaneHello(_non_negative(r.take("<q")))
     elif mtype == LANE_START:
-        m = LaneStart(_positive(r.take("<i")), r.string())
+        m = LaneStart(_non_negative(r.take("<i")), r.string())
     elif mtype == LANE_STOP:
-        m = LaneStop(_positive(r.take("<i")))
+        m = LaneStop(_non_negative(r.take("<i")))
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == MOVE:

@@ -334,9 +334,10 @@ public final class TensorProducer implements AutoCloseable {
         /**
          * After the first consumer attaches, how long the producer waits for others before it publishes the
          * first batch, so consumers launched together, say the jobs of a sweep, all start at the first epoch's start
-         * instead of some of them rolling. The loader fills its first slots meanwhile. {@link Duration#ZERO} turns it
-         * off. Default: 2 s for a source whose consumers joining mid-epoch would roll, none for one that loads samples
-         * by index ({@link IndexedSource}), whose late joiners get exact epochs anyway.
+         * instead of some of them rolling or, in a finite stream, getting fewer epochs. The loader fills its first
+         * slots meanwhile. {@link Duration#ZERO} turns it off. Default: 2 s for a finite stream ({@link #epochs}) or a
+         * source whose consumers joining mid-epoch would roll; none for an endless stream of a source that loads
+         * samples by index ({@link IndexedSource}), whose late joiners get exact epochs anyway.
          */
         public Builder startGrace(Duration grace) {
             if (grace == null || grace.isNegative()) {

@@ -101,9 +101,9 @@ final class ServeCommand implements Callable<Integer> {
             names = "--start-grace-ms",
             paramLabel = "MS",
             description = "After the first consumer attaches, wait this long for others before the first batch, so"
-                    + " jobs launched together all start at the epoch start (default 2000 where a consumer joining"
-                    + " mid-epoch would roll; 0, none, where the source loads by index and late joiners get exact"
-                    + " epochs anyway; 0 = off).")
+                    + " jobs launched together all start at the epoch start (default 2000 with --epochs N, where a"
+                    + " late joiner gets only the epochs left, and where a consumer joining mid-epoch would roll; 0,"
+                    + " none, for an endless stream whose late joiners get exact epochs anyway; 0 = off).")
     Long startGraceMs;
 
     @Option(

@@ -2,6 +2,7 @@ package io.tensorsocket.consumer;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.EpochIncompleteException;
 import io.tensorsocket.JobRank;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.ProtocolException;
@@ -144,6 +145,11 @@ public final class LocalEngine implements ConsumerEngine {
             if (stream.epochStarted()) {
                 skipTo(stream.epochEnd());
             }
+            handleArrived();
+            if (stream.isEndOfStream(welcome.epochs())) {
+                long got = stream.epochStarted() ? stream.epoch() - welcome.startEpoch() + 1 : 0;
+                throw new ProducerGoneException(StreamEnd.noMoreEpochs(producer, welcome, got));
+            }
             stream.beginEpoch();
             return new Epoch(stream.epochBase());
         } finally {
@@ -164,7 +170,7 @@ public final class LocalEngine implements ConsumerEngine {
             lock.lock();
             try {
                 releaseConsumed();
-                return stream.epochBase() == base && nextBatchSize() > 0;
+                return stream.epochBase() == base && (nextBatchSize() > 0 || wholeOrThrow());
             } finally {
                 lock.unlock();
             }
@@ -177,7 +183,7 @@ public final class LocalEngine implements ConsumerEngine {
                 releaseConsumed();
                 schedule.releaseCurrent();
                 int n = stream.epochBase() == base ? nextBatchSize() : 0;
-                if (n == 0) {
+                if (n == 0 && (stream.epochBase() != base || !wholeOrThrow())) {
                     throw new NoSuchElementException("epoch " + stream.epoch() + " has no more batches");
                 }
                 ConsumerStream.BatchPlan plan = stream.take(n);
@@ -191,6 +197,23 @@ public final class LocalEngine implements ConsumerEngine {
                 lock.unlock();
             }
         }
+    }
+
+    /**
+     * The epoch's batches ran out: false where it was whole; throws where the stream ended before it was (the
+     * producer could not complete this consumer's last epoch).
+     */
+    private boolean wholeOrThrow() {
+        long missing = stream.missing();
+        if (missing > 0 && stream.position() == stream.epochBase()) { // nothing of it came: the stream ended before
+            throw new ProducerGoneException(
+                    StreamEnd.noMoreEpochs(producer, welcome, stream.epoch() - welcome.startEpoch()));
+        }
+        if (missing > 0) {
+            throw new EpochIncompleteException(
+                    StreamEnd.shortEpoch(producer, welcome, stream, missing), stream.epoch(), missing);
+        }
+        return false;
     }
 
     /** Samples in this epoch's next batch, waiting for them; 0 at the end of the epoch (or of the stream). */

@@ -285,7 +285,9 @@ public final class ExternalSource implements IndexedSource {
     @Override
     public void emitEpoch(long epoch, int[] order, BatchSink sink) throws Exception {
         if (sink.lane() > 0) {
-            lanes.feed(epoch, order, sink);
+            lanes.feed(epoch, order, sink, null);
+        } else if (order.length < hello.samplesPerEpoch()) {
+            tail(epoch, order, sink);
         } else {
             feed(epoch, order, sink);
         }
@@ -307,6 +309,19 @@ public final class ExternalSource implements IndexedSource {
     @Override
     public int lanesAtMost() {
         return loadsConcurrently() ? hello.lanes() : 0;
+    }
+
+    /**
+     * The tail of a finite stream (the first samples of the epoch after its last, owed to consumers that joined
+     * mid-epoch): the feeder's main connection fed its declared epochs, so one of its lane connections loads them,
+     * into the main arena.
+     */
+    private void tail(long epoch, int[] order, BatchSink sink) throws InterruptedException {
+        if (!loadsConcurrently()) {
+            throw new FeederFailedException(feeder.who() + " opens no lane connections (lanes=0), so the rest of the"
+                    + " last epoch of the consumers that joined mid-epoch cannot be loaded");
+        }
+        lanes.feed(epoch, order, sink, arenaPath);
     }
 
     private void feed(long epoch, int[] order, BatchSink sink) throws Exception {

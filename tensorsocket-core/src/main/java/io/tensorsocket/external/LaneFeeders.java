@@ -143,11 +143,12 @@ final class LaneFeeders {
 
     /**
      * Has the feeder load {@code order} as epoch {@code epoch}'s part for the lane {@code sink} fills, on a free lane
-     * connection; returns once the epoch part was published.
+     * connection, into {@code arena} (null: the lane's own; the main arena for a finite stream's tail, lane 0);
+     * returns once the epoch part was published.
      *
      * @throws FeederFailedException no lane connection is free within the hello timeout, or the feeder failed the lane
      */
-    void feed(long epoch, int[] order, BatchSink sink) throws InterruptedException {
+    void feed(long epoch, int[] order, BatchSink sink, Path arena) throws InterruptedException {
         int lane = sink.lane();
         FeederLink link = free.poll(helloTimeout.toNanos(), TimeUnit.NANOSECONDS);
         if (link == null) {
@@ -159,8 +160,8 @@ final class LaneFeeders {
         try {
             link.feedInto(sink);
             String at = " for lane " + lane;
-            Path arena = directory.resolve(ProducerDirectory.LANE_FILE_PREFIX + lane);
-            link.send(new Message.LaneStart(lane, arena.toString()), at);
+            Path into = arena != null ? arena : directory.resolve(ProducerDirectory.LANE_FILE_PREFIX + lane);
+            link.send(new Message.LaneStart(lane, into.toString()), at);
             link.sendOrder(epoch, order);
             FeederEpoch frames = new FeederEpoch(
                     epoch, null, order.length, "of its order lane " + lane + " sent", hello, link.who(), 1, 0, link);

@@ -40,8 +40,11 @@ final class Admission {
         if (refusal != null) {
             return new Verdict.Refused(refusal);
         }
-        if (closing.streamEnded) {
-            return refused("producer '" + producer + "' has finished its " + epochs + " epochs");
+        if (closing.streamEnded || closing.epochsPublished) {
+            return refused("producer '" + producer + "' has finished its " + epochs + " epochs (published them all;"
+                    + " its consumers may still be reading them), so no epoch is left to start: start consumers"
+                    + " together with the producer (a finite stream waits its start grace for them), or run it for"
+                    + " more epochs (0: until stopped)");
         }
         StartPoint start = rule.decide(stream, policy);
         if (epochs > 0 && start.epoch() >= epochs) {

@@ -107,6 +107,11 @@ final class Attached {
         boundaries.add(boundaryOf(s));
     }
 
+    /** Every attached consumer, in the order they joined. */
+    List<ConsumerSession> all() {
+        return List.copyOf(sessions.values());
+    }
+
     /** The attached ranks of {@code s}'s job (itself among them), or {@code s} alone when it is no rank. */
     List<ConsumerSession> jobOf(ConsumerSession s) {
         if (!s.hello.inJob()) {
@@ -186,7 +191,10 @@ final class Attached {
     /** Hands the batch just published at {@code p} to every consumer whose stream includes it. */
     void published(BatchPosition p, Message.BatchReady ready) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            if (s.start.sends(p, geometry) && s.unreachableSince == 0 && s.lane == null) {
+            if (s.start.sends(p, geometry)
+                    && p.start(geometry) < s.until
+                    && s.unreachableSince == 0
+                    && s.lane == null) {
                 hand(s, ready);
             }
         }

@@ -55,6 +55,12 @@ final class ConsumerSession {
     /** Where it started; it is sent batches from there on (later than the producer for one that waits for the next epoch). */
     StartPoint start;
 
+    /**
+     * The stream position its stream ends at: the end of the last epoch a finite stream owes it ({@link Tails}), set once
+     * the stream's epochs were published; no batch from there on is sent to it.
+     */
+    long until = Long.MAX_VALUE;
+
     boolean attached = true;
     /** When a send to it failed ({@link System#nanoTime()}), 0 while none has: see {@code Attached.unreachable}. */
     long unreachableSince;

@@ -11,6 +11,7 @@ import io.tensorsocket.TensorSocketTimeoutException;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.EpochOrders;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,6 +93,9 @@ final class EpochLoop {
                 }
                 core.endEpoch(epoch);
             }
+            if (indexed != null && epochs > 0 && epoch == epochs) {
+                serveTails(epoch, indexed, orders);
+            }
             core.endStream(epoch);
             log.info(
                     "producer '{}' finished {} epochs; waiting up to {} s for consumers to finish",
@@ -136,6 +140,38 @@ final class EpochLoop {
             log.error(msg, e);
             core.shutdown("failed", new Message.Error(Message.ErrorCode.LOADER_FAILED, msg));
             return new Outcome(new ProducerFailedException(msg, e), 0);
+        }
+    }
+
+    /**
+     * The stream published its {@code end} epochs: the consumers that joined mid-epoch are owed the rest of their last
+     * epochs ({@link Tails}), the first samples of epoch {@code end}'s order, which the main stream loads for its own
+     * consumers (lanes for theirs). A source that fails to load them fails no one's finished epochs: those consumers
+     * are told what their last epoch lacks.
+     */
+    private void serveTails(long end, IndexedSource indexed, EpochOrders orders) {
+        Tails.Owed owed = core.owedTails(end);
+        int[] order = owed.any() > 0 ? orders.draw(end, core.lateJoinBoundaries(end)) : null;
+        int main = core.tailsDrawn(end, order);
+        if (main == 0) {
+            return;
+        }
+        log.info(
+                "producer '{}' published its {} epochs; it loads the first {} samples of the next epoch's order again,"
+                        + " by index, for the consumers that joined mid-epoch: their last epochs end whole",
+                name,
+                end - firstEpoch,
+                main);
+        try {
+            indexed.emitEpoch(end, Arrays.copyOf(order, main), core);
+        } catch (ProducerStopped e) {
+            throw e;
+        } catch (Exception e) {
+            log.warn(
+                    "producer '{}' could not load the rest of the last epoch of the consumers that joined mid-epoch"
+                            + " ({}); they are told how many samples it lacks",
+                    name,
+                    e.toString());
         }
     }
 

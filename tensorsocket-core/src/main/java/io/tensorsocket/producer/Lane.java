@@ -175,7 +175,9 @@ final class Lane implements BatchSink, Runnable {
                 return;
             }
             lanes.source().emitEpoch(e, s == 0 ? order : Arrays.copyOfRange(order, s, order.length), this);
-            lanes.steps().endEpoch(this, e);
+            if (!lanes.steps().endEpoch(this, e)) {
+                return; // a finite stream's tail: its members' streams end there
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.StreamGeometry;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -29,6 +30,7 @@ final class LaneSteps {
     private final SlotTable mainSlots;
     private final Attached consumers;
     private final ProducerStream stream;
+    private final Tails tails;
 
     LaneSteps(
             Lanes lanes,
@@ -38,8 +40,10 @@ final class LaneSteps {
             StreamGeometry geometry,
             SlotTable mainSlots,
             Attached consumers,
-            ProducerStream stream) {
+            ProducerStream stream,
+            Tails tails) {
         this.lanes = lanes;
+        this.tails = tails;
         this.lock = lock;
         this.changed = changed;
         this.rules = rules;
@@ -98,8 +102,19 @@ final class LaneSteps {
         try {
             while (true) {
                 check(lane);
-                if ((rules.epochs() > 0 && epoch >= rules.epochs())
-                        || (lanes.mainEnd() >= 0 && epoch >= lanes.mainEnd())) {
+                long last = rules.epochs();
+                if ((last > 0 && epoch >= last) || (lanes.mainEnd() >= 0 && epoch >= lanes.mainEnd())) {
+                    if (last > 0 && epoch == last) { // a finite stream's end: its members' tails, if owed
+                        if (!lanes.tailsDecided() && lanes.mainEnd() < 0) {
+                            changed.awaitNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                            continue;
+                        }
+                        int tail = tails.ofMembers(lane.members, last);
+                        int[] order = lanes.order(epoch);
+                        if (order != null && tail > lane.stream.nextSample()) {
+                            return Arrays.copyOf(order, tail);
+                        }
+                    }
                     for (ConsumerSession m : lane.members) {
                         m.sendEvent(new Message.EndOfStream(epoch));
                     }
@@ -123,10 +138,20 @@ final class LaneSteps {
         }
     }
 
-    void endEpoch(Lane lane, long epoch) {
+    /**
+     * {@code lane} emitted epoch {@code epoch}: its members that read it are sent its end; false where it was the tail of
+     * a finite stream ({@link Tails}), after which the stream ends for them.
+     */
+    boolean endEpoch(Lane lane, long epoch) {
         lock.lock();
         try {
             check(lane);
+            if (rules.epochs() > 0 && epoch >= rules.epochs()) {
+                for (ConsumerSession m : lane.members) {
+                    m.sendEvent(new Message.EndOfStream(epoch));
+                }
+                return false;
+            }
             Message.EpochEnd end = lane.end(epoch);
             long next = geometry.position(epoch + 1, 0);
             for (ConsumerSession m : lane.members) {
@@ -134,6 +159,7 @@ final class LaneSteps {
                     m.sendEvent(end);
                 }
             }
+            return true;
         } finally {
             lock.unlock();
         }
@@ -198,7 +224,7 @@ final class LaneSteps {
             Message.BatchReady ready = lane.published(c, n);
             long start = lane.batch(ready.seq()).start(geometry);
             for (ConsumerSession m : List.copyOf(lane.members)) {
-                if (start >= m.laneFrom) {
+                if (start >= m.laneFrom && start < m.until) {
                     lane.hold(ready.seq());
                     m.held.addLast(ready.seq());
                     m.batchesSent++;

@@ -56,6 +56,8 @@ final class Lanes {
     private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
     private long mainEnd = -1;
+    /** Whether a finite stream published its epochs and decided the tails it owes ({@link Tails}). */
+    private boolean tailsDecided;
 
     Lanes(
             ReentrantLock lock,
@@ -66,6 +68,7 @@ final class Lanes {
             SlotTable mainSlots,
             Attached consumers,
             ProducerStream stream,
+            Tails tails,
             HostCpu cpu) {
         this.lock = lock;
         this.cpu = cpu;
@@ -77,7 +80,7 @@ final class Lanes {
         this.mainSlots = mainSlots;
         this.consumers = consumers;
         this.stream = stream;
-        this.steps = new LaneSteps(this, lock, changed, rules, geometry, mainSlots, consumers, stream);
+        this.steps = new LaneSteps(this, lock, changed, rules, geometry, mainSlots, consumers, stream, tails);
         this.refusals = new LaneRefusals(rule, rules.producerName());
     }
 
@@ -152,6 +155,23 @@ final class Lanes {
             }
         }
         orders.forgetBefore(oldest);
+    }
+
+    /**
+     * The main stream published its last epoch and decided the tails it owes: {@code order} is the order of the epoch
+     * after ({@code epoch}), whose first samples the tails are, or null where none is owed. Lanes load their members'.
+     */
+    void tailsDecided(long epoch, int[] order) {
+        if (order != null) {
+            drew(epoch, order);
+        }
+        tailsDecided = true;
+        changed.signalAll();
+    }
+
+    /** Whether the tails a finite stream owes were decided ({@link #tailsDecided(long, int[])}). */
+    boolean tailsDecided() {
+        return tailsDecided;
     }
 
     /** The main stream ended before epoch {@code epoch}: lanes end there too. */

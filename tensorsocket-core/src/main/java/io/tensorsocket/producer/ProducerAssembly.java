@@ -88,7 +88,7 @@ final class ProducerAssembly {
                             spec.stallTimeout(),
                             spec.effectiveIdleTimeout(count),
                             spec.minConsumers(),
-                            spec.effectiveStartGrace(midEpoch),
+                            spec.effectiveStartGrace(midEpoch, epochs),
                             name,
                             midEpoch,
                             spec.jobTimeout(),

@@ -66,6 +66,7 @@ public final class ProducerCore implements BatchSink {
     private final StartWaits waits;
     private final SlotWait slotWait;
     private final Lanes lanes;
+    private final Tails tails;
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile Supplier<ProducerStatus.Cache> cacheFigures = () -> ProducerStatus.Cache.NONE;
@@ -90,7 +91,9 @@ public final class ProducerCore implements BatchSink {
         this.jobs = new JobFormation(new JobRoster(producerName, rules.jobTimeout()), lock, joining);
         this.waits = new StartWaits(rules, consumers, changed, this::checkOpen);
         this.pace = new PaceWatch(producerName, layout.slotCount(), layout.slotBytes());
-        this.lanes = new Lanes(lock, changed, rules, geometry, layout, slots, consumers, stream, HostCpu.ofThisHost());
+        this.tails = new Tails(geometry, consumers);
+        this.lanes = new Lanes(
+                lock, changed, rules, geometry, layout, slots, consumers, stream, tails, HostCpu.ofThisHost());
         this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, lanes, this::checkOpen);
     }
 
@@ -248,6 +251,28 @@ public final class ProducerCore implements BatchSink {
     /** The relay's consumer that joined at {@code sample} left: see {@link RelayJoins#releaseFor}. */
     public void releaseBoundaryForRelay(int consumerId, long sample) {
         locked(() -> relays.releaseFor(consumers.get(consumerId), sample));
+    }
+
+    /**
+     * The stream published its {@code epochs} epochs: no consumer joins any more, and each attached one's stream ends
+     * with its last owed epoch ({@link Tails}). Returns the longest tail owed.
+     */
+    Tails.Owed owedTails(long epochs) {
+        return locked(() -> {
+            state.epochsPublished = true;
+            return tails.decide(epochs);
+        });
+    }
+
+    /**
+     * The order of epoch {@code epochs} (the one after the stream's last) was drawn for the tails owed, or null where
+     * none is: lanes load their members' from it. Returns the longest tail the main stream's consumers are owed.
+     */
+    int tailsDrawn(long epochs, int[] order) {
+        return locked(() -> {
+            lanes.tailsDecided(epochs, order);
+            return order == null ? 0 : tails.main(epochs);
+        });
     }
 
     /** Marks the stream complete and tells every consumer. */

@@ -57,18 +57,20 @@ public record ProducerSpec(
         return servedEpochs == 0 ? null : Duration.ofMinutes(10);
     }
 
-    /** The default start grace, for a source whose late joiners would roll into their first epoch. */
+    /** The default start grace, for a finite stream or a source whose late joiners would roll into their first epoch. */
     public static final Duration DEFAULT_START_GRACE = Duration.ofSeconds(2);
 
     /**
-     * The start grace in force: the one set, else {@link #DEFAULT_START_GRACE} where a consumer joining mid-epoch would
-     * roll ({@code midEpoch} {@link StartMode#ROLLING}) and none where it gets exact epochs anyway: the
-     * grace exists only to spare consumers launched together a rolling start.
+     * The start grace in force: the one set, else {@link #DEFAULT_START_GRACE} for a stream of {@code epochs} epochs
+     * (not 0: endless) or where a consumer joining mid-epoch would roll ({@code midEpoch} {@link StartMode#ROLLING}),
+     * and none for an endless stream whose late joiners get exact epochs anyway. A consumer that joins a finite stream
+     * late gets only the epochs left (each whole), and none once they were all published; the grace spares consumers
+     * launched together that loss, as it spares them a rolling start.
      */
-    public Duration effectiveStartGrace(StartMode midEpoch) {
+    public Duration effectiveStartGrace(StartMode midEpoch, long epochs) {
         if (startGrace != null) {
             return startGrace;
         }
-        return midEpoch == StartMode.ROLLING ? DEFAULT_START_GRACE : Duration.ZERO;
+        return midEpoch == StartMode.ROLLING || epochs > 0 ? DEFAULT_START_GRACE : Duration.ZERO;
     }
 }

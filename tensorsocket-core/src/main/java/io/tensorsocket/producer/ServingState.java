@@ -14,6 +14,11 @@ final class ServingState {
     Message.Error closedError;
     /** Whether the last epoch was served (or no more will be). */
     boolean streamEnded;
+    /**
+     * Whether a finite stream published all its epochs: what it still sends are the tails it owes ({@link Tails}), and
+     * no consumer joins any more.
+     */
+    boolean epochsPublished;
     /** When the first consumer attached ({@link System#nanoTime()}), 0 before: the start grace counts from it. */
     long firstAttachNanos;
 

@@ -336,8 +336,8 @@ public final class WireFormat {
                 case MOVE -> new Message.Move(nonNegative(p.getInt()), positive(p.getInt()), nonNegative(p.getLong()));
                 case MOVED -> new Message.Moved(nonNegative(p.getLong()));
                 case FEEDER_LANE -> new Message.FeederLaneHello(nonNegative(p.getLong()));
-                case LANE_START -> new Message.LaneStart(positive(p.getInt()), getString(p));
-                case LANE_STOP -> new Message.LaneStop(positive(p.getInt()));
+                case LANE_START -> new Message.LaneStart(nonNegative(p.getInt()), getString(p));
+                case LANE_STOP -> new Message.LaneStop(nonNegative(p.getInt()));
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {

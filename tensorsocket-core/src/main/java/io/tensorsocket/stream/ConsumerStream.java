@@ -259,12 +259,45 @@ public final class ConsumerStream {
         return dropLast ? s / batchSize : (s + batchSize - 1) / batchSize;
     }
 
-    /** Whether every batch this consumer will ever get was handed out (the stream ended, or its last epoch passed). */
+    /**
+     * Whether every batch this consumer will ever get was handed out: its last epoch ({@link #lastEpochEnd}) passed, or
+     * the stream ended and what arrived is used up.
+     */
     public boolean isEndOfStream(long producerEpochs) {
-        long last = producerEpochs * geometry.samplesPerEpoch();
+        long last = lastEpochEnd(producerEpochs);
         boolean pastLastEpoch = producerEpochs > 0
                 && (position >= last || (epochStarted && shareIndex >= shareCount && epochEnd() >= last));
         return pastLastEpoch || (streamEnded && position >= receivedUpTo);
+    }
+
+    /** Stream position just past the last epoch this consumer is owed ({@link StreamGeometry#lastEpochEnd}). */
+    public long lastEpochEnd(long producerEpochs) {
+        return geometry.lastEpochEnd(startPosition, producerEpochs);
+    }
+
+    /** Epochs of its own this consumer gets from a stream of {@code producerEpochs} epochs (0: endless). */
+    public long epochsOwed(long producerEpochs) {
+        return geometry.epochsOwed(startPosition, producerEpochs);
+    }
+
+    /**
+     * Samples of the current epoch's share that will never arrive: the stream ended before them (its source could not
+     * complete this consumer's last epoch). 0 while the stream runs, and for an epoch whose samples all arrived.
+     */
+    public long missing() {
+        if (!streamEnded || !epochStarted) {
+            return 0;
+        }
+        long arrived;
+        if (!share.partial()) {
+            arrived = Math.clamp(receivedUpTo - epochBase, 0, shareCount);
+        } else {
+            arrived = shareIndex;
+            while (arrived < shareCount && epochBase + offset(arrived) < receivedUpTo) {
+                arrived++;
+            }
+        }
+        return shareCount - arrived;
     }
 
     /** Offset in its epoch of this consumer's sample {@code k}. */

@@ -23,6 +23,35 @@ public record StreamGeometry(long samplesPerEpoch, int producerBatchSize) {
         return position / samplesPerEpoch;
     }
 
+    /**
+     * Epochs of its own a consumer that starts at stream position {@code start} gets from a stream of {@code epochs}
+     * epochs: every one that begins inside the stream, whole (0 for an endless stream: unbounded, so
+     * {@link Long#MAX_VALUE}).
+     */
+    public long epochsOwed(long start, long epochs) {
+        if (epochs <= 0) {
+            return Long.MAX_VALUE;
+        }
+        long left = epochs * samplesPerEpoch - start;
+        return left <= 0 ? 0 : (left + samplesPerEpoch - 1) / samplesPerEpoch;
+    }
+
+    /**
+     * Stream position just past the last epoch a consumer that starts at {@code start} is owed by a stream of {@code
+     * epochs} epochs ({@link #epochsOwed}); {@link Long#MAX_VALUE} for an endless stream. For a consumer that started
+     * at an epoch start it is the stream's end; for one that joined at sample {@code s} of an epoch its last epoch ends
+     * {@code s} samples past the stream's end: the tail its producer completes by index.
+     *
+     * <pre>
+     *  stream (2 epochs)   | e0 . . . . . . . . | e1 . . . . . . . . |
+     *  joined at e0, s     |        [ its epoch 0 . . . . ][ its epoch 1 . . . . ][tail]
+     *                                                                 ^ end     ^ its last epoch's end
+     * </pre>
+     */
+    public long lastEpochEnd(long start, long epochs) {
+        return epochs <= 0 ? Long.MAX_VALUE : start + epochsOwed(start, epochs) * samplesPerEpoch;
+    }
+
     /** Producer batches in one epoch, the short last one included. */
     public long batchesPerEpoch() {
         return (samplesPerEpoch + producerBatchSize - 1) / producerBatchSize;
