@@ -101,7 +101,7 @@ def consume(args):
             print(_json(dict(epoch=epoch, batches=counts["batches"], samples=counts["samples"], expected=expected,
                              unique=counts["unique"], duplicates=counts["duplicates"], corrupt=counts["corrupt"],
                              out_of_order=counts["out_of_order"], order="seeded" if ordered else "producer",
-                             start=c.start_mode, start_epoch=c.start_epoch,
+                             start=c.start_mode, start_epoch=c.start_epoch, start_sample=c.start_sample,
                              handoff=c.handoff, **_rank_fields(c), complete=complete,
                              batch_size=args.batch_size, seconds=float(seconds),
                              samples_per_s=counts["samples"] / max(seconds, 1e-9),
@@ -117,8 +117,8 @@ def consume(args):
                     epoch, counts["unique"], spe, counts["duplicates"])
             elif not complete and not c.is_end_of_stream():
                 failure = "epoch %d ended after %d of %d samples" % (epoch, counts["samples"], expected)
-            if failure is not None or c.is_end_of_stream():
-                break
+            if failure is not None or (c.is_end_of_stream() and args.epochs is None):
+                break  # asked for more epochs than the stream has: the next says how many it got
         if ids_out is not None:
             ids_out.close()
         if failure is not None:

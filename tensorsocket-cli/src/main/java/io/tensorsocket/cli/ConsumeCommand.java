@@ -155,6 +155,7 @@ final class ConsumeCommand implements Callable<Integer> {
                             .put("order", seededOrder ? "seeded" : "producer")
                             .put("start", c.startMode().label())
                             .put("start_epoch", c.startEpoch())
+                            .put("start_sample", c.startSample())
                             .put("handoff", c.handoff());
                     if (c.jobRank() != null) {
                         line.put("job", c.jobRank().job())
@@ -180,8 +181,8 @@ final class ConsumeCommand implements Callable<Integer> {
                         failure =
                                 "epoch " + epoch + " ended after " + counts.samples() + " of " + expected + " samples";
                     }
-                    if (failure != null || c.isEndOfStream()) {
-                        break;
+                    if (failure != null || (c.isEndOfStream() && epochs == null)) {
+                        break; // asked for more epochs than the stream has: the next says how many it got
                     }
                 }
             }
