@@ -22,7 +22,7 @@ import os
 import time
 from typing import Optional, Union
 
-from . import _stream_end, wire
+from . import _checkpoint, _stream_end, wire
 from . import arena as _arena
 from . import directory as _directory
 from . import handshake as _handshake
@@ -116,9 +116,9 @@ class TensorConsumer(ConsumerBase):
 
     # -------------------------------------------------------------------------------------- connecting
 
-    def _connect(self):
+    def _connect(self, resume=None):
         session = _handshake.join(self.producer, self.directory, self.batch_size, self.drop_last, self.connect_timeout,
-                                  self.liveness, self.wait_for_epoch_start, self.job_rank, self._ring)
+                                  self.liveness, self.wait_for_epoch_start, self.job_rank, self._ring, resume)
         w = session.welcome
         self._link = session.link
         self._link.spin = self._spin
@@ -138,6 +138,35 @@ class TensorConsumer(ConsumerBase):
         self.samples_per_epoch = self._stream.share_count  # the producer's epoch, or this rank's share of it
         self._views = {}  # seq -> the SlotMap views of that batch's slot came from
         self._current = None
+        self._resuming = resume is not None  # this connection serves the rest of a checkpoint's epoch, then ends
+        if resume is not None:
+            self._stream.resume_at(resume.handed)
+
+    # -------------------------------------------------------------------------------------- checkpoints
+
+    def state_dict(self) -> dict:
+        """Where this consumer stands, as a small dict of plain values for ``torch.save`` beside the model (as
+        torchdata's StatefulDataLoader gives): the producer and the orders it read, its epoch and the samples of it
+        handed out. It describes the next batch to come: a consumer given it by :meth:`load_state_dict` goes on
+        there."""
+        self._check_open()
+        return _checkpoint.take(self, self._stream, self._welcome)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continues the epoch ``state`` (from :meth:`state_dict`, of a consumer of the same producer, batch size and
+        rank) was taken in: the next iteration yields every sample of that epoch not read before the state was taken,
+        once, loaded again by index, whether the producer ran on, lingers or was restarted with the same data set and
+        seed; later iterations are whole epochs. Call it before iterating. ValueError names what does not match;
+        RequestRejected says why the producer cannot load the rest (another seed or data set, a source that fixes
+        its own order)."""
+        self._check_open()
+        if self._stream.epoch_started:
+            raise ValueError("load_state_dict() continues an epoch from a checkpoint: call it before iterating")
+        resume = _checkpoint.resume_frame(self, self._welcome, state)
+        if resume is None:
+            return  # nothing of that epoch is left: the next epoch is a whole one, as this consumer's are
+        self.close()
+        self._connect(resume)
 
     # -------------------------------------------------------------------------------------- info
 
@@ -211,6 +240,9 @@ class TensorConsumer(ConsumerBase):
         self._close_current()
         if self._stream.epoch_started:
             self._skip_to(self._stream.epoch_end())
+        if self._resuming and self._stream.epoch_started:
+            self.close()  # the resumed epoch is over: read on as a consumer that joins now
+            self._connect()
         self._apply_arrived()
         if self._stream.is_end_of_stream(self._welcome.epochs):
             got = self._stream.epoch - self._welcome.start_epoch + 1 if self._stream.epoch_started else 0

@@ -19,6 +19,7 @@ ARENA_FILE = "arena"
 LOCK_FILE = "producer.lock"
 FEEDER_SOCKET_FILE = "feeder.sock"
 RINGS_FILE = "rings"
+DRAWS_FILE = "draws"  # a producer's draws, read to checkpoint a consumer (see _checkpoint.py)
 FAILED_FILE = "failed"  # why a producer failed before it served, kept a second for the consumers waiting for it
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")

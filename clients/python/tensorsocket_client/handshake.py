@@ -28,9 +28,11 @@ class Session(collections.namedtuple("Session", "link welcome layout arena_fd ar
     __slots__ = ()
 
 
-def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start, job_rank=None, ring=False):
+def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epoch_start, job_rank=None, ring=False,
+         resume=None):
     """Joins producer ``name`` in directory ``d``; as a rank of a job with ``job_rank`` (job, rank, world size); asking
-    for a descriptor ring with ``ring`` (given one, the link reads its stream from it; else from the socket)."""
+    for a descriptor ring with ``ring`` (given one, the link reads its stream from it; else from the socket);
+    ``resume`` (a wire.Resume): to be served the rest of an epoch read up to a checkpoint, then the stream's end."""
     waiting = Waiting("producer '%s'" % name, connect_timeout)
     awaited_feeder = False
     while True:
@@ -52,9 +54,11 @@ def join(name, d, batch_size, drop_last, connect_timeout, liveness, wait_for_epo
         policy = wire.NEXT_EPOCH_START if wait_for_epoch_start else wire.JOIN_NOW
         job, rank, world = job_rank if job_rank is not None else ("", 0, 1)
         # It may be moved to a lane of its own when it falls behind (MOVE); a rank with the rest of its job.
+        if resume is not None:
+            link.send(resume)
         link.send(wire.Hello(batch_size, drop_last, os.getpid(), client, policy, ring, job, rank, world, True))
         # A rank of a job is answered once all the job's ranks have joined (the producer sends heartbeats meanwhile).
-        w = take(link, connect_timeout, "the answer to HELLO" if job_rank is None else
+        w = take(link, connect_timeout, "the answer to HELLO" if job_rank is None or resume is not None else
                  "the answer to HELLO (the producer admits rank %d of %d of job '%s' once all its ranks have joined)"
                  % (rank, world, job), liveness)
         if not isinstance(w, wire.Welcome):

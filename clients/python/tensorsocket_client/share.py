@@ -179,7 +179,7 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
     """Joins the shared producer ``name`` once ``ensure()`` saw it started, checks it serves ``wanted``, and returns
     the DataLoader over it (what ``share()`` and its Ray variant return)."""
     from .consumer import TensorConsumer
-    from .torch_data import DataLoader, TensorSocketDataset
+    from .torch_data import SharedLoader, TensorSocketDataset
 
     consumer = None
     for attempt in range(3):
@@ -205,10 +205,10 @@ def attach(name, path, wanted, batch_size, names, ensure, deadline, consumer_opt
     if augment is not None:  # the trial's batches are its augmented samples' fields, as its private loader's
         dataset = TensorSocketDataset(name, batch_size, consumer=consumer, augment=augment,
                                       augment_workers=workers, **consumer_options)
-        return DataLoader(dataset, batch_size=None, num_workers=0)
+        return SharedLoader(dataset)
     order = tuple(names) if names is not None else tuple(t[0] for t in consumer.tensors)
     dataset = TensorSocketDataset(name, batch_size, names=order, consumer=consumer, **consumer_options)
-    return DataLoader(dataset, batch_size=None, num_workers=0)
+    return SharedLoader(dataset)
 
 
 def _lock_path(name: str):

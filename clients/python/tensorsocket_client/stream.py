@@ -234,6 +234,7 @@ class ConsumerStream:
         self.epoch = start_epoch
         self.epoch_started = False
         self.batch_index = 0
+        self._resumed = 0
 
     # arrivals
 
@@ -270,6 +271,12 @@ class ConsumerStream:
     def end_of_stream(self):
         self.stream_ended = True
 
+    def resume_at(self, handed):
+        """This consumer resumes its first epoch from a checkpoint after ``handed`` samples of its share: its first
+        epoch goes on from there, the descriptors arriving from the first sample it did not read."""
+        self._resumed = handed
+        self.position = self.received_up_to = self.epoch_base + self._offset(handed)
+
     # epochs
 
     def begin_epoch(self):
@@ -280,6 +287,9 @@ class ConsumerStream:
         self.epoch_started = True
         self.batch_index = 0
         self.share_index = 0
+        if self._resumed:
+            self.share_index, self._resumed = self._resumed, 0
+            self.batch_index = -(-self.share_index // self.batch_size)
 
     def epoch_end(self):
         return self.epoch_base + self.geometry.samples_per_epoch

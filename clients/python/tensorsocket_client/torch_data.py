@@ -79,6 +79,20 @@ class TensorSocketDataset(IterableDataset):
             self._stage = AugmentStage(self.consumer, self.augment, workers, self.names)
         return self._stage
 
+    def state_dict(self) -> Dict[str, Any]:
+        """This reader's checkpoint (see :meth:`TensorConsumer.state_dict`) and how many epochs it began."""
+        if self.augment is not None:
+            raise ValueError("a checkpoint of a reader that augments (augment=) is not available: its workers read "
+                             "ahead of the loop; checkpoint at an epoch's end and call set_epoch() when resuming")
+        return {"consumer": self.consumer.state_dict(), "epochs_begun": self._epochs}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues where ``state`` (from :meth:`state_dict`) was taken: the next iteration is the rest of that
+        epoch, every sample not read before it once, then whole epochs."""
+        c = state["consumer"]
+        self.consumer.load_state_dict(c)
+        self._epochs = int(state["epochs_begun"]) - (1 if c["handed"] else 0)
+
     def set_epoch(self, epoch: int) -> None:
         """Numbers the next iteration's epoch ``epoch`` (and the ones after it from there) for ``augment``, which
         counts this dataset's iterations from 0 otherwise: a trial resumed from its checkpoint at epoch 5 calls
@@ -101,6 +115,22 @@ class TensorSocketDataset(IterableDataset):
         return state
 
 
+class SharedLoader(DataLoader):
+    """A ``DataLoader`` over a :class:`TensorSocketDataset` (batches pass through as the producer made them) that
+    checkpoints where it stands, as torchdata's ``StatefulDataLoader`` does: Lightning and Ray Train save its
+    ``state_dict()`` with the model and give it back with ``load_state_dict()``, and the trial goes on with the rest
+    of its epoch."""
+
+    def __init__(self, dataset: TensorSocketDataset):
+        super().__init__(dataset, batch_size=None, num_workers=0)
+
+    def state_dict(self) -> Dict[str, Any]:
+        return self.dataset.state_dict()  # type: ignore[attr-defined]
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self.dataset.load_state_dict(state)  # type: ignore[attr-defined]
+
+
 def loader(name: str, batch_size: int, names: Optional[Sequence[str]] = None, **options: Any) -> DataLoader:
-    """A ``DataLoader`` over :class:`TensorSocketDataset`: batches pass through as the producer made them."""
-    return DataLoader(TensorSocketDataset(name, batch_size, names=names, **options), batch_size=None, num_workers=0)
+    """A :class:`SharedLoader` over :class:`TensorSocketDataset`: batches pass through as the producer made them."""
+    return SharedLoader(TensorSocketDataset(name, batch_size, names=names, **options))

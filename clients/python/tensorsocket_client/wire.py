@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 10
+VERSION = 11
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -28,6 +28,8 @@ MAX_ORDER_IDS = 16000  # ids in one ORDER frame
 MOVE, MOVED = 22, 23
 # A feeder's lane connections: where it loads the batches of the producer's lanes.
 FEEDER_LANE, LANE_START, LANE_STOP = 24, 25, 26
+RESUME = 27
+MAX_RESUME_DRAWS = 8000  # longs in one RESUME's draws
 
 # ERROR codes: wire values that never change.
 (VERSION_MISMATCH, BAD_FRAME, BAD_REQUEST, EVICTED, LOADER_FAILED, PRODUCER_CLOSED, INTERNAL, STOPPED,
@@ -256,6 +258,21 @@ class LaneStart:
 
 
 @dataclass(frozen=True)
+class Resume:
+    """Consumer to producer, before its HELLO: continue my epoch from a checkpoint (see the Java Message.Resume): it
+    begins at stream position ``epoch_base``, ``handed`` samples of its share were read, under the orders of a source
+    of ``order_key``, ``dataset_size``, ``samples_per_epoch`` and ``shuffle`` drawn over ``draws`` (epoch, boundary
+    count, boundaries, ...)."""
+    epoch_base: int
+    handed: int
+    order_key: int
+    dataset_size: int
+    samples_per_epoch: int
+    shuffle: bool
+    draws: tuple
+
+
+@dataclass(frozen=True)
 class LaneStop:
     """Producer to feeder on a lane connection: drop lane ``lane``'s work; the feeder echoes it once it has."""
     lane: int
@@ -328,7 +345,7 @@ _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, E
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
           Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER,
           OrderRequest: ORDER_REQUEST, Move: MOVE, Moved: MOVED,
-          FeederLaneHello: FEEDER_LANE, LaneStart: LANE_START, LaneStop: LANE_STOP}
+          FeederLaneHello: FEEDER_LANE, LaneStart: LANE_START, LaneStop: LANE_STOP, Resume: RESUME}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -410,6 +427,9 @@ def encode(m) -> bytes:
         p = struct.pack("<i", m.lane) + _string(m.arena_path)
     elif t == LANE_STOP:
         p = struct.pack("<i", m.lane)
+    elif t == RESUME:
+        p = struct.pack("<qqqiqBi", m.epoch_base, m.handed, m.order_key, m.dataset_size, m.samples_per_epoch,
+                        1 if m.shuffle else 0, len(m.draws)) + struct.pack("<%dq" % len(m.draws), *m.draws)
     elif t == ORDER_REQUEST:
         p = struct.pack("<q", m.epoch)
     elif t == MOVE:
@@ -444,7 +464,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= LANE_STOP
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= RESUME
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -539,6 +559,14 @@ def decode_payload(mtype: int, payload: bytes):
         m = LaneStart(_non_negative(r.take("<i")), r.string())
     elif mtype == LANE_STOP:
         m = LaneStop(_non_negative(r.take("<i")))
+    elif mtype == RESUME:
+        base, handed, key, size, spe, shuffle, n = r.take("<qqqiqBi")
+        if n < 0 or n > MAX_RESUME_DRAWS:
+            raise ProtocolError("a RESUME of %d draw values" % n)
+        draws = r.take("<%dq" % n) if n else ()
+        draws = draws if isinstance(draws, tuple) else (draws,)
+        m = Resume(_non_negative(base), _non_negative(handed), key, _positive(size), _non_negative(spe), shuffle == 1,
+                   tuple(_non_negative(d) for d in draws))
     elif mtype == ORDER_REQUEST:
         m = OrderRequest(_non_negative(r.take("<q")))
     elif mtype == MOVE:

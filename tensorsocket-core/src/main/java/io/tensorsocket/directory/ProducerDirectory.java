@@ -66,6 +66,8 @@ public final class ProducerDirectory implements AutoCloseable {
     public static final String RINGS_FILE = "rings";
     /** Where an external producer waits for its feeder (see {@code io.tensorsocket.external.ExternalSource}). */
     public static final String FEEDER_SOCKET_FILE = "feeder.sock";
+    /** The draws of a producer that loads by index (see {@code io.tensorsocket.producer.DrawLog}): for resuming. */
+    public static final String DRAWS_FILE = "draws";
     /** What a producer started for {@code TensorConsumer.connectOrServe} was started with (its serve arguments). */
     public static final String SHARE_FILE = "share";
     /**
@@ -255,6 +257,7 @@ public final class ProducerDirectory implements AutoCloseable {
         Files.deleteIfExists(dir.resolve(RINGS_FILE));
         Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
         Files.deleteIfExists(dir.resolve(SHARE_FILE));
+        Files.deleteIfExists(dir.resolve(DRAWS_FILE));
         deleteLanes(dir);
         if (stale) {
             log.info("reclaimed {} left behind by a producer that is no longer running (pid {})", dir, stalePid);
@@ -373,6 +376,7 @@ public final class ProducerDirectory implements AutoCloseable {
             Files.deleteIfExists(ringsPath());
             Files.deleteIfExists(dir.resolve(FEEDER_SOCKET_FILE));
             Files.deleteIfExists(dir.resolve(SHARE_FILE));
+            Files.deleteIfExists(dir.resolve(DRAWS_FILE));
             deleteLanes(dir);
             Files.deleteIfExists(dir.resolve(FAILED_FILE));
             Files.deleteIfExists(dir.resolve(LOCK_FILE));

@@ -194,7 +194,8 @@ final class Attached {
             if (s.start.sends(p, geometry)
                     && p.start(geometry) < s.until
                     && s.unreachableSince == 0
-                    && s.lane == null) {
+                    && s.lane == null
+                    && s.resuming == null) {
                 hand(s, ready);
             }
         }
@@ -203,7 +204,7 @@ final class Attached {
     /** Sends a stream event that holds no batch (an epoch's end, the end) to every consumer of the main stream. */
     void broadcast(Message event) {
         for (ConsumerSession s : List.copyOf(sessions.values())) {
-            if (s.lane == null) {
+            if (s.lane == null && s.resuming == null) {
                 s.sendEvent(event);
             }
         }

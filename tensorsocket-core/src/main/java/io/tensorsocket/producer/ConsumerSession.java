@@ -61,6 +61,12 @@ final class ConsumerSession {
      */
     long until = Long.MAX_VALUE;
 
+    /**
+     * The rest of its epoch it resumes ({@link ResumePlan}), served by a lane of its own; null for one that reads the
+     * streams. A resuming consumer is sent nothing of the main stream.
+     */
+    ResumePlan resuming;
+
     boolean attached = true;
     /** When a send to it failed ({@link System#nanoTime()}), 0 while none has: see {@code Attached.unreachable}. */
     long unreachableSince;

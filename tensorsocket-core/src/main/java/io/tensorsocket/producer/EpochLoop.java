@@ -70,8 +70,9 @@ final class EpochLoop {
                 long publishedBefore = core.batchesPublished();
                 try {
                     if (indexed != null) {
-                        int[] order = orders.draw(epoch, core.lateJoinBoundaries(epoch));
-                        core.drew(epoch, order);
+                        int[] boundaries = core.lateJoinBoundaries(epoch);
+                        int[] order = orders.draw(epoch, boundaries);
+                        core.drew(epoch, order, boundaries);
                         indexed.emitEpoch(epoch, order, core);
                     } else {
                         source.emitEpoch(epoch, core);
@@ -151,8 +152,9 @@ final class EpochLoop {
      */
     private void serveTails(long end, IndexedSource indexed, EpochOrders orders) {
         Tails.Owed owed = core.owedTails(end);
-        int[] order = owed.any() > 0 ? orders.draw(end, core.lateJoinBoundaries(end)) : null;
-        int main = core.tailsDrawn(end, order);
+        int[] boundaries = owed.any() > 0 ? core.lateJoinBoundaries(end) : new int[0];
+        int[] order = owed.any() > 0 ? orders.draw(end, boundaries) : null;
+        int main = core.tailsDrawn(end, order, boundaries);
         if (main == 0) {
             return;
         }

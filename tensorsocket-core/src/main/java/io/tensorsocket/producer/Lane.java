@@ -68,6 +68,9 @@ final class Lane implements BatchSink, Runnable {
 
     long samplesLoaded;
 
+    /** The rest of an epoch it loads for a consumer that resumed ({@link Lanes#resume}), or null for a laggard's lane. */
+    ResumePlan plan;
+
     Lane(int number, long serial, List<ConsumerSession> founders, Lanes lanes, ArenaLayout layout, Path file) {
         this.number = number;
         this.seqBase = serial * SEQ_SPAN;
@@ -167,6 +170,16 @@ final class Lane implements BatchSink, Runnable {
 
     /** Loads epoch after epoch from where the consumer moved (its {@link #stream} resumed there) to its stream's end. */
     private void serve() throws Exception {
+        if (plan != null) {
+            for (ResumePlan.Segment seg : plan.segments()) {
+                lanes.source().emitEpoch(seg.epoch(), seg.ids(), this);
+                if (seg.start() + seg.ids().length == lanes.geometry().samplesPerEpoch()) {
+                    lanes.steps().endEpoch(this, seg.epoch());
+                }
+            }
+            lanes.steps().endResumed(this);
+            return;
+        }
         while (true) {
             long e = stream.nextEpoch(); // this thread alone moves the stream on
             int s = (int) stream.nextSample();

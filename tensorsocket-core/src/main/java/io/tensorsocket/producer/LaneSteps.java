@@ -85,7 +85,11 @@ final class LaneSteps {
                 from = Math.min(from, m.laneFrom);
             }
             long epoch = geometry.epochOf(from);
-            lane.stream.resumeAt(epoch, from - geometry.position(epoch, 0)); // a boundary: Lanes.moved checked it
+            if (lane.plan != null) {
+                lane.stream.resumeAnywhere(epoch, from - geometry.position(epoch, 0), lane.plan.end());
+            } else {
+                lane.stream.resumeAt(epoch, from - geometry.position(epoch, 0)); // a boundary: Lanes.moved checked it
+            }
             lane.movedAt = from;
             for (ConsumerSession m : lane.members) {
                 endsEpochBefore(m);
@@ -165,6 +169,19 @@ final class LaneSteps {
         }
     }
 
+    /** {@code lane} loaded the rest of its resumed consumer's epoch: the stream ends for it there. */
+    void endResumed(Lane lane) {
+        lock.lock();
+        try {
+            check(lane);
+            for (ConsumerSession m : lane.members) {
+                m.sendEvent(new Message.EndOfStream(geometry.epochOf(lane.plan.end())));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The next claim of {@code lane}, batch {@code seq} of its own: waits for its slot, evicting a consumer that stalls it. */
     SlotClaim claim(Lane lane, long seq, SlotTable slots) {
         lock.lock();
@@ -177,7 +194,7 @@ final class LaneSteps {
                     deadline = System.nanoTime() + rules.stallTimeout().toNanos();
                     continue;
                 }
-                if (atMainStream(lane)) {
+                if (lane.plan == null && atMainStream(lane)) {
                     if (rejoins(lane)) {
                         throw new Lane.LaneClosed();
                     }

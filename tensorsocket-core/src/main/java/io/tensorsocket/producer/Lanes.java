@@ -4,12 +4,14 @@ import io.tensorsocket.IndexedSource;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.SpaceReservation;
 import io.tensorsocket.directory.ProducerDirectory;
+import io.tensorsocket.protocol.Message;
 import io.tensorsocket.stream.BatchPosition;
 import io.tensorsocket.stream.ProducerStream;
 import io.tensorsocket.stream.RankShare;
 import io.tensorsocket.stream.StreamGeometry;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -51,7 +53,14 @@ final class Lanes {
     private final HostCpu cpu;
 
     private Supply supply;
+    /** What loads resumed consumers' epochs: the source, whatever the bound of laggards' lanes; null without one. */
+    private Supply loads;
+
+    private DrawLog drawLog;
     private Lane[] running = new Lane[0];
+    /** The lanes loading the rest of a resumed consumer's epoch, numbered after the laggards' ({@link #resume}). */
+    private final List<Lane> resumes = new ArrayList<>();
+
     private boolean toldFull;
     private long started;
     /** The epoch the main stream ended before, or -1 while it runs. */
@@ -87,7 +96,9 @@ final class Lanes {
     /** Runs lanes from {@code s} (none before, or with a bound of 0). */
     void serve(Supply s) {
         supply = s.bound() > 0 ? s : null;
+        loads = s;
         running = new Lane[Math.max(0, s.bound())];
+        drawLog = DrawLog.open(s.directory().path().resolve(ProducerDirectory.DRAWS_FILE), s.source());
     }
 
     StreamGeometry geometry() {
@@ -95,19 +106,19 @@ final class Lanes {
     }
 
     IndexedSource source() {
-        return supply.source();
+        return loads.source();
     }
 
     long sessionId() {
-        return supply.sessionId();
+        return loads.sessionId();
     }
 
     long pid() {
-        return supply.pid();
+        return loads.pid();
     }
 
     void share(Path file) throws IOException {
-        supply.directory().share(file, false);
+        loads.directory().share(file, false);
     }
 
     /** The order the main stream drew for {@code epoch}, or null. */
@@ -140,8 +151,19 @@ final class Lanes {
 
     // ------------------------------------------------------------------------------------ the main stream's side
 
+    /**
+     * The main stream drew {@code order} for {@code epoch}, keeping the chunks cut at {@code boundaries}: logged for
+     * consumers' checkpoints ({@link DrawLog}), and kept while a lane may load that epoch again.
+     */
+    void drew(long epoch, int[] order, int[] boundaries) {
+        if (drawLog != null) {
+            drawLog.drew(epoch, boundaries);
+        }
+        drew(epoch, order);
+    }
+
     /** The main stream drew {@code order} for {@code epoch}: kept while a lane may load that epoch again. */
-    void drew(long epoch, int[] order) {
+    private void drew(long epoch, int[] order) {
         if (supply == null) {
             return;
         }
@@ -161,15 +183,15 @@ final class Lanes {
      * The main stream published its last epoch and decided the tails it owes: {@code order} is the order of the epoch
      * after ({@code epoch}), whose first samples the tails are, or null where none is owed. Lanes load their members'.
      */
-    void tailsDecided(long epoch, int[] order) {
+    void tailsDecided(long epoch, int[] order, int[] boundaries) {
         if (order != null) {
-            drew(epoch, order);
+            drew(epoch, order, boundaries);
         }
         tailsDecided = true;
         changed.signalAll();
     }
 
-    /** Whether the tails a finite stream owes were decided ({@link #tailsDecided(long, int[])}). */
+    /** Whether the tails a finite stream owes were decided ({@link #tailsDecided(long, int[], int[])}). */
     boolean tailsDecided() {
         return tailsDecided;
     }
@@ -189,7 +211,63 @@ final class Lanes {
                 return true;
             }
         }
-        return false;
+        return !resumes.isEmpty();
+    }
+
+    // ------------------------------------------------------------------------------------ resumed consumers
+
+    /**
+     * Why a consumer of {@code hello} cannot resume here, or null: resuming loads the rest of its epoch by index, on a
+     * lane of its own, in an arena that must fit.
+     */
+    String cannotResume(Message.Hello hello) {
+        if (loads == null) {
+            return "its source cannot load samples by index on a lane beside the main stream (a source that fixes its"
+                    + " own order, or a feeder without lane connections)";
+        }
+        if (drawLog == null) {
+            return "it could not log its draws";
+        }
+        int span = hello.inJob()
+                ? (int) Math.min(
+                        Integer.MAX_VALUE, new RankShare(hello.rank(), hello.worldSize()).span(hello.batchSize()))
+                : hello.batchSize();
+        int least = LaneSizing.least(geometry, span);
+        if (LaneSizing.slots(mainLayout.batch(), least, Math.max(least, Math.min(mainSlots.count(), 16)), freeBytes())
+                == 0) {
+            return "the shared memory left holds no lane of " + least + " slots of " + (mainLayout.slotBytes() >> 10)
+                    + " KiB";
+        }
+        return null;
+    }
+
+    /** {@code s}, welcomed, resumes {@code plan}: a lane of its own loads it (checked by {@link #cannotResume}). */
+    void resume(ConsumerSession s, ResumePlan plan) {
+        int i = resumes.indexOf(null);
+        if (i < 0) {
+            i = resumes.size();
+            resumes.add(null);
+        }
+        int number = running.length + 1 + i;
+        int least = LaneSizing.least(geometry, spanOf(s));
+        int slots = LaneSizing.slots(
+                mainLayout.batch(), least, Math.max(least, Math.min(mainSlots.count(), 16)), freeBytes());
+        Path file = loads.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + number);
+        Lane lane = new Lane(
+                number, ++started, List.of(s), this, ArenaLayout.of(mainLayout.batch(), Math.max(1, slots)), file);
+        lane.plan = plan;
+        resumes.set(i, lane);
+        log.info(
+                "producer '{}' loads the rest of the epoch {} resumes ({} samples, from stream position {}) on lane {}",
+                rules.producerName(),
+                s.describe(),
+                plan.end() - plan.from(),
+                plan.from(),
+                number);
+        Thread.ofPlatform()
+                .daemon()
+                .name("tensorsocket-lane-" + number + "-" + rules.producerName())
+                .start(lane);
     }
 
     /**
@@ -291,7 +369,7 @@ final class Lanes {
     /** What the file system holding the producer's directory has free; unbounded where it cannot say. */
     private long freeBytes() {
         try {
-            return SpaceReservation.usableBytes(supply.directory().path());
+            return SpaceReservation.usableBytes(loads.directory().path());
         } catch (IOException e) {
             return Long.MAX_VALUE; // the lane's arena reports a full file system itself
         }
@@ -399,6 +477,14 @@ final class Lanes {
             return "sent MOVED without a MOVE to answer";
         }
         boolean founding = lane.movedAt < 0;
+        if (lane.plan != null) { // a resumed consumer's lane starts where it did not read on
+            if (position != lane.plan.from()) {
+                return "moved at stream position " + position + ", not where it resumes (" + lane.plan.from() + ")";
+            }
+            s.laneFrom = position;
+            changed.signalAll();
+            return null;
+        }
         if (!founding && position < lane.stream.nextPosition()) {
             return "moved at stream position " + position + ", behind lane " + lane.number + "'s next batch (at "
                     + lane.stream.nextPosition() + ")";
@@ -451,6 +537,13 @@ final class Lanes {
             for (int i = 0; i < running.length; i++) {
                 if (running[i] == lane) {
                     running[i] = null;
+                }
+            }
+            int r = resumes.indexOf(lane);
+            if (r >= 0) {
+                resumes.set(r, null);
+                while (!resumes.isEmpty() && resumes.getLast() == null) {
+                    resumes.removeLast();
                 }
             }
             toldFull = false;

@@ -4,6 +4,7 @@ import io.tensorsocket.Batch;
 import io.tensorsocket.BatchSink;
 import io.tensorsocket.ProducerStatus;
 import io.tensorsocket.SlotWriter;
+import io.tensorsocket.StartMode;
 import io.tensorsocket.arena.ArenaLayout;
 import io.tensorsocket.arena.SharedArena;
 import io.tensorsocket.protocol.Message;
@@ -239,8 +240,8 @@ public final class ProducerCore implements BatchSink {
     }
 
     /** The producer loop drew {@code order} for epoch {@code epoch}, which it emits next: lanes may load it again. */
-    public void drew(long epoch, int[] order) {
-        locked(() -> lanes.drew(epoch, order));
+    public void drew(long epoch, int[] order, int[] boundaries) {
+        locked(() -> lanes.drew(epoch, order, boundaries));
     }
 
     /** For consumer {@code consumerId}, which relays this stream: see {@link RelayJoins#keepFor}. */
@@ -268,9 +269,9 @@ public final class ProducerCore implements BatchSink {
      * The order of epoch {@code epochs} (the one after the stream's last) was drawn for the tails owed, or null where
      * none is: lanes load their members' from it. Returns the longest tail the main stream's consumers are owed.
      */
-    int tailsDrawn(long epochs, int[] order) {
+    int tailsDrawn(long epochs, int[] order, int[] boundaries) {
         return locked(() -> {
-            lanes.tailsDecided(epochs, order);
+            lanes.tailsDecided(epochs, order, boundaries);
             return order == null ? 0 : tails.main(epochs);
         });
     }
@@ -356,6 +357,52 @@ public final class ProducerCore implements BatchSink {
             String user,
             Function<StartPoint, Message.Welcome> welcome) {
         return locked(() -> jobs.arrive(id, channel, hello, user, welcome));
+    }
+
+    /**
+     * A consumer that resumes from a checkpoint said RESUME, then HELLO: welcomed at its epoch's start with the rest of
+     * the epoch loaded by index on a lane of its own ({@link ResumePlan}), or refused saying why (null).
+     */
+    ConsumerSession resume(
+            int id,
+            MessageChannel channel,
+            Message.Hello hello,
+            Message.Resume resume,
+            String user,
+            Function<StartPoint, Message.Welcome> welcome) {
+        return locked(() -> {
+            Message.Error refusal = joining.refusalWhileClosing();
+            String why = refusal != null ? null : lanes.cannotResume(hello);
+            ResumePlan plan = null;
+            if (refusal == null && why == null) {
+                try {
+                    plan = ResumePlan.of(resume, hello, geometry, lanes.source(), producerName);
+                } catch (ResumePlan.Refused e) {
+                    why = e.getMessage();
+                }
+            } else if (why != null) {
+                why = "producer '" + producerName + "' cannot resume a consumer's epoch: " + why;
+            }
+            if (refusal == null && why != null) {
+                refusal = new Message.Error(Message.ErrorCode.BAD_REQUEST, why);
+            }
+            if (refusal != null) {
+                channel.sendQuietly(refusal);
+                channel.close();
+                return null;
+            }
+            long x = geometry.epochOf(resume.epochBase());
+            long s = resume.epochBase() - geometry.position(x, 0);
+            StartPoint start = StartPoint.of(s == 0 ? StartMode.EPOCH_START : StartMode.EXACT, x, s);
+            ConsumerSession c = joining.welcome(id, channel, hello, user, start, welcome);
+            if (c != null) {
+                c.resuming = plan;
+                c.position = plan.from();
+                c.until = plan.end();
+                lanes.resume(c, plan);
+            }
+            return c;
+        });
     }
 
     /** Waits, on {@code c}'s own connection thread, until its job formed: see {@link JobFormation#await}. */

@@ -174,11 +174,22 @@ public final class ProducerServer implements AutoCloseable {
                 ch.close();
                 return;
             }
+            Message.Resume resume = null;
+            if (first instanceof Message.Resume r) { // a consumer continuing its epoch from a checkpoint
+                resume = r;
+                deadline = timer.schedule(ch::close, helloTimeout.toMillis(), TimeUnit.MILLISECONDS);
+                first = ch.read();
+                deadline.cancel(false);
+                if (first == null) {
+                    ch.close();
+                    return;
+                }
+            }
             if (!(first instanceof Message.Hello hello)) {
                 reject(
                         ch,
                         Message.ErrorCode.BAD_FRAME,
-                        "expected HELLO or STATUS_REQUEST as the first message, got "
+                        "expected HELLO (after a RESUME, or alone) or STATUS_REQUEST as the first message, got "
                                 + first.getClass().getSimpleName());
                 return;
             }
@@ -189,7 +200,9 @@ public final class ProducerServer implements AutoCloseable {
             }
             int id = ids.incrementAndGet();
             ConsumerSession joined;
-            if (hello.inJob()) {
+            if (resume != null) {
+                joined = core.resume(id, ch, hello, resume, peerUser(ch), welcomeTemplate);
+            } else if (hello.inJob()) {
                 JobRoster.Candidate rank = core.joinRank(id, ch, hello, peerUser(ch), welcomeTemplate);
                 joined = rank == null ? null : core.awaitJob(rank);
             } else {

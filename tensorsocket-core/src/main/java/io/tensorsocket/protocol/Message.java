@@ -267,6 +267,49 @@ public sealed interface Message {
     record OrderRequest(long epoch) implements Message {}
 
     /**
+     * Consumer to producer, before its HELLO: continue my epoch from a checkpoint. Its epoch begins at stream position
+     * {@code epochBase}, {@code handed} samples of its share were read before the checkpoint; the orders it was read
+     * under are those a source of order key {@code orderKey} (its seed), {@code datasetSize} samples,
+     * {@code samplesPerEpoch} an epoch and {@code shuffle} draws over {@code draws}: epoch, boundary count, the
+     * boundaries, then the next draw ({@code ChunkedShuffle}), from a fresh draw on. The producer serves the rest of
+     * that epoch by index, then the stream ends for this connection.
+     */
+    record Resume(
+            long epochBase,
+            long handed,
+            long orderKey,
+            int datasetSize,
+            long samplesPerEpoch,
+            boolean shuffle,
+            long[] draws)
+            implements Message {
+        /** The most longs {@code draws} may hold. */
+        public static final int MAX_DRAWS = 8000;
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Resume r
+                    && r.epochBase == epochBase
+                    && r.handed == handed
+                    && r.orderKey == orderKey
+                    && r.datasetSize == datasetSize
+                    && r.samplesPerEpoch == samplesPerEpoch
+                    && r.shuffle == shuffle
+                    && Arrays.equals(r.draws, draws);
+        }
+
+        @Override
+        public int hashCode() {
+            return Long.hashCode(epochBase) * 31 + Arrays.hashCode(draws);
+        }
+
+        @Override
+        public String toString() {
+            return "Resume[epochBase=" + epochBase + ", handed=" + handed + ", draws=" + Arrays.toString(draws) + "]";
+        }
+    }
+
+    /**
      * Producer to a feeder that loads by index, answer to {@link OrderRequest}: the ids {@code first} to
      * {@code first + ids.length - 1} of epoch {@code epoch}'s order, which holds {@code total} ids; frames follow
      * until the order is complete.

@@ -99,6 +99,9 @@ import java.util.List;
  *                    samples follows (epoch, first 0, total), then that epoch's frames, 16 to 19, in the lane's arena
  *  26 LANE_STOP      i32 lane; producer to feeder on a lane connection: drop the lane's work; the feeder echoes it
  *                    once it holds nothing of it, and the connection waits for the next LANE_START
+ *  27 RESUME         i64 epochBase, i64 handed, i64 orderKey, i32 datasetSize, i64 samplesPerEpoch, u8 shuffle,
+ *                    i32 count (≤ 8000), count × i64 draws; consumer to producer before its HELLO: serve the rest
+ *                    of the epoch a checkpoint was taken in (see Message.Resume), then END
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
@@ -109,8 +112,9 @@ import java.util.List;
  * {@code io.tensorsocket.rings.DescriptorRings}); version 5 added start mode 2 (exact), WELCOME's and STATUS's midEpoch, FEEDER_HELLO's
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
- * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP. A peer of another
- * version is told VERSION_MISMATCH.
+ * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP; version 11
+ * added RESUME and LANE_START's lane 0 (a finite stream's tail, into the producer's arena). A peer of another version is
+ * told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -119,7 +123,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 10;
+    public static final int VERSION = 11;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -151,6 +155,7 @@ public final class WireFormat {
     static final int FEEDER_LANE = 24;
     static final int LANE_START = 25;
     static final int LANE_STOP = 26;
+    static final int RESUME = 27;
 
     private WireFormat() {}
 
@@ -186,7 +191,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= LANE_STOP);
+        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= RESUME);
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -274,6 +279,16 @@ public final class WireFormat {
                 putString(b, l.arenaPath());
             }
             case Message.LaneStop l -> b.putInt(l.lane());
+            case Message.Resume r -> {
+                b.putLong(r.epochBase())
+                        .putLong(r.handed())
+                        .putLong(r.orderKey())
+                        .putInt(r.datasetSize());
+                b.putLong(r.samplesPerEpoch()).put(bool(r.shuffle())).putInt(r.draws().length);
+                for (long d : r.draws()) {
+                    b.putLong(d);
+                }
+            }
             case Message.EpochOrder o -> {
                 b.putLong(o.epoch()).putInt(o.first()).putInt(o.total()).putShort((short) o.ids().length);
                 for (int id : o.ids()) {
@@ -338,6 +353,7 @@ public final class WireFormat {
                 case FEEDER_LANE -> new Message.FeederLaneHello(nonNegative(p.getLong()));
                 case LANE_START -> new Message.LaneStart(nonNegative(p.getInt()), getString(p));
                 case LANE_STOP -> new Message.LaneStop(nonNegative(p.getInt()));
+                case RESUME -> decodeResume(p);
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -442,6 +458,24 @@ public final class WireFormat {
                 nonNegative(p.getInt()));
     }
 
+    private static Message.Resume decodeResume(ByteBuffer p) {
+        long epochBase = nonNegative(p.getLong());
+        long handed = nonNegative(p.getLong());
+        long orderKey = p.getLong();
+        int datasetSize = positive(p.getInt());
+        long samplesPerEpoch = nonNegative(p.getLong());
+        boolean shuffle = getBool(p);
+        int n = nonNegative(p.getInt());
+        if (n > Message.Resume.MAX_DRAWS || n * 8L > p.remaining()) {
+            throw new ProtocolException("a RESUME of " + n + " draw values");
+        }
+        long[] draws = new long[n];
+        for (int i = 0; i < n; i++) {
+            draws[i] = nonNegative(p.getLong());
+        }
+        return new Message.Resume(epochBase, handed, orderKey, datasetSize, samplesPerEpoch, shuffle, draws);
+    }
+
     private static Message.EpochOrder decodeOrder(ByteBuffer p) {
         long epoch = nonNegative(p.getLong());
         int first = p.getInt();
@@ -492,6 +526,7 @@ public final class WireFormat {
             case Message.FeederLaneHello l -> FEEDER_LANE;
             case Message.LaneStart l -> LANE_START;
             case Message.LaneStop l -> LANE_STOP;
+            case Message.Resume r -> RESUME;
         };
     }
 }

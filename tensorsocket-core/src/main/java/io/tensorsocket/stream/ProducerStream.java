@@ -13,6 +13,8 @@ public final class ProducerStream {
     private long nextSample;
     private long publishedSeq = -1;
     private long epochStartSeq = -1;
+    /** Where a resumed stream ends ({@link #resumeAnywhere}): a batch that ends there may be short. */
+    private long endsAt = -1;
 
     /** A stream whose first epoch is epoch 0. */
     public ProducerStream(StreamGeometry geometry) {
@@ -51,6 +53,22 @@ public final class ProducerStream {
         nextIndex = sample / geometry.producerBatchSize();
     }
 
+    /**
+     * Places a stream that published nothing yet at {@code sample} of epoch {@code epoch}, anywhere in it, to end at
+     * stream position {@code endsAt}, where its last batch may be short: a resumed consumer's lane loads the rest of its
+     * epoch from the first sample it did not read.
+     */
+    public void resumeAnywhere(long epoch, long sample, long endsAt) {
+        if (publishedSeq >= 0 || epoch < 0 || sample < 0 || sample >= geometry.samplesPerEpoch()) {
+            throw new IllegalArgumentException("a stream resumes inside an epoch before it published anything, not at"
+                    + " sample " + sample + " of epoch " + epoch);
+        }
+        nextEpoch = epoch;
+        nextSample = sample;
+        nextIndex = sample / geometry.producerBatchSize();
+        this.endsAt = endsAt;
+    }
+
     public StreamGeometry geometry() {
         return geometry;
     }
@@ -74,7 +92,7 @@ public final class ProducerStream {
             throw new IllegalStateException("the source emitted more than the " + spe
                     + " samples per epoch it declared (epoch " + nextEpoch + ")");
         }
-        if (samples < b && nextSample + samples < spe) {
+        if (samples < b && nextSample + samples < spe && geometry.position(nextEpoch, nextSample + samples) != endsAt) {
             throw new IllegalStateException("batch " + nextIndex + " of epoch " + nextEpoch + " holds " + samples
                     + " samples; only an epoch's last batch may hold fewer than the batch size " + b);
         }

@@ -116,7 +116,7 @@ class LaneFaultsTest {
                 for (int epoch = 0; epoch < 3; epoch++) {
                     for (Batch b : slow) {
                         b.close();
-                        Thread.sleep(5);
+                        Thread.sleep(15); // slow enough to be moved to a lane however loaded the machine is
                     }
                 }
             });
