@@ -49,8 +49,12 @@ import java.util.function.Supplier;
  * the consumer's time goes.
  */
 public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
-    private final ConsumerEngine engine;
-    private final StreamTerms terms;
+    private ConsumerEngine engine;
+    private StreamTerms terms;
+    /** Where a local consumer's producer is (it reconnects after a resumed epoch), or null for a remote one. */
+    private final Path dir;
+
+    private final ConsumerOptions options;
     private final ReentrantLock lock = new ReentrantLock();
     private final ProgressMeter meter = new ProgressMeter();
     private final String producer;
@@ -62,9 +66,15 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
 
     /** The façade over {@code engine}; {@link ConsumerFacade} reaches it for other modules' engines. */
     private TensorConsumer(String producer, ConsumerEngine engine) {
+        this(producer, engine, null, null);
+    }
+
+    private TensorConsumer(String producer, ConsumerEngine engine, Path dir, ConsumerOptions options) {
         this.engine = engine;
         this.terms = engine.terms();
         this.producer = producer;
+        this.dir = dir;
+        this.options = options;
     }
 
     /**
@@ -124,7 +134,61 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
     }
 
     private static TensorConsumer connect(Path dir, String name, ConsumerOptions options) {
-        return new TensorConsumer(name, LocalEngine.join(dir, name, options));
+        return new TensorConsumer(name, LocalEngine.join(dir, name, options), dir, options);
+    }
+
+    // ------------------------------------------------------------------------------------------------ checkpoints
+
+    /**
+     * Where this consumer stands, for a training checkpoint: see {@link ConsumerState}. It describes the next batch to
+     * come.
+     *
+     * @throws UnsupportedOperationException for a consumer of a producer on another host
+     */
+    public ConsumerState state() {
+        lock.lock();
+        try {
+            checkOpen();
+            return local().state();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Continues the epoch {@code state} was taken in: the next iteration hands out every sample of it not read before
+     * the state was taken, once, loaded again by index, then whole epochs follow. Call it before iterating.
+     *
+     * @throws IllegalArgumentException  where the state is another consumer's (producer, batch size, rank)
+     * @throws IllegalStateException     after iterating
+     * @throws RequestRejectedException  where the producer cannot load the rest (another data set or seed, a source
+     *                                   that fixes its own order), saying which
+     */
+    public void resume(ConsumerState state) {
+        lock.lock();
+        try {
+            checkOpen();
+            LocalEngine current = local();
+            if (current.epoch() != terms.startEpoch() || current.state().handed() > 0 || meter.samples() > 0) {
+                throw new IllegalStateException(
+                        "resume() continues an epoch from a checkpoint: call it before" + " iterating");
+            }
+            LocalEngine resumed = LocalEngine.resume(dir, producer, options, state);
+            if (resumed != null) {
+                current.close();
+                engine = resumed;
+                terms = resumed.terms();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private LocalEngine local() {
+        if (engine instanceof LocalEngine l) {
+            return l;
+        }
+        throw new UnsupportedOperationException("checkpoints are for consumers on the producer's host");
     }
 
     // ------------------------------------------------------------------------------------------------ info
@@ -255,7 +319,15 @@ public final class TensorConsumer implements Iterable<Batch>, AutoCloseable {
      */
     @Override
     public Iterator<Batch> iterator() {
-        Iterator<Batch> epoch = timed(engine::iterator);
+        Iterator<Batch> epoch = timed(() -> {
+            if (engine instanceof LocalEngine l && l.resumedEpochBegun()) {
+                // the resumed epoch is over: read on as a consumer that joins now
+                l.close();
+                engine = LocalEngine.join(dir, producer, options);
+                terms = engine.terms();
+            }
+            return engine.iterator();
+        });
         return new Iterator<>() {
             @Override
             public boolean hasNext() {

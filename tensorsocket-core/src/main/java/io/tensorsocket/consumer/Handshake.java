@@ -33,6 +33,14 @@ public final class Handshake {
 
     /** Joins the producer called {@code name} whose directory is {@code dir}. */
     public static Session join(Path dir, String name, ConsumerOptions options) {
+        return join(dir, name, options, null);
+    }
+
+    /**
+     * Joins as {@link #join(Path, String, ConsumerOptions)} does; with {@code resume}, to be served the rest of the
+     * epoch a checkpoint was taken in (RESUME before HELLO), then the stream's end.
+     */
+    public static Session join(Path dir, String name, ConsumerOptions options, Message.Resume resume) {
         SocketChannel ch = ProducerSocket.connect(dir, name, options.connectTimeout());
         MessageChannel mc = new MessageChannel(ch);
         ConsumerLink link = new ConsumerLink(mc, name, options.liveness());
@@ -40,6 +48,9 @@ public final class Handshake {
         SharedArena arena = null;
         JobRank rank = options.jobRank();
         try {
+            if (resume != null) {
+                mc.send(resume);
+            }
             mc.send(new Message.Hello(
                     options.batchSize(),
                     options.dropLast(),

@@ -2,6 +2,7 @@ package io.tensorsocket.consumer;
 
 import io.tensorsocket.Batch;
 import io.tensorsocket.ConsumerOptions;
+import io.tensorsocket.ConsumerState;
 import io.tensorsocket.EpochIncompleteException;
 import io.tensorsocket.JobRank;
 import io.tensorsocket.ProducerGoneException;
@@ -29,6 +30,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * Every slot it received goes back to the producer exactly once, in order.
  */
 public final class LocalEngine implements ConsumerEngine {
+    private final Path dir;
     private final String producer;
     private final ConsumerOptions options;
     private final ConsumerLink link;
@@ -42,6 +44,8 @@ public final class LocalEngine implements ConsumerEngine {
     private final ReentrantLock lock = new ReentrantLock();
 
     private boolean closed;
+    /** Whether it serves the rest of a checkpoint's epoch ({@link #resume}), after which its stream ends. */
+    private boolean resumed;
     /** The protocol violation seen from the producer, if any: every later call reports it again. */
     private ProtocolException violation;
 
@@ -54,7 +58,45 @@ public final class LocalEngine implements ConsumerEngine {
         return new LocalEngine(dir, producer, options, Handshake.join(dir, producer, options));
     }
 
+    /**
+     * Joins to be served the rest of the epoch {@code state} was taken in ({@link Checkpoints#resume}), or null where
+     * nothing of it is left: the caller joins as a new consumer.
+     *
+     * @throws IllegalArgumentException where the state is not of this producer, batch size or rank
+     */
+    public static LocalEngine resume(Path dir, String producer, ConsumerOptions options, ConsumerState state) {
+        Message.Resume resume = Checkpoints.resume(producer, options, state);
+        if (resume == null) {
+            return null;
+        }
+        LocalEngine e = new LocalEngine(dir, producer, options, Handshake.join(dir, producer, options, resume));
+        e.stream.resumeAt(state.handed());
+        e.resumed = true;
+        return e;
+    }
+
+    /** Where this consumer stands, for a checkpoint ({@link Checkpoints#take}). */
+    public ConsumerState state() {
+        lock.lock();
+        try {
+            return Checkpoints.take(dir, producer, options, welcome, stream);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether this engine served the rest of a checkpoint's epoch and that epoch was begun: its stream is over. */
+    public boolean resumedEpochBegun() {
+        lock.lock();
+        try {
+            return resumed && stream.epochStarted();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private LocalEngine(Path dir, String producer, ConsumerOptions options, Handshake.Session session) {
+        this.dir = dir;
         this.producer = producer;
         this.options = options;
         this.link = session.link();

@@ -89,6 +89,8 @@ public final class ConsumerStream {
     private long epochNumber;
     private boolean epochStarted;
     private long batchIndex;
+    /** Samples of its first epoch's share read before a checkpoint it resumes from ({@link #resumeAt}), 0 else. */
+    private long resumed;
 
     /**
      * A consumer of {@code batchSize}-sample batches over an arena of {@code slots} slots, starting at
@@ -190,6 +192,16 @@ public final class ConsumerStream {
         streamEnded = true;
     }
 
+    /**
+     * This consumer resumes its first epoch from a checkpoint after {@code handed} samples of its share: its first
+     * epoch goes on from there, the descriptors arriving from the first sample it did not read.
+     */
+    public void resumeAt(long handed) {
+        resumed = handed;
+        position = epochBase + offset(handed);
+        receivedUpTo = position;
+    }
+
     public boolean streamEnded() {
         return streamEnded;
     }
@@ -218,6 +230,11 @@ public final class ConsumerStream {
         epochStarted = true;
         batchIndex = 0;
         shareIndex = 0;
+        if (resumed > 0) {
+            shareIndex = resumed;
+            batchIndex = (resumed + batchSize - 1) / batchSize;
+            resumed = 0;
+        }
     }
 
     /** This consumer's epoch number: its start epoch plus one per epoch begun after the first. */
@@ -246,6 +263,16 @@ public final class ConsumerStream {
      */
     public long streamPosition(long epoch, long sample) {
         return startPosition + (epoch - startEpoch) * geometry.samplesPerEpoch() + offset(sample);
+    }
+
+    /** Samples of the current epoch's share handed out so far. */
+    public long handed() {
+        return shareIndex;
+    }
+
+    /** Stream position where this consumer's first epoch begins. */
+    public long startPosition() {
+        return startPosition;
     }
 
     /** Samples of each epoch this consumer takes: the whole epoch, or its rank's share. */
