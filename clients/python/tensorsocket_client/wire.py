@@ -180,6 +180,8 @@ class ConsumerStatus:
     pace_share: float = 0.0  # of the producer's last 10 s, waiting for this one's releases; >= 0.5: it sets the pace
     lane: int = 0  # 0: the main stream; k: lane k serves it
     lane_samples: int = 0  # samples its lane loaded again for it
+    stream_end: int = -1  # where its stream ends (a finite stream's owed tail, a resumed epoch); -1: it runs on
+    resuming: bool = False  # served the rest of an epoch it resumes from a checkpoint
 
 
 @dataclass(frozen=True)
@@ -386,7 +388,8 @@ def _encode_status(m) -> bytes:
                          c.lag_samples, c.batches_held, c.batches_sent, c.reported, c.samples_consumed,
                          c.samples_per_second, c.wait_nanos, c.work_nanos, c.connected_nanos)
         p += _string(c.client) + struct.pack("<B", c.ring)
-        p += _string(c.job) + struct.pack("<iidiq", c.rank, c.world_size, c.pace_share, c.lane, c.lane_samples)
+        p += _string(c.job) + struct.pack("<iidiqqB", c.rank, c.world_size, c.pace_share, c.lane, c.lane_samples,
+                                          c.stream_end, 1 if c.resuming else 0)
     return p
 
 
@@ -689,9 +692,13 @@ def _decode_status(r):
         if not 0.0 <= pace <= 1.0:
             raise ProtocolError("STATUS holds a pace share of %r" % pace)
         lane, lane_samples = (_non_negative(v) for v in r.take("<iq"))
+        stream_end = r.take("<q")
+        if stream_end < -1:
+            raise ProtocolError("STATUS holds a stream end of %d" % stream_end)
+        resuming = r.bool()
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
                                         samples, crate, wait, work, connected, client, ring, job, rank, world, pace,
-                                        lane, lane_samples))
+                                        lane, lane_samples, stream_end, resuming))
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
                   uptime, attached, evictions, mid_epoch, cache, tuple(consumers))
 

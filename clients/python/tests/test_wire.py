@@ -128,10 +128,11 @@ class VectorTest(unittest.TestCase):
 
     def test_a_pace_share_outside_0_to_1_is_refused(self):
         status = bytearray(read_hex("status")[wire.HEADER_BYTES:])
-        status[-20:-12] = struct.pack("<d", 1.5)  # the last consumer's pace share (its lane and lane samples follow)
+        # the last consumer's pace share (its lane, lane samples, stream end and resuming follow)
+        status[-29:-21] = struct.pack("<d", 1.5)
         with self.assertRaisesRegex(ProtocolError, "pace share of 1.5"):
             wire.decode_payload(wire.STATUS, bytes(status))
-        status[-20:-12] = struct.pack("<d", 0.75)
+        status[-29:-21] = struct.pack("<d", 0.75)
         self.assertEqual(0.75, wire.decode_payload(wire.STATUS, bytes(status)).consumers[-1].pace_share)
 
     def test_a_cache_holding_more_than_it_can_is_refused(self):

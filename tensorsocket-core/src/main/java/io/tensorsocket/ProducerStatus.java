@@ -99,6 +99,10 @@ public record ProducerStatus(
      * @param lane         0 where it reads the main stream, else the number of the lane that serves it (it fell
      *                     behind the others and the producer no longer waits for it)
      * @param laneSamples  samples its lane loaded again for it: what reading at its own pace costs the producer
+     * @param streamEnd    the stream position its stream ends at, or -1 while it runs on: the end of the last epoch a
+     *                     finite stream owes it (its tail loaded again once the stream's epochs were published), or the
+     *                     end of the epoch it resumes from a checkpoint
+     * @param resuming     whether it is being served the rest of an epoch it resumes from a checkpoint
      */
     public record Consumer(
             int id,
@@ -125,7 +129,9 @@ public record ProducerStatus(
             int worldSize,
             double paceShare,
             int lane,
-            long laneSamples) {
+            long laneSamples,
+            long streamEnd,
+            boolean resuming) {
         /** Longest client label a status carries. */
         public static final int MAX_CLIENT = 100;
 
@@ -137,6 +143,71 @@ public record ProducerStatus(
         public Consumer {
             client = client == null ? "" : client.length() > MAX_CLIENT ? client.substring(0, MAX_CLIENT) : client;
             job = job == null ? "" : job;
+        }
+
+        /** A consumer whose stream runs on (no tail or resumed epoch). */
+        public Consumer(
+                int id,
+                long pid,
+                String user,
+                int batchSize,
+                boolean dropLast,
+                StartMode startMode,
+                long epoch,
+                long position,
+                long lagSamples,
+                int batchesHeld,
+                long batchesSent,
+                boolean reported,
+                long samplesConsumed,
+                double samplesPerSecond,
+                long waitNanos,
+                long workNanos,
+                long connectedNanos,
+                String client,
+                boolean ring,
+                String job,
+                int rank,
+                int worldSize,
+                double paceShare,
+                int lane,
+                long laneSamples) {
+            this(
+                    id,
+                    pid,
+                    user,
+                    batchSize,
+                    dropLast,
+                    startMode,
+                    epoch,
+                    position,
+                    lagSamples,
+                    batchesHeld,
+                    batchesSent,
+                    reported,
+                    samplesConsumed,
+                    samplesPerSecond,
+                    waitNanos,
+                    workNanos,
+                    connectedNanos,
+                    client,
+                    ring,
+                    job,
+                    rank,
+                    worldSize,
+                    paceShare,
+                    lane,
+                    laneSamples,
+                    -1,
+                    false);
+        }
+
+        /**
+         * Samples of its stream left to it where its stream ends ({@link #streamEnd} set: the tail of a finite stream, or
+         * a resumed epoch), else -1.
+         */
+        public long samplesLeft() {
+            return streamEnd < 0 ? -1 : Math.max(0, streamEnd - position);
         }
 
         /** A consumer of the main stream. */

@@ -87,6 +87,12 @@ class ResumeTest {
             first.close();
             try (TensorConsumer again = TensorConsumer.connect(dir, ConsumerOptions.batchSize(16))) {
                 again.resume(state);
+                ProducerStatus.Consumer resuming = p.status().consumers().stream()
+                        .filter(ProducerStatus.Consumer::resuming)
+                        .findFirst()
+                        .orElseThrow();
+                assertEquals(state.epochBase() + SPEC.samples(), resuming.streamEnd(), "status: where it ends");
+                assertEquals(SPEC.samples() - 80, resuming.samplesLeft(), "status: what is left of its epoch");
                 assertOnce(before, epoch(again));
                 List<Long> next = epoch(again);
                 next.sort(null);

@@ -236,7 +236,8 @@ final class StatusCommand implements Callable<Integer> {
                                         : "")
                                 + (c.setsPace()
                                         ? String.format(Locale.ROOT, "  << sets the pace (%.0f%%)", 100 * c.paceShare())
-                                        : "")));
+                                        : "")
+                                + ending(c, s)));
             }
             b.append(
                     "  epoch: counted from 1; lag: samples the producer is ahead; wait/work: share of the consumer's time spent waiting for data vs training\n");
@@ -297,7 +298,10 @@ final class StatusCommand implements Callable<Integer> {
                     .put("pace_share", c.paceShare())
                     .put("sets_pace", c.setsPace())
                     .put("lane", c.lane())
-                    .put("lane_samples", c.laneSamples()));
+                    .put("lane_samples", c.laneSamples())
+                    .put("stream_end", c.streamEnd() < 0 ? null : c.streamEnd())
+                    .put("samples_left", c.samplesLeft() < 0 ? null : c.samplesLeft())
+                    .put("resuming", c.resuming()));
         }
         consumers.append(']');
         return Json.object()
@@ -365,5 +369,31 @@ final class StatusCommand implements Callable<Integer> {
         } catch (RuntimeException e) {
             return null;
         }
+    }
+
+    /**
+     * Where the consumer's stream ends, once it does: the rest of an epoch it resumes from a checkpoint, or the end of
+     * the last epoch a finite stream owes it (past the stream's end for one that joined mid-epoch: its tail).
+     */
+    private static String ending(ProducerStatus.Consumer c, ProducerStatus s) {
+        if (c.streamEnd() < 0) {
+            return "";
+        }
+        if (c.resuming()) {
+            return String.format(
+                    Locale.ROOT,
+                    "  resuming its epoch: %d samples left, to stream position %d",
+                    c.samplesLeft(),
+                    c.streamEnd());
+        }
+        long end = s.epochs() * s.samplesPerEpoch();
+        return String.format(
+                Locale.ROOT,
+                "  its stream ends in %d samples, at stream position %d%s",
+                c.samplesLeft(),
+                c.streamEnd(),
+                c.streamEnd() > end
+                        ? " (its last epoch's tail: " + (c.streamEnd() - end) + " samples loaded again)"
+                        : "");
     }
 }

@@ -232,7 +232,9 @@ final class ConsumerSession {
                 hello.worldSize(),
                 paceShare,
                 lane != null ? lane.number : 0,
-                lane != null ? lane.samplesLoaded : 0);
+                lane != null ? lane.samplesLoaded : 0,
+                until == Long.MAX_VALUE ? -1 : until,
+                resuming != null);
     }
 
     /**

@@ -75,8 +75,15 @@ final class StatusCodec {
             b.put(bool(c.ring()));
             putString(b, c.job());
             b.putInt(c.rank()).putInt(c.worldSize()).putDouble(c.paceShare());
-            b.putInt(c.lane()).putLong(c.laneSamples());
+            b.putInt(c.lane()).putLong(c.laneSamples()).putLong(c.streamEnd()).put(bool(c.resuming()));
         }
+    }
+
+    private static long atLeastMinusOne(long v) {
+        if (v < -1) {
+            throw new ProtocolException("STATUS holds a stream end of " + v);
+        }
+        return v;
     }
 
     static ProducerStatus decode(ByteBuffer p) {
@@ -158,7 +165,9 @@ final class StatusCodec {
                     positive(p.getInt()),
                     share(p.getDouble()),
                     nonNegative(p.getInt()),
-                    nonNegative(p.getLong())));
+                    nonNegative(p.getLong()),
+                    atLeastMinusOne(p.getLong()),
+                    getBool(p)));
         }
         return new ProducerStatus(
                 pid,

@@ -69,7 +69,8 @@ import java.util.List;
  *                    come through a descriptor ring), str job, i32 rank, i32 worldSize (as in its HELLO),
  *                    f64 paceShare (0 to 1: how much of the producer's last 10 s it waited for this consumer's
  *                    releases while others were attached; from 0.5 on, it sets the pace), i32 lane (0: the main
- *                    stream; k: lane k), i64 laneSamples (samples its lane loaded again for it)
+ *                    stream; k: lane k), i64 laneSamples (samples its lane loaded again for it), i64 streamEnd
+ *                    (where its stream ends: a finite stream's owed tail or a resumed epoch; -1: runs on), u8 resuming
  *  11 PROGRESS     i64 epoch, i64 samples, i64 waitNanos, i64 workNanos   (consumer to producer, ~1/s)
  *  12 HEARTBEAT    (empty); producer to consumer after ~1 s with nothing else sent; the consumer answers
  *                  each with one of its own
@@ -113,7 +114,8 @@ import java.util.List;
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
  * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP; version 11
- * added RESUME and LANE_START's lane 0 (a finite stream's tail, into the producer's arena). A peer of another version is
+ * added RESUME, LANE_START's lane 0 (a finite stream's tail, into the producer's arena) and STATUS's streamEnd and
+ * resuming per consumer. A peer of another version is
  * told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
