@@ -1,6 +1,6 @@
 """A Ray Tune sweep over learning rate and batch size with the ASHA scheduler, every trial reading one shared loader.
 
-    python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--upstream] [--private]
+    python3 tune_sweep.py [--trials 4] [--epochs 3] [--lightning] [--nodes 2] [--upstream] [--private] [--pbt]
 
 Each trial calls ``tensorsocket_client.ray.share(...)`` where it would build its DataLoader: the first trial on a host
 starts the host's producer, the others attach (a second sweep running this script beside it too); ASHA stops trials
@@ -9,6 +9,12 @@ early and starts new ones, which join mid-epoch and still get exact epochs. ``--
 (``ray.cluster_utils.Cluster``), one producer per node (``per_node=True``, as separate hosts); ``--private`` gives
 each trial its own DataLoader instead (the baseline). Needs ray[tune], torch, and lightning for ``--lightning``.
 Prints one JSON line per trial epoch and a summary.
+
+``--pbt``: Population Based Training instead, which pauses trials and restarts them from checkpoints, their own or
+another trial's: each trial checkpoints mid-epoch (a ``tune.Checkpoint`` holding its model, its optimizer and the
+loader's ``state_dict()``), and a trial restored from one calls ``load_state_dict()`` and reads the rest of that epoch
+(every sample not read before the checkpoint, once) before whole epochs. It prints the ids each epoch held across
+restores, so every epoch is checked whole.
 
 Across hosts (``--upstream``): where GPU nodes have too little CPU to decode, one node serves the loader over Arrow
 Flight (``serve_upstream(...)``, here the head node on loopback; in a real cluster a CPU node, ``flight="0.0.0.0:8815"``
@@ -71,6 +77,60 @@ def trainable(config):
                          stream_epoch=consumer.epoch if consumer else -1))
 
 
+def trainable_pbt(config):
+    """A trial that checkpoints every few steps, mid-epoch, and resumes from the checkpoint PBT restores it from."""
+    import pickle
+
+    from tensorsocket_client.ray import share
+
+    loader = share(SHARE, "sweep_data:images", batch_size=config["batch_size"], kwargs=config["data"],
+                   linger=config["linger"])
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    epoch, ids, restored, mid = 0, [], 0, 0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as d, open(os.path.join(d, "state.pkl"), "rb") as f:
+            saved = pickle.load(f)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        for g in opt.param_groups:
+            g["lr"] = config["lr"]  # PBT's mutation of the trial it restores
+        loader.load_state_dict(saved["loader"])  # the rest of the checkpoint's epoch comes next
+        epoch, ids, restored = saved["epoch"], saved["ids"], saved["restored"] + 1
+        mid = saved["mid"] + (1 if ids else 0)  # restored inside an epoch, some of it read before the checkpoint
+    consumer = loader.dataset.consumer
+    step, losses = 0, []
+    while epoch < config["epochs"]:
+        for x, y, i in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            ids.extend(i.tolist())
+            losses.append(float(loss))
+            step += 1
+            if step % config["checkpoint_every"] == 0:  # mid-epoch: what PBT pauses at and restores from
+                _report_pbt(model, opt, loader, epoch, ids, (restored, mid), losses, None)
+        # its end, with a checkpoint standing at the next epoch's start
+        _report_pbt(model, opt, loader, epoch, [], (restored, mid), losses,
+                    dict(epoch=epoch, samples=len(ids), unique=len(set(ids)), restored=restored, restored_mid_epoch=mid,
+                         start=consumer.start_mode, kind="pbt", stream_epoch=consumer.epoch,
+                         producer_pid=consumer._welcome.producer_pid))
+        epoch, ids = epoch + 1, []
+
+
+def _report_pbt(model, opt, loader, epoch, ids, restored, losses, end):
+    import pickle
+
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "state.pkl"), "wb") as f:
+            pickle.dump(dict(model=model.state_dict(), opt=opt.state_dict(), loader=loader.state_dict(),
+                             epoch=epoch + (1 if end else 0), ids=ids, restored=restored[0], mid=restored[1]), f)
+        metrics = dict(loss=sum(losses[-20:]) / max(1, len(losses[-20:])), **(end or {}))
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
+
+
 def _lightning(config, loader, consumer, info):
     import lightning
 
@@ -114,6 +174,8 @@ def main():
                    help="Serve the loader from the head node over Flight; each node's trials read a relay of it.")
     p.add_argument("--linger", type=float, default=10.0)
     p.add_argument("--decode-us", type=int, default=0, help="CPU microseconds each sample costs to load.")
+    p.add_argument("--pbt", action="store_true",
+                   help="Population Based Training: trials paused and restored from mid-epoch checkpoints.")
     a = p.parse_args()
     # The trials' workers see where producers live, which launcher starts one, and the client (if not installed).
     env = {"env_vars": {k: v for k, v in os.environ.items()
@@ -140,8 +202,11 @@ def main():
     space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=tune.choice([32, 64]), kind=tune.grid_search(kinds),
                  epochs=a.epochs, private=a.private, linger=a.linger, data=data, upstream=upstream,
                  per_node=a.nodes > 1)  # nodes simulated on one host keep their producers apart, as hosts would
+    if a.pbt:
+        space = dict(lr=tune.loguniform(1e-3, 1e-1), batch_size=32, epochs=a.epochs, linger=a.linger, data=data,
+                     checkpoint_every=5)
     try:
-        return _sweep(a, space)
+        return _sweep_pbt(a, space) if a.pbt else _sweep(a, space)
     finally:
         ray.shutdown()
         if cluster is not None:
@@ -166,6 +231,39 @@ def _remote_streams(upstream):
     if out.returncode != 0:
         return None
     return sum(1 for c in json.loads(out.stdout)["consumers"] if c["client"].startswith("flight "))
+
+
+def _sweep_pbt(a, space):
+    """PBT over the learning rate: every 4 reports it restores the worse half of the trials from the better half's
+    checkpoints."""
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    started = time.monotonic()
+    pbt = PopulationBasedTraining(time_attr="training_iteration", metric="loss", mode="min", perturbation_interval=4,
+                                  quantile_fraction=0.5, hyperparam_mutations={"lr": tune.loguniform(1e-3, 1e-1)})
+    tuner = tune.Tuner(
+        tune.with_resources(trainable_pbt, {"cpu": 1}), param_space=space,
+        tune_config=tune.TuneConfig(scheduler=pbt, num_samples=a.trials),
+        run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(prefix="tune-"), verbose=0))  # keeps every checkpoint:
+    # PBT restores a trial from another's, which a retention limit may have deleted meanwhile
+    results = tuner.fit()
+    epochs = []
+    for r in results:
+        history = r.metrics_dataframe.to_dict("records") if r.metrics_dataframe is not None else []
+        for h in history:
+            if h.get("kind") == "pbt" and h.get("samples") == h.get("samples"):  # an epoch's end (NaN elsewhere)
+                epochs.append(h)
+                print(json.dumps({k: h[k] for k in ("kind", "epoch", "samples", "unique", "restored",
+                                                     "restored_mid_epoch", "start",
+                                                     "producer_pid", "loss") if k in h}), flush=True)
+    errors = sum(1 for r in results if r.error)
+    print(json.dumps(dict(summary=True, trials=len(results), errors=errors, wall_s=time.monotonic() - started,
+                          epochs=len(epochs), restored=int(max((e.get("restored", 0) for e in epochs), default=0)),
+                          restored_mid_epoch=int(max((e.get("restored_mid_epoch", 0) for e in epochs), default=0)),
+                          whole=all(e["samples"] == a.samples == e["unique"] for e in epochs))), flush=True)
+    from tensorsocket_client.ray import stop
+    stop(SHARE)
+    return 1 if errors else 0
 
 
 def _sweep(a, space):

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.parallel.Isolated;
  * The Tune example, run by the real engine: two ASHA sweeps (one with a Lightning {@code Trainer.fit} trial), each
  * with a local Ray instance of its own, on one host read one producer, every trial's every epoch exact, and nothing is
  * left after the sweeps; on a cluster of two Ray nodes simulated on this machine each node has its producer and each trial reads its own node's, and where
- * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node.
+ * one node serves the loader over Flight each node's producer is a relay of it, one network stream per node. A PBT sweep
+ * restores trials from mid-epoch checkpoints, and every epoch stays whole across the restores.
  */
 @Tag("timed") // runs after the pool: a Ray cluster takes the machine (beside other classes its trials timed out)
 @Isolated // and alone among the timed classes
@@ -94,6 +95,22 @@ class RayTuneProcessTest extends ProcessTestBase {
         assertEquals(1, producers.size(), "one producer for both sweeps: " + producers);
         try (var left = Files.list(base)) {
             assertEquals(List.of(), left.toList(), "the producer's directory, lock or log outlived the sweeps");
+        }
+    }
+
+    @Test
+    void aPbtSweepRestoringTrialsFromMidEpochCheckpointsKeepsEveryEpochWhole() throws Exception {
+        // PBT pauses the worse trial and restarts it from the better one's checkpoint, taken mid-epoch: the restored
+        // trial reads the rest of that epoch (load_state_dict), so every epoch, across restores, is one pass
+        Proc p = sweep("--pbt", "--trials", "2", "--epochs", "2", "--samples", "1000");
+        assertEquals(0, p.exitCode(Duration.ofMinutes(5)), p.stderr());
+        Map<String, String> summary = p.json().getLast();
+        assertEquals("0", summary.get("errors"), summary.toString());
+        assertEquals("true", summary.get("whole"), p.lines().toString());
+        assertTrue(
+                Integer.parseInt(summary.get("restored_mid_epoch")) > 0, "PBT restored a trial mid-epoch: " + summary);
+        for (Map<String, String> e : p.json().subList(0, p.json().size() - 1)) {
+            assertEquals("1000.0", e.get("unique"), e.toString());
         }
     }
 
