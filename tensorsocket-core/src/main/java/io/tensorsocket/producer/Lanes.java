@@ -233,12 +233,20 @@ final class Lanes {
                         Integer.MAX_VALUE, new RankShare(hello.rank(), hello.worldSize()).span(hello.batchSize()))
                 : hello.batchSize();
         int least = LaneSizing.least(geometry, span);
-        if (LaneSizing.slots(mainLayout.batch(), least, Math.max(least, Math.min(mainSlots.count(), 16)), freeBytes())
-                == 0) {
+        if (LaneSizing.slots(mainLayout.batch(), least, resumeSlots(least), freeBytes()) == 0) {
             return "the shared memory left holds no lane of " + least + " slots of " + (mainLayout.slotBytes() >> 10)
                     + " KiB";
         }
         return null;
+    }
+
+    /**
+     * The slots a resumed consumer's lane wants: those its batch size needs and two more, for the loader to fill one
+     * while it reads the others. It lives for less than an epoch, and its first batch waits for its arena's first
+     * touch, which a small one keeps short.
+     */
+    private int resumeSlots(int least) {
+        return Math.min(Math.max(least, mainSlots.count() / 4), least + 2);
     }
 
     /** {@code s}, welcomed, resumes {@code plan}: a lane of its own loads it (checked by {@link #cannotResume}). */
@@ -250,8 +258,7 @@ final class Lanes {
         }
         int number = running.length + 1 + i;
         int least = LaneSizing.least(geometry, spanOf(s));
-        int slots = LaneSizing.slots(
-                mainLayout.batch(), least, Math.max(least, Math.min(mainSlots.count(), 16)), freeBytes());
+        int slots = LaneSizing.slots(mainLayout.batch(), least, resumeSlots(least), freeBytes());
         Path file = loads.directory().path().resolve(ProducerDirectory.LANE_FILE_PREFIX + number);
         Lane lane = new Lane(
                 number, ++started, List.of(s), this, ArenaLayout.of(mainLayout.batch(), Math.max(1, slots)), file);
