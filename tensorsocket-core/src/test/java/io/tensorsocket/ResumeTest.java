@@ -17,7 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A Java consumer's checkpoint: one that takes {@link TensorConsumer#state()} mid-epoch and goes, and a new one given it
  * by {@link TensorConsumer#resume}, together read that epoch once, whether the producer ran on or was restarted with the
- * same source; the new one then reads whole epochs. A state of another consumer is refused naming the difference.
+ * same source; the new one then reads whole epochs. A state of another consumer, or of another seed, is refused naming
+ * the difference.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ResumeTest {
@@ -131,6 +132,24 @@ class ResumeTest {
             try (TensorConsumer other = TensorConsumer.connect(dir, ConsumerOptions.batchSize(32))) {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> other.resume(state));
                 assertTrue(e.getMessage().contains("batch size 16 (this consumer: 32)"), e.getMessage());
+            }
+            ConsumerState reseeded = new ConsumerState(
+                    state.producer(),
+                    state.samplesPerEpoch(),
+                    state.epochBase(),
+                    state.handed(),
+                    state.batchSize(),
+                    state.dropLast(),
+                    state.job(),
+                    state.rank(),
+                    state.worldSize(),
+                    state.orderKey() + 1,
+                    state.datasetSize(),
+                    state.shuffle(),
+                    state.draws());
+            try (TensorConsumer same = TensorConsumer.connect(dir, ConsumerOptions.batchSize(16))) {
+                RequestRejectedException e = assertThrows(RequestRejectedException.class, () -> same.resume(reseeded));
+                assertTrue(e.getMessage().contains("orders of another seed"), e.getMessage());
             }
         }
     }
