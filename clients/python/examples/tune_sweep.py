@@ -42,6 +42,15 @@ def _model():
     return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 10))
 
 
+def _step(model, opt, x, y):
+    """One training step; its loss."""
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return float(loss)
+
+
 def trainable(config):
     import sweep_data
 
@@ -65,12 +74,8 @@ def trainable(config):
     for epoch in range(config["epochs"]):
         ids, loss_sum, steps = [], 0.0, 0
         for x, y, i in loader:
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
+            loss_sum += _step(model, opt, x, y)
             ids.extend(i.tolist())
-            loss_sum += float(loss)
             steps += 1
         tune.report(dict(info, epoch=epoch, loss=loss_sum / steps, samples=len(ids), unique=len(set(ids)),
                          start=consumer.start_mode if consumer else "private", kind="torch",
@@ -103,12 +108,8 @@ def trainable_pbt(config):
     step, losses = 0, []
     while epoch < config["epochs"]:
         for x, y, i in loader:
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
+            losses.append(_step(model, opt, x, y))
             ids.extend(i.tolist())
-            losses.append(float(loss))
             step += 1
             if step % config["checkpoint_every"] == 0:  # mid-epoch: what PBT pauses at and restores from
                 _report_pbt(model, opt, loader, epoch, ids, (restored, mid), losses, None)

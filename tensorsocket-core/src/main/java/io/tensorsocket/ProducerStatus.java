@@ -145,63 +145,6 @@ public record ProducerStatus(
             job = job == null ? "" : job;
         }
 
-        /** A consumer whose stream runs on (no tail or resumed epoch). */
-        public Consumer(
-                int id,
-                long pid,
-                String user,
-                int batchSize,
-                boolean dropLast,
-                StartMode startMode,
-                long epoch,
-                long position,
-                long lagSamples,
-                int batchesHeld,
-                long batchesSent,
-                boolean reported,
-                long samplesConsumed,
-                double samplesPerSecond,
-                long waitNanos,
-                long workNanos,
-                long connectedNanos,
-                String client,
-                boolean ring,
-                String job,
-                int rank,
-                int worldSize,
-                double paceShare,
-                int lane,
-                long laneSamples) {
-            this(
-                    id,
-                    pid,
-                    user,
-                    batchSize,
-                    dropLast,
-                    startMode,
-                    epoch,
-                    position,
-                    lagSamples,
-                    batchesHeld,
-                    batchesSent,
-                    reported,
-                    samplesConsumed,
-                    samplesPerSecond,
-                    waitNanos,
-                    workNanos,
-                    connectedNanos,
-                    client,
-                    ring,
-                    job,
-                    rank,
-                    worldSize,
-                    paceShare,
-                    lane,
-                    laneSamples,
-                    -1,
-                    false);
-        }
-
         /**
          * Samples of its stream left to it where its stream ends ({@link #streamEnd} set: the tail of a finite stream, or
          * a resumed epoch), else -1.
@@ -260,7 +203,9 @@ public record ProducerStatus(
                     worldSize,
                     paceShare,
                     0,
-                    0);
+                    0,
+                    -1,
+                    false);
         }
 
         /** A consumer that is no rank of a job. */
