@@ -5,6 +5,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -19,7 +21,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The images live off-heap in this JVM, in chunks of {@value #CHUNK_MIB} MiB allocated as the cache fills (the
  * first touch of fresh memory is what costs; the chunks are written once). The pipeline's worker threads look samples
- * up and add them concurrently; a sample is added at most once.
+ * up and add them concurrently, several pipelines ({@code --variant}s) over one cache too: a sample is decoded once
+ * while it fits. The first lookup that misses claims the sample; a lookup of a sample being decoded elsewhere waits
+ * for that decode (at most {@link #LOAD_WAIT_MILLIS}, for a decoder that hangs) and gets the kept image.
  */
 public final class DecodedCache implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DecodedCache.class);
@@ -32,6 +36,12 @@ public final class DecodedCache implements AutoCloseable {
     private final Arena memory = Arena.ofShared();
     private final ConcurrentHashMap<Long, Counts> byEpoch = new ConcurrentHashMap<>();
     private final LongAdder samplesHeld = new LongAdder();
+    /** The samples being decoded now by the lookup that claimed them, each released when its decode ended. */
+    private final ConcurrentHashMap<Integer, CountDownLatch> loading = new ConcurrentHashMap<>();
+    /** How long a lookup waits for another worker's decode of the same sample before it decodes it itself. */
+    static final long LOAD_WAIT_MILLIS = 10_000;
+
+    private volatile boolean fullNow;
     private MemorySegment chunk = MemorySegment.NULL;
     private long chunkUsed;
     private long bytesHeld;
@@ -131,17 +141,51 @@ public final class DecodedCache implements AutoCloseable {
 
     /**
      * Sample {@code sampleId}'s kept image as a view (for reading only; valid until the cache closes), or null where
-     * it is not kept; counts a hit or a miss for {@code epoch}.
+     * the caller decodes it: then it {@link #offer}s the decode and calls {@link #loaded} however the decode ended.
+     * Where another worker decodes that sample now, waits for it. Counts a hit or a miss for {@code epoch}.
      */
     public RgbImage lookup(long epoch, int sampleId) {
-        Kept k = kept.get(sampleId);
         Counts c = byEpoch.computeIfAbsent(epoch, e -> new Counts());
+        Kept k = kept.get(sampleId);
+        if (k == null && !fullNow) {
+            CountDownLatch mine = new CountDownLatch(1);
+            CountDownLatch other = loading.putIfAbsent(sampleId, mine);
+            if (other == null) {
+                k = kept.get(sampleId); // kept between the look and the claim: no decode after all
+                if (k != null) {
+                    loaded(sampleId);
+                }
+            } else {
+                awaitOther(other);
+                k = kept.get(sampleId);
+                if (k == null) { // the other decode failed, or did not fit: this worker decodes it, unclaimed
+                    c.misses.increment();
+                    return null;
+                }
+            }
+        }
         if (k == null) {
             c.misses.increment();
             return null;
         }
         c.hits.increment();
         return RgbImage.view(k.width, k.height, k.pixels);
+    }
+
+    private static void awaitOther(CountDownLatch other) {
+        try {
+            other.await(LOAD_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The decode of sample {@code sampleId} a {@link #lookup} left to its caller ended: lookups waiting for it go on. */
+    public void loaded(int sampleId) {
+        CountDownLatch l = loading.remove(sampleId);
+        if (l != null) {
+            l.countDown();
+        }
     }
 
     /** Keeps a copy of {@code image}, sample {@code sampleId}'s fresh decode, where room is left and none is kept. */
@@ -165,6 +209,7 @@ public final class DecodedCache implements AutoCloseable {
         if (bytesHeld + bytes > capacity) {
             if (!full) {
                 full = true;
+                fullNow = true; // lookups stop claiming: a sample that is not kept now never will be
                 log.info(
                         "decoded-sample cache full with {} samples ({} MiB of {} MiB): the other samples are decoded"
                                 + " every epoch",

@@ -185,12 +185,18 @@ public final class ImagePipelineSource extends SampledSource<ImagePipelineSource
         public void write(Worker w, long epoch, int sampleId, SlotWriter slot, int index) throws IOException {
             RgbImage img = cache == null ? null : cache.lookup(epoch, sampleId);
             if (img == null) {
-                img = w.reader.read(folder.file(sampleId));
-                if (w.shrink != null) {
-                    img = w.shrink.apply(img);
-                }
-                if (cache != null) {
-                    cache.offer(sampleId, img);
+                try {
+                    img = w.reader.read(folder.file(sampleId));
+                    if (w.shrink != null) {
+                        img = w.shrink.apply(img);
+                    }
+                    if (cache != null) {
+                        cache.offer(sampleId, img);
+                    }
+                } finally {
+                    if (cache != null) {
+                        cache.loaded(sampleId); // another variant's worker waiting for this sample goes on
+                    }
                 }
             }
             SampleGeometry g = transforms.plan(

@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -198,6 +199,61 @@ class DecodedCacheTest {
             try (DecodedCache empty = new DecodedCache(1L << 20, 4)) {
                 assertNull(empty.lookup(0, 1), "an empty cache holds nothing");
             }
+        }
+    }
+
+    @Test
+    void workersLookingUpTheSameSamplesAtOnceDecodeEachOnceAndTheCacheHoldsItOnce() throws Exception {
+        // three variants' workers, as under --variant, racing for the same uncached samples
+        try (DecodedCache cache = new DecodedCache(1L << 20, 50);
+                RgbImage img = new RgbImage()) {
+            img.reset(10, 10).fill((byte) 7);
+            AtomicInteger decodes = new AtomicInteger();
+            ExecutorService pool = Executors.newFixedThreadPool(6);
+            CountDownLatch go = new CountDownLatch(1);
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 6; t++) {
+                done.add(pool.submit(() -> {
+                    go.await();
+                    for (int id = 0; id < 50; id++) {
+                        if (cache.lookup(0, id) == null) {
+                            try {
+                                decodes.incrementAndGet();
+                                Thread.sleep(1); // a decode takes a while: the others ask meanwhile
+                                cache.offer(id, img);
+                            } finally {
+                                cache.loaded(id);
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            go.countDown();
+            for (Future<?> f : done) {
+                f.get(30, TimeUnit.SECONDS);
+            }
+            pool.shutdown();
+            assertEquals(50, decodes.get(), "one decode a sample");
+            assertEquals(50, cache.samplesHeld());
+            assertEquals(50L * 300, cache.bytesHeld(), "one copy a sample");
+            assertEquals(50, cache.misses(0));
+            assertEquals(250, cache.hits(0));
+        }
+    }
+
+    @Test
+    void aLookupWaitingForADecodeThatFailedDecodesTheSampleItself() throws Exception {
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try (DecodedCache cache = new DecodedCache(1L << 20, 4)) {
+            assertNull(cache.lookup(0, 2), "the first lookup claims the sample");
+            Future<RgbImage> waiting = other.submit(() -> cache.lookup(0, 2));
+            Thread.sleep(50);
+            assertFalse(waiting.isDone(), "the second waits for the first's decode");
+            cache.loaded(2); // the first decode failed: nothing offered
+            assertNull(waiting.get(5, TimeUnit.SECONDS), "so the second decodes it itself");
+        } finally {
+            other.shutdownNow();
         }
     }
 
