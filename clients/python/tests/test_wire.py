@@ -36,7 +36,7 @@ EXPECTED = {
                                                   30_000_000_000, "python3 train.py", False),
                               wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
-                                                  True, "ddp", 3, 4, 0.75, 2, 123456))),
+                                                  True, "ddp", 3, 4, 0.75, 2, 123456, 160000, True))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
                                      60001, True, -5, 2),

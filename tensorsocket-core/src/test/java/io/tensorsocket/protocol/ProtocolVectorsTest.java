@@ -153,7 +153,9 @@ class ProtocolVectorsTest {
                                         4,
                                         0.75,
                                         2,
-                                        123456)))));
+                                        123456,
+                                        160000,
+                                        true)))));
         FRAMES.put(
                 "feeder_hello",
                 new Message.FeederHello(
