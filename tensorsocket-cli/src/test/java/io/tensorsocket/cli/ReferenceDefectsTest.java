@@ -89,8 +89,9 @@ class ReferenceDefectsTest extends ProcessTestBase {
                 }
                 assertEquals(105, samples, "the loop ended after exactly one epoch");
             }
-            assertFalse(c.iterator().hasNext(), "after the last epoch there is nothing more");
-            assertTrue(c.isEndOfStream());
+            assertTrue(c.isEndOfStream(), "after the last epoch there is nothing more");
+            ProducerGoneException e = assertThrows(ProducerGoneException.class, c::iterator, "and no empty epoch");
+            assertTrue(e.getMessage().contains("got 3 epochs"), e.getMessage());
         }
     }
 
@@ -219,7 +220,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
                 TensorConsumer holder = connect("d9", 10);
                 TensorConsumer runner = connect("d9", 10)) {
             p.start();
-            Batch held = holder.iterator().next();
+            Iterator<Batch> holding = holder.iterator();
+            Batch held = holding.next();
             float[] before = held.tensor("data").toFloatArray();
             AtomicInteger ran = new AtomicInteger();
             Thread t = Thread.ofPlatform().daemon().start(() -> {
@@ -235,8 +237,8 @@ class ReferenceDefectsTest extends ProcessTestBase {
                 assertTrue(v.finishEpoch().intact());
             }
             held.close(); // let everyone go on
-            for (Batch ignored : holder) {
-                // drain
+            while (holding.hasNext()) {
+                holding.next(); // the rest of its epoch
             }
             t.join(20000);
             assertEquals(100, ran.get());

@@ -118,14 +118,17 @@ class ShareProcessTest extends ProcessTestBase {
         assertNothingLeftOf("sweep");
     }
 
+    /** The augmenting trials' linger: long enough for the trial started after them to find their producer. */
+    private static final String LINGER = "20";
+
     @Test
     void trialsThatAugmentDifferentlyShareOneLoaderAndEachEqualsItsPrivatePipeline() throws Exception {
         assumePython("numpy", "torch");
         // Launched together: trials each with its own augmentation strength (applied in its workers, per sample,
         // seeded by its seed, its epoch and the sample's id) over the decoded samples; batch sizes differ too.
         List<Proc> augmenting = List.of(
-                trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", "3"),
-                trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", "3"),
+                trial("augment", "--epochs", "2", "--batch-size", "32", "--augment", "0.1", "--linger", LINGER),
+                trial("augment", "--epochs", "2", "--batch-size", "50", "--augment", "0.5", "--linger", LINGER),
                 // resumed from its checkpoint: its epochs 5 and 6, as its private pipeline's set_epoch(5) and (6)
                 trial(
                         "augment",
@@ -136,7 +139,7 @@ class ShareProcessTest extends ProcessTestBase {
                         "--augment",
                         "0.1",
                         "--linger",
-                        "3",
+                        LINGER,
                         "--resume-epoch",
                         "5"));
         // A data-parallel trial: its two ranks augment alike, each its half of every epoch.
@@ -151,7 +154,7 @@ class ShareProcessTest extends ProcessTestBase {
                     "--augment",
                     "0.3",
                     "--linger",
-                    "3",
+                    LINGER,
                     "--job",
                     "ddp",
                     "--rank",
@@ -190,8 +193,9 @@ class ShareProcessTest extends ProcessTestBase {
             assertEquals(1000, rankSamples[e], "epoch " + e);
             assertEquals(999L * 1000 / 2, rankIdSums[e], "epoch " + e);
         }
-        // A trial without augment= wants the factory's own batches, which this producer (lingering) does not serve.
-        Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", "3");
+        // A trial without augment= wants the factory's own batches, which this producer (lingering) does not serve. The
+        // trials' linger outlasts its start on a loaded machine (3 s did not always).
+        Proc plain = trial("augment", "--epochs", "2", "--batch-size", "20", "--linger", LINGER);
         assertEquals(1, plain.exitCode(Duration.ofMinutes(1)), plain.stderr());
         assertTrue(
                 plain.stderr()
