@@ -47,7 +47,7 @@ def chain(draws: List[Tuple[int, List[int]]], first: int, last: int) -> List[int
     epoch, boundary count, boundaries, ..."""
     by_epoch = dict(draws)
     start = first
-    while start - 1 in by_epoch and by_epoch[start]:  # a draw with boundaries continues the one before it
+    while start in by_epoch and start - 1 in by_epoch and by_epoch[start]:  # boundaries: it continues the one before
         start -= 1
     flat: List[int] = []
     for epoch in range(start, last + 1):

@@ -176,7 +176,7 @@ def feed_and_read():
         for _batch in c:
             print("while fed", len(workers()), flush=True)  # 4 slots of 15 batches: the feeder waits, its workers stay
             break
-        for _ in range(3):
+        while not c.is_end_of_stream():  # the rest of epoch 0 is skipped, then epochs 1 and 2
             for _batch in c:
                 pass
     fed.join(60)

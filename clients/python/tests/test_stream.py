@@ -160,3 +160,15 @@ class RandomWalksTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CheckpointDrawsTest(unittest.TestCase):
+    """The draws a checkpoint carries: from the fresh draw its epoch's orders follow on (see the Java DrawsFile)."""
+
+    def test_the_chain_starts_at_the_fresh_draw_and_stops_at_the_last_drawn(self):
+        from tensorsocket_client._checkpoint import chain
+        draws = [(0, []), (1, [300]), (2, [300, 40]), (3, []), (4, [7])]
+        self.assertEqual([0, 0, 1, 1, 300, 2, 2, 300, 40], chain(draws, 2, 2))
+        self.assertEqual([3, 0, 4, 1, 7], chain(draws, 4, 5), "epoch 5 is not drawn yet")
+        self.assertEqual([], chain(draws, 6, 6), "an epoch not drawn yet: nothing to replay")
+        self.assertEqual([0, 0, 1, 1, 300], chain(draws, 1, 1))
