@@ -45,9 +45,38 @@ _log = logging.getLogger("tensorsocket_client")
 
 
 
-def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
+def workers_share(loader: Any, batch_bytes: int) -> int:
+    """The bytes of /dev/shm a torch DataLoader's worker processes hold at once beside the arena: each keeps up to
+    ``prefetch_factor`` batches handed over there (workers x prefetch x batch bytes); 0 without workers."""
+    workers = int(getattr(loader, "num_workers", 0) or 0)
+    if workers <= 0:
+        return 0
+    return workers * int(getattr(loader, "prefetch_factor", None) or 2) * int(batch_bytes)
+
+
+def _shm_note(text: str, arena_path: Optional[str]) -> str:
+    """For a DataLoader worker that died (torch says "exited unexpectedly", or "Bus error" where it saw the signal):
+    what shared memory was left, since a worker that cannot map its batch in a full /dev/shm dies of a bus error (a
+    container's default 64 MiB does it), and what to do; "" for any other failure."""
+    if "exited unexpectedly" not in text and "Bus error" not in text and "shared memory" not in text:
+        return ""
+    where = os.path.dirname(arena_path) if arena_path else "/dev/shm"
+    try:
+        st = os.statvfs(where)
+        arena = os.path.getsize(arena_path) if arena_path else 0
+    except OSError:
+        return ""
+    free, total = st.f_bavail * st.f_frsize >> 20, st.f_blocks * st.f_frsize >> 20
+    return ("; if it died of a bus error it ran out of shared memory in %s (%d MiB free of %d MiB; this producer's "
+            "arena takes %d MiB, and each DataLoader worker shares its batches there too): give the container more "
+            "(docker run --shm-size=1g), the loader fewer workers or a smaller prefetch_factor, or the producer a "
+            "smaller arena (arena_mb)" % (os.path.dirname(where) if arena_path else where, free, total, arena >> 20))
+
+
+def _loader_failure(e: BaseException, epoch: int, batch_index: int, arena_path: Optional[str] = None) -> str:
     """What a consumer is told about an exception the loader raised: its type and message, where it came from,
-    and the sample index where the dataset's ``__getitem__`` is on the way."""
+    and the sample index where the dataset's ``__getitem__`` is on the way; for a DataLoader worker that died, the
+    shared memory left (``_shm_note``)."""
     text = str(e)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if "Original Traceback" in text and lines:
@@ -69,8 +98,9 @@ def _loader_failure(e: BaseException, epoch: int, batch_index: int) -> str:
                     sample = int(v)
                     break
         tb = tb.tb_next
-    return "the loader raised %s (%s%s) while loading batch %d of epoch %d" % (
-        original, where, ", sample index %d" % sample if sample is not None else "", batch_index, epoch)
+    return "the loader raised %s (%s%s) while loading batch %d of epoch %d%s" % (
+        original, where, ", sample index %d" % sample if sample is not None else "", batch_index, epoch,
+        _shm_note(text, arena_path))
 
 
 _CLAIM = wire.encode(wire.Claim())
@@ -179,6 +209,7 @@ class TensorProducer:
         self._not_started = "start one: %s serve --name %s --external" % (launcher(), name)  # why none was started
         self._conn: Optional[FeederLink] = None
         self._arena: Optional[FeederArena] = None
+        self._arena_path: Optional[str] = None
         self._spec = None
         self._declared_epochs = None
         self._epoch = 0            # the next epoch to feed
@@ -254,12 +285,14 @@ class TensorProducer:
         self._conn.send(wire.FeederHello(os.getpid(), command_line(sys.argv, 200), batch_size, samples,
                                          self._declared_epochs, self.description, tensors,
                                          ix.size if ix else 0, bool(ix and ix.shuffle), ix.seed if ix else 0,
-                                         self._lane_count if ix else 0))
+                                         self._lane_count if ix else 0,
+                                         workers_share(self.loader, batch_size * sum(a[:1].nbytes for _, a in first))))
         if meanwhile is not None:
             meanwhile()
         welcome = self._conn.read(wire.FeederWelcome, "FEEDER_HELLO")
         self.producer_pid = welcome.producer_pid
         arena_path = welcome.arena_path
+        self._arena_path = arena_path
         self.claims_ahead = welcome.claims_ahead
         self._regions = regions_of(tensors, first, batch_size)
         self._arena = FeederArena(arena_path, self._regions, batch_size)
@@ -268,7 +301,8 @@ class TensorProducer:
             _log.warning(hint)
         if ix is not None and self._lane_count > 0:
             self._lane_feeders = LaneFeeders(self.name, self._feeder_socket(), self._lane_count, ix.lane_loader,
-                                             self.names, self._spec, self._regions, batch_size, _loader_failure)
+                                             self.names, self._spec, self._regions, batch_size,
+                                             lambda e, epoch, i: _loader_failure(e, epoch, i, self._arena_path))
             self._lane_feeders.start()
 
     # -------------------------------------------------------------------------------- feeding
@@ -370,7 +404,7 @@ class TensorProducer:
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except Exception as e:
-            self._loader_error = (e, _loader_failure(e, epoch, 0))
+            self._loader_error = (e, _loader_failure(e, epoch, 0, self._arena_path))
             raise
 
     def _feed_epoch(self, epoch: int) -> Iterator[int]:
@@ -444,7 +478,7 @@ class TensorProducer:
         except (KeyboardInterrupt, GeneratorExit):
             raise
         except Exception as e:
-            self._loader_error = (e, _loader_failure(e, epoch, self._batch_index))
+            self._loader_error = (e, _loader_failure(e, epoch, self._batch_index, self._arena_path))
             raise
         self._interrupts.check()
         tensors = _named(batch, self.names)

@@ -243,6 +243,8 @@ class FeederHello:
     seed: int = 0
     # Lane connections it opens once welcomed (only with a data set loaded by index).
     lanes: int = 0
+    # Shared memory its loader's workers need beside the arena (workers x prefetch x batch bytes).
+    shm_reserve: int = 0
 
 
 @dataclass(frozen=True)
@@ -423,7 +425,7 @@ def encode(m) -> bytes:
         p = struct.pack("<q", m.pid) + _string(m.client) + struct.pack("<iqq", m.batch_size, m.samples_per_epoch,
                                                                         m.epochs)
         p += _string(m.description) + _tensors(m.tensors)
-        p += struct.pack("<qBqi", m.dataset_size, 1 if m.shuffle else 0, m.seed, m.lanes)
+        p += struct.pack("<qBqiq", m.dataset_size, 1 if m.shuffle else 0, m.seed, m.lanes, m.shm_reserve)
     elif t == FEEDER_LANE:
         p = struct.pack("<q", m.pid)
     elif t == LANE_START:
@@ -554,8 +556,9 @@ def decode_payload(mtype: int, payload: bytes):
         dataset_size = r.take("<q")
         shuffle = r.bool()
         seed = r.take("<q")
+        lanes = _non_negative(r.take("<i"))
         m = FeederHello(pid, client, batch, samples, epochs, description, tensors, dataset_size, shuffle, seed,
-                        _non_negative(r.take("<i")))
+                        lanes, _non_negative(r.take("<q")))
     elif mtype == FEEDER_LANE:
         m = FeederLaneHello(_non_negative(r.take("<q")))
     elif mtype == LANE_START:

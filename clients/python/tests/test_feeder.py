@@ -86,6 +86,32 @@ class RefusalTest(unittest.TestCase):
         self.assertIn("the loader raised ValueError: bad 5", text)
         self.assertIn('File "/data/ds.py", line 12, in __getitem__', text)
 
+    @unittest.skipIf(torch is None, "needs torch")
+    def test_a_worker_dead_of_a_bus_error_is_told_with_the_shared_memory_left_and_what_to_do(self):
+        # a worker that cannot map its batch in a full /dev/shm dies of SIGBUS, as in a container's default 64 MiB
+        import signal
+
+        from torch.utils.data import DataLoader
+
+        class DiesOfABusError:
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, index):
+                os.kill(os.getpid(), signal.SIGBUS)
+
+        with tempfile.NamedTemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as arena:
+            arena.truncate(3 << 20)
+            try:
+                next(iter(DataLoader(DiesOfABusError(), batch_size=2, num_workers=1)))
+                self.fail("the worker died")
+            except RuntimeError as e:
+                text = _loader_failure(e, 0, 0, arena.name)
+        self.assertIn("ran out of shared memory in", text)
+        self.assertIn("this producer's arena takes 3 MiB", text)
+        self.assertIn("--shm-size", text)
+        self.assertEqual("", _loader_failure(ValueError("bad"), 0, 0, arena.name).partition("shared memory")[1])
+
     def test_producer_options_are_checked_before_anything_starts(self):
         with self.assertRaisesRegex(TypeError, r"unknown options \['rubber_band_pct'\]"):
             TensorProducer("x", [], rubber_band_pct=0.02)

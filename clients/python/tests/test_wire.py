@@ -39,7 +39,7 @@ EXPECTED = {
                                                   True, "ddp", 3, 4, 0.75, 2, 123456, 160000, True))),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
-                                     60001, True, -5, 2),
+                                     60001, True, -5, 2, 4 * 2 * 64 * 28 * 28),
     "feeder_welcome": wire.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2),
     "claim": wire.Claim(),
     "slot": wire.SlotGrant(17, 4096 + 17 * 65536),

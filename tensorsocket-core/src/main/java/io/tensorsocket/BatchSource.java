@@ -82,6 +82,15 @@ public interface BatchSource extends AutoCloseable {
         return ProducerStatus.Cache.NONE;
     }
 
+    /**
+     * Bytes of the arena's file system ({@code /dev/shm}) the source's own processes need beside the arena, known once
+     * its {@link #layout()} is: a PyTorch feeder's DataLoader workers hand their batches over there. The arena's default
+     * size leaves them that; 0 unless the source says.
+     */
+    default long sharedMemoryReserve() {
+        return 0;
+    }
+
     @Override
     default void close() throws Exception {}
 

@@ -305,6 +305,12 @@ public final class ExternalSource implements IndexedSource {
         lanes.close();
     }
 
+    /** What the feeder declared its loader's workers need of the shared memory beside the arena. */
+    @Override
+    public long sharedMemoryReserve() {
+        return hello == null ? 0 : hello.shmReserve();
+    }
+
     /** As many lanes as the feeder opens lane connections. */
     @Override
     public int lanesAtMost() {

@@ -57,8 +57,20 @@ final class ProducerAssembly {
             long epochs = count == 0 ? 0 : firstEpoch + count;
             String description = checkedDescription(source);
             long free = SpaceReservation.usableBytes(at);
+            long reserve = source.sharedMemoryReserve(); // the loader's workers' share of the same memory
             ArenaSizing.Choice sizing = ArenaSizing.choose(
-                    batch, spec.slots(), spec.arenaBytes(), spec.rubberBand(), spec.claimsAhead(), free);
+                    batch,
+                    spec.slots(),
+                    spec.arenaBytes(),
+                    spec.rubberBand(),
+                    spec.claimsAhead(),
+                    Math.max(0, free - reserve));
+            SharedMemoryShare.warnIfShort(
+                    name,
+                    at,
+                    free,
+                    reserve,
+                    ArenaLayout.of(batch, sizing.slots()).fileBytes());
             ArenaLayout layout = ArenaLayout.of(batch, sizing.slots());
             if (sizing.reason() != null) {
                 log.info(

@@ -225,6 +225,9 @@ public sealed interface Message {
      * {@code datasetSize} (above 0), whether epochs are shuffled and the seed: the producer then chooses each
      * epoch's order and sends it ({@link EpochOrder}); with {@code datasetSize} 0 the feeder keeps its own order.
      * {@code lanes}: how many lane connections ({@link FeederLaneHello}) the feeder opens once welcomed, 0 for none.
+     * {@code shmReserve}: the bytes of shared memory its loader's worker processes need beside the arena (a PyTorch
+     * DataLoader's workers hand their batches over in {@code /dev/shm}: workers × prefetch × batch bytes), which the
+     * arena's default size leaves them.
      */
     record FeederHello(
             long pid,
@@ -237,10 +240,39 @@ public sealed interface Message {
             long datasetSize,
             boolean shuffle,
             long seed,
-            int lanes)
+            int lanes,
+            long shmReserve)
             implements Message {
         public FeederHello {
             tensors = List.copyOf(tensors);
+        }
+
+        /** A FEEDER_HELLO whose loader needs no shared memory beside the arena. */
+        public FeederHello(
+                long pid,
+                String client,
+                int batchSize,
+                long samplesPerEpoch,
+                long epochs,
+                String description,
+                List<TensorSpec> tensors,
+                long datasetSize,
+                boolean shuffle,
+                long seed,
+                int lanes) {
+            this(
+                    pid,
+                    client,
+                    batchSize,
+                    samplesPerEpoch,
+                    epochs,
+                    description,
+                    tensors,
+                    datasetSize,
+                    shuffle,
+                    seed,
+                    lanes,
+                    0);
         }
     }
 

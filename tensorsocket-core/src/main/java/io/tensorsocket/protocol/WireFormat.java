@@ -85,7 +85,8 @@ import java.util.List;
  *  14 FEEDER_HELLO   i64 pid, str client, i32 batchSize, i64 samplesPerEpoch, i64 epochs (0 = unbounded),
  *                    str description, u16 tensorCount, then per tensor as in WELCOME, i64 datasetSize (0: the
  *                    feeder keeps its own order; above 0: it loads by index, in the order the producer sends),
- *                    bool shuffle, i64 seed, i32 lanes (lane connections it opens; 0 without datasetSize)
+ *                    bool shuffle, i64 seed, i32 lanes (lane connections it opens; 0 without datasetSize),
+ *                    i64 shmReserve (shared memory its loader's workers need beside the arena)
  *  15 FEEDER_WELCOME i64 producerPid, str arenaPath, i32 claimsAhead
  *  16 CLAIM          (empty)
  *  17 SLOT           i64 seq, i64 offset (of the slot in the arena file)
@@ -114,8 +115,8 @@ import java.util.List;
  * datasetSize, shuffle and seed, ORDER and ORDER_REQUEST; version 6 added HELLO's and STATUS's job, rank and
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
  * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP; version 11
- * added RESUME, LANE_START's lane 0 (a finite stream's tail, into the producer's arena) and STATUS's streamEnd and
- * resuming per consumer. A peer of another version is
+ * added RESUME, LANE_START's lane 0 (a finite stream's tail, into the producer's arena), STATUS's streamEnd and
+ * resuming per consumer, and FEEDER_HELLO's shmReserve. A peer of another version is
  * told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
@@ -261,7 +262,8 @@ public final class WireFormat {
                 b.putLong(h.datasetSize())
                         .put(bool(h.shuffle()))
                         .putLong(h.seed())
-                        .putInt(h.lanes());
+                        .putInt(h.lanes())
+                        .putLong(h.shmReserve());
             }
             case Message.FeederWelcome w -> {
                 b.putLong(w.producerPid());
@@ -457,7 +459,8 @@ public final class WireFormat {
                 p.getLong(),
                 getBool(p),
                 p.getLong(),
-                nonNegative(p.getInt()));
+                nonNegative(p.getInt()),
+                nonNegative(p.getLong()));
     }
 
     private static Message.Resume decodeResume(ByteBuffer p) {

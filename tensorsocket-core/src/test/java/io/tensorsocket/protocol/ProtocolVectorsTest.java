@@ -169,7 +169,8 @@ class ProtocolVectorsTest {
                         60001,
                         true,
                         -5,
-                        2));
+                        2,
+                        4L * 2 * 64 * 28 * 28));
         FRAMES.put("feeder_welcome", new Message.FeederWelcome(4244, "/dev/shm/tensorsocket-u/mnist/arena", 2));
         FRAMES.put("claim", new Message.Claim());
         FRAMES.put("slot", new Message.SlotGrant(17, 4096 + 17 * 65536L));
