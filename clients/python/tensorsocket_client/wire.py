@@ -6,7 +6,7 @@ count and string is checked against the bytes that are actually there.
 
 import struct
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from . import stream
 from .dtypes import DTYPES
@@ -222,6 +222,7 @@ class Status:
     mid_epoch: int  # how a consumer joining mid-epoch starts: START_ROLLING or START_EXACT
     cache: CacheStatus
     consumers: Tuple[ConsumerStatus, ...]
+    seed: Optional[int] = None  # the seed of its shuffles, where its source says
 
 
 # ---- the feeder socket of an external producer (feeder ⇄ producer)
@@ -392,6 +393,7 @@ def _encode_status(m) -> bytes:
         p += _string(c.client) + struct.pack("<B", c.ring)
         p += _string(c.job) + struct.pack("<iidiqqB", c.rank, c.world_size, c.pace_share, c.lane, c.lane_samples,
                                           c.stream_end, 1 if c.resuming else 0)
+    p += struct.pack("<Bq", 0 if m.seed is None else 1, m.seed or 0)
     return p
 
 
@@ -702,8 +704,10 @@ def _decode_status(r):
         consumers.append(ConsumerStatus(cid, cpid, user, cb, drop, mode, epoch, position, lag, held, sent, reported,
                                         samples, crate, wait, work, connected, client, ring, job, rank, world, pace,
                                         lane, lane_samples, stream_end, resuming))
+    seeded = r.bool()
+    seed = r.take("<q")
     return Status(pid, name, source, state, batch, *counts, rate, slot_count, slot_bytes, in_use, band, window,
-                  uptime, attached, evictions, mid_epoch, cache, tuple(consumers))
+                  uptime, attached, evictions, mid_epoch, cache, tuple(consumers), seed if seeded else None)
 
 
 def _decode_welcome(r):

@@ -1,5 +1,6 @@
 """Reproducible shared runs: two runs of a shared sweep with the same seed give every trial the same samples in the
-same order (as private loaders with a fixed seed do), another seed another order, and the share's log says the seed."""
+same order (as private loaders with a fixed seed do), another seed another order, and the share's log and the
+producer's status say the seed."""
 
 import itertools
 import os
@@ -48,6 +49,8 @@ class SharedSeedTest(unittest.TestCase):
                 orders[t].append(epoch[t])
         with open(log_path(name)) as f:
             log = f.read()
+        from tensorsocket_client._status import query
+        log += "\nstatus seed: %s\n" % query(name).seed  # what `tensorsocket status` shows
         for loader in loaders:
             loader.dataset.close()
         deadline = time.monotonic() + 30
@@ -65,6 +68,7 @@ class SharedSeedTest(unittest.TestCase):
         self.assertNotEqual(first[0][0], first[0][1], "epochs are shuffled anew")
         self.assertNotEqual(first, other, "another seed: other orders")
         self.assertIn("shuffled with seed 7", log)
+        self.assertIn("status seed: 7", log, "the producer's status names its seed")
         self.assertIn(", tensorsocket-share-feeder seeded) declared 300 samples per epoch", log,
                       "the feeder is named for what it is, not for the trial it was forked from")
 

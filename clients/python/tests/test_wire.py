@@ -36,7 +36,7 @@ EXPECTED = {
                                                   30_000_000_000, "python3 train.py", False),
                               wire.ConsumerStatus(2, 778, "ana", 100, True, wire.START_ROLLING, 3, 151000, 152, 3,
                                                   600, False, 0, 0.0, 0, 0, 1_000_000_000, "flight 10.0.0.2:51000",
-                                                  True, "ddp", 3, 4, 0.75, 2, 123456, 160000, True))),
+                                                  True, "ddp", 3, 4, 0.75, 2, 123456, 160000, True)), 7),
     "feeder_hello": wire.FeederHello(4243, "python3 feed.py", 64, 60000, 0, "mnist via DataLoader",
                                      (wire.TensorSpec("image", 1, (1, 28, 28)), wire.TensorSpec("label", 5, ())),
                                      60001, True, -5, 2, 4 * 2 * 64 * 28 * 28),
@@ -128,11 +128,11 @@ class VectorTest(unittest.TestCase):
 
     def test_a_pace_share_outside_0_to_1_is_refused(self):
         status = bytearray(read_hex("status")[wire.HEADER_BYTES:])
-        # the last consumer's pace share (its lane, lane samples, stream end and resuming follow)
-        status[-29:-21] = struct.pack("<d", 1.5)
+        # the last consumer's pace share (its lane, lane samples, stream end and resuming follow, then the seed)
+        status[-38:-30] = struct.pack("<d", 1.5)
         with self.assertRaisesRegex(ProtocolError, "pace share of 1.5"):
             wire.decode_payload(wire.STATUS, bytes(status))
-        status[-29:-21] = struct.pack("<d", 0.75)
+        status[-38:-30] = struct.pack("<d", 0.75)
         self.assertEqual(0.75, wire.decode_payload(wire.STATUS, bytes(status)).consumers[-1].pace_share)
 
     def test_a_cache_holding_more_than_it_can_is_refused(self):

@@ -1,6 +1,7 @@
 package io.tensorsocket;
 
 import io.tensorsocket.stream.EpochOrders;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 
 /**
@@ -23,6 +24,11 @@ public interface IndexedSource extends BatchSource {
 
     /** The randomness of epoch {@code epoch}'s shuffle, drawn from the source's seed so that the orders replay. */
     SplittableRandom shuffleRandom(long epoch);
+
+    /** The seed its shuffles are drawn from, shown in the producer's status; empty where it does not say. */
+    default OptionalLong shuffleSeed() {
+        return OptionalLong.empty();
+    }
 
     /**
      * Emits the samples {@code order[0], order[1], ...} ({@link #samplesPerEpoch()} distinct ids of the data set) as

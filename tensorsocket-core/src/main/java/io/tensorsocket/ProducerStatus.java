@@ -43,13 +43,66 @@ public record ProducerStatus(
         long evictions,
         StartMode midEpoch,
         Cache cache,
-        List<Consumer> consumers) {
+        List<Consumer> consumers,
+        Long seed) {
 
     /** Most consumers a status message lists; the count of attached consumers is always exact. */
     public static final int MAX_LISTED = 256;
 
     public ProducerStatus {
         consumers = List.copyOf(consumers);
+    }
+
+    /** A status of a producer whose order no seed says (unshuffled, or its source's own). */
+    public ProducerStatus(
+            long producerPid,
+            String name,
+            String source,
+            State state,
+            int producerBatchSize,
+            long samplesPerEpoch,
+            long epochs,
+            long epoch,
+            long sample,
+            long batchesPublished,
+            long samplesPublished,
+            double samplesPerSecond,
+            int slotCount,
+            long slotBytes,
+            int slotsInUse,
+            int rubberBand,
+            int windowBatches,
+            long uptimeNanos,
+            int consumersAttached,
+            long evictions,
+            StartMode midEpoch,
+            Cache cache,
+            List<Consumer> consumers) {
+        this(
+                producerPid,
+                name,
+                source,
+                state,
+                producerBatchSize,
+                samplesPerEpoch,
+                epochs,
+                epoch,
+                sample,
+                batchesPublished,
+                samplesPublished,
+                samplesPerSecond,
+                slotCount,
+                slotBytes,
+                slotsInUse,
+                rubberBand,
+                windowBatches,
+                uptimeNanos,
+                consumersAttached,
+                evictions,
+                midEpoch,
+                cache,
+                consumers,
+                null);
     }
 
     /**

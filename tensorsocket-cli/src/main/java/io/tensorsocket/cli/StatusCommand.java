@@ -167,7 +167,8 @@ final class StatusCommand implements Callable<Integer> {
                         ? " (" + s.consumers().size() + " listed)"
                         : "",
                 s.evictions(),
-                s.midEpoch() == StartMode.EXACT ? "exact (each epoch one pass)" : "rolling"));
+                (s.midEpoch() == StartMode.EXACT ? "exact (each epoch one pass)" : "rolling")
+                        + (s.seed() != null ? "; shuffled with seed " + s.seed() : "")));
         ProducerStatus.Cache cache = s.cache();
         if (cache.present()) {
             b.append(String.format(
@@ -327,6 +328,7 @@ final class StatusCommand implements Callable<Integer> {
                 .put("consumers_attached", s.consumersAttached())
                 .put("evictions", s.evictions())
                 .put("mid_epoch", s.midEpoch().label())
+                .put("seed", s.seed())
                 .putRaw("cache", cacheJson(s.cache()))
                 .putRaw("consumers", consumers.toString())
                 .toString();

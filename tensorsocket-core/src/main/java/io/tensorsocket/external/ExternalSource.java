@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -270,6 +271,11 @@ public final class ExternalSource implements IndexedSource {
     @Override
     public boolean shuffles() {
         return hello.shuffle();
+    }
+
+    @Override
+    public OptionalLong shuffleSeed() {
+        return OptionalLong.of(hello.seed());
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.tensorsocket.producer;
 
 import io.tensorsocket.BatchLayout;
 import io.tensorsocket.BatchSource;
+import io.tensorsocket.IndexedSource;
 import io.tensorsocket.ProducerGoneException;
 import io.tensorsocket.StartMode;
 import io.tensorsocket.TensorProducer;
@@ -115,6 +116,10 @@ final class ProducerAssembly {
                 core.keepBoundariesUpstream(upstream);
             }
             core.reportsCache(source::cacheFigures);
+            IndexedSource byIndex = source.byIndex();
+            if (byIndex != null && byIndex.shuffles() && byIndex.shuffleSeed().isPresent()) {
+                core.reportsSeed(byIndex.shuffleSeed().getAsLong());
+            }
             if (source.byIndex() != null && source.byIndex().loadsConcurrently()) {
                 int bound = Math.min(spec.lanes(), source.byIndex().lanesAtMost());
                 core.serveLanes(new Lanes.Supply(

@@ -68,6 +68,9 @@ public final class ProducerCore implements BatchSink {
     private final SlotWait slotWait;
     private final Lanes lanes;
     private final Tails tails;
+    /** The seed of its source's shuffles, for its status, or null. */
+    private Long seed;
+
     private final ArrayDeque<SlotClaim> claims = new ArrayDeque<>();
 
     private volatile Supplier<ProducerStatus.Cache> cacheFigures = () -> ProducerStatus.Cache.NONE;
@@ -96,6 +99,11 @@ public final class ProducerCore implements BatchSink {
         this.lanes = new Lanes(
                 lock, changed, rules, geometry, layout, slots, consumers, stream, tails, HostCpu.ofThisHost());
         this.slotWait = new SlotWait(rules, state, slots, consumers, waits, pace, lanes, this::checkOpen);
+    }
+
+    /** The seed its source draws its shuffles from, for its status; null where none says its order. */
+    public void reportsSeed(Long seed) {
+        locked(() -> this.seed = seed);
     }
 
     /** Where {@link #status} reads the source's decoded-sample cache figures. Call before serving. */
@@ -490,7 +498,8 @@ public final class ProducerCore implements BatchSink {
                     consumers.evictions(),
                     joinRule.midEpoch(),
                     cacheFigures.get(),
-                    consumers.status(now, stream.nextPosition(), pace::share));
+                    consumers.status(now, stream.nextPosition(), pace::share),
+                    seed);
         } finally {
             lock.unlock();
         }

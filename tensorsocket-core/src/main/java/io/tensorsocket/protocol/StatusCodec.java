@@ -77,6 +77,7 @@ final class StatusCodec {
             b.putInt(c.rank()).putInt(c.worldSize()).putDouble(c.paceShare());
             b.putInt(c.lane()).putLong(c.laneSamples()).putLong(c.streamEnd()).put(bool(c.resuming()));
         }
+        b.put(bool(s.seed() != null)).putLong(s.seed() == null ? 0 : s.seed());
     }
 
     private static long atLeastMinusOne(long v) {
@@ -169,6 +170,8 @@ final class StatusCodec {
                     atLeastMinusOne(p.getLong()),
                     getBool(p)));
         }
+        boolean seeded = getBool(p);
+        long seed = p.getLong();
         return new ProducerStatus(
                 pid,
                 name,
@@ -192,6 +195,7 @@ final class StatusCodec {
                 evictions,
                 StartMode.values()[midEpoch],
                 cache,
-                consumers);
+                consumers,
+                seeded ? seed : null);
     }
 }

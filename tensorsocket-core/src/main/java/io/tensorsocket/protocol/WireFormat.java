@@ -116,7 +116,7 @@ import java.util.List;
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
  * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP; version 11
  * added RESUME, LANE_START's lane 0 (a finite stream's tail, into the producer's arena), STATUS's streamEnd and
- * resuming per consumer, and FEEDER_HELLO's shmReserve. A peer of another version is
+ * resuming per consumer, STATUS's seed, and FEEDER_HELLO's shmReserve. A peer of another version is
  * told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.

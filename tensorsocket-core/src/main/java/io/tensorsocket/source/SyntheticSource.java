@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 
 /**
@@ -133,6 +134,11 @@ public final class SyntheticSource implements IndexedSource {
     @Override
     public boolean shuffles() {
         return true;
+    }
+
+    @Override
+    public OptionalLong shuffleSeed() {
+        return OptionalLong.of(spec.seed());
     }
 
     @Override

@@ -155,7 +155,8 @@ class ProtocolVectorsTest {
                                         2,
                                         123456,
                                         160000,
-                                        true)))));
+                                        true)),
+                        7L)));
         FRAMES.put(
                 "feeder_hello",
                 new Message.FeederHello(

@@ -195,8 +195,8 @@ class WireFormatTest {
     @Test
     void aStatusWithAPaceShareOutside0To1IsRejectedSayingSo() {
         ByteBuffer b = WireFormat.encode(new Message.Status(status(1, 10)));
-        // the last consumer's pace share; its lane, lane samples, stream end and resuming follow
-        b.putDouble(b.limit() - Double.BYTES - Integer.BYTES - Long.BYTES - Long.BYTES - 1, 1.5);
+        // the last consumer's pace share; its lane, lane samples, stream end and resuming follow, then the seed
+        b.putDouble(b.limit() - Double.BYTES - Integer.BYTES - Long.BYTES - Long.BYTES - 1 - 1 - Long.BYTES, 1.5);
         WireFormat.Header h = WireFormat.decodeHeader(b);
         ProtocolException e =
                 assertThrows(ProtocolException.class, () -> WireFormat.decodePayload(h.type(), b.slice()));

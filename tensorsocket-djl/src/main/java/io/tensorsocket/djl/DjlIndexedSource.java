@@ -12,6 +12,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
@@ -86,6 +87,11 @@ public final class DjlIndexedSource implements IndexedSource {
     @Override
     public boolean shuffles() {
         return shuffle;
+    }
+
+    @Override
+    public OptionalLong shuffleSeed() {
+        return OptionalLong.of(seed);
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.tensorsocket.IndexedSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 
 /**
@@ -62,6 +63,11 @@ abstract class SampledSource<C> implements IndexedSource {
     @Override
     public final boolean shuffles() {
         return sampler.shuffle();
+    }
+
+    @Override
+    public final OptionalLong shuffleSeed() {
+        return OptionalLong.of(sampler.seed());
     }
 
     @Override
