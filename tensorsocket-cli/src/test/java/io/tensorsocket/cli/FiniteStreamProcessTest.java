@@ -21,14 +21,15 @@ class FiniteStreamProcessTest extends ProcessTestBase {
 
     @Test
     void consumersStartedTogetherAndOneLateAllGetEveryEpochLeftWhole() throws Exception {
-        // 100 batches of about 8 ms an epoch; the default grace (2 s) for consumers launched together
+        // 100 batches of about 25 ms an epoch (5 s for the stream after the default 2 s grace): the late consumer,
+        // started 2.6 s after the first joined, joins while the stream runs however slowly its JVM starts
         Proc producer = serve(
                 "finite",
                 "samples=" + SAMPLES + ",shape=4,dtype=float32,seed=58",
                 20,
                 2,
                 "--loader-delay-ms",
-                "8",
+                "25",
                 "--rubber-band",
                 "1",
                 "--start-grace-ms",
