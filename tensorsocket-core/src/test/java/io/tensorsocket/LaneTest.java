@@ -267,13 +267,17 @@ class LaneTest {
             // the slow one reads until its lane serves it, then leaves in the middle of an epoch
             int lane = 0;
             try (slow) {
-                for (Batch b : slow) {
-                    try (b) {
-                        Thread.sleep(5);
-                    }
-                    lane = laneOf(p, slow);
-                    if (lane > 0) {
-                        break;
+                // epoch after epoch until it is moved, slow enough to be however loaded the machine is (in one epoch
+                // at 5 ms a batch it was not always)
+                for (int e = 0; e < EPOCHS - 1 && lane == 0; e++) {
+                    for (Batch b : slow) {
+                        try (b) {
+                            Thread.sleep(15);
+                        }
+                        lane = laneOf(p, slow);
+                        if (lane > 0) {
+                            break;
+                        }
                     }
                 }
             }
