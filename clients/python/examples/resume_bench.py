@@ -10,6 +10,7 @@ Needs the tensorsocket launcher (on the PATH, or TENSORSOCKET_LAUNCHER). Prints 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -93,7 +94,9 @@ def main():
     p.add_argument("--delay-ms", type=float, default=2.0, help="the loader's time per producer batch of 64")
     p.add_argument("--runs", type=int, default=5)
     a = p.parse_args()
-    os.environ.setdefault("TENSORSOCKET_BASE", tempfile.mkdtemp(prefix="resume-bench-", dir="/dev/shm"))
+    made = None
+    if "TENSORSOCKET_BASE" not in os.environ:  # a base of its own, removed at the end
+        made = os.environ["TENSORSOCKET_BASE"] = tempfile.mkdtemp(prefix="resume-bench-", dir="/dev/shm")
     argv, env = launcher_command()
     serve = subprocess.Popen(argv + ["serve", "--name", NAME, "--synthetic",
                               "samples=%d,shape=3x32x32,dtype=float32,seed=1" % a.samples, "--batch-size", "64",
@@ -112,8 +115,11 @@ def main():
                               **med)), flush=True)
     finally:
         pacer.kill()
+        pacer.wait()
         serve.terminate()
         serve.wait()
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":
