@@ -19,6 +19,7 @@ import java.util.Locale;
  * @param evictions          consumers disconnected since the start because they held a batch past the stall timeout
  * @param midEpoch           how a consumer joining mid-epoch starts: {@link StartMode#EXACT} or {@link StartMode#ROLLING}
  * @param cache              the source's decoded-sample cache, {@link Cache#NONE} where it has none
+ * @param seed               the seed its source draws its shuffles from, or null where the source does not say
  */
 public record ProducerStatus(
         long producerPid,
@@ -51,58 +52,6 @@ public record ProducerStatus(
 
     public ProducerStatus {
         consumers = List.copyOf(consumers);
-    }
-
-    /** A status of a producer whose order no seed says (unshuffled, or its source's own). */
-    public ProducerStatus(
-            long producerPid,
-            String name,
-            String source,
-            State state,
-            int producerBatchSize,
-            long samplesPerEpoch,
-            long epochs,
-            long epoch,
-            long sample,
-            long batchesPublished,
-            long samplesPublished,
-            double samplesPerSecond,
-            int slotCount,
-            long slotBytes,
-            int slotsInUse,
-            int rubberBand,
-            int windowBatches,
-            long uptimeNanos,
-            int consumersAttached,
-            long evictions,
-            StartMode midEpoch,
-            Cache cache,
-            List<Consumer> consumers) {
-        this(
-                producerPid,
-                name,
-                source,
-                state,
-                producerBatchSize,
-                samplesPerEpoch,
-                epochs,
-                epoch,
-                sample,
-                batchesPublished,
-                samplesPublished,
-                samplesPerSecond,
-                slotCount,
-                slotBytes,
-                slotsInUse,
-                rubberBand,
-                windowBatches,
-                uptimeNanos,
-                consumersAttached,
-                evictions,
-                midEpoch,
-                cache,
-                consumers,
-                null);
     }
 
     /**

@@ -107,7 +107,8 @@ class WireFormatTest {
                 3,
                 StartMode.ROLLING,
                 new ProducerStatus.Cache(64L << 20, 40L << 20, 70, 100, 330, 100),
-                cs);
+                cs,
+                null);
     }
 
     static Message roundTrip(Message m) {
@@ -183,7 +184,8 @@ class WireFormatTest {
                     s.evictions(),
                     s.midEpoch(),
                     bad,
-                    s.consumers());
+                    s.consumers(),
+                    s.seed());
             ByteBuffer b = WireFormat.encode(new Message.Status(with));
             WireFormat.Header h = WireFormat.decodeHeader(b);
             ProtocolException e =

@@ -82,7 +82,8 @@ public class ProtocolBenchmarks {
                 0,
                 StartMode.EXACT,
                 ProducerStatus.Cache.NONE,
-                cs));
+                cs,
+                null));
         encodedBatch = WireFormat.encode(batch);
         encodedStatus = WireFormat.encode(status);
     }
