@@ -2,6 +2,7 @@
 resumed and joined, and the samples loaded again. What the figures are is the benchmark's business."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,8 +20,11 @@ class ResumeBenchTest(unittest.TestCase):
         base = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         env = dict(os.environ, TENSORSOCKET_LAUNCHER=launcher, TENSORSOCKET_BASE=base,
                    PYTHONPATH=os.pathsep.join(sys.path))
-        out = subprocess.run([sys.executable, str(EXAMPLE), "--samples", "2000", "--runs", "2"],
-                             capture_output=True, text=True, timeout=300, env=env)
+        try:
+            out = subprocess.run([sys.executable, str(EXAMPLE), "--samples", "2000", "--runs", "2"],
+                                 capture_output=True, text=True, timeout=300, env=env)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
         self.assertEqual(0, out.returncode, out.stderr)
         summary = json.loads(out.stdout.splitlines()[-1])
         self.assertTrue(summary["all_whole"], out.stdout)
