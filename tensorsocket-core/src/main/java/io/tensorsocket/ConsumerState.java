@@ -1,6 +1,7 @@
 package io.tensorsocket;
 
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * Where a consumer stands, for a training checkpoint: the producer and the orders it read, where its epoch began and
@@ -47,10 +48,17 @@ public record ConsumerState(
     public boolean equals(Object o) {
         return o instanceof ConsumerState s
                 && s.producer.equals(producer)
+                && s.samplesPerEpoch == samplesPerEpoch
                 && s.epochBase == epochBase
                 && s.handed == handed
-                && s.samplesPerEpoch == samplesPerEpoch
                 && s.batchSize == batchSize
+                && s.dropLast == dropLast
+                && Objects.equals(s.job, job)
+                && s.rank == rank
+                && s.worldSize == worldSize
+                && Objects.equals(s.orderKey, orderKey)
+                && Objects.equals(s.datasetSize, datasetSize)
+                && Objects.equals(s.shuffle, shuffle)
                 && Arrays.equals(s.draws, draws);
     }
 
