@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class LaneTest {
-    private static final SyntheticSpec SPEC = SyntheticSpec.parse("samples=600,shape=4,dtype=float32,seed=40");
+    private static final SyntheticSpec SPEC = SyntheticSpec.parse("samples=1500,shape=4,dtype=float32,seed=40");
     private static final int EPOCHS = 4;
 
     @TempDir

@@ -55,15 +55,22 @@ final class Attached {
     /**
      * Whether a consumer of the main stream other than {@code holders}, within a batch of {@code end}, has read
      * everything published and would read faster than {@code holder} by its own pace ({@link
-     * ConsumerSession#ownPace}), at least {@link #FASTER} times: one that {@code holder} truly holds back. A holder that
-     * has not said its pace (it reports about once a second, after its first batch; one stuck on its first batch never
-     * does) is judged by the waits alone; a waiting consumer that has not said its own is taken to be faster.
+     * ConsumerSession#ownPace}), at least {@link #FASTER} times: one that {@code holder} truly holds back. Consumers
+     * whose pace is not known yet ({@link ConsumerSession#paceUnknownYet}: trainers launched together, in their first
+     * seconds) are not judged: by chance one of them is behind now and then. Past that, a holder that has not said its
+     * pace (one stuck on its first batch never does) is judged by the waits alone, and a waiting consumer that has not
+     * said its own is taken to be faster.
      */
     boolean heldBackBy(ConsumerSession holder, List<ConsumerSession> holders, long end) {
+        long now = System.nanoTime();
+        if (holder.paceUnknownYet(now)) {
+            return false;
+        }
         double pace = holder.ownPace();
         for (ConsumerSession s : sessions.values()) {
             if (s.lane == null
                     && !holders.contains(s)
+                    && !s.paceUnknownYet(now)
                     && end - s.position
                             <= (long) geometry.slotsNeeded(s.hello.batchSize()) * geometry.producerBatchSize()) {
                 double other = s.ownPace();

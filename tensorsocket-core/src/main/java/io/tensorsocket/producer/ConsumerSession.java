@@ -197,10 +197,21 @@ final class ConsumerSession {
 
     /**
      * Samples per second its own work between batches allows (samples over the time it spent outside waiting for data,
-     * across its latest reports), or 0 where it has not said: how fast it would read were it never kept waiting.
+     * across its latest reports), or 0 where it has not said (fewer than two reports): how fast it would read were it never kept waiting.
      */
     double ownPace() {
-        return samplesPerSecondOf(Message.Progress::workNanos);
+        return reports.size() < 2 ? 0 : samplesPerSecondOf(Message.Progress::workNanos);
+    }
+
+    /**
+     * How long a consumer may read before its pace is known ({@link #ownPace}): it reports at its first batch and then
+     * about once a second, and a pace takes two reports. Before that nothing says whether it is slow or just behind.
+     */
+    static final long PACE_UNKNOWN_NANOS = 1_500_000_000L;
+
+    /** Whether its pace is not known yet at {@code now} and it is too young to be judged without it. */
+    boolean paceUnknownYet(long now) {
+        return ownPace() <= 0 && now - joinedNanos < PACE_UNKNOWN_NANOS;
     }
 
     /** This consumer's line in the producer's status at {@code now}, the producer being at {@code producerPosition}. */

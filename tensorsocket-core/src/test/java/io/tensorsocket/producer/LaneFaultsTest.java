@@ -46,7 +46,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LaneFaultsTest {
-    private static final SyntheticSpec SPEC = SyntheticSpec.parse("samples=600,shape=4,dtype=float32,seed=41");
+    private static final SyntheticSpec SPEC = SyntheticSpec.parse("samples=2000,shape=4,dtype=float32,seed=41");
 
     @TempDir
     Path tmp;
