@@ -112,23 +112,30 @@ class _Augmenting(Dataset):
         _, out_slot, n, epoch, _, others, ids = task
         out = self.out
         samples = []
-        for k in range(n):
-            y = self.augment.sample(self.sample(task, k), epoch, int(ids[k]))
-            if out is None:
-                fields = [torch.from_numpy(np.array(o[k])) for o in others]
-                fields.insert(self.at, y)
-                samples.append(tuple(fields))
-            elif not isinstance(y, torch.Tensor) or tuple(y.shape) != out.shape[1:] or y.dtype != out.dtype:
-                raise ValueError("the transform gave sample %d %s where the first sample it augmented gave a %s "
-                                 "tensor of shape %s: a batch stacks samples of one shape (as default_collate does)"
-                                 % (int(ids[k]), _what(y), str(out.dtype).replace("torch.", ""), out.shape[1:]))
-            else:
-                out.batch(out_slot)[k].copy_(y)
+        with torch.random.fork_rng(devices=[]):  # once a task: its samples each seed the generator
+            for k in range(n):
+                samples.append(self.augmented(task, k, epoch, int(ids[k])))
         if out is None:
             return self.augment.collate(samples)
         # The other fields as the task brought them (numpy: carried back inline, no shared memory per batch); the
         # trial's process makes them tensors, as default_collate would have stacked them.
         return out_slot, n, others
+
+    def augmented(self, task: Tuple[Any, ...], k: int, epoch: int, sample_id: int) -> Any:
+        """Sample ``k`` of ``task`` augmented: written into the output ring's row (None), or the sample's fields."""
+        _, out_slot, _, _, _, others, _ = task
+        out = self.out
+        y = self.augment.seeded(self.sample(task, k), epoch, sample_id)
+        if out is None:
+            fields = [torch.from_numpy(np.array(o[k])) for o in others]
+            fields.insert(self.at, y)
+            return tuple(fields)
+        if not isinstance(y, torch.Tensor) or tuple(y.shape) != out.shape[1:] or y.dtype != out.dtype:
+            raise ValueError("the transform gave sample %d %s where the first sample it augmented gave a %s "
+                             "tensor of shape %s: a batch stacks samples of one shape (as default_collate does)"
+                             % (sample_id, _what(y), str(out.dtype).replace("torch.", ""), out.shape[1:]))
+        out.batch(out_slot)[k].copy_(y)
+        return None
 
     def __len__(self) -> int:
         raise TypeError("a sampler of tasks drives it")

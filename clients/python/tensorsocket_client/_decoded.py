@@ -139,7 +139,9 @@ def unpack(row: np.ndarray, head: Sequence[int]) -> Any:
         h, w = int(head[2]), int(head[3])
         mode = MODES[code]
         size = h * w * _bytes_per_pixel(mode, int(head[4]))
-        return Image.frombytes(mode, (w, h), row[:size].tobytes())
+        pixels = row[:size].view()
+        pixels.flags.writeable = False  # PIL reads a read-only buffer without a copy of its own first
+        return Image.frombytes(mode, (w, h), pixels)
     shape = tuple(int(d) for d in head[2:] if d >= 0)
     dtype = np.dtype(DTYPES[code])
     a = row[:int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype).reshape(shape).copy()

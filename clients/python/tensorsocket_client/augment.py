@@ -22,7 +22,7 @@ the batches must carry each sample's id (its index in the data set) in one field
 a data set that returns ``(image, label, index)`` does (:class:`Indexed` makes one of any map-style data set); the
 transform is applied to field ``field`` (the first by default), the other fields passing through.
 
-**Randomness.** A sample's transform runs with torch's default generator seeded from ``(seed, epoch, id)``
+**Randomness.** A sample's transform runs with torch's default (CPU) generator seeded from ``(seed, epoch, id)``
 (:func:`sample_seed`), where ``epoch`` counts this trial's own epochs from 0; the generator's state around it is
 kept and restored. So a sample's augmentation in a trial's epoch does not depend on where in the epoch it came, on
 the batch size, on the worker that ran it, or on who else reads the producer, and the same ``SampleAugment`` over a
@@ -84,8 +84,16 @@ class SampleAugment:
     def sample(self, x: Any, epoch: int, sample_id: int) -> Any:
         """``transform(x)`` as sample ``sample_id`` of epoch ``epoch`` gets it."""
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(sample_seed(self.seed, epoch, sample_id))
-            return self.transform(x)
+            return self.seeded(x, epoch, sample_id)
+
+    def seeded(self, x: Any, epoch: int, sample_id: int) -> Any:
+        """:meth:`sample` without keeping the generator's state around it: for a caller that keeps it around many
+        samples (a worker's task)."""
+        # torch's CPU generator alone: torch.manual_seed also queues a seeding of every CUDA device, with a traceback
+        # of the call, in a process that has not initialised CUDA (a DataLoader worker), which cost more than many
+        # transforms and grew a list per sample
+        torch.default_generator.manual_seed(sample_seed(self.seed, epoch, sample_id))
+        return self.transform(x)
 
     def batch(self, batch: Sequence[torch.Tensor], epoch: int) -> Tuple[torch.Tensor, ...]:
         """``batch`` (a tuple of tensors, one row per sample) with field ``field`` augmented per sample, by the ids
@@ -108,8 +116,7 @@ class SampleAugment:
         with torch.random.fork_rng(devices=[]):
             out = []
             for row, sample_id in zip(data, ids.tolist()):
-                torch.manual_seed(sample_seed(self.seed, epoch, sample_id))
-                out.append(self.transform(row.clone()))  # its own copy: a transform may work in place
+                out.append(self.seeded(row.clone(), epoch, sample_id))  # its own copy: a transform may work in place
         fields[self.field] = torch.stack(out)
         return tuple(fields)
 
