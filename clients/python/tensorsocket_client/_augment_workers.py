@@ -3,9 +3,12 @@ private ``DataLoader`` would run it: the loop only takes ready batches.
 
 The workers are a torch ``DataLoader``'s (its worker start, prefetching, ordering, and its errors: a transform's
 exception reaches the loop with the worker's traceback, a worker's death as an error naming it). Its sampler runs in
-the trial's process and reads the consumer: each consumer batch's augmented field is copied into a slot of a staging
-ring in shared memory (made and touched once, before the workers start), the batch is released, and the task
-``(slot, samples, epoch, shapes, other fields, ids)`` goes to a worker, which turns each row back into the sample
+the trial's process and reads the consumer. A consumer batch that views one arena slot is kept (held from the
+producer) while a worker reads its rows straight from the arena file (``Batch.file_region``, opened through
+``/proc/<trial pid>/fd/<fd>`` and mapped once per worker), and released when its result comes back, in order; one
+gathered from several slots has its augmented field copied into a slot of a staging ring in shared memory (made and
+touched once, before the workers start) and is released at once. The task ``(source, samples, epoch, shapes, other
+fields, ids)`` goes to a worker, which turns each row back into the sample
 (``_decoded.unpack``: the decoded image; or the tensor row), applies the transform seeded per sample
 (``SampleAugment.sample``). Where the transform gives tensors of one shape and the samples are collated by torch's
 ``default_collate``, the worker writes each augmented sample into its row of an output ring (``_output_ring``: memory
@@ -16,15 +19,20 @@ in, stacked and handed through fresh shared memory per step as a private DataLoa
 collates and the DataLoader carries the batch back as it would a private loader's.
 
 Slot reuse: the DataLoader keeps at most P = ``workers x prefetch_factor`` tasks outstanding and hands the batches
-out in order, so a staging slot (P of them) is written again only after its task was done::
+out in order, so a trial holds at most P kept batches, and a staging slot (P of them) is written again only after its
+task was done. An epoch left before its end (the loop broke off) leaves tasks of kept batches that workers may still
+read: the workers are ended, then the batches released, and the next epoch starts workers anew::
 
     staging ring (uint8, shared)   slot 0 | slot 1 | ... | slot P-1        P = workers x prefetch_factor (1 without)
       slot                         row 0 | row 1 | ... | row b-1           b = the consumer's batch size
       row                          one sample's field to augment, its bytes as the producer serves them
 """
 
+import collections
 import itertools
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+import mmap
+import os
+from typing import Any, Deque, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -98,11 +106,16 @@ class _Augmenting(Dataset):
         self.row = plan.row
         self.at = plan.at
         self.out: Optional[OutputRing] = None
+        self._files = _ArenaFiles()
 
     def sample(self, task: Tuple[Any, ...], k: int) -> Any:
         """Sample ``k`` of ``task``, before its augmentation."""
-        slot, _, n, _, heads, _, _ = task
-        row = self.staging[slot].numpy()[k * self.row_bytes:(k + 1) * self.row_bytes]
+        source, _, n, _, heads, _, _ = task
+        if isinstance(source, tuple):  # (pid, fd, inode, offset): the rows in an arena file, read where they are
+            rows = self._files.rows(*source)
+            row = rows[source[3] + k * self.row_bytes:source[3] + (k + 1) * self.row_bytes]
+        else:
+            row = self.staging[source].numpy()[k * self.row_bytes:(k + 1) * self.row_bytes]
         if self.row is None:
             return _decoded.unpack(row, heads[k])
         dtype, shape = self.row
@@ -141,6 +154,32 @@ class _Augmenting(Dataset):
         raise TypeError("a sampler of tasks drives it")
 
 
+class _ArenaFiles:
+    """The arena files a process reads kept batches' rows from: each mapped read-only once, through the trial's
+    ``/proc/<pid>/fd/<fd>`` (a lane's arena is opened after the workers were forked), known by its inode (a closed
+    lane's descriptor number can come back for another file)."""
+
+    def __init__(self) -> None:
+        self._maps: Dict[Tuple[int, int], Tuple[int, np.ndarray]] = {}
+
+    def rows(self, pid: int, fd: int, inode: int, offset: int) -> np.ndarray:
+        """The whole file's bytes, read-only."""
+        known = self._maps.get((pid, fd))
+        if known is not None and known[0] == inode:
+            return known[1]
+        f = os.open("/proc/%d/fd/%d" % (pid, fd), os.O_RDONLY)
+        try:
+            if os.fstat(f).st_ino != inode:
+                raise ValueError("the arena file the trial's descriptor %d named is not the one it had (inode %d, now "
+                                 "%d)" % (fd, inode, os.fstat(f).st_ino))
+            mapped = mmap.mmap(f, 0, prot=mmap.PROT_READ)
+        finally:
+            os.close(f)
+        rows = np.frombuffer(mapped, dtype=np.uint8)
+        self._maps[(pid, fd)] = (inode, rows)
+        return rows
+
+
 class AugmentStage:
     """``augment`` of ``consumer``'s batches in ``workers`` processes (0: in this process), ``prefetch_factor`` batches
     each ahead; :meth:`epoch` gives one epoch of augmented batches, tuples of the fields as the trial's private loader
@@ -162,6 +201,9 @@ class AugmentStage:
             self.staging.share_memory_()  # the workers' input, touched once here
         self._tasks_made = 0
         self._epoch = 0
+        # the batches of the tasks handed out, in order: a kept one (released once its result came back), or None
+        self._kept: Deque[Any] = collections.deque()
+        self._direct = workers > 0
         self._pending: Optional[Iterator[Tuple[Any, ...]]] = None
         self._augmenting = _Augmenting(augment, self.staging, self.plan)
         self._out_decided = False
@@ -171,6 +213,7 @@ class AugmentStage:
         if workers > 0:
             options["prefetch_factor"] = prefetch
             options["multiprocessing_context"] = "fork"  # the output ring's mappings reach the workers by fork
+        self._options = options
         self._loader: Optional[DataLoader] = DataLoader(self._augmenting, batch_size=None, sampler=_Tasks(self),
                                                         **options)
         self.workers = workers
@@ -181,12 +224,18 @@ class AugmentStage:
         if self._loader is None:
             raise ValueError("this trial's augmentation has ended (its loader was closed, or a worker of it died): "
                              "make the loader again (share(...)) to read on")
+        if any(b is not None for b in self._kept):
+            self._restart()  # the last epoch broke off: its workers may still read the batches it kept
+        self._kept.clear()
         self._pending = self.tasks()
         if not self._out_decided:
             self._decide_out()
         out = self._augmenting.out
         try:
             for r in self._loader:
+                kept = self._kept.popleft() if self._kept else None
+                if kept is not None:
+                    kept.release()  # its worker is done with it
                 if out is None:
                     yield r
                     continue
@@ -227,30 +276,61 @@ class AugmentStage:
         return pending if pending is not None else self.tasks()
 
     def tasks(self) -> Iterator[Tuple[Any, ...]]:
-        """The sampler's tasks of the epoch being read (this process): each consumer batch staged, then released."""
+        """The sampler's tasks of the epoch being read (this process): each consumer batch kept for a worker to read
+        in place, or staged and released."""
         plan = self.plan
         field = plan.fields[plan.at]
         staged = self.staging.numpy()
-        for batch in self.consumer:
+        pid = os.getpid()
+        for batch in self.consumer.batches(keep=self._direct):
             arrays = batch.arrays()
             n = len(batch)
             slot, out_slot = self._tasks_made % self._slots, self._tasks_made % self._out_slots
             self._tasks_made += 1
             if self._augmenting.out is not None:
                 self._augmenting.out.reuse(out_slot)
-            row = arrays[field].reshape(n, -1).view(np.uint8)
-            staged[slot, :n * plan.row_bytes].reshape(n, plan.row_bytes)[:] = row
+            region = batch.file_region(field) if self._direct else None
+            source: Any = slot
+            if region is not None:
+                fd, offset = region
+                source = (pid, fd, os.fstat(fd).st_ino, offset)
+            else:
+                row = arrays[field].reshape(n, -1).view(np.uint8)
+                staged[slot, :n * plan.row_bytes].reshape(n, plan.row_bytes)[:] = row
             heads = np.array(arrays[_decoded.SHAPE]) if plan.decoded else None
             others = [np.array(arrays[f]) for f in plan.others]
             ids = np.array(arrays[plan.ids]).tolist()
-            batch.release()
-            yield slot, out_slot, n, self._epoch, heads, others, ids
+            del arrays  # no view of the slot stays in this process: its release is never a copy
+            if region is None:
+                batch.release()
+                self._kept.append(None)
+            else:
+                self._kept.append(batch)
+            yield source, out_slot, n, self._epoch, heads, others, ids
 
-    def close(self) -> None:
-        """Ends the workers."""
+    def _restart(self) -> None:
+        """Ends the workers, releases the batches they may have been reading, and makes the loader that starts new
+        ones at the next epoch."""
+        self._end_workers()
+        self._release_kept()
+        assert self._loader is not None
+        self._loader = DataLoader(self._augmenting, batch_size=None, sampler=_Tasks(self), **self._options)
+
+    def _release_kept(self) -> None:
+        while self._kept:
+            b = self._kept.popleft()
+            if b is not None:
+                b.release()
+
+    def _end_workers(self) -> None:
         it = getattr(self._loader, "_iterator", None)
         if it is not None and hasattr(it, "_shutdown_workers"):
             it._shutdown_workers()
+
+    def close(self) -> None:
+        """Ends the workers, then releases the batches they read."""
+        self._end_workers()
+        self._release_kept()
         self._loader = None
         if self._augmenting.out is not None:
             self._augmenting.out.close()

@@ -50,12 +50,16 @@ class BatchAssembly:
         arrays = {}
         layout = self._layout
         single = plan.pieces[0] if plan.single else None
+        regions = None
         if single is not None:
             sm = self._slotmap(single.slot)
             views[single.seq] = sm
+            lay, fd, _bytes, local = self._locate(single.slot)
+            regions = {}
             for t, spec in enumerate(self._specs):
                 off = layout.region_offsets[t] + single.offset * self._sample_bytes[t]
                 arrays[spec.name] = sm.view(self._np_dtypes[t], n * self._numel[t], off, (n,) + spec.shape)
+                regions[spec.name] = (fd, lay.slot_offset(local) + off)
         else:
             buf = self._gather.take()
             for t, spec in enumerate(self._specs):
@@ -70,7 +74,8 @@ class BatchAssembly:
                 arr.flags.writeable = False
                 arrays[spec.name] = arr
         pinned = single.seq if single is not None else -1
-        return Batch(arrays, plan.epoch, plan.index, plan.sample_start, n, lambda: on_release(pinned), self._bf16)
+        return Batch(arrays, plan.epoch, plan.index, plan.sample_start, n, lambda: on_release(pinned), self._bf16,
+                     regions)
 
     def _slotmap(self, slot):
         sm = self._slotmaps.get(slot)

@@ -28,10 +28,11 @@ class Batch:
     before then stay valid after.
     """
 
-    __slots__ = ("epoch", "index", "sample_start", "size", "_arrays", "_on_release", "_label", "_bf16")
+    __slots__ = ("epoch", "index", "sample_start", "size", "_arrays", "_on_release", "_label", "_bf16", "_regions")
 
-    def __init__(self, arrays, epoch, index, sample_start, size, on_release, bf16=frozenset()):
+    def __init__(self, arrays, epoch, index, sample_start, size, on_release, bf16=frozenset(), regions=None):
         self._arrays = arrays
+        self._regions = regions
         self._bf16 = bf16
         self.epoch = epoch
         self.index = index
@@ -96,6 +97,13 @@ class Batch:
                 else:
                     out[name] = torch.from_numpy(a)
         return out
+
+    def file_region(self, name):
+        """``(fd, offset)``: where tensor ``name``'s bytes lie in an arena file this process has open, for a batch that
+        views one slot of it (another process reads them there, through ``/proc/<pid>/fd/<fd>``, while the batch is
+        held); None for a batch gathered from several slots or received over the network."""
+        self._live()
+        return None if self._regions is None else self._regions.get(name)
 
     @property
     def released(self):

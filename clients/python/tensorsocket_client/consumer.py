@@ -235,6 +235,13 @@ class TensorConsumer(ConsumerBase):
 
     def __iter__(self):
         """Iterates the next epoch; the unfinished rest of the previous one is skipped first."""
+        return self.batches()
+
+    def batches(self, keep: bool = False):
+        """Iterates the next epoch, as ``iter(consumer)`` does. With ``keep``, a batch is not released when the next
+        is requested: it stays valid, and held from the producer, until the caller releases it (every one, in any
+        order; the producer waits for a kept batch as for any batch a consumer holds, and evicts one held past its
+        stall timeout). For a caller that hands batches to other processes (``Batch.file_region``)."""
         self._check_open()
         self._link.check()
         self._close_current()
@@ -248,7 +255,7 @@ class TensorConsumer(ConsumerBase):
             got = self._stream.epoch - self._welcome.start_epoch + 1 if self._stream.epoch_started else 0
             raise ProducerGone(_stream_end.no_more_epochs(self.producer, self._welcome, got))
         self._stream.begin_epoch()
-        return self._epoch(self._stream.epoch_base)
+        return self._epoch(self._stream.epoch_base, keep)
 
     def _apply_arrived(self):
         """Applies the messages that arrived already (an end of the stream among them), without waiting."""
@@ -271,13 +278,16 @@ class TensorConsumer(ConsumerBase):
             raise EpochIncomplete(_stream_end.short_epoch(self.producer, self._welcome, self._stream.epoch, missing),
                                   self._stream.epoch, missing)
 
-    def _epoch(self, base):
+    def _epoch(self, base, keep=False):
         while True:
             if self._closed or self._stream.epoch_base != base:
                 return  # closed, or a newer iterator took over
             entered = self._enter()
             try:
-                self._close_current()
+                if keep:
+                    self._current = None  # the caller's to release
+                else:
+                    self._close_current()
                 n = self._next_batch_size()
                 if n == 0:
                     self._whole_or_raise()

@@ -292,6 +292,26 @@ class SharedAugmentTest(unittest.TestCase):
         self.assertEqual([2, 1], [ld.dataset._stage.workers for ld in loaders],
                          "the factory loader's num_workers by default, or as the trial says")
 
+    def test_an_epoch_the_loop_broke_off_leaves_the_next_whole_and_its_workers_anew(self):
+        # batch 8 of the producer's 8: the workers read the batches in the arena, held until their results come back;
+        # a loop that breaks off leaves some held, and perhaps read: the workers are ended before they go back
+        import share_loaders
+        aug = SampleAugment(share_loaders.photo_transform(24, 0.3), seed=5, workers=2)
+        loader = self.share("broken", aug, 8, cache_mb=8)
+        private = aug.over(Indexed(torchvision.datasets.ImageFolder(self.images.name)))
+        next(iter(loader))  # one batch of the epoch, then the loop breaks off
+        before = _children(os.getpid())
+        self.assertEqual(2, len(before), before)
+        private.set_epoch(1)
+        seen = []
+        for images, _labels, ids in loader:
+            for image, i in zip(images, ids.tolist()):
+                self.assertTrue(torch.equal(private[i][0], image), "sample %d of epoch 1" % i)
+            seen += ids.tolist()
+        self.assertEqual(list(range(20)), sorted(seen), "the epoch after the broken one is whole")
+        self.assertFalse(set(before) & set(_children(os.getpid())), "its workers were started anew")
+        self.assertEqual(0, len(loader.dataset._stage._kept), "nothing held after a whole epoch")
+
     def test_a_trial_without_augment_is_refused_by_a_decoded_producer_naming_why(self):
         import share_loaders
 

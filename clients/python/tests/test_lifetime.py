@@ -88,6 +88,27 @@ class LifetimeTest(unittest.TestCase):
             for data, ids in kept:
                 self.assert_intact(spec, data, ids)
 
+    def test_kept_batches_stay_valid_until_released_and_their_bytes_lie_where_file_region_says(self):
+        with self.consumer(16) as c:
+            spec = SyntheticSpec.parse(c.source_description)
+            it = c.batches(keep=True)
+            kept = [next(it) for _ in range(4)]  # half the ring, none released by asking for the next
+            for b in kept:
+                self.assertFalse(b.released)
+                self.assert_intact(spec, b["data"], b["id"], b["label"])
+                fd, offset = b.file_region("data")
+                raw = os.pread(fd, b["data"].nbytes, offset)  # what another process reads through /proc/<pid>/fd
+                self.assertEqual(b["data"].tobytes(), raw)
+            for b in reversed(kept):  # in any order
+                b.release()
+            for _ in range(20):  # round the ring of 8 slots twice: nothing was left held
+                b = next(it)
+                self.assert_intact(spec, b["data"], b["id"], b["label"])
+                b.release()
+        with self.consumer(23) as c:
+            b = next(iter(c))
+            self.assertIsNone(b.file_region("data"), "a batch gathered from two slots lies in no one place")
+
     def test_spanning_batches_are_gathered_and_stay_valid(self):
         with self.consumer(23) as c:
             spec = SyntheticSpec.parse(c.source_description)
