@@ -66,7 +66,7 @@ class LiveLaneTest(unittest.TestCase):
             os.environ["TENSORSOCKET_BASE"] = base
             try:
                 producer = subprocess.Popen(
-                    [launcher, "serve", "--name", "pylane", "--synthetic", "samples=600,shape=4,dtype=float32,seed=8",
+                    [launcher, "serve", "--name", "pylane", "--synthetic", "samples=1500,shape=4,dtype=float32,seed=8",
                      "--batch-size", "10", "--epochs", "3", "--slots", "16", "--min-consumers", "2",
                      "--start-grace-ms", "0", "--lane-idle-cores", "0"],
                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -84,7 +84,7 @@ class LiveLaneTest(unittest.TestCase):
                                 status = query("pylane")
                                 if status is not None:
                                     lanes.update(s.lane for s in status.consumers if s.pid == os.getpid())
-                            self.assertEqual(list(range(600)), sorted(ids), "epoch %d is one pass" % epoch)
+                            self.assertEqual(list(range(1500)), sorted(ids), "epoch %d is one pass" % epoch)
                 except Exception as e:  # what the producer said, beside what went wrong here
                     producer.kill()
                     raise AssertionError("%s\nlanes seen %s; this consumer: %s; the producer's log:\n%s"

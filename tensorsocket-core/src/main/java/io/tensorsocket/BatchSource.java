@@ -91,6 +91,15 @@ public interface BatchSource extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * The process whose CPU loads the source's samples, known once its {@link #layout()} is: the producer's own, or an
+     * external feeder's (its loader's workers are its children). A lane's cost is measured there. Default: this
+     * process.
+     */
+    default long loaderPid() {
+        return ProcessHandle.current().pid();
+    }
+
     @Override
     default void close() throws Exception {}
 

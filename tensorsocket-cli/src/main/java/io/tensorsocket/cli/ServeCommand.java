@@ -149,8 +149,9 @@ final class ServeCommand implements Callable<Integer> {
             defaultValue = "0.5",
             paramLabel = "CORES",
             description = "Open a lane only where the host (or its container's CPU quota) left at least this many cores"
-                    + " idle over the last 10 s; else the slowest sets the pace, which costs no CPU; 0: whatever the"
-                    + " load (default ${DEFAULT-VALUE}).")
+                    + " idle over the last 10 s, and at least what the lane would spend (the laggard's pace times the"
+                    + " CPU a sample cost the loader of late); else the slowest sets the pace, which costs no CPU; 0:"
+                    + " only the lane's own cost counts (default ${DEFAULT-VALUE}).")
     double laneIdleCores;
 
     @Option(

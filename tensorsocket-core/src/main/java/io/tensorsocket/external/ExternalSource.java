@@ -317,6 +317,12 @@ public final class ExternalSource implements IndexedSource {
         return hello == null ? 0 : hello.shmReserve();
     }
 
+    /** The feeder's process: its loader's workers are its children. */
+    @Override
+    public long loaderPid() {
+        return hello == null ? ProcessHandle.current().pid() : hello.pid();
+    }
+
     /** As many lanes as the feeder opens lane connections. */
     @Override
     public int lanesAtMost() {

@@ -62,13 +62,14 @@ final class LaneRefusals {
             log.info(
                     "producer '{}' would move {} to a lane of its own (it holds the others back), but this host left"
                             + " {} cores idle over the last {} s, fewer than the {} a lane would spend loading its"
-                            + " samples again; it sets the pace as without lanes, which costs no CPU, and is judged again"
-                            + " in {} s (serve --lane-idle-cores, or lane_idle_cores, sets what a lane needs)",
+                            + " samples again (its pace times the CPU a sample costs the source, at least serve"
+                            + " --lane-idle-cores or lane_idle_cores); it sets the pace as without lanes, which costs no"
+                            + " CPU, and is judged again in {} s",
                     producer,
                     s.describe(),
                     String.format(Locale.ROOT, "%.2f", idleCores),
                     TimeUnit.NANOSECONDS.toSeconds(HostCpu.SPAN_NANOS),
-                    needed,
+                    String.format(Locale.ROOT, "%.1f", needed),
                     TimeUnit.NANOSECONDS.toSeconds(LaneRule.WINDOW_NANOS));
         }
     }

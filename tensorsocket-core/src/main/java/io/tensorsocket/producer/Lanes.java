@@ -34,9 +34,18 @@ import org.slf4j.LoggerFactory;
 final class Lanes {
     private static final Logger log = LoggerFactory.getLogger(Lanes.class);
 
-    /** What a producer needs to run lanes: a source that loads by index on two threads at once, and where to put them. */
+    /**
+     * What a producer needs to run lanes: a source that loads by index on two threads at once, where to put them, the
+     * idle cores a lane needs at the least, and what loading a sample costs ({@link LoadCpu}).
+     */
     record Supply(
-            IndexedSource source, int bound, double idleCores, ProducerDirectory directory, long sessionId, long pid) {}
+            IndexedSource source,
+            int bound,
+            double idleCores,
+            ProducerDirectory directory,
+            long sessionId,
+            long pid,
+            LoadCpu loadCpu) {}
 
     private final ReentrantLock lock;
     private final Condition changed;
@@ -346,8 +355,9 @@ final class Lanes {
             return;
         }
         double idle = cpu.idleCores(now);
-        if (idle < supply.idleCores()) { // NaN: this host does not say (not Linux); the lane opens as it did before
-            refusals.noCpu(s, group, idle, supply.idleCores());
+        double cores = Math.max(supply.idleCores(), spends(group, now));
+        if (idle < cores) { // NaN: this host does not say (not Linux); the lane opens as it did before
+            refusals.noCpu(s, group, idle, cores);
             return;
         }
         for (ConsumerSession r : group) {
@@ -371,6 +381,18 @@ final class Lanes {
                 .daemon()
                 .name("tensorsocket-lane-" + lane.number + "-" + rules.producerName())
                 .start(lane);
+    }
+
+    /**
+     * The cores a lane for {@code group} would spend loading: their own pace (samples/s, the fastest's) times the CPU a
+     * sample cost the source of late ({@link LoadCpu}); 0 where either is not known.
+     */
+    private double spends(List<ConsumerSession> group, long now) {
+        double pace = 0;
+        for (ConsumerSession r : group) {
+            pace = Math.max(pace, r.ownPace());
+        }
+        return supply.loadCpu().coresAt(pace, now, stream.nextPosition());
     }
 
     /** What the file system holding the producer's directory has free; unbounded where it cannot say. */

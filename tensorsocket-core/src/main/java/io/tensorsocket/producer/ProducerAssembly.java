@@ -123,7 +123,13 @@ final class ProducerAssembly {
             if (source.byIndex() != null && source.byIndex().loadsConcurrently()) {
                 int bound = Math.min(spec.lanes(), source.byIndex().lanesAtMost());
                 core.serveLanes(new Lanes.Supply(
-                        source.byIndex(), bound, spec.laneIdleCores(), made.directory(), sessionId, pid));
+                        source.byIndex(),
+                        bound,
+                        spec.laneIdleCores(),
+                        made.directory(),
+                        sessionId,
+                        pid,
+                        LoadCpu.of(source.loaderPid())));
             }
             String arenaPath = made.directory().arenaPath().toString();
             made.serve(
