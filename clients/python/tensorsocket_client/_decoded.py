@@ -21,7 +21,7 @@ lists its files (``ImageFolder``'s ``samples``), else from the first samples wit
 """
 
 import re
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -155,20 +155,97 @@ def _bytes_per_pixel(mode: str, bands: int) -> int:
     return {"I": 4, "F": 4, "I;16": 2}.get(mode, bands)
 
 
+class RowRing:
+    """Where the feeder's loader workers put a batch's rows for the feeder to copy into the arena: ``slots`` buffers of
+    ``batch_size`` rows of ``width`` bytes in memory files made, and touched, once before the workers fork, and a queue
+    of the free ones. A worker takes a free buffer for each batch it collates and sends back only its number
+    (:class:`RingRows`); the feeder gives it back once the rows are in the arena. Without it each batch's rows went to
+    the feeder through shared memory of their own, made, faulted in and copied once per batch. ``slots`` covers the
+    batches the loader has outstanding and the one the feeder holds: a worker never waits for one but while the feeder
+    does, for the producer."""
+
+    def __init__(self, slots: int, batch_size: int, width: int):
+        import multiprocessing
+
+        import torch
+
+        from ._output_ring import OutputRing
+        self.ring = OutputRing(slots, (int(batch_size), int(width)), torch.uint8)
+        self.slots = int(slots)
+        self._free = multiprocessing.get_context("fork").Queue()
+        for i in range(slots):
+            self._free.put(i)
+
+    def take(self) -> int:
+        """A free buffer's number (a worker's, or the feeder's own where it loads in its own process)."""
+        import queue
+        try:
+            return self._free.get(timeout=TAKE_TIMEOUT_S)
+        except queue.Empty:
+            raise RuntimeError("no buffer for a batch's rows came free in %d s: the feeder holds them all (it waits for "
+                               "its producer, or stopped)" % TAKE_TIMEOUT_S) from None
+
+    def reset(self, held: Sequence[int] = ()) -> None:
+        """After the workers were ended mid-epoch (whatever buffers they had taken are theirs no more): every buffer
+        but ``held`` (the feeder's) is free."""
+        import queue
+        while True:
+            try:
+                self._free.get_nowait()
+            except queue.Empty:
+                break
+        for i in range(self.slots):
+            if i not in held:
+                self._free.put(i)
+
+    def rows(self, slot: int) -> np.ndarray:
+        """Buffer ``slot``'s rows, in place."""
+        return self.ring.batch(slot).numpy()
+
+    def give(self, slot: int) -> None:
+        """Buffer ``slot`` is free again (its rows are in the arena)."""
+        self._free.put(slot)
+
+    def close(self) -> None:
+        self.ring.close()
+
+
+TAKE_TIMEOUT_S = 600
+"""The longest a worker waits for a free row buffer: the feeder gives one back with each batch it publishes, however
+long its consumers take, so only a feeder that stopped runs into it."""
+
+
+class RingRows(NamedTuple):
+    """A batch's rows as a worker sends them: the number of the :class:`RowRing` buffer holding them."""
+
+    slot: int
+
+
 class DecodedCollate:
     """The feeder's collate function in this mode: samples ``(image, *others, id)`` (``DecodedSamples``' items) into
-    the layout's fields, each image in a row of ``width`` bytes."""
+    the layout's fields, each image in a row of ``width`` bytes: in a buffer of ``ring`` (sent back as its
+    :class:`RingRows`), or in a tensor of its own."""
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, ring: Optional[RowRing] = None):
         self.width = int(width)
+        self.ring = ring
+
+    def plain(self) -> "DecodedCollate":
+        """The same collation without the ring: for a loader of its own (a lane's), whose batches the ring's
+        accounting does not cover."""
+        return DecodedCollate(self.width)
 
     def __call__(self, samples: Sequence[Tuple[Any, ...]]):
         import torch
         from torch.utils.data import default_collate
         n = len(samples)
-        rows = torch.empty((n, self.width), dtype=torch.uint8)
+        slot = self.ring.take() if self.ring is not None else -1
+        if slot >= 0:
+            out = self.rows_of(slot)[:n]
+        else:
+            rows = torch.empty((n, self.width), dtype=torch.uint8)
+            out = rows.numpy()
         heads = torch.empty((n, 5), dtype=torch.int32)
-        out = rows.numpy()
         for k, s in enumerate(samples):
             packed = s[0] if isinstance(s[0], Packed) else pack(s[0])
             head, data = packed.head, packed.data
@@ -181,11 +258,25 @@ class DecodedCollate:
             out[k, :size] = data
             out[k, size:] = 0
             heads[k] = torch.tensor(head, dtype=torch.int32)
-        fields = {DECODED: rows, SHAPE: heads}
+        fields: Dict[str, Any] = {DECODED: RingRows(slot) if slot >= 0 else rows, SHAPE: heads}
         for f in range(1, len(samples[0]) - 1):
             fields[str(f)] = default_collate([s[f] for s in samples])
         fields[IDS] = torch.tensor([s[-1] for s in samples], dtype=torch.int64)
         return fields
+
+    def rows_of(self, slot: int) -> np.ndarray:
+        assert self.ring is not None
+        return self.ring.rows(slot)
+
+
+def in_place(batch: Any, ring: Optional[RowRing]) -> Tuple[Any, int]:
+    """``(batch, slot)``: a collated batch with its rows as an array viewing its ring buffer, and that buffer's number
+    (to give back once copied), or ``(batch, -1)`` for one whose rows travelled as a tensor."""
+    if ring is None or not isinstance(batch, dict) or not isinstance(batch.get(DECODED), RingRows):
+        return batch, -1
+    slot = batch[DECODED].slot
+    n = len(batch[IDS])
+    return dict(batch, **{DECODED: ring.rows(slot)[:n]}), slot
 
 
 def describe(head: Sequence[int]) -> str:

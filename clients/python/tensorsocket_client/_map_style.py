@@ -12,7 +12,9 @@ each epoch's order, so ``persistent_workers`` keeps its workers across epochs.
 import os
 from typing import Any, List, Optional, Sequence
 
-from ._decoded import DecodedCollate, DecodedSamples, PackedLoad, lists_files, row_width
+import numpy as np
+
+from ._decoded import DecodedCollate, DecodedSamples, PackedLoad, RowRing, in_place, lists_files, row_width
 from ._decoded_cache import CachedDataset, CachedLoad, DecodedCache, loads
 from ._loader_workers import ending_with_this_process, stop_workers
 
@@ -45,6 +47,7 @@ class MapStyle:
         import torch.utils.data as tud
         self.dataset = loader.dataset
         self.cache: Optional[DecodedCache] = None
+        self.rows: Optional[RowRing] = None  # where a decoded feed's workers put a batch's rows (``_decoded.RowRing``)
         self.batch_size = loader.batch_size
         self.drop_last = bool(loader.drop_last)
         self.shuffle = isinstance(loader.sampler, tud.RandomSampler)
@@ -89,7 +92,11 @@ class MapStyle:
             self.cache = DecodedCache(int(float(cache_mb) * (1 << 20)), self.size)
             load = CachedLoad(load, self.cache, copy=False)  # the rows' collation only reads what is kept
         self.dataset = DecodedSamples(load, self.size)
-        self._options["collate_fn"] = DecodedCollate(width)
+        workers = int(self._options.get("num_workers", 0))
+        if workers > 0:  # the batches the loader has outstanding, the one the feeder holds, and one to spare
+            slots = workers * int(self._options.get("prefetch_factor") or 2) + 2
+            self.rows = RowRing(slots, self.batch_size, width)
+        self._options["collate_fn"] = DecodedCollate(width, self.rows)
 
     @staticmethod
     def _first_field(item: Any) -> Any:
@@ -180,7 +187,11 @@ class MapStyle:
         what the feeder declares (loaded once more, in this process, before the first epoch). One sample serves where
         the collate function is the default, which stacks samples."""
         collate = self._options.get("collate_fn") or self._default_collate()
-        return collate([self.dataset[i] for i in range(min(samples or self.batch_size, self.size))])
+        batch, slot = self.in_place(collate([self.dataset[i] for i in range(min(samples or self.batch_size, self.size))]))
+        if slot >= 0:
+            batch = dict(batch, **{k: np.array(v) for k, v in batch.items() if isinstance(v, np.ndarray)})
+            self.rows_copied(slot)
+        return batch
 
     def lane_loader(self) -> "LaneLoader":
         """A DataLoader of this loader's settings over the ids it is given: one of its own, with worker processes of
@@ -195,6 +206,8 @@ class MapStyle:
         self._order.ids = order
         if self._loader is not None and self._copies_only() and self._options.get("num_workers", 0) > 0:
             stop_workers(self._loader)  # a loader in this process from now on: see _copies_only
+            if self.rows is not None:
+                self.rows.reset()  # whatever the ended workers held is free
             self._loader = None
             self._options = dict(self._options, num_workers=0)
             self._options.pop("prefetch_factor", None)
@@ -213,10 +226,25 @@ class MapStyle:
         if self._loader is not None:
             stop_workers(self._loader)
 
-    def _new_loader(self, sampler: "_Order"):
+    def _new_loader(self, sampler: "_Order", own_rows: bool = True):
+        """A DataLoader of the loader's settings over ``sampler``; one not ``own_rows`` (a lane's) collates decoded
+        rows into tensors of its own, outside the ring of the main loader's."""
         import torch.utils.data as tud
+        options = self._options
+        collate = options.get("collate_fn")
+        if not own_rows and isinstance(collate, DecodedCollate):
+            options = dict(options, collate_fn=collate.plain())
         return tud.DataLoader(self.dataset, batch_size=self.batch_size, sampler=sampler, drop_last=False,
-                              **ending_with_this_process(self._options))
+                              **ending_with_this_process(options))
+
+    def in_place(self, batch: Any):
+        """``(batch, slot)``: a batch of the main loader's with its rows viewing the ring buffer that holds them, and
+        the buffer to give back (:meth:`rows_copied`) once they are in the arena; ``slot`` -1 where there is none."""
+        return in_place(batch, self.rows)
+
+    def rows_copied(self, slot: int) -> None:
+        if slot >= 0 and self.rows is not None:
+            self.rows.give(slot)
 
 
 class LaneLoader:
@@ -225,7 +253,7 @@ class LaneLoader:
 
     def __init__(self, ix: MapStyle):
         self._order = _Order()
-        self._loader = ix._new_loader(self._order)
+        self._loader = ix._new_loader(self._order, own_rows=False)
 
     def __call__(self, ids: Sequence[int]):
         self._order.ids = ids

@@ -442,7 +442,7 @@ class TensorProducer:
         if cur is not None:
             self._conn.send_frames(refill())
         while cur is not None:
-            tensors, n = cur
+            tensors, n, rows = cur
             if not grants:
                 if in_flight == 0:
                     raise ValueError("the loader yielded more than the %d samples per epoch declared for epoch %d"
@@ -452,6 +452,8 @@ class TensorProducer:
             grant = grants.popleft()
             for view, (_, a) in zip(self._arena.views(grant.offset), tensors):
                 np.copyto(view[:n], a, casting="no")
+            if rows >= 0:
+                self._by_index.rows_copied(rows)
             # the publish and the claims that refill: one write
             self._conn.send_frames(wire.encode(wire.Publish(grant.seq, n)) + refill())
             samples += n
@@ -469,7 +471,8 @@ class TensorProducer:
         self._in_epoch = False
 
     def _next_batch(self, batches: Iterator[Any], epoch: int):
-        """The loader's next batch as (named tensors, samples), checked and declared (the first); None at its end."""
+        """The loader's next batch as (named tensors, samples, the row buffer to give back once they are copied or
+        -1), checked and declared (the first); None at its end."""
         try:
             batch = next(batches)
         except StopIteration:
@@ -481,6 +484,9 @@ class TensorProducer:
             self._loader_error = (e, _loader_failure(e, epoch, self._batch_index, self._arena_path))
             raise
         self._interrupts.check()
+        rows = -1
+        if self._by_index is not None:
+            batch, rows = self._by_index.in_place(batch)
         tensors = _named(batch, self.names)
         n = len(tensors[0][1])
         if self._spec is None:
@@ -495,7 +501,7 @@ class TensorProducer:
                     spe = spe // batch_size * batch_size
             self._attach(tensors, batch_size, spe)
         self._check(tensors, self._spec, n, epoch)
-        return tensors, n
+        return tensors, n, rows
 
     def _check(self, tensors, spec, n, epoch):
         problem = _batch_problem(tensors, spec, n, epoch)
