@@ -221,6 +221,18 @@ class MapStyle:
         Then worker processes would only add their hand-over (each batch through fresh shared memory) to the copy."""
         return self._decoded and self.cache is not None and self.cache.holds_all()
 
+    def has_workers(self) -> bool:
+        """Whether the loader runs worker processes (a loader in the feeder's own process has nothing to stop)."""
+        return int(self._options.get("num_workers", 0)) > 0
+
+    def pause(self, held: Sequence[int] = ()) -> None:
+        """No consumer is attached: the loader's workers kept between epochs end now (those of an epoch's iterator end
+        with it), and the row buffers they held are free but ``held`` (the batch the feeder has in hand)."""
+        if self._loader is not None:
+            stop_workers(self._loader)
+        if self.rows is not None:
+            self.rows.reset(held)
+
     def close(self) -> None:
         """The main stream ended: the workers the loader keeps between epochs end now."""
         if self._loader is not None:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -214,6 +215,7 @@ class TensorProducer:
         self._declared_epochs = None
         self._epoch = 0            # the next epoch to feed
         self._in_epoch = False     # an epoch is being fed (a stop now is mid-epoch)
+        self._epoch_order: Optional[List[int]] = None  # the producer's order of the epoch being fed by index
         self._ended = False        # the stream ended (all epochs fed, stopped, or failed)
         self._loader_error = None  # (the exception the loader raised, what consumers are told of it)
         self._interrupts = InterruptWatch()  # the epoch being fed's (see _feed_epoch)
@@ -351,8 +353,8 @@ class TensorProducer:
         self.finish_lanes()
         return self.batches_published
 
-    def _batches(self, loader: Iterable[Any]) -> Iterator[Any]:
-        self._batch_index = 0
+    def _batches(self, loader: Iterable[Any], first: int = 0) -> Iterator[Any]:
+        self._batch_index = first
         for batch in loader:
             yield batch
             self._batch_index += 1
@@ -378,7 +380,8 @@ class TensorProducer:
         producer's order is the same, as it is whenever both sides follow the one rule."""
         ix = self._by_index
         if self._spec is not None:
-            return ix.loader(self._order(epoch))
+            self._epoch_order = self._order(epoch)
+            return ix.loader(self._epoch_order)
         foreseen = ix.first_order() if epoch == 0 else None
         started: List[Iterable[Any]] = []
 
@@ -388,7 +391,7 @@ class TensorProducer:
         first = self._loading(epoch, lambda: ix.probe(1 if foreseen is not None else None))
         self._attach(_named(first, self.names), ix.batch_size, ix.samples_per_epoch(),
                      meanwhile=start_loading if foreseen is not None else None)
-        order = self._order(epoch)
+        order = self._epoch_order = self._order(epoch)
         if not started:
             return ix.loader(order)
         if order == foreseen:
@@ -439,15 +442,21 @@ class TensorProducer:
             return _CLAIM * n_claims
 
         cur = self._next_batch(batches, epoch)
+        taken = 0  # samples taken from the loader in this epoch: those published and the batch in hand
         if cur is not None:
             self._conn.send_frames(refill())
         while cur is not None:
             tensors, n, rows = cur
+            taken += n
             if not grants:
                 if in_flight == 0:
                     raise ValueError("the loader yielded more than the %d samples per epoch declared for epoch %d"
                                      % (self._epoch_samples, epoch))
-                grants.append(self._conn.read(wire.SlotGrant, "CLAIM"))
+                m = self._conn.read((wire.SlotGrant, wire.Paused), "CLAIM")
+                while isinstance(m, wire.Paused):
+                    batches = self._pause_loading(batches, epoch, taken, rows)
+                    m = self._conn.read((wire.SlotGrant, wire.Paused), "CLAIM")
+                grants.append(m)
                 in_flight -= 1
             grant = grants.popleft()
             for view, (_, a) in zip(self._arena.views(grant.offset), tensors):
@@ -469,6 +478,22 @@ class TensorProducer:
         if self._by_index is not None and self._by_index.cache is not None:
             _log.info("producer '%s', %s", self.name, self._by_index.cache.epoch_line(epoch))
         self._in_epoch = False
+
+    def _pause_loading(self, batches: Iterator[Any], epoch: int, taken: int, held_rows: int) -> Iterator[Any]:
+        """The producer has no consumer any more (PAUSED) and waits for one: a loader by index ends its workers now
+        (what they loaded ahead is loaded again), and the batches from here on come from a loader over the rest of the
+        epoch's order, started when the next is asked for, once a consumer came. Other loaders go on as they are."""
+        ix = self._by_index
+        if ix is None or not ix.has_workers() or self._epoch_order is None:
+            return batches
+        first = self._batch_index + 1
+        if isinstance(batches, types.GeneratorType):
+            batches.close()  # an epoch's DataLoader iterator, and its workers, end with it
+        ix.pause([held_rows] if held_rows >= 0 else [])
+        _log.info("producer '%s' has no consumer attached and waits for one: the feeder ended its loader's workers; "
+                  "epoch %d loads on from sample %d when one comes", self.name, epoch, taken)
+        rest = self._epoch_order[taken:]
+        return self._batches(_LazyLoader(lambda: ix.loader(rest)), first)
 
     def _next_batch(self, batches: Iterator[Any], epoch: int):
         """The loader's next batch as (named tensors, samples, the row buffer to give back once they are copied or
@@ -657,6 +682,17 @@ class TensorProducer:
                 p.close()
                 p.finish_lanes()
         atexit.register(at_exit)
+
+
+class _LazyLoader:
+    """An iterable made only when it is iterated: the loader over the rest of a paused epoch starts its workers when
+    the feeder asks for its next batch, not when the producer paused."""
+
+    def __init__(self, make: Callable[[], Iterable[Any]]):
+        self._make = make
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._make())
 
 
 def feed(name: str, loader: Iterable[Any], epochs: int = 1, **options) -> int:

@@ -13,7 +13,7 @@ from .dtypes import DTYPES
 from .errors import ProtocolError, ProtocolVersionError
 
 MAGIC = 0x544B5354  # "TSKT" read little-endian
-VERSION = 11
+VERSION = 12
 HEADER_BYTES = 12
 MAX_PAYLOAD = 65536
 MAX_STRING = 4096
@@ -29,6 +29,7 @@ MOVE, MOVED = 22, 23
 # A feeder's lane connections: where it loads the batches of the producer's lanes.
 FEEDER_LANE, LANE_START, LANE_STOP = 24, 25, 26
 RESUME = 27
+PAUSED = 28  # producer to feeder while a claim waits: no consumer is attached
 MAX_RESUME_DRAWS = 8000  # longs in one RESUME's draws
 
 # ERROR codes: wire values that never change.
@@ -298,6 +299,12 @@ class Moved:
 
 
 @dataclass(frozen=True)
+class Paused:
+    """Producer to feeder while a claim waits: no consumer is attached (they read and left); the claims wait for one.
+    The feeder may stop loading meanwhile."""
+
+
+@dataclass(frozen=True)
 class OrderRequest:
     """A feeder that loads by index to the producer, before each epoch: send epoch ``epoch``'s order."""
     epoch: int
@@ -350,7 +357,8 @@ _TYPES = {Hello: HELLO, Welcome: WELCOME, BatchReady: BATCH, Release: RELEASE, E
           Heartbeat: HEARTBEAT, FeederHello: FEEDER_HELLO, FeederWelcome: FEEDER_WELCOME, Claim: CLAIM, SlotGrant: SLOT,
           Publish: PUBLISH, FeederEpochEnd: FEEDER_EPOCH_END, EpochOrder: ORDER,
           OrderRequest: ORDER_REQUEST, Move: MOVE, Moved: MOVED,
-          FeederLaneHello: FEEDER_LANE, LaneStart: LANE_START, LaneStop: LANE_STOP, Resume: RESUME}
+          FeederLaneHello: FEEDER_LANE, LaneStart: LANE_START, LaneStop: LANE_STOP, Resume: RESUME,
+          Paused: PAUSED}
 
 
 # ------------------------------------------------------------------------------------------ encoding
@@ -471,7 +479,7 @@ def decode_header(b: bytes):
                             "peer on this socket?" % magic)
     if length > MAX_PAYLOAD:
         raise ProtocolError("frame claims a payload of %d bytes; the limit is %d" % (length, MAX_PAYLOAD))
-    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= RESUME
+    known = HELLO <= mtype <= HEARTBEAT or FEEDER_HELLO <= mtype <= PAUSED
     if version == VERSION and (not known or reserved != 0):
         raise ProtocolError("unknown message type %d" % mtype)
     return version, mtype, length
@@ -599,6 +607,8 @@ def decode_payload(mtype: int, payload: bytes):
         m = FeederWelcome(pid, arena, claims)
     elif mtype == CLAIM:
         m = Claim()
+    elif mtype == PAUSED:
+        m = Paused()
     elif mtype == SLOT:
         m = SlotGrant(*(_non_negative(v) for v in r.take("<qq")))
     elif mtype == PUBLISH:

@@ -52,6 +52,7 @@ EXPECTED = {
     "feeder_lane": wire.FeederLaneHello(4243),
     "lane_start": wire.LaneStart(2, "/dev/shm/tensorsocket-u/mnist/lane-2"),
     "lane_stop": wire.LaneStop(2),
+    "paused": wire.Paused(),
     "resume": wire.Resume(2300, 416, -4214222208109204676, 1000, 1000, True, (2, 0, 3, 1, 300)),
 }
 

@@ -15,6 +15,7 @@ in the generator's per-epoch order. CASE:
               (exact epochs for consumers joining mid-epoch); --sample-ms slows each sample
 """
 import argparse
+import logging
 import signal
 import sys
 import time
@@ -75,9 +76,12 @@ def main():
     p.add_argument("--sample-ms", type=float, default=0.0)
     p.add_argument("--by-index", action="store_true",
                    help="any case through a plain DataLoader(shuffle=True), fed by index as mapstyle is")
+    p.add_argument("--log-info", action="store_true", help="the feeder's INFO lines on stderr, as share() logs them")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a producer option for the producer this feeder starts (rubber_band=5, slots=12, ...)")
     a = p.parse_args()
+    if a.log_info:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # Ctrl-C raises KeyboardInterrupt, as in a terminal, however the suite was launched: a process started in the
     # background of a non-interactive shell (nohup ... &) inherits SIGINT ignored, and Python then never raises it.
     signal.signal(signal.SIGINT, signal.default_int_handler)

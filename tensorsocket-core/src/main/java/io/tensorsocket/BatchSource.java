@@ -100,6 +100,13 @@ public interface BatchSource extends AutoCloseable {
         return ProcessHandle.current().pid();
     }
 
+    /**
+     * The producer has no consumer attached any more (they read and left) and waits for one before it takes the next
+     * batch: a source that loads ahead may stop loading meanwhile, and load on when asked for the batch. Called on the
+     * producer thread, inside the wait for a slot this source asked for. Default: nothing.
+     */
+    default void paused() {}
+
     @Override
     default void close() throws Exception {}
 

@@ -317,6 +317,15 @@ public final class ExternalSource implements IndexedSource {
         return hello == null ? 0 : hello.shmReserve();
     }
 
+    /** Tells the feeder (PAUSED), which stops its loader's workers until a slot is granted. */
+    @Override
+    public void paused() {
+        FeederLink link = feeder;
+        if (link != null && welcomed) {
+            link.sendQuietly(new Message.Paused());
+        }
+    }
+
     /** The feeder's process: its loader's workers are its children. */
     @Override
     public long loaderPid() {

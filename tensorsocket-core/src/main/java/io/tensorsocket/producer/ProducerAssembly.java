@@ -116,6 +116,7 @@ final class ProducerAssembly {
                 core.keepBoundariesUpstream(upstream);
             }
             core.reportsCache(source::cacheFigures);
+            core.onPaused(source::paused);
             IndexedSource byIndex = source.byIndex();
             if (byIndex != null && byIndex.shuffles() && byIndex.shuffleSeed().isPresent()) {
                 core.reportsSeed(byIndex.shuffleSeed().getAsLong());

@@ -183,6 +183,11 @@ public final class ProducerCore implements BatchSink {
         slotWait.onReleaseWanted(r);
     }
 
+    /** Sets what tells the source that the producer pauses, its consumers gone ({@code BatchSource.paused}). */
+    void onPaused(Runnable r) {
+        slotWait.onPaused(r);
+    }
+
     private void publish(SlotClaim c, int samples) {
         lock.lock();
         try {

@@ -24,6 +24,7 @@ final class SlotWait {
 
     private volatile boolean awaitingRelease;
     private volatile Runnable releaseWanted = () -> {};
+    private volatile Runnable paused = () -> {};
 
     SlotWait(
             ServingRules rules,
@@ -58,6 +59,9 @@ final class SlotWait {
             if (readsOn) {
                 waits.noteAttached(consumers.count());
             } else if (consumers.count() < needed) {
+                if (state.totalPublished > 0) {
+                    paused.run(); // consumers came, read and left: the source may stop loading until one comes
+                }
                 waits.awaitConsumers(needed, state.totalPublished > 0);
                 stalledSince = System.nanoTime();
                 continue;
@@ -98,6 +102,11 @@ final class SlotWait {
      */
     boolean awaitingRelease() {
         return awaitingRelease;
+    }
+
+    /** Sets what tells the source that the producer pauses, its consumers gone ({@code BatchSource.paused}). */
+    void onPaused(Runnable r) {
+        this.paused = r;
     }
 
     /** Sets what tells the reader that the producer started waiting for a release. */

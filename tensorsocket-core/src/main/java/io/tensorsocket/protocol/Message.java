@@ -295,6 +295,13 @@ public sealed interface Message {
      */
     record LaneStop(int lane) implements Message {}
 
+    /**
+     * Producer to feeder, while a claim of the feeder's waits: no consumer is attached any more (they read and left),
+     * and the claims wait until one comes. The feeder may stop loading meanwhile (the Python feeder ends its loader's
+     * workers and loads on from where it stood once a slot is granted).
+     */
+    record Paused() implements Message {}
+
     /** Feeder that loads by index to producer, before each epoch: send epoch {@code epoch}'s order. */
     record OrderRequest(long epoch) implements Message {}
 

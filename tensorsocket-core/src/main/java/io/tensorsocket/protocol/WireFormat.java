@@ -104,6 +104,8 @@ import java.util.List;
  *  27 RESUME         i64 epochBase, i64 handed, i64 orderKey, i32 datasetSize, i64 samplesPerEpoch, u8 shuffle,
  *                    i32 count (≤ 8000), count × i64 draws; consumer to producer before its HELLO: serve the rest
  *                    of the epoch a checkpoint was taken in (see Message.Resume), then END
+ *  28 PAUSED         (empty); producer to feeder while a claim waits: no consumer is attached, the claims wait for
+ *                    one; the feeder may stop loading meanwhile
  *
  *   f64 = IEEE 754 double, finite and ≥ 0; all counts and positions ≥ 0.
  * </pre>
@@ -116,8 +118,8 @@ import java.util.List;
  * worldSize, and error code 9 (JOB_FAILED); version 7 added STATUS's paceShare per consumer; version 8 added STATUS's cache figures; version 9 added HELLO's lanes, MOVE, MOVED and STATUS's lane and
  * laneSamples per consumer; version 10 added FEEDER_HELLO's lanes, FEEDER_LANE, LANE_START and LANE_STOP; version 11
  * added RESUME, LANE_START's lane 0 (a finite stream's tail, into the producer's arena), STATUS's streamEnd and
- * resuming per consumer, STATUS's seed, and FEEDER_HELLO's shmReserve. A peer of another version is
- * told VERSION_MISMATCH.
+ * resuming per consumer, STATUS's seed, and FEEDER_HELLO's shmReserve; version 12 added PAUSED. A peer of another
+ * version is told VERSION_MISMATCH.
  *
  * The frames in docs/test-vectors are checked against this class and the Python client alike.
  *
@@ -126,7 +128,7 @@ import java.util.List;
  */
 public final class WireFormat {
     public static final int MAGIC = 0x544B5354; // "TSKT" read little-endian
-    public static final int VERSION = 11;
+    public static final int VERSION = 12;
     public static final int HEADER_BYTES = 12;
     public static final int MAX_PAYLOAD = 65536;
     public static final int MAX_STRING = 4096;
@@ -159,6 +161,7 @@ public final class WireFormat {
     static final int LANE_START = 25;
     static final int LANE_STOP = 26;
     static final int RESUME = 27;
+    static final int PAUSED = 28;
 
     private WireFormat() {}
 
@@ -194,7 +197,7 @@ public final class WireFormat {
     }
 
     private static boolean knownType(int type) {
-        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= RESUME);
+        return (type >= HELLO && type <= LAST_TYPE) || (type >= FEEDER_HELLO && type <= PAUSED);
     }
 
     /** Appends the frame for {@code m} to {@code b} (which must be little-endian and large enough). */
@@ -271,6 +274,7 @@ public final class WireFormat {
                 b.putInt(w.claimsAhead());
             }
             case Message.Claim ignored -> {}
+            case Message.Paused ignored -> {}
             case Message.SlotGrant g -> b.putLong(g.seq()).putLong(g.offset());
             case Message.Publish pu -> b.putLong(pu.seq()).putInt(pu.samples());
             case Message.FeederEpochEnd e -> b.putLong(e.epoch()).putLong(e.samples());
@@ -358,6 +362,7 @@ public final class WireFormat {
                 case LANE_START -> new Message.LaneStart(nonNegative(p.getInt()), getString(p));
                 case LANE_STOP -> new Message.LaneStop(nonNegative(p.getInt()));
                 case RESUME -> decodeResume(p);
+                case PAUSED -> new Message.Paused();
                 default -> throw new ProtocolException("unknown message type " + type);
             };
             if (p.hasRemaining()) {
@@ -532,6 +537,7 @@ public final class WireFormat {
             case Message.LaneStart l -> LANE_START;
             case Message.LaneStop l -> LANE_STOP;
             case Message.Resume r -> RESUME;
+            case Message.Paused pa -> PAUSED;
         };
     }
 }

@@ -184,6 +184,7 @@ class ProtocolVectorsTest {
         FRAMES.put("feeder_lane", new Message.FeederLaneHello(4243));
         FRAMES.put("lane_start", new Message.LaneStart(2, "/dev/shm/tensorsocket-u/mnist/lane-2"));
         FRAMES.put("lane_stop", new Message.LaneStop(2));
+        FRAMES.put("paused", new Message.Paused());
         FRAMES.put(
                 "resume",
                 new Message.Resume(2300, 416, -4214222208109204676L, 1000, 1000, true, new long[] {2, 0, 3, 1, 300}));
@@ -253,9 +254,9 @@ class ProtocolVectorsTest {
     @Test
     void everyMessageTypeEncodesToItsCommittedVectorAndDecodesFromIt() throws IOException {
         // every message type: the consumer's (1..12), the feeder socket's (14..21), the lanes' (22, 23), the
-        // feeder's lane connections' (24..26) and a resumed consumer's (27)
+        // feeder's lane connections' (24..26), a resumed consumer's (27) and a paused feeder's (28)
         assertEquals(
-                WireFormat.LAST_TYPE + WireFormat.RESUME - WireFormat.FEEDER_HELLO + 1,
+                WireFormat.LAST_TYPE + WireFormat.PAUSED - WireFormat.FEEDER_HELLO + 1,
                 FRAMES.size(),
                 "one vector per message type");
         for (Map.Entry<String, Message> e : FRAMES.entrySet()) {
