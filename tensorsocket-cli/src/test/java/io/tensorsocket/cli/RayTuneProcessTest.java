@@ -102,7 +102,10 @@ class RayTuneProcessTest extends ProcessTestBase {
     void aPbtSweepRestoringTrialsFromMidEpochCheckpointsKeepsEveryEpochWhole() throws Exception {
         // PBT pauses the worse trial and restarts it from the better one's checkpoint, taken mid-epoch: the restored
         // trial reads the rest of that epoch (load_state_dict), so every epoch, across restores, is one pass
-        Proc p = sweep("--pbt", "--trials", "2", "--epochs", "2", "--samples", "1000");
+        // each sample costs the loader 3 ms, so each epoch lasts 3 s at least: the two trials read at the same time
+        // however late the second attaches (a sweep of 5 s, the first trial done before the second reported, had PBT
+        // compare no one)
+        Proc p = sweep("--pbt", "--trials", "2", "--epochs", "2", "--samples", "1000", "--decode-us", "3000");
         assertEquals(0, p.exitCode(Duration.ofMinutes(5)), p.stderr());
         Map<String, String> summary = p.json().getLast();
         assertEquals("0", summary.get("errors"), summary.toString());
