@@ -52,6 +52,13 @@ final class RelayJoins {
         if (upstream == null || start.mode() != StartMode.EXACT) {
             return start;
         }
+        if (start.sample() == 0 || start.sample() >= geometry.samplesPerEpoch()) {
+            // a join right at an epoch's start or end: no boundary to keep, the epoch starts there
+            long epoch = start.sample() == 0 ? start.epoch() : start.epoch() + 1;
+            if (rules.epochs() == 0 || epoch < rules.epochs()) {
+                return StartPoint.of(StartMode.EPOCH_START, epoch, 0);
+            }
+        }
         UpstreamBoundaries.Answer answer = upstream.keep(start.epoch(), (int) start.sample(), n);
         StartPoint rolling = StartPoint.of(StartMode.ROLLING, start.epoch(), start.sample());
         return switch (answer) {
