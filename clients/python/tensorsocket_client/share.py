@@ -394,14 +394,34 @@ def _ensure_started(name, path, kwargs, description, linger, producer_options, d
 
 def _name_this_process(name: str) -> None:
     """Names the share's feeder for what it is, not for the trial it was forked from: in the producer's log and errors
-    (the feeder's command line: ``tensorsocket-share-feeder NAME``) and in ``ps``/``top`` (its name, at most 15
-    characters, which its DataLoader workers inherit)."""
+    (the feeder's command line: ``tensorsocket-share-feeder NAME``), in ``ps``/``top`` (its name, at most 15
+    characters) and in ``ps aux``/``top -c`` (its command line), which its DataLoader workers inherit."""
     sys.argv = ["tensorsocket-share-feeder", name]
     try:
         with open("/proc/self/comm", "w", encoding="utf-8") as f:
             f.write(("ts-share-" + name)[:15])
     except OSError:
-        pass  # not Linux: only the command line the producer is told
+        return  # not Linux: only the command line the producer is told
+    _retitle(" ".join(sys.argv))
+
+
+def _retitle(title: str) -> None:
+    """Writes ``title`` over this process's command line as ``/proc/self/cmdline`` shows it: into the memory the
+    kernel reads it from (``arg_start`` to ``arg_end``, fields 48 and 49 of ``/proc/self/stat``: the argv strings the
+    process started with, which CPython has copied), cut to fit and the rest zeroed. The memory is this process's own
+    (a forked copy of the trial's). Where the figures are missing (kernels before 3.5), nothing."""
+    import ctypes
+    try:
+        with open("/proc/self/stat", encoding="utf-8") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # fields[0] is field 3
+    except (OSError, IndexError, ValueError):
+        return
+    size = end - start
+    if size < 2:
+        return
+    data = title.encode("utf-8", "replace")[:size - 1]
+    ctypes.memmove(start, data + b"\0" * (size - len(data)), size)
 
 
 def serve(name: str, path: str, kwargs: Dict[str, Any], description: str, linger: float,

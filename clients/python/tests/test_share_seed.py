@@ -4,6 +4,7 @@ producer's status say the seed."""
 
 import itertools
 import os
+import re
 import sys
 import tempfile
 import time
@@ -49,6 +50,10 @@ class SharedSeedTest(unittest.TestCase):
                 orders[t].append(epoch[t])
         with open(log_path(name)) as f:
             log = f.read()
+        feeder = re.search(r"the feeder of producer '%s' \(pid (\d+), " % name, log)
+        if feeder is not None:  # what ps aux shows of it
+            with open("/proc/%s/cmdline" % feeder.group(1), "rb") as f:
+                log += "\nfeeder cmdline: %s\n" % f.read().split(b"\0")[0].decode()
         from tensorsocket_client._status import query
         log += "\nstatus seed: %s\n" % query(name).seed  # what `tensorsocket status` shows
         for loader in loaders:
@@ -71,6 +76,7 @@ class SharedSeedTest(unittest.TestCase):
         self.assertIn("status seed: 7", log, "the producer's status names its seed")
         self.assertIn(", tensorsocket-share-feeder seeded) declared 300 samples per epoch", log,
                       "the feeder is named for what it is, not for the trial it was forked from")
+        self.assertIn("feeder cmdline: tensorsocket-share-feeder seeded\n", log, "and so ps aux shows it")
 
 
 if __name__ == "__main__":

@@ -294,7 +294,7 @@ public final class TensorProducer implements AutoCloseable {
 
         /**
          * The idle cores the host (or the cgroup it runs in, with a CPU quota) must have left over the last 10 s for a
-         * lane to open, at the least (default {@value #DEFAULT_LANE_IDLE_CORES}; 0: only the lane's own cost counts).
+         * lane to open, at the least (default {@value #DEFAULT_LANE_IDLE_CORES}; 0: whatever the host's load).
          * A lane loads its consumer's samples again, which is worth it only with CPU to spare: the host must also have
          * left idle what the lane would spend, the consumer's own pace times the CPU a sample cost the loader of late
          * (the producer's process, or an external feeder's and its workers'). Without it the slowest consumer sets the

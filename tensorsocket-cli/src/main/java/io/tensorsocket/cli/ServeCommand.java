@@ -151,7 +151,7 @@ final class ServeCommand implements Callable<Integer> {
             description = "Open a lane only where the host (or its container's CPU quota) left at least this many cores"
                     + " idle over the last 10 s, and at least what the lane would spend (the laggard's pace times the"
                     + " CPU a sample cost the loader of late); else the slowest sets the pace, which costs no CPU; 0:"
-                    + " only the lane's own cost counts (default ${DEFAULT-VALUE}).")
+                    + " whatever the load (default ${DEFAULT-VALUE}).")
     double laneIdleCores;
 
     @Option(

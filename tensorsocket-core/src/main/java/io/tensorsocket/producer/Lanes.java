@@ -355,8 +355,9 @@ final class Lanes {
             return;
         }
         double idle = cpu.idleCores(now);
-        double cores = Math.max(supply.idleCores(), spends(group, now));
-        if (idle < cores) { // NaN: this host does not say (not Linux); the lane opens as it did before
+        // a floor of 0: lanes whatever the load; NaN: this host does not say (not Linux); the lane opens as before
+        double cores = supply.idleCores() > 0 ? Math.max(supply.idleCores(), spends(group, now)) : 0;
+        if (idle < cores) {
             refusals.noCpu(s, group, idle, cores);
             return;
         }
