@@ -10,6 +10,7 @@ import time
 import unittest
 
 from bench_launcher import launcher_or_skip
+from test_decoded import _children
 
 try:
     import torch  # noqa: F401
@@ -18,17 +19,6 @@ except ImportError:  # pragma: no cover - the CI installs torch
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 SPEC = "samples=1000,shape=3x4x4,dtype=float32,seed=5"
-
-
-def _children(pid):
-    kids = []
-    for task in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
-                kids += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return kids
 
 
 def _loader_workers(feeder):
